@@ -1,0 +1,288 @@
+"""Shared parts of the benchmarks: the servers under test, stdio client sessions, timing statistics, /proc readings.
+
+Every figure is measured by this one client process with the mcp 2.x `ClientSession` (legacy `initialize()`)
+over `stdio_client`. Targets are measured in alternating order, round after round, so that drift on a small
+machine touches them all alike; a figure is the median over rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+REPO = Path(__file__).resolve().parents[1]
+FASTMCP_PYTHON = REPO / ".tools" / "fastmcp-venv" / "bin" / "python"
+FASTMCP_PROXY = REPO / "bench" / "_fastmcp_proxy.py"
+IN_FLIGHT = 8
+
+T = TypeVar("T")
+
+
+# --- what to run ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A stdio MCP server to spawn: argv, extra environment, working directory."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+    def params(self) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=self.argv[0], args=list(self.argv[1:]), env=dict(self.env) or None, cwd=self.cwd
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """One tool call repeated: which server, which tool, which arguments."""
+
+    label: str
+    server: Command
+    tool: str
+    arguments: Mapping[str, Any]
+
+
+def toolreel_bin() -> str:
+    """The `toolreel` console script of the venv running the bench, else the one on PATH."""
+    beside = Path(sys.executable).with_name("toolreel")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("toolreel")
+    if found is None:
+        raise SystemExit("bench: the `toolreel` console script is not installed (pip install -e '.[dev]')")
+    return found
+
+
+def _fixture_servers() -> Any:
+    """fixtures.servers (the repository root is not on sys.path when a bench runs as a script)."""
+    if str(REPO) not in sys.path:
+        sys.path.append(str(REPO))
+    import fixtures.servers
+
+    return fixtures.servers
+
+
+def npm_server(name: str, *args: str) -> Command:
+    """An npm reference server (`everything`, `filesystem`, `memory`) run with node directly (no npx start-up)."""
+    servers = _fixture_servers()
+    try:
+        argv: list[str] = servers.npm_server_command(name)
+    except servers.ServerNotInstalled as exc:
+        raise SystemExit(f"bench: {exc}") from None
+    return Command((*argv, *args))
+
+
+def pypi_server(name: str, *args: str) -> Command:
+    """`python -m mcp_server_<name>` from this venv (`time`, `git`)."""
+    servers = _fixture_servers()
+    try:
+        argv: list[str] = servers.pypi_server_command(name)
+    except servers.ServerNotInstalled as exc:
+        raise SystemExit(f"bench: {exc}") from None
+    return Command((*argv, *args))
+
+
+def everything() -> Command:
+    return npm_server("everything", "stdio")
+
+
+def time_server() -> Command:
+    return pypi_server("time")
+
+
+ECHO = Workload("echo", everything(), "echo", {"message": "hello"})
+GET_TIME = Workload("get_current_time", time_server(), "get_current_time", {"timezone": "Europe/Paris"})
+
+
+def via_toolreel(server: Command, *flags: str) -> Command:
+    """`toolreel serve FLAGS -- SERVER` (wrap mode)."""
+    return Command((toolreel_bin(), "serve", *flags, "--", *server.argv), server.env, server.cwd)
+
+
+def via_fastmcp(server: Command) -> Command:
+    """FastMCP 4.1's proxy in front of one stdio server, run in its own venv (.ci/fastmcp-setup.sh)."""
+    return Command((str(FASTMCP_PYTHON), str(FASTMCP_PROXY), *server.argv), server.env, server.cwd)
+
+
+def fastmcp_missing() -> str | None:
+    """Why FastMCP cannot run here, or None."""
+    if not FASTMCP_PYTHON.exists():
+        return f"{FASTMCP_PYTHON} missing; run .ci/fastmcp-setup.sh"
+    return None
+
+
+# --- client sessions --------------------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def connect(command: Command, errlog: TextIO, **session_options: Any) -> AsyncIterator[ClientSession]:
+    """Spawn `command` and yield an initialized legacy-handshake session."""
+    async with (
+        stdio_client(command.params(), errlog=errlog) as (read, write),
+        ClientSession(read, write, **session_options) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, work: Workload) -> None:
+    result = await session.call_tool(work.tool, dict(work.arguments))
+    if result.is_error:
+        raise RuntimeError(f"{work.tool} returned an error: {result.content}")
+
+
+async def sequential(session: ClientSession, work: Workload, count: int) -> list[float]:
+    """Latency of `count` calls one after another, in seconds."""
+    samples: list[float] = []
+    clock = time.perf_counter
+    for _ in range(count):
+        start = clock()
+        await call(session, work)
+        samples.append(clock() - start)
+    return samples
+
+
+async def concurrent(session: ClientSession, work: Workload, count: int, in_flight: int = IN_FLIGHT) -> float:
+    """Calls per second for `count` calls with `in_flight` outstanding at any time."""
+    remaining = count
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            await call(session, work)
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(in_flight):
+            tg.start_soon(worker)
+    return count / (time.perf_counter() - start)
+
+
+async def warm_up(session: ClientSession, work: Workload, count: int) -> None:
+    await sequential(session, work, count)
+    await concurrent(session, work, count)
+
+
+# --- statistics -------------------------------------------------------------------------------------------------
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile, q in [0, 100]."""
+    ordered = sorted(samples)
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered)) - 1))
+    return ordered[rank]
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    p50: float
+    p90: float
+    p99: float
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> Latency:
+        return cls(percentile(samples, 50), percentile(samples, 90), percentile(samples, 99))
+
+
+def median_latency(rounds: Sequence[Latency]) -> Latency:
+    return Latency(
+        statistics.median(r.p50 for r in rounds),
+        statistics.median(r.p90 for r in rounds),
+        statistics.median(r.p99 for r in rounds),
+    )
+
+
+def rotated(items: Sequence[T], shift: int) -> list[T]:
+    """`items` starting at index `shift` (mod len): each round starts with the next target."""
+    if not items:
+        return []
+    shift %= len(items)
+    return [*items[shift:], *items[:shift]]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3f}"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    line = "  ".join("{:<%d}" % w if i == 0 else "{:>%d}" % w for i, w in enumerate(widths))
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line.format(*header), rule, *(line.format(*row) for row in rows)])
+
+
+@dataclass
+class Bars:
+    """Pass/fail of each bar, printed at the end; `failed` decides the exit code."""
+
+    results: list[tuple[str, bool, str]] = field(default_factory=list)
+
+    def check(self, name: str, ok: bool, detail: str) -> None:
+        self.results.append((name, ok, detail))
+
+    @property
+    def failed(self) -> bool:
+        return any(not ok for _, ok, _ in self.results)
+
+    def report(self) -> str:
+        lines = [f"  [{'PASS' if ok else 'FAIL'}] {name}: {detail}" for name, ok, detail in self.results]
+        return "\n".join(["bars:", *lines])
+
+
+# --- processes --------------------------------------------------------------------------------------------------
+
+
+def child_pids(parent: int) -> set[int]:
+    """Live processes whose parent is `parent` (scans /proc)."""
+    found: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # exited while we looked
+            continue
+        # The command name may hold spaces and parentheses: the fields after the last ')' are fixed.
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+            found.add(int(entry.name))
+    return found
+
+
+def vm_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"/proc/{pid}/status has no VmRSS line")
+
+
+def descendants(pid: int) -> Iterator[int]:
+    for child in child_pids(pid):
+        yield child
+        yield from descendants(child)
+
+
+def write_json(path: Path, value: Any) -> Path:
+    path.write_text(json.dumps(value, indent=2))
+    return path
+
+
+def exit_code(bars: Bars, out: Callable[[str], None] = print) -> int:
+    out(bars.report())
+    return 1 if bars.failed else 0

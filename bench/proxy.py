@@ -1,0 +1,367 @@
+"""Gateway overhead: direct vs `toolreel serve --no-record` vs FastMCP's proxy, over stdio, in one run.
+
+For server-everything `echo` and mcp-server-time `get_current_time`: sequential latency (p50/p90/p99) and
+throughput at 8 in flight; then gateway RSS with 5 idle upstreams and ready time against the slowest upstream.
+Prints everything, then the bars (issue 2); exits 1 if a bar is missed. `--quick` for a short run.
+Run: .venv/bin/python bench/proxy.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.metadata
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+from _common import (
+    ECHO,
+    FASTMCP_PYTHON,
+    GET_TIME,
+    IN_FLIGHT,
+    Bars,
+    Command,
+    Latency,
+    Workload,
+    child_pids,
+    concurrent,
+    connect,
+    descendants,
+    fastmcp_missing,
+    median_latency,
+    ms,
+    npm_server,
+    pypi_server,
+    rotated,
+    sequential,
+    table,
+    toolreel_bin,
+    via_fastmcp,
+    via_toolreel,
+    vm_rss_mb,
+    warm_up,
+    write_json,
+)
+from mcp import ClientSession
+from mcp import types as mt
+
+# Bars of issue 2.
+P50_BARS = {"echo": 2.0, "get_current_time": 1.3}
+THROUGHPUT_BAR = 0.5
+RSS_BAR_MB = 80.0
+READY_BAR_S = 0.3
+CALL_TIMEOUT = 60.0
+UPSTREAMS = ("everything", "filesystem", "memory", "time", "git")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    calls: int  # sequential calls per target and workload, and as many at 8 in flight, split over rounds
+    rounds: int
+    warm: int
+    ready_rounds: int
+
+    @property
+    def per_round(self) -> int:
+        return max(1, self.calls // self.rounds)
+
+
+@dataclass
+class Figures:
+    """One target's results: one Latency and one throughput per round."""
+
+    latency: list[Latency] = field(default_factory=list)
+    throughput: list[float] = field(default_factory=list)
+
+    @property
+    def p50(self) -> float:
+        return median_latency(self.latency).p50
+
+    @property
+    def calls_per_s(self) -> float:
+        return statistics.median(self.throughput)
+
+
+# --- latency and throughput -------------------------------------------------------------------------------------
+
+
+def targets(work: Workload) -> tuple[dict[str, Command], dict[str, str]]:
+    """The commands to measure, and why a target is left out."""
+    commands = {"direct": work.server, "toolreel": via_toolreel(work.server, "--no-record")}
+    skipped: dict[str, str] = {}
+    if (reason := fastmcp_missing()) is None:
+        commands["fastmcp"] = via_fastmcp(work.server)
+    else:
+        skipped["fastmcp"] = reason
+    return commands, skipped
+
+
+async def open_sessions(
+    stack: contextlib.AsyncExitStack, commands: dict[str, Command], log: TextIO, skipped: dict[str, str]
+) -> dict[str, ClientSession]:
+    sessions: dict[str, ClientSession] = {}
+    for label, command in commands.items():
+        try:
+            sessions[label] = await stack.enter_async_context(
+                connect(command, log, read_timeout_seconds=CALL_TIMEOUT)
+            )
+        except Exception as exc:  # FastMCP is optional: a reference, not the subject; the others must start
+            if label != "fastmcp":
+                raise
+            skipped[label] = f"failed to start: {exc!r}"
+    return sessions
+
+
+async def measure(work: Workload, plan: Plan, log: TextIO) -> tuple[dict[str, Figures], dict[str, str]]:
+    commands, skipped = targets(work)
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = await open_sessions(stack, commands, log, skipped)
+        labels = list(sessions)
+        for label in labels:
+            await warm_up(sessions[label], work, plan.warm)
+        figures = {label: Figures() for label in labels}
+        for r in range(plan.rounds):
+            for label in rotated(labels, r):
+                samples = await sequential(sessions[label], work, plan.per_round)
+                figures[label].latency.append(Latency.of(samples))
+            for label in rotated(labels, r):
+                figures[label].throughput.append(await concurrent(sessions[label], work, plan.per_round))
+    return figures, skipped
+
+
+def workload_table(work: Workload, figures: dict[str, Figures], skipped: dict[str, str]) -> str:
+    base = figures["direct"]
+    rows = []
+    for label, fig in figures.items():
+        lat = median_latency(fig.latency)
+        rows.append(
+            [
+                label,
+                ms(lat.p50),
+                ms(lat.p90),
+                ms(lat.p99),
+                f"{fig.calls_per_s:.0f}",
+                f"{fig.p50 / base.p50:.2f}x",
+                f"{fig.calls_per_s / base.calls_per_s:.2f}x",
+            ]
+        )
+    header = ["target", "p50 ms", "p90 ms", "p99 ms", f"calls/s @{IN_FLIGHT}", "p50/direct", "calls/s/direct"]
+    lines = [f"{work.label} ({' '.join(Path(a).name for a in work.server.argv[1:])})", table(header, rows)]
+    lines += [f"{label}: unavailable ({reason})" for label, reason in skipped.items()]
+    return "\n".join(lines)
+
+
+def check_workload(bars: Bars, work: Workload, figures: dict[str, Figures]) -> None:
+    direct, gateway = figures["direct"], figures["toolreel"]
+    p50_ratio = gateway.p50 / direct.p50
+    bar = P50_BARS[work.label]
+    bars.check(f"p50 {work.label} toolreel/direct <= {bar}", p50_ratio <= bar, f"{p50_ratio:.2f}x")
+    tput_ratio = gateway.calls_per_s / direct.calls_per_s
+    bars.check(
+        f"calls/s {work.label} @{IN_FLIGHT} toolreel/direct >= {THROUGHPUT_BAR}",
+        tput_ratio >= THROUGHPUT_BAR,
+        f"{tput_ratio:.2f}x",
+    )
+
+
+# --- 5 idle upstreams: RSS and ready time -----------------------------------------------------------------------
+
+
+def upstream_commands(tmp: Path) -> dict[str, Command]:
+    files = tmp / "files"
+    files.mkdir()
+    (files / "hello.txt").write_text("hello\n")
+    repo = tmp / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    return {
+        "everything": npm_server("everything", "stdio"),
+        "filesystem": npm_server("filesystem", str(files)),
+        "memory": Command(npm_server("memory").argv, {"MEMORY_FILE_PATH": str(tmp / "memory.jsonl")}),
+        "time": pypi_server("time"),
+        "git": pypi_server("git", "--repository", str(repo)),
+    }
+
+
+def config_file(tmp: Path, upstreams: dict[str, Command]) -> Path:
+    servers: dict[str, Any] = {}
+    for name, command in upstreams.items():
+        entry: dict[str, Any] = {"command": command.argv[0], "args": list(command.argv[1:])}
+        if command.env:
+            entry["env"] = dict(command.env)
+        servers[name] = entry
+    return write_json(tmp / "five.json", {"mcpServers": servers})
+
+
+async def direct_ready(upstreams: dict[str, Command], log: TextIO) -> float:
+    """Seconds until the slowest of the upstreams, all spawned at once, has answered initialize + tools/list."""
+    ready: dict[str, float] = {}
+    all_ready = anyio.Event()
+
+    async def one(name: str, command: Command, start: float) -> None:
+        async with connect(command, log, read_timeout_seconds=CALL_TIMEOUT) as session:
+            await session.list_tools()
+            ready[name] = time.perf_counter() - start
+            if len(ready) == len(upstreams):
+                all_ready.set()
+            await all_ready.wait()  # no shutdown while the others still start
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for name, command in upstreams.items():
+            tg.start_soon(one, name, command, start)
+    return max(ready.values())
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayProbe:
+    ready_s: float
+    rss_mb: float
+    upstream_rss_mb: float
+    upstream_processes: int
+
+
+async def gateway_ready(command: Command, servers: Sequence[str], log: TextIO, settle: float) -> GatewayProbe:
+    """Spawn the gateway; time initialize + a tools/list that lists every server; then read its VmRSS."""
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            changed.set()
+
+    before = child_pids(os.getpid())
+    start = time.perf_counter()
+    async with connect(command, log, read_timeout_seconds=CALL_TIMEOUT, message_handler=on_message) as session:
+        with anyio.fail_after(CALL_TIMEOUT):
+            while True:
+                changed = anyio.Event()
+                listed = await session.list_tools()
+                if set(servers) <= {tool.name.split("__")[0] for tool in listed.tools}:
+                    break
+                with anyio.move_on_after(0.05):  # list_changed normally wakes us; re-list anyway if it is missed
+                    await changed.wait()
+        ready = time.perf_counter() - start
+        await anyio.sleep(settle)  # idle: let start-up garbage settle before reading RSS
+        (pid,) = child_pids(os.getpid()) - before
+        upstream = list(descendants(pid))
+        upstream_rss = sum(vm_rss_mb(p) for p in upstream)
+        return GatewayProbe(ready, vm_rss_mb(pid), upstream_rss, len(upstream))
+
+
+@dataclass
+class FiveUpstreams:
+    direct: list[float] = field(default_factory=list)
+    no_record: list[GatewayProbe] = field(default_factory=list)
+    record: list[GatewayProbe] = field(default_factory=list)
+
+
+async def measure_five(plan: Plan, log: TextIO, settle: float) -> FiveUpstreams:
+    result = FiveUpstreams()
+    with tempfile.TemporaryDirectory(prefix="toolreel-bench-") as name:
+        tmp = Path(name)
+        upstreams = upstream_commands(tmp)
+        config = config_file(tmp, upstreams)
+        gateway = toolreel_bin()
+        no_record = Command((gateway, "serve", "--no-record", "--config", str(config)))
+        record = Command((gateway, "serve", "--db", f"sqlite:///{tmp / 'rec.db'}", "--config", str(config)))
+        steps: list[Callable[[], Any]] = [
+            lambda: _append(result.direct, direct_ready(upstreams, log)),
+            lambda: _append(result.no_record, gateway_ready(no_record, UPSTREAMS, log, settle)),
+            lambda: _append(result.record, gateway_ready(record, UPSTREAMS, log, settle)),
+        ]
+        for r in range(plan.ready_rounds):
+            for step in rotated(steps, r):
+                await step()
+    return result
+
+
+async def _append(into: list[Any], pending: Any) -> None:
+    into.append(await pending)
+
+
+def five_report(five: FiveUpstreams) -> tuple[str, float, float]:
+    """The printed section, the ready overhead (s) and gateway RSS (MB) with recording off."""
+    direct = statistics.median(five.direct)
+    lines = [f"5 idle stdio upstreams ({', '.join(UPSTREAMS)}), median of {len(five.direct)} round(s)"]
+    lines.append(f"  slowest upstream ready, all 5 spawned at once directly: {direct:.3f} s")
+    figures: dict[str, tuple[float, float]] = {}
+    for label, probes in (("--no-record", five.no_record), ("recording on (SQLite)", five.record)):
+        ready = statistics.median(p.ready_s for p in probes)
+        rss = statistics.median(p.rss_mb for p in probes)
+        children = statistics.median(p.upstream_rss_mb for p in probes)
+        count = probes[0].upstream_processes
+        figures[label] = (ready - direct, rss)
+        lines.append(
+            f"  toolreel serve {label}: ready {ready:.3f} s (+{ready - direct:.3f} s over the slowest upstream); "
+            f"gateway VmRSS {rss:.1f} MB (upstreams are separate processes: {count} using {children:.0f} MB, "
+            "not counted)"
+        )
+    overhead, rss = figures["--no-record"]
+    return "\n".join(lines), overhead, rss
+
+
+# --- main -------------------------------------------------------------------------------------------------------
+
+
+def header(plan: Plan) -> str:
+    fastmcp = "not installed"
+    if FASTMCP_PYTHON.exists():
+        found = sorted(FASTMCP_PYTHON.parents[1].glob("lib/python*/site-packages/fastmcp-*.dist-info"))
+        fastmcp = found[-1].name.removeprefix("fastmcp-").removesuffix(".dist-info") if found else "?"
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (
+        f"bench/proxy.py: mcp {importlib.metadata.version('mcp')} client over stdio, python {sys.version.split()[0]}, "
+        f"node {node}, fastmcp {fastmcp}; {os.cpu_count()} cores, load {load}\n"
+        f"per target: {plan.warm} warm-up calls, then {plan.rounds} rounds of {plan.per_round} sequential calls and "
+        f"{plan.per_round} calls at {IN_FLIGHT} in flight, targets alternating; figures are medians over rounds"
+    )
+
+
+async def run(plan: Plan, settle: float) -> int:
+    print(header(plan), flush=True)
+    bars = Bars()
+    log_path = Path(tempfile.gettempdir()) / f"toolreel-bench-proxy-{os.getpid()}.log"
+    with log_path.open("w") as log:
+        for work in (ECHO, GET_TIME):
+            figures, skipped = await measure(work, plan, log)
+            print("\n" + workload_table(work, figures, skipped), flush=True)
+            check_workload(bars, work, figures)
+        five = await measure_five(plan, log, settle)
+    text, overhead, rss = five_report(five)
+    print("\n" + text)
+    bars.check(f"gateway RSS, 5 idle upstreams, --no-record <= {RSS_BAR_MB:.0f} MB", rss <= RSS_BAR_MB, f"{rss:.1f} MB")
+    bars.check(f"ready after the slowest upstream <= {READY_BAR_S} s", overhead <= READY_BAR_S, f"+{overhead:.3f} s")
+    print(f"\n(server and gateway stderr: {log_path})")
+    print(bars.report())
+    return 1 if bars.failed else 0
+
+
+def parse(argv: list[str]) -> tuple[Plan, float]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a short run (fewer calls and rounds)")
+    parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 2000)")
+    parser.add_argument("--rounds", type=int, help="alternating rounds (default 4)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        plan = Plan(calls=args.calls or 300, rounds=args.rounds or 2, warm=50, ready_rounds=1)
+    else:
+        plan = Plan(calls=args.calls or 2000, rounds=args.rounds or 4, warm=200, ready_rounds=3)
+    return plan, (0.2 if args.quick else 1.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    plan, settle = parse(sys.argv[1:] if argv is None else argv)
+    return anyio.run(run, plan, settle)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The seam between the engines and the upstreams: calling a tool by its listed name.
+
+The gateway's upstream pool implements `ToolCaller`; the replayer and `toolreel run`
+only see this protocol, so they run the same way in a gateway, a worker or a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+__all__ = ["Approver", "ProgressFn", "ToolCaller"]
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class ToolCaller(Protocol):
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Any]:
+        """Call tool `name` (as listed: `server__tool`) and return the CallToolResult wire dict.
+
+        An `isError` result is returned, not raised. Raises `UpstreamTimeout` when `timeout`
+        (or the server's own) passes, `UpstreamError` (with `.transient`) when the server is
+        unreachable, crashed or restarting, or the tool is unknown.
+        """
+        ...
+
+    def server_of(self, name: str) -> str | None:
+        """The server that serves listed tool `name`, or None if no server lists it."""
+        ...
+
+
+class Approver(Protocol):
+    async def approve(self, prompt: str) -> bool | None:
+        """Ask a person. True/False is their answer; None means nobody can be asked now
+        (no client with elicitation): the execution pauses."""
+        ...

@@ -1,0 +1,156 @@
+"""The values every package shares: executions, steps, templates as stored.
+
+These are frozen dataclasses: read-only values passed between the gateway, recorder,
+templatizer, replayer and the store. Validation of what users write happens at the edges
+(config, template files, MCP arguments); inside, these are trusted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+__all__ = [
+    "JSON",
+    "Execution",
+    "ExecutionMode",
+    "ExecutionStatus",
+    "StepKind",
+    "StepRecord",
+    "StepStatus",
+    "TemplateRecord",
+    "new_id",
+    "now",
+]
+
+JSON: TypeAlias = Any
+"""A JSON value: dict, list, str, int, float, bool or None."""
+
+
+def new_id() -> str:
+    """A sortable-enough unique id (hex uuid4); used for executions."""
+    return uuid.uuid4().hex
+
+
+def now() -> float:
+    return time.time()
+
+
+class ExecutionStatus(enum.StrEnum):
+    RECORDING = "recording"
+    PENDING = "pending"
+    RUNNING = "running"
+    PAUSED = "paused"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED, ExecutionStatus.CANCELLED)
+
+
+class StepStatus(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELLED)
+
+
+class ExecutionMode(enum.StrEnum):
+    RECORD = "record"
+    AUTO = "auto"
+
+
+class StepKind(enum.StrEnum):
+    TOOL = "tool"
+    PRESET = "preset"  # toolreel__set_step_result: an output given, nothing called
+    RETURN = "return"
+    APPROVE = "approve"
+    TEMPLATE = "template"
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """One recording session or one auto-mode run of a template."""
+
+    id: str
+    mode: ExecutionMode
+    status: ExecutionStatus
+    created_at: float
+    updated_at: float
+    session: str | None = None  # recording: the client session it groups
+    template: str | None = None
+    template_version: int | None = None
+    template_hash: str | None = None
+    inputs: JSON = None
+    output: JSON = None
+    error: str | None = None
+    prompt: JSON = None  # paused: what the approval step asks
+    parent_id: str | None = None  # child run of a `template` step
+    parent_step: str | None = None
+    depth: int = 0
+    deadline: float | None = None  # epoch seconds
+    claimed_by: str | None = None  # the process driving it (auto mode)
+    lease_until: float | None = None
+    fence: int = 0  # incremented on every claim; writes carrying an older fence are refused
+
+    def replace(self, **changes: Any) -> Execution:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One attempt of one step. Recording writes attempt 1; retries add rows.
+
+    `input` is the arguments as written (refs intact); `resolved_input` what was sent.
+    `result` is the raw MCP result (for a tool step, the CallToolResult as a wire dict);
+    `output` is what `@step...` addresses (see `core.refs.step_output`), None when the
+    step failed.
+    """
+
+    execution_id: str
+    name: str
+    seq: int  # order of start within the execution, from 1
+    kind: StepKind
+    status: StepStatus
+    attempt: int = 1
+    server: str | None = None
+    tool: str | None = None  # the upstream's own tool name (no server prefix)
+    input: JSON = None
+    resolved_input: JSON = None
+    result: JSON = None
+    output: JSON = None
+    is_error: bool = False
+    error: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    redacted: tuple[str, ...] = ()  # JSON paths (`$.a.b`) of resolved_input values stored redacted
+    idempotency_key: str | None = None
+
+    def replace(self, **changes: Any) -> StepRecord:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateRecord:
+    """One stored version of a template. `definition` is the template as a JSON object."""
+
+    name: str
+    version: int
+    hash: str
+    definition: Mapping[str, JSON]
+    created_at: float
+    description: str | None = None
+    source_executions: Sequence[str] = field(default_factory=tuple)

@@ -1,0 +1,99 @@
+"""The store's interface: what the recorder, templatizer and replayer may ask of it.
+
+One SQL implementation (`SQLStore`, sqlmodel) serves SQLite and PostgreSQL. Methods are
+synchronous and thread-safe; async callers run them with `anyio.to_thread.run_sync`.
+Every write commits before it returns and raises `StoreError` (never swallowed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
+
+
+class Store(Protocol):
+    url: str
+
+    # executions -----------------------------------------------------------------------
+    def create_execution(self, execution: Execution) -> None: ...
+
+    def update_execution(self, execution_id: str, *, fence: int | None = None, **fields: object) -> Execution:
+        """Set fields (names of `Execution`); with `fence`, refuse (StaleClaimError) unless it is current."""
+        ...
+
+    def get_execution(self, execution_id: str) -> Execution:
+        """Raises NotFoundError naming the id."""
+        ...
+
+    def list_executions(
+        self,
+        *,
+        status: ExecutionStatus | None = None,
+        template: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> tuple[list[Execution], str | None]:
+        """Newest first; returns (page, next cursor or None)."""
+        ...
+
+    # steps ----------------------------------------------------------------------------
+    def put_step(self, step: StepRecord, *, fence: int | None = None) -> None:
+        """Insert or replace the row (execution_id, name, attempt)."""
+        ...
+
+    def put_steps(self, steps: Sequence[StepRecord]) -> None:
+        """Several rows in one transaction (the recorder's batched writer)."""
+        ...
+
+    def get_steps(self, execution_id: str, *, all_attempts: bool = False) -> list[StepRecord]:
+        """Ordered by seq; by default only the latest attempt of each step."""
+        ...
+
+    # templates ------------------------------------------------------------------------
+    def save_template(
+        self,
+        name: str,
+        definition: Mapping[str, JSON],
+        *,
+        description: str | None = None,
+        source_executions: Sequence[str] = (),
+    ) -> TemplateRecord:
+        """A new version (1, 2, ...) of `name`; the hash is sha256 of the canonical JSON."""
+        ...
+
+    def get_template(self, name: str, version: int | None = None) -> TemplateRecord:
+        """The latest version unless `version`; NotFoundError otherwise."""
+        ...
+
+    def list_templates(self) -> list[TemplateRecord]:
+        """The latest version of each template, by name."""
+        ...
+
+    def delete_template(self, name: str) -> int:
+        """Deletes every version; returns how many. NotFoundError if none."""
+        ...
+
+    # idempotency ----------------------------------------------------------------------
+    def get_idempotent(self, key: str, *, now: float) -> JSON | None:
+        """The stored result for a full key (scope already folded in), unless expired."""
+        ...
+
+    def put_idempotent(self, key: str, result: JSON, *, expires_at: float | None) -> None: ...
+
+    # claims (auto mode) ---------------------------------------------------------------
+    def claim_executions(self, owner: str, *, lease_seconds: float, limit: int, now: float) -> list[Execution]:
+        """Claim runnable executions (pending, or running with an expired/no lease) with
+        FOR UPDATE SKIP LOCKED where supported; bumps `fence`, sets claimed_by/lease_until."""
+        ...
+
+    def claim_execution(self, execution_id: str, owner: str, *, lease_seconds: float, now: float) -> Execution | None:
+        """Claim one given execution if unclaimed or expired (or already ours); None if another holds it."""
+        ...
+
+    def renew_claims(self, owner: str, *, lease_seconds: float, now: float) -> int: ...
+
+    def release_claim(self, execution_id: str, owner: str) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,177 @@
+"""One SQLAlchemy engine per store, tuned per dialect, and the one place DB errors become `StoreError`.
+
+SQLite: the file is created 0600 before SQLite opens it (its -wal/-shm copy that mode), WAL, synchronous=NORMAL,
+a busy timeout, foreign keys; transactions that write start with BEGIN IMMEDIATE so two writers queue on the
+busy timeout instead of failing a lock upgrade. PostgreSQL: psycopg 3; a pooled connection idle for a second
+is pinged before reuse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from core.errors import StoreError
+
+__all__ = ["WRITE_OPTION", "Database"]
+
+WRITE_OPTION = "toolreel_write"
+BUSY_TIMEOUT_MS = 10_000
+PG_IDLE_PING_SECONDS = 1.0
+
+
+class Database:
+    """An engine plus the store URL as shown (password masked) for every message."""
+
+    def __init__(self, url: URL, shown: str) -> None:
+        self.shown = shown
+        self.dialect = url.get_backend_name()
+        if self.dialect not in ("sqlite", "postgresql"):
+            raise StoreError(
+                f"store {shown}: unsupported database {self.dialect!r}; use sqlite:///PATH or "
+                "postgresql+psycopg://USER@HOST/DB"
+            )
+        self._memory = self.dialect == "sqlite" and _is_memory(url)
+        # One shared in-memory connection is only safe if transactions never interleave across threads.
+        self._lock: contextlib.AbstractContextManager[Any] = threading.Lock() if self._memory else _NO_LOCK
+        with self.failing("opening the database"):
+            self.engine = _sqlite_engine(url, self._memory) if self.dialect == "sqlite" else _pg_engine(url)
+        self.writer = self.engine.execution_options(**{WRITE_OPTION: True})
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @contextlib.contextmanager
+    def failing(self, what: str) -> Iterator[None]:
+        """Turn a database or file-system error into StoreError naming the store and what failed."""
+        try:
+            yield
+        except SQLAlchemyError as exc:
+            raise StoreError(f"store {self.shown}: {what} failed: {_reason(exc)}") from exc
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"store {self.shown}: {what} failed: {exc}") from exc
+
+    @contextlib.contextmanager
+    def write(self, what: str) -> Iterator[Any]:
+        """A write transaction (BEGIN IMMEDIATE on SQLite), committed on exit."""
+        with self.failing(what), self._lock, self.writer.begin() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def read(self, what: str) -> Iterator[Any]:
+        with self.failing(what), self._lock, self.engine.begin() as conn:
+            yield conn
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+_NO_LOCK = contextlib.nullcontext()
+
+
+def _reason(exc: SQLAlchemyError) -> str:
+    # The driver's own message, never SQLAlchemy's rendering, which appends the statement and its parameters
+    # (megabytes of step output, possibly values that must not be shown).
+    detail = str(exc.orig) if isinstance(exc, DBAPIError) else str(exc).split("\n", 1)[0]
+    detail = " ".join(detail.split())
+    hint = ""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        hint = " (the connection was lost; the next call reconnects)"
+    elif "locked" in detail:
+        hint = " (another process held a write lock longer than the busy timeout)"
+    elif "readonly" in detail or "read-only" in detail:
+        hint = " (the database refuses writes: check its permissions, read-only settings and the URL)"
+    elif "connect" in detail:
+        hint = " (is the server running, and are host, port, user and database in the URL right?)"
+    return detail + hint
+
+
+def _is_memory(url: URL) -> bool:
+    database = url.database or ""
+    return database in ("", ":memory:") or "mode=memory" in database or url.query.get("mode") == "memory"
+
+
+def _create_sqlite_file(url: URL) -> None:
+    """Create the parent directory (0700) and an empty file with mode 0600 before SQLite opens it."""
+    database = url.database or ""
+    if database.startswith("file:"):  # a SQLite URI (uri=true): the caller chose its own mode
+        return
+    path = Path(database).expanduser()
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError as exc:  # mkdir's own message names the path but not the problem
+        blocking = next(p for p in (path.parent, *path.parent.parents) if p.exists() and not p.is_dir())
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a directory", str(blocking)) from exc
+    if path.exists():
+        return
+    with contextlib.suppress(FileExistsError):  # another process created it between the check and here
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.chmod(path, 0o600)  # umask could only have removed bits; make the mode exact anyway
+
+
+def _sqlite_engine(url: URL, memory: bool) -> Engine:
+    if not memory:
+        _create_sqlite_file(url)
+    engine = create_engine(
+        url,
+        connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
+        poolclass=StaticPool if memory else None,
+    )
+    event.listen(engine, "connect", _sqlite_on_connect)
+    event.listen(engine, "begin", _sqlite_on_begin)
+    return engine
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Autocommit at the driver level: pysqlite's own implicit BEGIN would defeat BEGIN IMMEDIATE below.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", f"busy_timeout={BUSY_TIMEOUT_MS}", "foreign_keys=ON"):
+            cursor.execute(f"PRAGMA {pragma}")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_begin(conn: Any) -> None:
+    write = conn.get_execution_options().get(WRITE_OPTION, False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _pg_engine(url: URL) -> Engine:
+    engine = create_engine(url, pool_size=5, max_overflow=20)
+    event.listen(engine, "checkin", _mark_idle)
+    event.listen(engine, "checkout", functools.partial(_ping_if_idle, engine.dialect))
+    return engine
+
+
+def _mark_idle(_dbapi_connection: Any, record: Any) -> None:
+    record.info["idle_since"] = time.monotonic()
+
+
+def _ping_if_idle(dialect: Any, dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    """A gateway lives for days while the server may restart: a pooled connection idle for a while is pinged
+    before use, and a dead one replaced (DisconnectionError makes the pool retry with a new connection).
+    Unlike pool_pre_ping, a busy writer pays nothing: pinging every checkout doubled put_step's latency."""
+    idle_since = record.info.get("idle_since")
+    if idle_since is None or time.monotonic() - idle_since < PG_IDLE_PING_SECONDS:
+        return
+    try:
+        dialect.do_ping(dbapi_connection)
+        dbapi_connection.rollback()
+    except dialect.loaded_dbapi.Error as exc:
+        raise DisconnectionError(f"pooled connection is dead: {exc}") from exc

@@ -1,0 +1,179 @@
+"""Conversion between the model's frozen dataclasses and table rows: JSON encoded once, enums as text."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from core.errors import StoreError
+from core.model import (
+    JSON,
+    Execution,
+    ExecutionMode,
+    ExecutionStatus,
+    StepKind,
+    StepRecord,
+    StepStatus,
+    TemplateRecord,
+)
+
+__all__ = [
+    "EXECUTION_FIELDS",
+    "EXECUTION_JSON",
+    "canonical_json",
+    "dumps",
+    "execution_from_row",
+    "execution_to_row",
+    "loads",
+    "step_from_row",
+    "step_to_row",
+    "template_from_row",
+]
+
+Row = Mapping[str, Any]
+
+EXECUTION_FIELDS = frozenset(Execution.__dataclass_fields__)
+EXECUTION_JSON = frozenset({"inputs", "output", "prompt"})
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode_canonical = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+
+
+def dumps(value: JSON, what: str) -> str | None:
+    """JSON text, or None (SQL NULL) for None; `what` names the value if it is not JSON."""
+    if value is None:
+        return None
+    try:
+        return _encode(value)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"cannot store {what}: it is not JSON ({exc})") from exc
+
+
+def canonical_json(value: JSON) -> str:
+    """Sorted keys, no spaces, UTF-8 unescaped: equal values give equal text (and so an equal hash)."""
+    return _encode_canonical(value)
+
+
+def loads(text: str | None) -> JSON:
+    return None if text is None else json.loads(text)
+
+
+def column_value(name: str, value: object) -> object:
+    """One Execution field as its column holds it (update_execution)."""
+    if name in EXECUTION_JSON:
+        return dumps(value, f"execution field {name!r}")
+    if isinstance(value, enum.Enum):  # psycopg would dump an Enum by name, not by value
+        return value.value
+    return value
+
+
+def execution_to_row(execution: Execution) -> dict[str, object]:
+    what = f"execution {execution.id}"
+    return {
+        "id": execution.id,
+        "mode": execution.mode.value,
+        "status": execution.status.value,
+        "created_at": execution.created_at,
+        "updated_at": execution.updated_at,
+        "session": execution.session,
+        "template": execution.template,
+        "template_version": execution.template_version,
+        "template_hash": execution.template_hash,
+        "inputs": dumps(execution.inputs, f"{what} inputs"),
+        "output": dumps(execution.output, f"{what} output"),
+        "error": execution.error,
+        "prompt": dumps(execution.prompt, f"{what} prompt"),
+        "parent_id": execution.parent_id,
+        "parent_step": execution.parent_step,
+        "depth": execution.depth,
+        "deadline": execution.deadline,
+        "claimed_by": execution.claimed_by,
+        "lease_until": execution.lease_until,
+        "fence": execution.fence,
+    }
+
+
+def execution_from_row(row: Row) -> Execution:
+    return Execution(
+        id=row["id"],
+        mode=ExecutionMode(row["mode"]),
+        status=ExecutionStatus(row["status"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        session=row["session"],
+        template=row["template"],
+        template_version=row["template_version"],
+        template_hash=row["template_hash"],
+        inputs=loads(row["inputs"]),
+        output=loads(row["output"]),
+        error=row["error"],
+        prompt=loads(row["prompt"]),
+        parent_id=row["parent_id"],
+        parent_step=row["parent_step"],
+        depth=row["depth"],
+        deadline=row["deadline"],
+        claimed_by=row["claimed_by"],
+        lease_until=row["lease_until"],
+        fence=row["fence"],
+    )
+
+
+def step_to_row(step: StepRecord) -> dict[str, object]:
+    what = f"step {step.name!r} of execution {step.execution_id}"
+    return {
+        "execution_id": step.execution_id,
+        "name": step.name,
+        "attempt": step.attempt,
+        "seq": step.seq,
+        "kind": step.kind.value,
+        "status": step.status.value,
+        "server": step.server,
+        "tool": step.tool,
+        "input": dumps(step.input, f"{what} input"),
+        "resolved_input": dumps(step.resolved_input, f"{what} resolved_input"),
+        "result": dumps(step.result, f"{what} result"),
+        "output": dumps(step.output, f"{what} output"),
+        "is_error": step.is_error,
+        "error": step.error,
+        "started_at": step.started_at,
+        "ended_at": step.ended_at,
+        "redacted": _encode(list(step.redacted)) if step.redacted else None,
+        "idempotency_key": step.idempotency_key,
+    }
+
+
+def step_from_row(row: Row) -> StepRecord:
+    return StepRecord(
+        execution_id=row["execution_id"],
+        name=row["name"],
+        seq=row["seq"],
+        kind=StepKind(row["kind"]),
+        status=StepStatus(row["status"]),
+        attempt=row["attempt"],
+        server=row["server"],
+        tool=row["tool"],
+        input=loads(row["input"]),
+        resolved_input=loads(row["resolved_input"]),
+        result=loads(row["result"]),
+        output=loads(row["output"]),
+        is_error=bool(row["is_error"]),
+        error=row["error"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        redacted=tuple(loads(row["redacted"]) or ()),
+        idempotency_key=row["idempotency_key"],
+    )
+
+
+def template_from_row(row: Row) -> TemplateRecord:
+    return TemplateRecord(
+        name=row["name"],
+        version=row["version"],
+        hash=row["hash"],
+        definition=json.loads(row["definition"]),
+        created_at=row["created_at"],
+        description=row["description"],
+        source_executions=tuple(json.loads(row["source_executions"])),
+    )

@@ -1,0 +1,363 @@
+"""`SQLStore`: the `Store` protocol over SQLAlchemy Core, for SQLite and PostgreSQL alike.
+
+Every method is one short transaction on a pooled connection, safe to call from any thread. Statements are
+built once and reused, so SQLAlchemy compiles each only once. Claims use FOR UPDATE SKIP LOCKED on
+PostgreSQL; on SQLite the BEGIN IMMEDIATE of every write transaction gives the same exclusivity.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Integer, and_, bindparam, cast, exists, func, or_, select, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import ArgumentError, IntegrityError
+from sqlalchemy.sql.dml import Insert
+
+from core.errors import NotFoundError, StaleClaimError, StoreError
+from core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
+from core.store._engine import Database
+from core.store._migrate import upgrade
+from core.store._paths import display_url, normalize_url, resolve_url
+from core.store._rows import (
+    EXECUTION_FIELDS,
+    canonical_json,
+    column_value,
+    dumps,
+    execution_from_row,
+    execution_to_row,
+    loads,
+    step_from_row,
+    step_to_row,
+    template_from_row,
+)
+from core.store._tables import EXECUTIONS, IDEMPOTENCY, STEPS, TEMPLATES
+
+__all__ = ["SQLStore", "open_store"]
+
+E, S, T, K = EXECUTIONS.c, STEPS.c, TEMPLATES.c, IDEMPOTENCY.c
+# `fence` changes only by claiming, `id` never: update_execution refuses both.
+_SETTABLE = EXECUTION_FIELDS - {"id", "fence"}
+_SAVE_ATTEMPTS = 20
+_FENCE = "claim_fence"  # bound parameter of the fenced step write; no column has this name
+_RUNNABLE = (ExecutionStatus.PENDING.value, ExecutionStatus.RUNNING.value)
+
+
+def open_store(url: str | None = None) -> SQLStore:
+    """Open (creating or migrating) the store at `url`, else $TOOLREEL_DB, else the default SQLite file."""
+    return SQLStore(resolve_url(url))
+
+
+class SQLStore:
+    """The store over one database. `url` is the URL as shown: its password, if any, is masked."""
+
+    def __init__(self, url: str) -> None:
+        try:
+            parsed = normalize_url(url)
+        except ArgumentError as exc:
+            raise StoreError(
+                f"store URL {url!r} is not a database URL ({exc}); use sqlite:///PATH or "
+                "postgresql+psycopg://USER@HOST/DB"
+            ) from exc
+        self.url = display_url(parsed)
+        self._db = Database(parsed, self.url)
+        try:
+            upgrade(self._db)
+        except BaseException:
+            self._db.close()
+            raise
+        self._prepare_statements()
+
+    def _prepare_statements(self) -> None:
+        insert = sqlite_insert if self._db.is_sqlite else pg_insert
+        step_key = [S.execution_id, S.name, S.attempt]
+        self._upsert_step = _upsert(insert(STEPS), step_key)
+        self._upsert_step_fenced = _upsert(
+            insert(STEPS).from_select(list(STEPS.c), _if_fence_holds(typed=not self._db.is_sqlite)), step_key
+        )
+        self._upsert_idempotent = _upsert(insert(IDEMPOTENCY), [K.key])
+        self._insert_execution = insert(EXECUTIONS)
+        self._insert_template = insert(TEMPLATES)
+
+    def __enter__(self) -> SQLStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLStore({self.url!r})"
+
+    def close(self) -> None:
+        self._db.close()
+
+    # executions -----------------------------------------------------------------------
+
+    def create_execution(self, execution: Execution) -> None:
+        row = execution_to_row(execution)
+        with self._db.write(f"creating execution {execution.id}") as conn:
+            conn.execute(self._insert_execution, row)
+
+    def update_execution(self, execution_id: str, *, fence: int | None = None, **fields: object) -> Execution:
+        unknown = sorted(fields.keys() - _SETTABLE)
+        if unknown:
+            raise TypeError(f"update_execution: cannot set {unknown}; settable fields: {sorted(_SETTABLE)}")
+        values = {name: column_value(name, value) for name, value in fields.items()}
+        values.setdefault("updated_at", time.time())
+        stmt = update(EXECUTIONS).where(E.id == execution_id)
+        if fence is not None:
+            stmt = stmt.where(E.fence == fence)
+        with self._db.write(f"updating execution {execution_id}") as conn:
+            row = conn.execute(stmt.values(values).returning(*EXECUTIONS.c)).mappings().first()
+            if row is None:
+                raise self._not_written(conn, execution_id, fence)
+        return execution_from_row(row)
+
+    def get_execution(self, execution_id: str) -> Execution:
+        with self._db.read(f"reading execution {execution_id}") as conn:
+            row = conn.execute(select(EXECUTIONS).where(E.id == execution_id)).mappings().first()
+        if row is None:
+            raise self._no_execution(execution_id)
+        return execution_from_row(row)
+
+    def list_executions(
+        self,
+        *,
+        status: ExecutionStatus | None = None,
+        template: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> tuple[list[Execution], str | None]:
+        if limit < 1:
+            raise ValueError(f"list_executions: limit must be at least 1, got {limit}")
+        query = select(EXECUTIONS).order_by(E.created_at.desc(), E.id.desc()).limit(limit + 1)
+        if status is not None:
+            query = query.where(E.status == ExecutionStatus(status).value)
+        if template is not None:
+            query = query.where(E.template == template)
+        if cursor is not None:
+            query = query.where(tuple_(E.created_at, E.id) < tuple_(*_decode_cursor(cursor)))
+        with self._db.read("listing executions") as conn:
+            page = [execution_from_row(row) for row in conn.execute(query).mappings()]
+        if len(page) <= limit:
+            return page, None
+        page = page[:limit]
+        return page, _encode_cursor(page[-1])
+
+    # steps ----------------------------------------------------------------------------
+
+    def put_step(self, step: StepRecord, *, fence: int | None = None) -> None:
+        row = step_to_row(step)
+        with self._db.write(f"writing step {step.name!r} of execution {step.execution_id}") as conn:
+            if fence is None:
+                conn.execute(self._upsert_step, row)
+            elif conn.execute(self._upsert_step_fenced, {**row, _FENCE: fence}).rowcount != 1:
+                raise self._not_written(conn, step.execution_id, fence)
+
+    def put_steps(self, steps: Sequence[StepRecord]) -> None:
+        # Later records of one (execution, name, attempt) replace earlier ones, as sequential put_step would;
+        # PostgreSQL refuses one statement touching a row twice, so only the last survives here.
+        rows = list({(s.execution_id, s.name, s.attempt): step_to_row(s) for s in steps}.values())
+        if not rows:
+            return
+        with self._db.write(f"writing {len(rows)} steps") as conn:
+            conn.execute(self._upsert_step, rows)
+
+    def get_steps(self, execution_id: str, *, all_attempts: bool = False) -> list[StepRecord]:
+        query = select(STEPS).where(S.execution_id == execution_id).order_by(S.seq, S.attempt)
+        if not all_attempts:
+            latest = STEPS.alias("latest")
+            newest = select(func.max(latest.c.attempt)).where(
+                latest.c.execution_id == S.execution_id, latest.c.name == S.name
+            )
+            query = query.where(S.attempt == newest.scalar_subquery())
+        with self._db.read(f"reading the steps of execution {execution_id}") as conn:
+            steps = [step_from_row(row) for row in conn.execute(query).mappings()]
+            if not steps and conn.execute(select(E.id).where(E.id == execution_id)).first() is None:
+                raise self._no_execution(execution_id)
+        return steps
+
+    # templates ------------------------------------------------------------------------
+
+    def save_template(
+        self,
+        name: str,
+        definition: Mapping[str, JSON],
+        *,
+        description: str | None = None,
+        source_executions: Sequence[str] = (),
+    ) -> TemplateRecord:
+        as_dict = dict(definition)
+        stored = dumps(as_dict, f"template {name!r}")
+        digest = hashlib.sha256(canonical_json(as_dict).encode()).hexdigest()
+        row: dict[str, Any] = {
+            "name": name,
+            "hash": digest,
+            "definition": stored,
+            "description": description,
+            "source_executions": json.dumps(list(source_executions)),
+        }
+        for attempt in range(1, _SAVE_ATTEMPTS + 1):
+            try:
+                return self._insert_next_version(row)
+            except StoreError as exc:
+                # Two processes read the same max(version): the PK refuses the second insert; read again.
+                if not isinstance(exc.__cause__, IntegrityError) or attempt == _SAVE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _insert_next_version(self, row: dict[str, Any]) -> TemplateRecord:
+        name = row["name"]
+        with self._db.write(f"saving template {name!r}") as conn:
+            latest = conn.execute(select(func.max(T.version)).where(T.name == name)).scalar()
+            values = {**row, "version": (latest or 0) + 1, "created_at": time.time()}
+            conn.execute(self._insert_template, values)
+        return template_from_row(values)
+
+    def get_template(self, name: str, version: int | None = None) -> TemplateRecord:
+        query = select(TEMPLATES).where(T.name == name).order_by(T.version.desc()).limit(1)
+        if version is not None:
+            query = query.where(T.version == version)
+        with self._db.read(f"reading template {name!r}") as conn:
+            row = conn.execute(query).mappings().first()
+            if row is None:
+                raise self._no_template(conn, name, version)
+        return template_from_row(row)
+
+    def list_templates(self) -> list[TemplateRecord]:
+        latest = TEMPLATES.alias("latest")
+        newest = select(func.max(latest.c.version)).where(latest.c.name == T.name).scalar_subquery()
+        query = select(TEMPLATES).where(T.version == newest).order_by(T.name)
+        with self._db.read("listing templates") as conn:
+            return [template_from_row(row) for row in conn.execute(query).mappings()]
+
+    def delete_template(self, name: str) -> int:
+        with self._db.write(f"deleting template {name!r}") as conn:
+            deleted = conn.execute(TEMPLATES.delete().where(T.name == name)).rowcount
+            if not deleted:
+                raise self._no_template(conn, name, None)
+        return int(deleted)
+
+    # idempotency ----------------------------------------------------------------------
+
+    def get_idempotent(self, key: str, *, now: float) -> JSON | None:
+        with self._db.read("reading an idempotency result") as conn:
+            row = conn.execute(select(K.result, K.expires_at).where(K.key == key)).first()
+        if row is None or (row.expires_at is not None and row.expires_at <= now):
+            return None
+        return loads(row.result)
+
+    def put_idempotent(self, key: str, result: JSON, *, expires_at: float | None) -> None:
+        row = {"key": key, "result": dumps(result, f"the result for idempotency key {key!r}"), "expires_at": expires_at}
+        with self._db.write("storing an idempotency result") as conn:
+            conn.execute(self._upsert_idempotent, row)
+
+    # claims ---------------------------------------------------------------------------
+
+    def claim_executions(self, owner: str, *, lease_seconds: float, limit: int, now: float) -> list[Execution]:
+        runnable = and_(E.status.in_(_RUNNABLE), _lease_free(now))
+        # Oldest first, so a busy fleet still drains its backlog in order.
+        pick = select(E.id).where(runnable).order_by(E.created_at, E.id).limit(limit)
+        with self._db.write(f"claiming executions for {owner}") as conn:
+            ids = list(conn.execute(pick.with_for_update(skip_locked=True)).scalars())
+            if not ids:
+                return []
+            rows = conn.execute(_claim(owner, lease_seconds, now).where(E.id.in_(ids))).mappings().all()
+        return sorted((execution_from_row(row) for row in rows), key=lambda e: (e.created_at, e.id))
+
+    def claim_execution(self, execution_id: str, owner: str, *, lease_seconds: float, now: float) -> Execution | None:
+        stmt = _claim(owner, lease_seconds, now).where(
+            E.id == execution_id, or_(E.claimed_by == owner, _lease_free(now))
+        )
+        with self._db.write(f"claiming execution {execution_id} for {owner}") as conn:
+            row = conn.execute(stmt).mappings().first()
+            if row is None and conn.execute(select(E.id).where(E.id == execution_id)).first() is None:
+                raise self._no_execution(execution_id)
+        return None if row is None else execution_from_row(row)
+
+    def renew_claims(self, owner: str, *, lease_seconds: float, now: float) -> int:
+        stmt = update(EXECUTIONS).where(E.claimed_by == owner).values(lease_until=now + lease_seconds)
+        with self._db.write(f"renewing the claims of {owner}") as conn:
+            return int(conn.execute(stmt).rowcount)
+
+    def release_claim(self, execution_id: str, owner: str) -> None:
+        stmt = update(EXECUTIONS).where(E.id == execution_id, E.claimed_by == owner)
+        with self._db.write(f"releasing execution {execution_id}") as conn:
+            conn.execute(stmt.values(claimed_by=None, lease_until=None))
+
+    # errors ---------------------------------------------------------------------------
+
+    def _not_written(self, conn: Connection, execution_id: str, fence: int | None) -> StoreError:
+        """Why a write guarded by the execution's id (and fence) touched no row."""
+        row = conn.execute(select(E.fence, E.claimed_by).where(E.id == execution_id)).first()
+        if row is None:
+            return self._no_execution(execution_id)
+        return StaleClaimError(
+            f"execution {execution_id} is now driven by {row.claimed_by or 'no process'} (claim fence "
+            f"{row.fence}, this write carried {fence}): this process lost its claim and must stop driving it"
+        )
+
+    def _no_execution(self, execution_id: str) -> NotFoundError:
+        return NotFoundError(
+            f"no execution {execution_id!r} in store {self.url} (`toolreel executions list` shows the stored ones)"
+        )
+
+    def _no_template(self, conn: Connection, name: str, version: int | None) -> NotFoundError:
+        versions = conn.execute(select(func.min(T.version), func.max(T.version)).where(T.name == name)).first()
+        if version is not None and versions is not None and versions[1] is not None:
+            return NotFoundError(
+                f"template {name!r} has no version {version} in store {self.url} "
+                f"(versions {versions[0]}..{versions[1]} exist; the latest is {versions[1]})"
+            )
+        names = list(conn.execute(select(T.name).distinct().order_by(T.name).limit(11)).scalars())
+        known = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
+        return NotFoundError(f"no template named {name!r} in store {self.url} (stored templates: {known})")
+
+
+def _upsert(insert: Insert, keys: list[Any]) -> Insert:
+    """INSERT ... ON CONFLICT (keys) DO UPDATE every other column (both dialects' insert() offer it)."""
+    stmt: Any = insert
+    others = {c.name: stmt.excluded[c.name] for c in insert.table.columns if c.name not in {k.name for k in keys}}
+    result: Insert = stmt.on_conflict_do_update(index_elements=keys, set_=others)
+    return result
+
+
+def _if_fence_holds(*, typed: bool) -> Any:
+    """SELECT the step's values as bound parameters only while the execution's fence is the writer's: check
+    and write in one statement. FOR SHARE (PostgreSQL; SQLite's BEGIN IMMEDIATE already excludes others)
+    makes a concurrent claim wait for this commit instead of letting a stale write land after it."""
+    current = select(E.id).where(E.id == bindparam("execution_id"), E.fence == bindparam(_FENCE, type_=Integer))
+    # PostgreSQL types a bare NULL parameter in a SELECT list as text: cast each to its column's type.
+    values = [cast(bindparam(column.name), column.type) if typed else bindparam(column.name) for column in STEPS.c]
+    return select(*values).where(exists(current.with_for_update(read=True)))
+
+
+def _lease_free(now: float) -> Any:
+    return or_(E.claimed_by.is_(None), E.lease_until.is_(None), E.lease_until < now)
+
+
+def _claim(owner: str, lease_seconds: float, now: float) -> Any:
+    values = {"fence": E.fence + 1, "claimed_by": owner, "lease_until": now + lease_seconds}
+    return update(EXECUTIONS).values(values).returning(*EXECUTIONS.c)
+
+
+def _encode_cursor(last: Execution) -> str:
+    raw = json.dumps([last.created_at, last.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        created_at, execution_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return float(created_at), str(execution_id)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise ValueError(
+            f"cursor {cursor!r} was not returned by list_executions: pass the next cursor of a previous page"
+        ) from exc

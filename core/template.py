@@ -1,0 +1,101 @@
+"""A template as an immutable value: what the templatizer writes and the replayer runs.
+
+Parsing (YAML/JSON), validation and the JSON Schema live in `core.template_io`; this
+module only defines the shape. Refs stay as strings here (see `core.refs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from core.model import JSON
+
+__all__ = ["InputSpec", "RetryPolicy", "StepSpec", "Template", "When"]
+
+RetryOn = Literal["timeout", "transient", "tool_error"]
+Backoff = Literal["fixed", "linear", "exponential"]
+WhenOp = Literal["eq", "neq", "gt", "gte", "lt", "lte", "in", "exists"]
+
+
+@dataclass(frozen=True, slots=True)
+class InputSpec:
+    type: str | None = None  # JSON Schema type: string, integer, number, boolean, object, array
+    description: str | None = None
+    default: JSON = None
+    has_default: bool = False
+    secret: bool = False  # came from a redacted value: never stored, always asked for
+
+    @property
+    def required(self) -> bool:
+        return not self.has_default
+
+
+@dataclass(frozen=True, slots=True)
+class When:
+    ref: str
+    op: WhenOp | None = None  # None: truthy
+    value: JSON = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_attempts: int = 1
+    backoff: Backoff = "exponential"
+    initial_delay: float = 0.5  # seconds
+    max_delay: float = 30.0
+    jitter: float = 0.0
+    retry_on: tuple[RetryOn, ...] = ("timeout", "transient")
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    """One step. Exactly one of `tool`, `return_`, `approve`, `template` says its kind."""
+
+    name: str
+    tool: str | None = None  # listed name, `server__tool`
+    input: JSON = None  # for `tool` and `template` steps; refs as strings
+    return_: JSON = None
+    has_return: bool = False
+    approve: str | None = None  # the prompt; may interpolate refs
+    template: str | None = None  # a child template's name
+    template_version: int | None = None
+    for_each: str | None = None  # a ref to a list
+    concurrency: int | None = None  # for_each items in flight
+    when: When | None = None
+    depends_on: tuple[str, ...] = ()
+    timeout: float | None = None  # seconds per attempt
+    retry: RetryPolicy | None = None
+    idempotency_key: str | None = None
+    idempotency_scope: Literal["execution", "global"] = "execution"
+    idempotency_ttl: float | None = None  # seconds
+    include_failed: bool = False  # a recorded failed step kept on purpose
+
+    @property
+    def kind(self) -> Literal["tool", "return", "approve", "template"]:
+        if self.has_return:
+            return "return"
+        if self.approve is not None:
+            return "approve"
+        if self.template is not None:
+            return "template"
+        return "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    name: str
+    steps: tuple[StepSpec, ...]
+    description: str | None = None
+    inputs: Mapping[str, InputSpec] = field(default_factory=dict)
+    output: JSON = None
+    has_output: bool = False
+    version: int | None = None  # set when loaded from the store
+    hash: str | None = None
+
+    def step(self, name: str) -> StepSpec:
+        for spec in self.steps:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)

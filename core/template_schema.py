@@ -1,0 +1,281 @@
+"""The template file format at the edge: pydantic models, durations and the JSON Schema.
+
+`validate_shape(data)` checks field names and types (SPEC §7) and turns pydantic's errors
+into one `TemplateError` naming the template, step and field; `core.template_io` does the
+semantic checks (refs, cycles, kinds) and builds the frozen `core.template.Template`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
+from pydantic_core import ErrorDetails
+
+from core.errors import TemplateError
+from core.template import RetryOn, WhenOp
+
+__all__ = [
+    "INPUT_NAME_RE",
+    "TEMPLATE_NAME_RE",
+    "WHEN_OPS",
+    "InputModel",
+    "RetryModel",
+    "StepModel",
+    "TemplateModel",
+    "WhenModel",
+    "format_duration",
+    "parse_duration",
+    "template_json_schema",
+    "validate_shape",
+]
+
+SCHEMA_ID = "https://toolreel.dev/schema/template.json"
+WHEN_OPS: tuple[WhenOp, ...] = ("eq", "neq", "gt", "gte", "lt", "lte", "in", "exists")
+TEMPLATE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+INPUT_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PATTERN = r"^\s*\d+(\.\d+)?\s*(ms|s|m|h)?\s*$"
+
+
+def parse_duration(value: object) -> float:
+    """`30s`, `500ms`, `2m`, `1h`, or a number of seconds -> seconds (float)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration like 30s, 500ms, 2m or a number of seconds, got {value!r}")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"a duration cannot be negative, got {value!r}")
+        return float(value)
+    match = _DURATION_RE.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"expected a duration like 30s, 500ms, 2m or a number of seconds, got {value!r}")
+    number, unit = match.group(1), match.group(2) or "s"
+    # Milliseconds divide (not multiply by 0.001) so that "300ms" is exactly 0.3.
+    return float(number) / 1000 if unit == "ms" else float(number) * _UNIT_SECONDS[unit]
+
+
+def format_duration(seconds: float) -> str | float:
+    """The shortest of `1h`, `2m`, `30s`, `500ms` that parses back to exactly `seconds`, else the number."""
+    for unit, factor in (("h", 3600), ("m", 60), ("s", 1)):
+        whole = round(seconds / factor)
+        if whole > 0 and parse_duration(f"{whole}{unit}") == seconds:
+            return f"{whole}{unit}"
+    millis = round(seconds * 1000)
+    if parse_duration(f"{millis}ms") == seconds:
+        return f"{millis}ms"
+    return seconds
+
+
+_DURATION_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "pattern": _DURATION_PATTERN, "examples": ["30s", "500ms", "2m"]},
+        {"type": "number", "minimum": 0},
+    ]
+}
+Duration = Annotated[float, BeforeValidator(parse_duration), WithJsonSchema(_DURATION_SCHEMA)]
+JsonAny = Annotated[Any, WithJsonSchema({})]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class InputModel(_Strict):
+    model_config = ConfigDict(title="Input")
+
+    type: Literal["string", "integer", "number", "boolean", "object", "array"] | None = Field(
+        None, description="JSON Schema type of the value; `-i key=value` on the command line is read per this type."
+    )
+    description: str | None = Field(None, description="What the value is; shown in the `reel__<name>` tool schema.")
+    default: JsonAny = Field(None, description="Used when the caller gives no value; without it the input is required.")
+    secret: bool = Field(False, description="A secret (came from a redacted value): never stored, always asked for.")
+
+
+class WhenModel(_Strict):
+    model_config = ConfigDict(title="When", json_schema_extra={"maxProperties": 2})
+
+    ref: str = Field(
+        description="The ref whose value is tested, e.g. `@list_issues.total`.", json_schema_extra={"pattern": "^@"}
+    )
+    eq: JsonAny = Field(None, description="Run the step if the value equals this.")
+    neq: JsonAny = Field(None, description="Run the step if the value differs from this.")
+    gt: JsonAny = Field(None, description="Run the step if the value is greater than this.")
+    gte: JsonAny = Field(None, description="Run the step if the value is greater than or equal to this.")
+    lt: JsonAny = Field(None, description="Run the step if the value is less than this.")
+    lte: JsonAny = Field(None, description="Run the step if the value is less than or equal to this.")
+    in_: JsonAny = Field(None, alias="in", description="Run the step if the value is one of this list.")
+    exists: bool | None = Field(None, description="Run the step if the value is (true) or is not (false) non-null.")
+
+    def operators(self) -> list[WhenOp]:
+        return [op for op in WHEN_OPS if ("in_" if op == "in" else op) in self.model_fields_set]
+
+    @model_validator(mode="after")
+    def _one_operator(self) -> WhenModel:
+        ops = self.operators()
+        if len(ops) > 1:
+            raise ValueError(f"`when` has operators {' and '.join(ops)}; use at most one of {', '.join(WHEN_OPS)}")
+        return self
+
+
+class RetryModel(_Strict):
+    model_config = ConfigDict(title="Retry")
+
+    max_attempts: int = Field(1, ge=1, le=100, description="Attempts in all, the first included.")
+    backoff: Literal["fixed", "linear", "exponential"] = Field(
+        "exponential", description="How the delay grows: fixed, linear or exponential in the attempt number."
+    )
+    initial_delay: Duration = Field(0.5, description="Base delay, like `500ms` or `2s`.")
+    max_delay: Duration = Field(30.0, description="Upper bound of one delay before jitter.")
+    jitter: float = Field(0.0, ge=0.0, le=1.0, description="Each delay is multiplied by 1 ± jitter (0..1).")
+    retry_on: list[Literal["timeout", "transient", "tool_error"]] = Field(
+        default_factory=lambda: list(_DEFAULT_RETRY_ON),
+        description="Failures that are retried: timeout, transient (upstream unreachable or restarted), "
+        "tool_error (an isError result).",
+    )
+
+
+_DEFAULT_RETRY_ON: tuple[RetryOn, ...] = ("timeout", "transient")
+_STEP_KINDS = ("tool", "return", "approve", "template")
+
+
+class StepModel(_Strict):
+    model_config = ConfigDict(
+        title="Step",
+        json_schema_extra={"oneOf": [{"required": [kind]} for kind in _STEP_KINDS]},
+    )
+
+    name: str = Field(
+        description="Unique step name; refs address its output as `@<name>.<path>`.",
+        json_schema_extra={"pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"},
+    )
+    tool: str | None = Field(None, description="Kind `tool`: the tool to call, as listed (`server__tool`).")
+    return_: JsonAny = Field(
+        None, alias="return", description="Kind `return`: end the execution with this (resolved) value as output."
+    )
+    approve: str | None = Field(None, description="Kind `approve`: the prompt shown to a person; may use {{@ref}}.")
+    template: str | None = Field(None, description="Kind `template`: run this template as a child execution.")
+    template_version: int | None = Field(None, ge=1, description="With `template`: pin this version.")
+    input: JsonAny = Field(
+        None, description="Arguments of a tool or template step; refs (`@step.path`, `@input.x`) at any depth."
+    )
+    for_each: str | None = Field(
+        None,
+        description="A ref to a list: the step runs once per element (`@item`, `@index`).",
+        json_schema_extra={"pattern": "^@"},
+    )
+    concurrency: int | None = Field(None, ge=1, description="With `for_each`: elements in flight at once.")
+    when: WhenModel | None = Field(None, description="Run the step only if this holds; otherwise it is skipped.")
+    depends_on: list[str] = Field(default_factory=list, description="Steps that must finish first (besides refs).")
+    timeout: Duration | None = Field(None, description="Timeout per attempt, like `30s`.")
+    retry: RetryModel | None = Field(None, description="Retry policy.")
+    idempotency_key: str | None = Field(None, description="A stored result under this key is reused, not re-run.")
+    idempotency_scope: Literal["execution", "global"] = Field(
+        "execution", description="Whether the key is per execution or shared by every run."
+    )
+    idempotency_ttl: Duration | None = Field(None, description="How long a stored idempotent result is reused.")
+    include_failed: bool = Field(False, description="A recorded failed step kept on purpose.")
+
+
+class TemplateModel(_Strict):
+    model_config = ConfigDict(title="toolreel template")
+
+    schema_: str | None = Field(None, alias="$schema", description="The schema URL, for editors; ignored.")
+    name: str = Field(
+        description="Template name; also listed as the tool `reel__<name>`.",
+        json_schema_extra={"pattern": TEMPLATE_NAME_RE.pattern},
+    )
+    description: str | None = Field(None, description="What the template does; the `reel__<name>` tool description.")
+    inputs: dict[str, InputModel] = Field(
+        default_factory=dict, description="Declared inputs, addressed as `@input.<name>`."
+    )
+    steps: list[StepModel] = Field(min_length=1, description="The steps; they run as a DAG of their refs.")
+    output: JsonAny = Field(
+        None, description="The execution's output; default: the `return` step that ran, else the last step."
+    )
+
+
+def template_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a template file, with a description on every field."""
+    schema = TemplateModel.model_json_schema(by_alias=True)
+    schema["properties"]["inputs"]["propertyNames"] = {"pattern": INPUT_NAME_RE.pattern}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
+
+
+def validate_shape(data: Mapping[str, Any], *, source: str | None = None) -> TemplateModel:
+    """Field names and types; raise one TemplateError for the first problem found."""
+    if not isinstance(data, Mapping):
+        raise _error(f"a template must be a mapping, got {type(data).__name__}", data=None, source=source)
+    try:
+        return TemplateModel.model_validate(dict(data))
+    except ValidationError as exc:
+        details = exc.errors()
+        raise _from_pydantic(details[0], len(details), data, source) from None
+
+
+def _from_pydantic(err: ErrorDetails, count: int, data: Mapping[str, Any], source: str | None) -> TemplateError:
+    full_loc = loc = list(err["loc"])
+    step: str | None = None
+    if len(loc) >= 2 and loc[0] == "steps" and isinstance(loc[1], int):
+        step = _step_label(data, loc[1])
+        loc = loc[2:]
+    field = ".".join(str(part) for part in loc) or None
+    message = _describe(err, loc, full_loc)
+    if count > 1:
+        message += f" ({count - 1} more problem{'s' if count > 2 else ''} after this one)"
+    return _error(message, data=data, step=step, field=field, source=source)
+
+
+def _describe(err: ErrorDetails, loc: list[int | str], full_loc: list[int | str]) -> str:
+    key = loc[-1] if loc else None
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        if "when" in loc[:-1]:
+            return f"unknown operator {key!r} in `when`; use at most one of {', '.join(WHEN_OPS)}"
+        return f"unknown field {key!r}; known fields: {', '.join(_known_fields(full_loc))}"
+    if kind == "missing":
+        return f"required field {key!r} is missing"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return message if kind == "value_error" else f"{message}, got {err.get('input')!r}"
+
+
+_NESTED: dict[tuple[type[BaseModel], str], type[BaseModel]] = {
+    (TemplateModel, "steps"): StepModel,
+    (TemplateModel, "inputs"): InputModel,
+    (StepModel, "retry"): RetryModel,
+    (StepModel, "when"): WhenModel,
+}
+
+
+def _known_fields(loc: list[int | str]) -> list[str]:
+    """The fields of the model that `loc` (a full pydantic location) ends in."""
+    model: type[BaseModel] = TemplateModel
+    for part in loc[:-1]:
+        if isinstance(part, str):
+            model = _NESTED.get((model, part), model)
+    return [info.alias or name for name, info in model.model_fields.items()]
+
+
+def _step_label(data: Mapping[str, Any], index: int) -> str:
+    steps = data.get("steps")
+    if isinstance(steps, list) and index < len(steps) and isinstance(steps[index], Mapping):
+        name = steps[index].get("name")
+        if isinstance(name, str):
+            return name
+    return f"#{index + 1}"
+
+
+def _error(
+    message: str,
+    *,
+    data: Mapping[str, Any] | None,
+    step: str | None = None,
+    field: str | None = None,
+    source: str | None = None,
+) -> TemplateError:
+    name = data.get("name") if isinstance(data, Mapping) else None
+    if source:
+        message = f"{message} (in {source})"
+    return TemplateError(message, template=name if isinstance(name, str) else None, step=step, field=field)

@@ -1,0 +1,5 @@
+"""`python -m gateway` is `toolreel`."""
+
+from gateway.cli import main
+
+main()

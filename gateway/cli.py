@@ -1,0 +1,195 @@
+"""The `toolreel` command line: `serve`, `config check`, and the commands of the other packages.
+
+Errors are one line on stderr that says what and where; exit code 2 for usage and config
+errors. stdout carries only the MCP protocol (serve over stdio) or requested output.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+
+from core.errors import ConfigError, ToolreelError
+from gateway.config import GatewayConfig, load_config, wrap_config
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="toolreel",
+    help="A recording MCP gateway: record tool calls as a DAG, save templates, replay them without the LLM.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+config_app = typer.Typer(help="Client config files.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+executions_app = typer.Typer(help="Recorded and replayed executions.", no_args_is_help=True)
+app.add_typer(executions_app, name="executions")
+
+DbOption = Annotated[str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else SQLite in the user data dir).")]
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"toolreel: {message}", err=True)
+    return typer.Exit(code)
+
+
+def gateway_config(config: Path | None, command: list[str] | None, name: str | None) -> GatewayConfig:
+    if config is not None and command:
+        raise ConfigError("give either --config PATH or a command after '--', not both")
+    if config is not None:
+        return load_config(config)
+    if command:
+        return wrap_config(command, name)
+    raise ConfigError("nothing to serve: give --config PATH, or wrap one server: toolreel serve -- COMMAND [ARGS...]")
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def serve(
+    command: Annotated[list[str] | None, typer.Argument(help="A stdio server to wrap, after '--'.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="mcpServers / servers JSON file.")] = None,
+    http: Annotated[str | None, typer.Option("--http", help="Serve streamable HTTP at [HOST:]PORT/mcp.")] = None,
+    token_env: Annotated[str | None, typer.Option("--token-env", help="Require Authorization: Bearer $VAR.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Server name of a wrapped command.")] = None,
+    prefix: Annotated[
+        bool | None, typer.Option("--prefix/--no-prefix", help="List tools as server__tool (default: on with --config).")
+    ] = None,
+    db: DbOption = None,
+    annotate: Annotated[bool, typer.Option("--annotate", help="Append a text item naming the step to results.")] = False,
+    record: Annotated[bool, typer.Option("--record/--no-record", help="Record tool calls (default on).")] = True,
+    max_concurrency: Annotated[int, typer.Option("--max-concurrency", help="Steps at once in auto mode.")] = 16,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logs on stderr.")] = False,
+) -> None:
+    """Serve the upstreams of a config, or wrap one stdio server transparently."""
+    _logging(verbose)
+    from gateway.serve import parse_http, run_gateway
+
+    try:
+        cfg = gateway_config(config, command, name)
+        options = parse_http(http, token_env) if http else None
+    except ToolreelError as exc:
+        raise fail(str(exc)) from None
+    use_prefix = prefix if prefix is not None else config is not None
+    hook_factory = _hook_factory(cfg, db=db, annotate=annotate, record=record, max_concurrency=max_concurrency)
+    try:
+        anyio.run(
+            lambda: run_gateway(cfg, http=options, prefix=use_prefix, hook_factory=hook_factory),
+            backend_options=loop_options(),
+        )
+    except ToolreelError as exc:
+        raise fail(str(exc), 1) from None
+    except KeyboardInterrupt:
+        pass
+
+
+def _hook_factory(cfg: GatewayConfig, **options: Any) -> Any:
+    """The recording and management layer above the pipe."""
+    from gateway.management import hook_factory
+
+    return hook_factory(cfg, **options)
+
+
+@config_app.command("check")
+def config_check(
+    path: Annotated[Path, typer.Argument(help="The config file.")],
+    start: Annotated[bool, typer.Option("--start/--no-start", help="Start the servers and list their tools.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for the servers.")] = 30.0,
+) -> None:
+    """Validate a client config and list what it would serve."""
+    _logging(False)
+    try:
+        cfg = load_config(path)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    report = anyio.run(_check, cfg, start, timeout)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        _print_check(report)
+    if any(s["state"] == "failed" for s in report["servers"]):
+        raise typer.Exit(1)
+
+
+async def _check(cfg: GatewayConfig, start: bool, timeout: float) -> dict[str, Any]:
+    from gateway.hub import open_hub
+    from gateway.serve import _ALL_CAPABILITIES
+
+    servers: list[dict[str, Any]] = []
+    if not start:
+        for s in cfg.servers:
+            servers.append({"name": s.name, "transport": s.transport, "target": s.describe(), "state": "not started"})
+        return {"file": cfg.source, "servers": servers}
+    async with open_hub(cfg, prefix=True, capabilities=_ALL_CAPABILITIES, wait=timeout) as hub:
+        for upstream in hub.upstreams.values():
+            listed = [t["name"] for t in hub.listed_tools() if hub.server_of(t["name"]) == upstream.name]
+            servers.append(
+                {
+                    "name": upstream.name,
+                    "transport": upstream.config.transport,
+                    "target": upstream.config.describe(),
+                    "state": upstream.state.value,
+                    "error": upstream.last_error,
+                    "tools": listed,
+                    "resources": len(upstream.listing.resources),
+                    "prompts": len(upstream.listing.prompts),
+                }
+            )
+        mapped = [{"listed": m.listed, "server": m.server, "name": m.name} for m in hub.mappings()]
+    return {"file": cfg.source, "servers": servers, "mapped_names": mapped}
+
+
+def _print_check(report: dict[str, Any]) -> None:
+    typer.echo(f"{report['file']}: {len(report['servers'])} server(s)")
+    for s in report["servers"]:
+        typer.echo(f"  {s['name']} [{s['transport']}] {s['target']}: {s['state']}")
+        if s.get("error"):
+            typer.echo(f"    error: {s['error']}")
+        for tool in s.get("tools", []):
+            typer.echo(f"    - {tool}")
+    for m in report.get("mapped_names", []):
+        typer.echo(f"  mapped: {m['listed']} = {m['server']} / {m['name']}")
+
+
+def loop_options() -> dict[str, Any]:
+    """uvloop when installed: a forwarded call is mostly event-loop hops."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}
+
+
+def _logging(verbose: bool) -> None:
+    level = logging.DEBUG if verbose or os.environ.get("TOOLREEL_DEBUG") else logging.WARNING
+    logging.basicConfig(stream=sys.stderr, level=level, format="toolreel: %(name)s: %(message)s")
+
+
+def _register_optional() -> None:
+    """Commands of the recorder, templatizer and replayer packages."""
+    for module_name in ("recorder.cli", "templatizer.cli", "replayer.cli"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(app)
+        commands = getattr(module, "executions_commands", None)
+        if commands is not None:
+            commands(executions_app)
+
+
+_register_optional()
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,253 @@
+"""The client config file: the `mcpServers` / `servers` JSON that MCP hosts already use.
+
+`load_config` validates everything before anything starts and raises one `ConfigError`
+naming the file, the JSON path (`mcpServers.fs.args`) and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from core.errors import ConfigError
+
+__all__ = ["GatewayConfig", "ServerConfig", "load_config", "parse_config", "wrap_config"]
+
+Transport = Literal["stdio", "http", "sse"]
+
+SERVER_NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
+_ENV_RE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+_KNOWN_KEYS = frozenset(
+    {"command", "args", "env", "cwd", "url", "headers", "type", "transport", "timeout", "tools", "disabled",
+     "envFile", "description", "name", "alwaysAllow", "autoApprove"}
+)  # the last few are keys hosts write for their own use: accepted and ignored
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    name: str
+    transport: Transport
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+    tools: frozenset[str] | None = None  # allowlist of the upstream's own tool names
+    disabled: bool = False
+
+    def describe(self) -> str:
+        if self.transport == "stdio":
+            return shlex.join([self.command or "", *self.args])
+        return f"{self.transport} {self.url}"
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    servers: tuple[ServerConfig, ...]
+    source: str | None = None
+
+    @property
+    def enabled(self) -> tuple[ServerConfig, ...]:
+        return tuple(s for s in self.servers if not s.disabled)
+
+    def secret_values(self) -> list[str]:
+        """Values from `env` and `headers`: never stored in clear (SPEC §3)."""
+        values: list[str] = []
+        for server in self.servers:
+            values.extend(server.env.values())
+            values.extend(server.headers.values())
+        return values
+
+
+def load_config(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> GatewayConfig:
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file ({exc.strerror}); check the path", file=source) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=source
+        ) from None
+    return parse_config(data, source=source, environ=environ)
+
+
+def parse_config(data: Any, *, source: str | None = None, environ: Mapping[str, str] | None = None) -> GatewayConfig:
+    env = os.environ if environ is None else environ
+    if not isinstance(data, dict):
+        raise ConfigError("the config must be a JSON object with 'mcpServers' or 'servers'", file=source)
+    key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
+    if key is None:
+        raise ConfigError("no 'mcpServers' (Claude Desktop, Cursor) or 'servers' (VS Code) object found", file=source)
+    entries = data[key]
+    if not isinstance(entries, dict):
+        raise ConfigError(f"must be an object of server name -> settings, not {_kind(entries)}", file=source, path=key)
+    servers = tuple(_parse_server(name, entry, f"{key}.{name}", source, env) for name, entry in entries.items())
+    return GatewayConfig(servers=servers, source=source)
+
+
+def wrap_config(command: Sequence[str], name: str | None = None) -> GatewayConfig:
+    """The one-server config of `toolreel serve -- COMMAND ARGS...`."""
+    if not command:
+        raise ConfigError("nothing to wrap: give the server command after '--'")
+    server_name = name or _derive_name(command)
+    if not SERVER_NAME_RE.fullmatch(server_name) or "__" in server_name:
+        raise ConfigError(f"server name {server_name!r} must match [A-Za-z0-9_-]+ without '__'", path="--name")
+    return GatewayConfig(
+        servers=(ServerConfig(name=server_name, transport="stdio", command=command[0], args=tuple(command[1:])),),
+        source=None,
+    )
+
+
+def _derive_name(command: Sequence[str]) -> str:
+    """`npx -y @modelcontextprotocol/server-memory` -> `server-memory`; `uvx mcp-server-time` -> `mcp-server-time`."""
+    launchers = {"npx", "uvx", "uv", "node", "python", "python3", "pipx", "bunx", "deno", "docker", "run", "-m"}
+    candidates = [part for part in command if not part.startswith("-") and Path(part).name not in launchers]
+    base = Path(candidates[0] if candidates else command[0]).name
+    base = base.split("@")[0] or base.lstrip("@").split("/")[-1]
+    for suffix in (".py", ".js", ".mjs", ".ts"):
+        base = base.removesuffix(suffix)
+    cleaned = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_-]", "-", base)).strip("-_")
+    return cleaned[:40] or "server"
+
+
+def _parse_server(name: str, entry: Any, path: str, source: str | None, env: Mapping[str, str]) -> ServerConfig:
+    if not SERVER_NAME_RE.fullmatch(name) or "__" in name:
+        raise ConfigError(
+            f"server name {name!r} must match [A-Za-z0-9_-]+ and not contain '__' (it separates server and tool)",
+            file=source,
+            path=path,
+        )
+    if not isinstance(entry, dict):
+        raise ConfigError(f"must be an object, not {_kind(entry)}", file=source, path=path)
+    unknown = sorted(set(entry) - _KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"unknown key {unknown[0]!r}; known keys: {', '.join(sorted(_KNOWN_KEYS - {'name'}))}",
+            file=source,
+            path=f"{path}.{unknown[0]}",
+        )
+    expanded = _expand(entry, path, source, env)
+    transport = _transport(expanded, path, source)
+    common = {
+        "name": name,
+        "transport": transport,
+        "timeout": _timeout(expanded.get("timeout"), f"{path}.timeout", source),
+        "tools": _allowlist(expanded.get("tools"), f"{path}.tools", source),
+        "disabled": _bool(expanded.get("disabled", False), f"{path}.disabled", source),
+    }
+    if transport == "stdio":
+        command = expanded.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ConfigError("a stdio server needs a non-empty 'command' string", file=source, path=f"{path}.command")
+        return ServerConfig(
+            command=command,
+            args=tuple(_strings(expanded.get("args", []), f"{path}.args", source)),
+            env=_string_map(expanded.get("env", {}), f"{path}.env", source),
+            cwd=_optional_str(expanded.get("cwd"), f"{path}.cwd", source),
+            **common,
+        )
+    url = expanded.get("url")
+    if not isinstance(url, str) or not re.match(r"https?://", url):
+        raise ConfigError("needs a 'url' starting with http:// or https://", file=source, path=f"{path}.url")
+    return ServerConfig(url=url, headers=_string_map(expanded.get("headers", {}), f"{path}.headers", source), **common)
+
+
+def _transport(entry: Mapping[str, Any], path: str, source: str | None) -> Transport:
+    declared = entry.get("type", entry.get("transport"))
+    key = "type" if "type" in entry else "transport"
+    if declared is None:
+        if "command" in entry:
+            return "stdio"
+        if "url" in entry:
+            return "http"
+        raise ConfigError("needs either 'command' (stdio) or 'url' (HTTP/SSE)", file=source, path=path)
+    aliases: dict[str, Transport] = {
+        "stdio": "stdio", "http": "http", "streamable-http": "http", "streamableHttp": "http",
+        "streamable_http": "http", "sse": "sse",
+    }
+    if declared not in aliases:
+        raise ConfigError(
+            f"unknown transport {declared!r}; use 'stdio', 'http' or 'sse'", file=source, path=f"{path}.{key}"
+        )
+    return aliases[declared]
+
+
+def _expand(value: Any, path: str, source: str | None, env: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        def substitute(match: re.Match[str]) -> str:
+            variable = match.group(1)
+            if variable not in env:
+                raise ConfigError(
+                    f"environment variable {variable} is not set (referenced as {match.group(0)}); set it or "
+                    "remove the reference",
+                    file=source,
+                    path=path,
+                )
+            return env[variable]
+
+        return _ENV_RE.sub(substitute, value)
+    if isinstance(value, dict):
+        return {k: _expand(v, f"{path}.{k}", source, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, f"{path}[{i}]", source, env) for i, v in enumerate(value)]
+    return value
+
+
+def _strings(value: Any, path: str, source: str | None) -> list[str]:
+    if not isinstance(value, list):
+        raise ConfigError(f"must be a list of strings, not {_kind(value)}", file=source, path=path)
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ConfigError(f"must be a string, not {_kind(item)}", file=source, path=f"{path}[{index}]")
+    return list(value)
+
+
+def _string_map(value: Any, path: str, source: str | None) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"must be an object of strings, not {_kind(value)}", file=source, path=path)
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise ConfigError(f"must be a string, not {_kind(item)}", file=source, path=f"{path}.{key}")
+    return dict(value)
+
+
+def _optional_str(value: Any, path: str, source: str | None) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ConfigError(f"must be a string, not {_kind(value)}", file=source, path=path)
+
+
+def _timeout(value: Any, path: str, source: str | None) -> float:
+    if value is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"must be a positive number of seconds, not {value!r}", file=source, path=path)
+    return float(value)
+
+
+def _allowlist(value: Any, path: str, source: str | None) -> frozenset[str] | None:
+    return None if value is None else frozenset(_strings(value, path, source))
+
+
+def _bool(value: Any, path: str, source: str | None) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"must be true or false, not {value!r}", file=source, path=path)
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )

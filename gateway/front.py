@@ -1,0 +1,426 @@
+"""The MCP server face of the gateway: one low-level `Server` in front of the hub.
+
+`tools/call` takes a lean path (a server middleware that forwards raw dicts and never
+re-validates the upstream's result); lists, resources, prompts and completions use
+ordinary handlers. Each client connection is a `ClientLink`, the unit that recording,
+routing of server-to-client requests, and notifications are keyed on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from core.errors import UpstreamError
+from gateway.hub import ClientRouter, Hub, error_result
+from gateway.upstream import START_TIMEOUT, Upstream
+
+__all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
+
+logger = logging.getLogger("toolreel.front")
+
+IDLE_GROUP_SECONDS = 30 * 60
+INSTRUCTIONS = """\
+toolreel records every tool call as a step named <tool>_<n> (the tool name without its server prefix, \
+characters other than letters, digits and _ turned into _, n counting from 1 per name: read_file_1, \
+read_file_2, get_tiny_image_1). Pass an earlier output on instead of copying it: an argument that is exactly \
+"@read_file_1" is that step's whole output and "@list_directory_1.entries[0].name" a field of it (dotted keys, \
+[n] indexes); inside a longer string write {{@step.path}}. Outputs are the structured content, else the JSON \
+in the text, else the text. A literal leading @ is written @@. Tool results carry the step name in \
+_meta["toolreel/step"]. toolreel__status lists the steps so far; toolreel__save_template saves the session \
+as a reusable template."""
+
+_SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
+    "sampling/createMessage": (types.CreateMessageRequest, types.CreateMessageResult),
+    "elicitation/create": (types.ElicitRequest, types.ElicitResult),
+    "roots/list": (types.ListRootsRequest, types.ListRootsResult),
+}
+
+
+@dataclass(eq=False)
+class ClientLink:
+    """One client connection (stdio), HTTP session, or stateless client group."""
+
+    key: str
+    session: ServerSession | None = None
+    capabilities: types.ClientCapabilities | None = None
+    protocol_version: str | None = None
+    client_info: dict[str, Any] | None = None
+    subscriptions: set[str] = field(default_factory=set)
+    last_active: float = field(default_factory=time.monotonic)
+    state: dict[str, Any] = field(default_factory=dict)  # per-client state of the layers above (recording)
+
+    @property
+    def modern(self) -> bool:
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+class ToolHook:
+    """Extension points for the layers above the pipe (recording, management tools)."""
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+
+    def extra_tools(self) -> list[dict[str, Any]]:
+        return []
+
+    async def call_local(self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any] | None:
+        """Answer a tool the gateway serves itself; None when `name` is not one."""
+        return None
+
+    async def call_upstream(
+        self, link: ClientLink, listed: str, upstream: Upstream, tool: str, arguments: dict[str, Any], send: Any
+    ) -> dict[str, Any]:
+        """Forward one upstream call; recording wraps `send(arguments) -> result`."""
+        result: dict[str, Any] = await send(arguments)
+        return result
+
+
+class GatewayServer(Server[Any]):
+    """A low-level server that advertises list_changed for everything it forwards."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(True, True, True)
+        return super().create_initialization_options(options, experimental_capabilities)
+
+
+class Front(ClientRouter):
+    def __init__(self, hub: Hub, *, hook: ToolHook | None = None, instructions: str | None = None) -> None:
+        self.hub = hub
+        self.hook = hook or ToolHook()
+        self.links: dict[str, ClientLink] = {}
+        self.bus = InMemorySubscriptionBus()
+        self._inflight: dict[str, list[tuple[ServerRequestContext[Any, Any] | None, ClientLink]]] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._extra_instructions = instructions
+        self.server = self._build_server()
+        hub.router = self
+
+    def _build_server(self) -> GatewayServer:
+        server = GatewayServer(
+            "toolreel",
+            version="0.1.0",
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
+            on_read_resource=self._read_resource,
+            on_subscribe_resource=self._subscribe,
+            on_unsubscribe_resource=self._unsubscribe,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
+            on_completion=self._complete,
+            on_subscriptions_listen=ListenHandler(self.bus),
+        )
+        server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self._set_level)
+        server.add_notification_handler(
+            "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
+        )
+        server.middleware = [self._middleware]  # no tracing middleware on the hot path
+        return server
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Own the task group that delivers notifications pushed outside any request."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            task_status.started()
+            await anyio.sleep_forever()
+
+    # links ------------------------------------------------------------------------------
+    def link_for(self, ctx: ServerRequestContext[Any, Any]) -> ClientLink:
+        key = _link_key(ctx)
+        link = self.links.get(key)
+        if link is None:
+            link = self.links[key] = ClientLink(key=key)
+            self._expire_idle()
+        link.session = ctx.session
+        link.last_active = time.monotonic()
+        if link.protocol_version is None:
+            link.protocol_version = ctx.protocol_version
+        if link.capabilities is None:
+            link.capabilities = _capabilities_of(ctx)
+        if link.capabilities is not None:
+            self.hub.set_client_capabilities(link.capabilities)
+        return link
+
+    def _expire_idle(self) -> None:
+        cutoff = time.monotonic() - IDLE_GROUP_SECONDS
+        for key in [k for k, link in self.links.items() if link.last_active < cutoff]:
+            del self.links[key]
+
+    # middleware: initialize and the tools/call fast path ------------------------------------
+    async def _middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        method = ctx.method
+        if method == "tools/call":
+            return await self._call_tool(ctx)
+        if method == "initialize":
+            params = ctx.params or {}
+            caps = types.ClientCapabilities.model_validate(params.get("capabilities") or {})
+            self.hub.set_client_capabilities(caps)
+            await self.hub.wait_started(START_TIMEOUT)
+            self.server.instructions = self._instructions()
+            return await call_next(ctx)
+        if ctx.request_id is not None and method != "server/discover":
+            self.link_for(ctx)
+        return await call_next(ctx)
+
+    def _instructions(self) -> str:
+        parts = [u.instructions for u in self.hub.upstreams.values() if u.instructions]
+        if self._extra_instructions:
+            parts.append(self._extra_instructions)
+        parts.append(INSTRUCTIONS)
+        return "\n\n".join(parts)
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+        params: Mapping[str, Any] = ctx.params or {}
+        link = self.link_for(ctx)
+        meta = params.get("_meta") or {}
+        progress = ctx.session.report_progress if meta.get("progressToken") is not None else None
+        return self._finish(link, await self.forward_call(link, params, progress=progress, ctx=ctx))
+
+    async def fast_call(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """tools/call from the stdio fast lane (a handshake-era client, no progress token)."""
+        link = self.links.get("stdio") or self.links.setdefault("stdio", ClientLink(key="stdio"))
+        link.last_active = time.monotonic()
+        return await self.forward_call(link, params, progress=None, ctx=None)
+
+    async def forward_call(
+        self, link: ClientLink, params: Mapping[str, Any], *, progress: Any, ctx: Any
+    ) -> dict[str, Any]:
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise MCPError(code=types.INVALID_PARAMS, message="tools/call needs a string 'name' and object 'arguments'")
+        local = await self.hook.call_local(name, arguments, ctx, link)
+        if local is not None:
+            return local
+        route = self.hub.tool_route(name)
+        if route is None and not self.hub.started.is_set():
+            await self.hub.wait_started(START_TIMEOUT)
+            route = self.hub.tool_route(name)
+        if route is None:
+            return error_result(self.hub.unknown_tool_message(name))
+        meta = {k: v for k, v in (params.get("_meta") or {}).items() if k != "progressToken"}
+        upstream = route.upstream
+
+        async def send(resolved: dict[str, Any]) -> dict[str, Any]:
+            forwarded: dict[str, Any] = {"name": route.name, "arguments": resolved}
+            if meta:
+                forwarded["_meta"] = meta
+            entry = (ctx, link)
+            inflight = self._inflight.setdefault(upstream.name, [])
+            inflight.append(entry)
+            try:
+                return await upstream.request("tools/call", forwarded, on_progress=progress, tool=route.name)
+            except UpstreamError as exc:
+                return error_result(str(exc))
+            finally:
+                inflight.remove(entry)
+
+        return await self.hook.call_upstream(link, name, upstream, route.name, arguments, send)
+
+    def _finish(self, link: ClientLink, result: dict[str, Any]) -> dict[str, Any]:
+        if link.modern and "resultType" not in result:
+            result = {**result, "resultType": "complete"}
+        return result
+
+    # list handlers ------------------------------------------------------------------------
+    async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        await self.hub.wait_started(START_TIMEOUT)
+        return {"tools": [*self.hub.listed_tools(), *self.hook.extra_tools()]}
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        await self.hub.wait_started(START_TIMEOUT)
+        return {"resources": [r for u in self.hub.upstreams.values() for r in u.listing.resources]}
+
+    async def _list_resource_templates(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        await self.hub.wait_started(START_TIMEOUT)
+        return {"resourceTemplates": [t for u in self.hub.upstreams.values() for t in u.listing.resource_templates]}
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        await self.hub.wait_started(START_TIMEOUT)
+        return {"prompts": self.hub.listed_prompts()}
+
+    # routed requests ------------------------------------------------------------------------
+    async def _read_resource(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        return await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/read", ctx)
+
+    async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        self.link_for(ctx).subscriptions.add(params.uri)
+        return await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/subscribe", ctx)
+
+    async def _unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        self.link_for(ctx).subscriptions.discard(params.uri)
+        return await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/unsubscribe", ctx)
+
+    async def _get_prompt(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        route = self.hub.prompt_route(params.name)
+        if route is None:
+            known = ", ".join(p["name"] for p in self.hub.listed_prompts()) or "none"
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {params.name!r}; prompts: {known}")
+        return await self._upstream_call(route.upstream, "prompts/get", ctx, {"name": route.name})
+
+    async def _complete(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        ref = params.ref
+        if isinstance(ref, types.PromptReference):
+            route = self.hub.prompt_route(ref.name)
+            if route is None:
+                raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {ref.name!r}")
+            return await self._upstream_call(
+                route.upstream, "completion/complete", ctx, {"ref": {"type": "ref/prompt", "name": route.name}}
+            )
+        return await self._upstream_call(self.hub.resource_upstream(ref.uri), "completion/complete", ctx)
+
+    async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        for upstream in self.hub.upstreams.values():
+            if upstream.capabilities is not None and upstream.capabilities.logging is not None:
+                try:
+                    await upstream.request("logging/setLevel", {"level": params.level})
+                except (UpstreamError, MCPError) as exc:
+                    logger.warning("server %s: logging/setLevel failed: %s", upstream.name, exc)
+        return {}
+
+    async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: Any) -> None:
+        for upstream in self.hub.upstreams.values():
+            await upstream.notify("notifications/roots/list_changed", None)
+
+    async def _upstream_call(
+        self, upstream: Upstream, method: str, ctx: ServerRequestContext[Any, Any], override: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        params = {k: v for k, v in (ctx.params or {}).items() if k != "_meta"}
+        if override:
+            params.update(override)
+        try:
+            return await upstream.request(method, params)
+        except UpstreamError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+
+    # ClientRouter: upstream -> client ------------------------------------------------------
+    async def to_client(self, upstream: Upstream, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request_type, result_type = _SERVER_REQUESTS[method]
+        inflight = self._inflight.get(upstream.name) or []
+        if inflight and inflight[-1][0] is not None:
+            ctx, link = inflight[-1]
+            session, related = ctx.session, ctx.request_id
+        elif inflight:
+            link = inflight[-1][1]
+            session, related = link.session, None
+        else:
+            link = self._latest_link()
+            session, related = (link.session if link else None), None
+        if session is None or link is None:
+            raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
+        _require_capability(link, method)
+        request = request_type.model_validate({"method": method, "params": params})
+        metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
+        try:
+            result = await session.send_request(request, result_type, metadata=metadata)
+        except NoBackChannelError:
+            raise MCPError(
+                code=types.INVALID_REQUEST,
+                message=f"the client uses a protocol version without server-initiated requests; cannot forward {method}",
+            ) from None
+        dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return dumped
+
+    def _latest_link(self) -> ClientLink | None:
+        return max(self.links.values(), key=lambda link: link.last_active, default=None)
+
+    async def notify_clients(self, upstream: Upstream, method: str, params: dict[str, Any] | None) -> None:
+        if method == "notifications/resources/updated" and params is not None:
+            uri = params.get("uri", "")
+            await self.bus.publish(ResourceUpdated(uri=uri))
+            targets = [link for link in self.links.values() if uri in link.subscriptions and not link.modern]
+        else:
+            inflight = self._inflight.get(upstream.name) or []
+            targets = [inflight[-1][1]] if inflight else list(self.links.values())
+        try:
+            notification = types.server_notification_adapter.validate_python({"method": method, "params": params})
+        except Exception:  # an upstream's malformed notification is dropped, not fatal
+            logger.warning("server %s sent a malformed %s; dropped", upstream.name, method)
+            return
+        for link in targets:
+            if link.session is not None:
+                await _send_quietly(link.session, notification)
+
+    def lists_changed(self, kinds: frozenset[str]) -> None:
+        if self._tg is not None:
+            self._tg.start_soon(self._announce, kinds)
+
+    async def _announce(self, kinds: frozenset[str]) -> None:
+        events = {"tools": ToolsListChanged(), "resources": ResourcesListChanged(), "prompts": PromptsListChanged()}
+        notifications = {
+            "tools": types.ToolListChangedNotification(),
+            "resources": types.ResourceListChangedNotification(),
+            "prompts": types.PromptListChangedNotification(),
+        }
+        for kind in sorted(kinds):
+            await self.bus.publish(events[kind])
+            for link in list(self.links.values()):
+                if link.session is not None and not link.modern:
+                    await _send_quietly(link.session, notifications[kind])
+
+
+async def _send_quietly(session: ServerSession, notification: Any) -> None:
+    """Notifications to a client that went away are dropped: the client is gone, not the gateway."""
+    try:
+        await session.send_notification(notification)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError) as exc:
+        logger.debug("notification dropped: %s", exc)
+
+
+def _require_capability(link: ClientLink, method: str) -> None:
+    caps = link.capabilities
+    have = {
+        "sampling/createMessage": caps is not None and caps.sampling is not None,
+        "elicitation/create": caps is not None and caps.elicitation is not None,
+        "roots/list": caps is not None and caps.roots is not None,
+    }[method]
+    if not have:
+        raise MCPError(
+            code=types.INVALID_REQUEST, message=f"the client connected to toolreel does not support {method}"
+        )
+
+
+def _capabilities_of(ctx: ServerRequestContext[Any, Any]) -> types.ClientCapabilities | None:
+    client_params = ctx.session.client_params
+    if client_params is not None:
+        return client_params.capabilities
+    raw = (ctx.meta or {}).get(CLIENT_CAPABILITIES_META_KEY)
+    return types.ClientCapabilities.model_validate(raw) if isinstance(raw, dict) else None
+
+
+def _link_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return "stdio"
+    session_id = headers.get("mcp-session-id")
+    if session_id:
+        return f"http:{session_id}"
+    # Stateless era: group by who the client is (client info and credentials).
+    info = (ctx.meta or {}).get(CLIENT_INFO_META_KEY)
+    fingerprint = f"{info}|{headers.get('authorization', '')}"
+    return "client:" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16]

@@ -1,0 +1,264 @@
+"""The aggregation of upstreams: names, routing, and the bridge back to clients.
+
+`Hub` owns every `Upstream` (started in parallel, each in its own task so one failure
+stays with its server), maps listed names to (server, name), routes resources by URI, and
+implements `core.caller.ToolCaller` so the replayer calls tools through the same sessions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from core.caller import ProgressFn
+from core.errors import UpstreamError
+from gateway.config import GatewayConfig
+from gateway.names import NameMapping, listed_name
+from gateway.upstream import Upstream, UpstreamState
+
+__all__ = ["ClientRouter", "Hub", "Route", "open_hub"]
+
+logger = logging.getLogger("toolreel.hub")
+
+ALL_CLIENT_CAPABILITIES = types.ClientCapabilities(
+    sampling=types.SamplingCapability(),
+    elicitation=types.ElicitationCapability(form=types.FormElicitationCapability(), url=types.UrlElicitationCapability()),
+    roots=types.RootsCapability(list_changed=True),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    upstream: Upstream
+    name: str  # the upstream's own tool/prompt name
+
+
+class ClientRouter:
+    """What the hub needs from the client side; the front end implements it."""
+
+    async def to_client(self, upstream: Upstream, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise MCPError(code=types.METHOD_NOT_FOUND, message=f"no client can answer {method}")
+
+    async def notify_clients(self, upstream: Upstream, method: str, params: dict[str, Any] | None) -> None:
+        return None
+
+    def lists_changed(self, kinds: frozenset[str]) -> None:
+        return None
+
+
+class Hub:
+    def __init__(self, config: GatewayConfig, *, prefix: bool = True) -> None:
+        self.config = config
+        self.prefix = prefix
+        self.router = ClientRouter()
+        self.upstreams: dict[str, Upstream] = {s.name: Upstream(s, self) for s in config.servers}
+        self.started = anyio.Event()  # every upstream had its first start attempt
+        self._capabilities: types.ClientCapabilities | None = None
+        self._capabilities_known = anyio.Event()
+        self._tools: dict[str, Route] = {}
+        self._canonical: dict[str, Route] = {}  # always server__tool: what recordings and templates name
+        self._prompts: dict[str, Route] = {}
+        self._listed_tools: list[dict[str, Any]] = []
+        self._listed_prompts: list[dict[str, Any]] = []
+        self._rebuild()
+
+    # capabilities -----------------------------------------------------------------
+    def set_client_capabilities(self, capabilities: types.ClientCapabilities) -> None:
+        """The first client's capabilities are what upstreams are told (once)."""
+        if not self._capabilities_known.is_set():
+            self._capabilities = capabilities
+            self._capabilities_known.set()
+
+    async def client_capabilities(self) -> types.ClientCapabilities:
+        await self._capabilities_known.wait()
+        assert self._capabilities is not None
+        return self._capabilities
+
+    # lifecycle ----------------------------------------------------------------------
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            for upstream in self.upstreams.values():
+                tg.start_soon(self._start_one, tg, upstream)
+            if not self.upstreams:
+                self.started.set()
+            task_status.started()
+
+    async def _start_one(self, tg: anyio.abc.TaskGroup, upstream: Upstream) -> None:
+        await tg.start(upstream.serve)
+        if all(u.state is not UpstreamState.STARTING for u in self.upstreams.values()):
+            self.started.set()
+
+    async def wait_started(self, timeout: float) -> None:
+        with anyio.move_on_after(timeout):
+            await self.started.wait()
+
+    # Bridge (called by upstreams) ------------------------------------------------------
+    async def upstream_request(self, upstream: Upstream, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.router.to_client(upstream, method, params)
+
+    async def upstream_notification(self, upstream: Upstream, method: str, params: dict[str, Any] | None) -> None:
+        kinds = {
+            "notifications/tools/list_changed": "tools",
+            "notifications/resources/list_changed": "resources",
+            "notifications/prompts/list_changed": "prompts",
+        }
+        if method in kinds:
+            try:
+                await upstream.refresh(kinds[method])
+            except (MCPError, UpstreamError) as exc:
+                logger.warning("server %s: cannot refresh %s: %s", upstream.name, kinds[method], exc)
+            self._rebuild()
+            self.router.lists_changed(frozenset({kinds[method]}))
+            return
+        await self.router.notify_clients(upstream, method, params)
+
+    def upstream_changed(self, upstream: Upstream) -> None:
+        before = (set(self._tools), set(self._prompts))
+        self._rebuild()
+        if (set(self._tools), set(self._prompts)) != before:
+            self.router.lists_changed(frozenset({"tools", "prompts", "resources"}))
+
+    # names --------------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        tools: dict[str, Route] = {}
+        canonical: dict[str, Route] = {}
+        listed_tools: list[dict[str, Any]] = []
+        prompts: dict[str, Route] = {}
+        listed_prompts: list[dict[str, Any]] = []
+        for upstream in self.upstreams.values():
+            for tool in upstream.listing.tools:
+                name = listed_name(upstream.name, tool["name"], prefix=self.prefix)
+                tools.setdefault(name, Route(upstream, tool["name"]))
+                canonical.setdefault(listed_name(upstream.name, tool["name"]), Route(upstream, tool["name"]))
+                listed_tools.append(tool if name == tool["name"] else {**tool, "name": name})
+            for prompt in upstream.listing.prompts:
+                name = listed_name(upstream.name, prompt["name"], prefix=self.prefix)
+                prompts.setdefault(name, Route(upstream, prompt["name"]))
+                listed_prompts.append(prompt if name == prompt["name"] else {**prompt, "name": name})
+        self._tools, self._listed_tools, self._canonical = tools, listed_tools, canonical
+        self._prompts, self._listed_prompts = prompts, listed_prompts
+
+    def listed_tools(self) -> list[dict[str, Any]]:
+        return self._listed_tools
+
+    def listed_prompts(self) -> list[dict[str, Any]]:
+        return self._listed_prompts
+
+    def tool_route(self, listed: str) -> Route | None:
+        return self._tools.get(listed)
+
+    def prompt_route(self, listed: str) -> Route | None:
+        return self._prompts.get(listed)
+
+    def mappings(self) -> list[NameMapping]:
+        """Names changed by the mapping rule (too long or illegal): shown in status."""
+        out = []
+        for table in (self._tools, self._prompts):
+            for listed, route in table.items():
+                natural = f"{route.upstream.name}__{route.name}" if self.prefix else route.name
+                if listed != natural:
+                    out.append(NameMapping(listed=listed, server=route.upstream.name, name=route.name))
+        return out
+
+    def unknown_tool_message(self, listed: str) -> str:
+        servers = ", ".join(f"{u.name} ({u.state.value})" for u in self.upstreams.values()) or "none"
+        hint = ""
+        if self.prefix and "__" not in listed:
+            hint = " Tool names are listed as <server>__<tool>."
+        return f"unknown tool {listed!r}; servers: {servers}.{hint} Call tools/list for the current names."
+
+    # resources ------------------------------------------------------------------------
+    def resource_upstream(self, uri: str) -> Upstream:
+        for upstream in self.upstreams.values():
+            if any(r.get("uri") == uri for r in upstream.listing.resources):
+                return upstream
+        for upstream in self.upstreams.values():
+            if any(_template_matches(t.get("uriTemplate", ""), uri) for t in upstream.listing.resource_templates):
+                return upstream
+        with_resources = [
+            u for u in self.upstreams.values() if u.capabilities is not None and u.capabilities.resources is not None
+        ]
+        if len(with_resources) == 1:
+            return with_resources[0]
+        raise MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"no server lists resource {uri!r}; servers with resources: "
+            + (", ".join(u.name for u in with_resources) or "none"),
+        )
+
+    # ToolCaller ---------------------------------------------------------------------
+    def canonical_route(self, name: str) -> Route | None:
+        """A tool by its `server__tool` name (templates), else by its listed name."""
+        return self._canonical.get(name) or self._tools.get(name)
+
+    def server_of(self, name: str) -> str | None:
+        route = self.canonical_route(name)
+        return route.upstream.name if route else None
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Any]:
+        route = self.canonical_route(name)
+        if route is None:
+            raise UpstreamError(self.unknown_tool_message(name), server=_server_hint(name), transient=True)
+        params = {"name": route.name, "arguments": dict(arguments)}
+        try:
+            return await route.upstream.request(
+                "tools/call", params, timeout=timeout, on_progress=progress, tool=route.name
+            )
+        except MCPError as exc:
+            return error_result(f"server {route.upstream.name!r}, tool {route.name!r}: {exc.message}")
+
+
+def error_result(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _server_hint(name: str) -> str:
+    server, sep, _ = name.partition("__")
+    return server if sep else "?"
+
+
+def _template_matches(template: str, uri: str) -> bool:
+    if not template:
+        return False
+    pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(template))
+    return re.fullmatch(pattern, uri) is not None
+
+
+@contextlib.asynccontextmanager
+async def open_hub(
+    config: GatewayConfig,
+    *,
+    prefix: bool = True,
+    capabilities: types.ClientCapabilities | None = None,
+    wait: float = 0.0,
+    on_ready: Callable[[Hub], None] | None = None,
+) -> AsyncIterator[Hub]:
+    """Start every upstream of `config` in parallel and stop them all on exit."""
+    hub = Hub(config, prefix=prefix)
+    if capabilities is not None:
+        hub.set_client_capabilities(capabilities)
+    async with anyio.create_task_group() as tg:
+        await tg.start(hub.run)
+        if wait:
+            await hub.wait_started(wait)
+        if on_ready is not None:
+            on_ready(hub)
+        try:
+            yield hub
+        finally:
+            tg.cancel_scope.cancel()

@@ -1,0 +1,260 @@
+"""The layer above the pipe: recording every upstream call and the `toolreel__*` tools.
+
+`GatewayHook` is the front's `ToolHook`: it records upstream calls (refs resolved first,
+results tagged with the step), and serves the management tools of SPEC §6 from a
+registry that the template and run modules add to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from core.errors import RefError, ToolreelError
+from core.model import ExecutionStatus
+from core.store import Store, open_store
+from gateway.config import GatewayConfig
+from gateway.front import ClientLink, ToolHook
+from gateway.hub import Hub, error_result
+from gateway.upstream import Upstream
+from recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession
+from replayer import execution_view
+
+__all__ = ["GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
+
+Handler = Callable[[dict[str, Any], Any, ClientLink], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ManagementTool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Handler
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+
+
+def tool_result(value: Any) -> dict[str, Any]:
+    """A management tool's answer: structured content plus the same JSON as text."""
+    structured = value if isinstance(value, dict) else {"result": value}
+    return {
+        "content": [{"type": "text", "text": json.dumps(value, ensure_ascii=False, default=str)}],
+        "structuredContent": structured,
+        "isError": False,
+    }
+
+
+def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+class GatewayHook(ToolHook):
+    def __init__(self, hub: Hub, store: Store, *, secret_values: list[str], annotate: bool, record: bool) -> None:
+        self.hub = hub
+        self.store = store
+        self.recorder = Recorder(store, secret_values=secret_values)
+        self.annotate = annotate
+        self.record = record
+        self.tools: dict[str, ManagementTool] = {}
+        self.dynamic: list[Callable[[], list[dict[str, Any]]]] = []  # e.g. reel__<template> tools
+        self.local_fallback: list[Callable[[str, dict[str, Any], Any, ClientLink], Awaitable[dict[str, Any] | None]]] = []
+        self.services: list[Callable[[], contextlib.AbstractAsyncContextManager[None]]] = []  # e.g. the engine
+        self._add_recording_tools()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
+            await tg.start(self.recorder.run)
+            task_status.started()
+            for service in self.services:
+                await stack.enter_async_context(service())
+            await anyio.sleep_forever()
+
+    def add(self, tool: ManagementTool) -> None:
+        self.tools[tool.name] = tool
+
+    # ToolHook ---------------------------------------------------------------------------
+    def extra_tools(self) -> list[dict[str, Any]]:
+        listed = [tool.definition() for tool in self.tools.values()]
+        for source in self.dynamic:
+            listed.extend(source())
+        return listed
+
+    async def call_local(self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any] | None:
+        tool = self.tools.get(name)
+        try:
+            if tool is not None:
+                return await tool.handler(arguments, ctx, link)
+            for fallback in self.local_fallback:
+                answer = await fallback(name, arguments, ctx, link)
+                if answer is not None:
+                    return answer
+        except ToolreelError as exc:
+            return error_result(str(exc))
+        return None
+
+    async def call_upstream(
+        self, link: ClientLink, listed: str, upstream: Upstream, tool: str, arguments: dict[str, Any], send: Any
+    ) -> dict[str, Any]:
+        if not self.record:
+            result: dict[str, Any] = await send(arguments)
+            return result
+        session = self.session(link)
+        try:
+            live = session.begin(upstream.name, tool, arguments)
+        except RefError as exc:
+            return error_result(f"{exc} — nothing was sent to {upstream.name!r}")
+        try:
+            result = await send(live.resolved_input)
+        except BaseException:
+            session.end(live, None, error="the call was cancelled before it finished")
+            raise
+        session.end(live, result)
+        return self._tagged(result, live.name, session)
+
+    def session(self, link: ClientLink) -> RecordingSession:
+        session = link.state.get("recording")
+        if session is None:
+            session = link.state["recording"] = self.recorder.session(link.key)
+        assert isinstance(session, RecordingSession)
+        return session
+
+    def _tagged(self, result: dict[str, Any], step: str, session: RecordingSession) -> dict[str, Any]:
+        meta = dict(result.get("_meta") or {})
+        meta[STEP_META] = step
+        meta[EXECUTION_META] = session.execution_id
+        errors = self.recorder.take_errors()
+        if errors:
+            meta["toolreel/error"] = "; ".join(errors)
+        tagged = {**result, "_meta": meta}
+        if self.annotate:
+            note = {"type": "text", "text": f"[toolreel] recorded as step {step}; pass it on as @{step}"}
+            tagged["content"] = [*(result.get("content") or []), note]
+        return tagged
+
+    # recording tools -----------------------------------------------------------------------
+    def _add_recording_tools(self) -> None:
+        self.add(ManagementTool(
+            "toolreel__status",
+            "Upstream servers (state, tool count, last error, name mapping) and this session's recorded steps.",
+            _schema({}),
+            self._status,
+        ))
+        self.add(ManagementTool(
+            "toolreel__set_step_result",
+            "Record a step with the given output without calling anything (inject data or mock a step). "
+            "Later calls can pass it on as @<step>.",
+            _schema(
+                {
+                    "output": {"description": "The step's output (any JSON)."},
+                    "step": {"type": "string", "description": "Step name; default <tool>_<n>."},
+                    "tool": {"type": "string", "description": "The tool this output stands for (server__tool)."},
+                },
+                ("output",),
+            ),
+            self._set_step_result,
+        ))
+        self.add(ManagementTool(
+            "toolreel__get_execution",
+            "Status, steps, outputs and errors of an execution (recorded or replayed).",
+            _schema({"id": {"type": "string"}}, ("id",)),
+            self._get_execution,
+        ))
+        self.add(ManagementTool(
+            "toolreel__list_executions",
+            "Executions, newest first, paginated.",
+            _schema({
+                "status": {"type": "string", "enum": [s.value for s in ExecutionStatus]},
+                "template": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+                "cursor": {"type": "string"},
+            }),
+            self._list_executions,
+        ))
+
+    async def _status(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        upstreams = []
+        for upstream in self.hub.upstreams.values():
+            upstreams.append({
+                "name": upstream.name,
+                "state": upstream.state.value,
+                "transport": upstream.config.transport,
+                "tools": len(upstream.listing.tools),
+                "last_error": upstream.last_error,
+                "restarts": upstream.restarts,
+                "stderr_tail": upstream.stderr_tail()[-1000:] or None,
+            })
+        session = self.session(link)
+        return tool_result({
+            "upstreams": upstreams,
+            "name_mapping": [{"listed": m.listed, "server": m.server, "name": m.name} for m in self.hub.mappings()],
+            "execution_id": session.execution_id,
+            "recording": self.record,
+            "steps": session.steps(),
+        })
+
+    async def _set_step_result(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        if "output" not in arguments:
+            raise RefError("toolreel__set_step_result needs 'output' (any JSON value)")
+        record = self.session(link).preset(arguments["output"], step=arguments.get("step"), tool=arguments.get("tool"))
+        return tool_result({"step": record.name, "execution_id": record.execution_id})
+
+    async def _get_execution(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        execution_id = str(arguments.get("id", ""))
+        await self.recorder.writer.flush()
+        execution = await anyio.to_thread.run_sync(self.store.get_execution, execution_id)
+        steps = await anyio.to_thread.run_sync(self.store.get_steps, execution_id)
+        return tool_result(execution_view(execution, steps))
+
+    async def _list_executions(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        status = arguments.get("status")
+        await self.recorder.writer.flush()
+        page, cursor = await anyio.to_thread.run_sync(
+            lambda: self.store.list_executions(
+                status=ExecutionStatus(status) if status else None,
+                template=arguments.get("template"),
+                limit=int(arguments.get("limit") or 50),
+                cursor=arguments.get("cursor"),
+            )
+        )
+        items = [
+            {
+                "execution_id": e.id,
+                "status": e.status.value,
+                "mode": e.mode.value,
+                "template": e.template,
+                "created_at": e.created_at,
+                "updated_at": e.updated_at,
+                "error": e.error,
+            }
+            for e in page
+        ]
+        return tool_result({"executions": items, "next_cursor": cursor})
+
+
+def hook_factory(
+    config: GatewayConfig, *, db: str | None, annotate: bool, record: bool, max_concurrency: int
+) -> Callable[[Hub], GatewayHook]:
+    store = open_store(db)
+
+    def build(hub: Hub) -> GatewayHook:
+        hook = GatewayHook(hub, store, secret_values=config.secret_values(), annotate=annotate, record=record)
+        _install_extensions(hook, max_concurrency=max_concurrency)
+        return hook
+
+    return build
+
+
+def _install_extensions(hook: GatewayHook, *, max_concurrency: int) -> None:
+    """Template and run tools, from their own modules."""
+    from gateway import tools_runs, tools_templates
+
+    tools_templates.install(hook)
+    tools_runs.install(hook, max_concurrency=max_concurrency)

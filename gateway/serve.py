@@ -1,0 +1,173 @@
+"""Running the gateway: over stdio (the default) or streamable HTTP at `/mcp`.
+
+Both run the hub and the front in one task group; SIGTERM, SIGINT and the end of stdin
+all unwind it, which closes every upstream (and `setpriv --pdeathsig` covers SIGKILL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+import mcp_types as types
+import uvicorn
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from core.errors import ConfigError
+from gateway.config import GatewayConfig
+from gateway.front import Front, ToolHook
+from gateway.hub import ALL_CLIENT_CAPABILITIES, Hub, open_hub
+from gateway.stdio import serve_stdio_streams
+
+__all__ = ["HttpOptions", "open_upstreams", "parse_http", "run_gateway"]
+
+logger = logging.getLogger("toolreel.serve")
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+@dataclass(frozen=True, slots=True)
+class HttpOptions:
+    host: str
+    port: int
+    token: str | None = None
+
+
+def parse_http(value: str, token_env: str | None) -> HttpOptions:
+    host, sep, port_text = value.rpartition(":")
+    if not sep:
+        host, port_text = "127.0.0.1", value
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigError(f"--http takes [HOST:]PORT, not {value!r}", path="--http") from None
+    token = None
+    if token_env:
+        token = os.environ.get(token_env)
+        if not token:
+            raise ConfigError(f"environment variable {token_env} (from --token-env) is not set", path="--token-env")
+    return HttpOptions(host=host.strip("[]") or "127.0.0.1", port=port, token=token)
+
+
+@contextlib.asynccontextmanager
+async def open_upstreams(config: GatewayConfig, *, wait: float = 30.0) -> AsyncIterator[Hub]:
+    """Upstreams for a process with no MCP client (`toolreel run`, `toolreel worker`)."""
+    async with open_hub(config, capabilities=types.ClientCapabilities(), wait=wait) as hub:
+        yield hub
+
+
+async def run_gateway(
+    config: GatewayConfig,
+    *,
+    http: HttpOptions | None = None,
+    prefix: bool = True,
+    hook_factory: Callable[[Hub], ToolHook] | None = None,
+    on_started: Callable[[Front], Awaitable[None]] | None = None,
+) -> None:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_cancel_on_signal, tg.cancel_scope)
+        async with open_hub(config, prefix=prefix) as hub:
+            if http is not None:
+                hub.set_client_capabilities(_ALL_CAPABILITIES)
+            front = Front(hub, hook=hook_factory(hub) if hook_factory else None)
+            await tg.start(front.hook.run)
+            await tg.start(front.run)
+            if on_started is not None:
+                await on_started(front)
+            if http is None:
+                await _serve_stdio(front)
+            else:
+                await _serve_http(front, http)
+        tg.cancel_scope.cancel()
+
+
+async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for signum in signals:
+            logger.info("received %s; stopping", signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
+async def _serve_stdio(front: Front) -> None:
+    async with serve_stdio_streams(front.fast_call) as (read, write):
+        await front.server.run(read, write, front.server.create_initialization_options())
+
+
+async def _serve_http(front: Front, options: HttpOptions) -> None:
+    manager = StreamableHTTPSessionManager(
+        app=front.server,
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    app = Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(manager))])
+    guarded = _Guard(app, options)
+    config = uvicorn.Config(
+        guarded, host=options.host, port=options.port, log_level="warning", lifespan="off", access_log=False
+    )
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # our task group owns signals
+    async with manager.run():
+        try:
+            await server.serve()
+        finally:
+            server.should_exit = True
+
+
+class _Guard:
+    """Refuses foreign Origins (DNS rebinding) and, with --token-env, missing bearer tokens."""
+
+    def __init__(self, app: ASGIApp, options: HttpOptions) -> None:
+        self.app = app
+        self.options = options
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            problem = self._problem(headers)
+            if problem is not None:
+                status, message = problem
+                await _plain(send, status, message)
+                return
+            if scope["path"] == "/mcp":  # Starlette's Mount would redirect /mcp to /mcp/
+                scope = {**scope, "path": "/mcp/"}
+        await self.app(scope, receive, send)
+
+    def _problem(self, headers: dict[str, str]) -> tuple[int, str] | None:
+        origin = headers.get("origin")
+        if origin and origin != "null":
+            host = urlsplit(origin).hostname or ""
+            allowed = LOOPBACK if self.options.host in LOOPBACK else LOOPBACK | {self.options.host}
+            if host not in allowed:
+                return 403, f"Origin {origin} is not allowed: toolreel only accepts local origins"
+        if self.options.token is not None:
+            expected = f"Bearer {self.options.token}"
+            if headers.get("authorization") != expected:
+                return 401, "missing or wrong bearer token (Authorization: Bearer <token from --token-env>)"
+        return None
+
+
+async def _plain(send: Send, status: int, message: str) -> None:
+    body = message.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+_ALL_CAPABILITIES: Any = ALL_CLIENT_CAPABILITIES

@@ -1,0 +1,175 @@
+"""A stdio upstream transport with a fast lane for forwarded calls.
+
+It yields the stream pair the SDK's `ClientSession` expects (so the handshake, callbacks
+and notifications work as usual) plus a `FastLane`: requests sent on the lane are
+written straight to the child's stdin and their responses resolve a future straight
+from the stdout reader, skipping the task hops of the generic dispatcher. Responses are
+told apart by id: lane ids are strings that the SDK (integer ids) never uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import IO, Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+
+__all__ = ["FastLane", "open_stdio_upstream"]
+
+LINE_LIMIT = 256 * 1024 * 1024
+STOP_GRACE = 2.0
+
+
+class FastLane:
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._ids = itertools.count(1)
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.closed = False
+
+    async def request(self, method: str, params: Mapping[str, Any] | None, timeout: float) -> dict[str, Any]:
+        """Send one request; its result dict, or MCPError (error response, timeout, closed)."""
+        if self.closed:
+            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+        request_id = f"tr-{next(self._ids)}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            self._writer.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+            with anyio.fail_after(timeout):
+                return await future
+        except TimeoutError:
+            await self._cancel(request_id, f"timed out after {timeout:g}s")
+            raise MCPError(code=types.REQUEST_TIMEOUT, message=f"Request {method!r} timed out") from None
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._cancel(request_id, "caller cancelled")
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def _cancel(self, request_id: str, reason: str) -> None:
+        if self.closed:
+            return
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id, "reason": reason}}
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            self._writer.write(json.dumps(note).encode() + b"\n")
+
+    def resolve(self, message: dict[str, Any]) -> bool:
+        """Deliver a response addressed to the lane; False if it is not one of ours."""
+        future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+        if future is None:
+            return False
+        if not future.done():
+            if "error" in message:
+                error = message["error"] or {}
+                future.set_exception(
+                    MCPError(code=error.get("code", types.INTERNAL_ERROR), message=error.get("message", ""),
+                             data=error.get("data"))
+                )
+            else:
+                future.set_result(message.get("result") or {})
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(MCPError(code=types.CONNECTION_CLOSED, message="Connection closed"))
+
+
+@contextlib.asynccontextmanager
+async def open_stdio_upstream(
+    command: str, args: list[str], env: Mapping[str, str], cwd: str | None, errlog: IO[str], lost: anyio.Event
+) -> AsyncIterator[tuple[Any, Any, FastLane]]:
+    process = await asyncio.create_subprocess_exec(
+        command, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=errlog,
+        env=dict(env), cwd=cwd, limit=LINE_LIMIT, start_new_session=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+    lane = FastLane(stdin)
+    to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read() -> None:
+        async with to_session:
+            while True:
+                try:
+                    line = await stdout.readuntil(b"\n")
+                except asyncio.IncompleteReadError:
+                    break
+                except (asyncio.LimitOverrunError, ConnectionError):
+                    break
+                await _route(line, lane, to_session)
+        lane.close()
+        lost.set()
+
+    async def write() -> None:
+        async with from_session:
+            async for session_message in from_session:
+                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    stdin.write(data.encode() + b"\n")
+                    await stdin.drain()
+                except (ConnectionError, RuntimeError):
+                    return
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            tg.start_soon(write)
+            try:
+                yield from_server, to_server, lane
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        lane.close()
+        with anyio.CancelScope(shield=True):
+            await _stop(process)
+
+
+async def _route(line: bytes, lane: FastLane, to_session: Any) -> None:
+    if not line.strip():
+        return
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        await to_session.send(ValueError(f"upstream sent a line that is not JSON: {line[:200]!r}"))
+        return
+    if isinstance(raw, dict) and isinstance(raw.get("id"), str) and "method" not in raw and lane.resolve(raw):
+        return
+    try:
+        message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+    except Exception as exc:  # a malformed message is reported to the session, not fatal
+        await to_session.send(exc)
+        return
+    await to_session.send(SessionMessage(message))
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """Close stdin, give the server a moment to exit, then SIGTERM, then SIGKILL (its group)."""
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            process.stdin.close()
+    for signal_name in (None, "terminate", "kill"):
+        if signal_name is not None:
+            with contextlib.suppress(ProcessLookupError):
+                try:
+                    os.killpg(process.pid, 15 if signal_name == "terminate" else 9)
+                except PermissionError:
+                    getattr(process, signal_name)()
+        with anyio.move_on_after(STOP_GRACE):
+            await process.wait()
+            return

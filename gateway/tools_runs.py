@@ -1,0 +1,205 @@
+"""Auto mode from MCP: `toolreel__run_template`, cancel/resume, and calling `reel__<name>`.
+
+The gateway owns one replayer `Engine` over its own upstreams; on start it resumes the
+executions a previous process left running (SPEC §8). An `approve` step asks the client
+that started the run through elicitation, or pauses when that client cannot be asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+
+from core.errors import ExecutionError
+from core.model import Execution, ExecutionStatus
+from core.store import Store
+from core.template import Template
+from core.template_io import parse_template
+from gateway.front import ClientLink
+from gateway.management import GatewayHook, ManagementTool, tool_result
+from replayer import Engine
+
+__all__ = ["install", "load_saved"]
+
+REEL_PREFIX = "reel__"
+_caller_link: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar("toolreel_caller_link", default=None)
+
+
+def load_saved(store: Store, name: str, version: int | None = None) -> Template:
+    record = store.get_template(name, version)
+    template = parse_template(record.definition, source=f"template {name!r} v{record.version}")
+    return dataclasses.replace(template, version=record.version, hash=record.hash)
+
+
+class _Approver:
+    """Asks the client that started the run (elicitation); None = nobody to ask: pause."""
+
+    def __init__(self, hook: GatewayHook) -> None:
+        self.hook = hook
+
+    async def approve(self, prompt: str) -> bool | None:
+        link = _caller_link.get()
+        session: ServerSession | None = link.session if link is not None else None
+        caps = link.capabilities if link is not None else None
+        if session is None or caps is None or caps.elicitation is None or (link is not None and link.modern):
+            return None
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=prompt,
+                requested_schema={"type": "object", "properties": {}},
+            )
+        )
+        try:
+            result = await session.send_request(request, types.ElicitResult)
+        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return None
+        if result.action == "cancel":
+            return None
+        return result.action == "accept"
+
+
+class _Runs:
+    def __init__(self, hook: GatewayHook, max_concurrency: int) -> None:
+        self.hook = hook
+        self.max_concurrency = max_concurrency
+        self.engine: Engine | None = None
+
+    @contextlib.asynccontextmanager
+    async def service(self) -> AsyncIterator[None]:
+        store = self.hook.store
+        engine = Engine(
+            store,
+            self.hook.hub,
+            max_concurrency=self.max_concurrency,
+            approver=_Approver(self.hook),
+            template_loader=lambda name, version: load_saved(store, name, version),
+        )
+        async with engine:
+            self.engine = engine
+            await self.hook.hub.wait_started(30.0)
+            await engine.recover()
+            try:
+                yield
+            finally:
+                self.engine = None
+
+    def _engine(self) -> Engine:
+        if self.engine is None:
+            raise ExecutionError("auto mode is not running in this gateway yet; try again in a moment")
+        return self.engine
+
+    async def run_template(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        name = _required(arguments, "name")
+        version = arguments.get("version")
+        template = await anyio.to_thread.run_sync(load_saved, self.hook.store, name, version)
+        inputs = arguments.get("inputs") or {}
+        if not isinstance(inputs, dict):
+            raise ExecutionError("'inputs' must be an object of input name -> value")
+        execution = await self._start(template, inputs, ctx, link, wait=bool(arguments.get("wait", True)))
+        return tool_result(_summary(execution))
+
+    async def _start(
+        self, template: Template, inputs: dict[str, Any], ctx: Any, link: ClientLink, *, wait: bool
+    ) -> Execution:
+        token = _caller_link.set(link)
+        try:
+            progress = _progress_fn(ctx)
+            return await self._engine().run_template(template, inputs, wait=wait, progress=progress)
+        finally:
+            _caller_link.reset(token)
+
+    async def cancel(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        execution = await self._engine().cancel(_required(arguments, "id"))
+        return tool_result(_summary(execution))
+
+    async def resume(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        token = _caller_link.set(link)
+        try:
+            response = arguments.get("response")
+            execution = await self._engine().resume(
+                _required(arguments, "id"), None if response is None else str(response), progress=_progress_fn(ctx)
+            )
+        finally:
+            _caller_link.reset(token)
+        return tool_result(_summary(execution))
+
+    async def call_reel(self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any] | None:
+        if not name.startswith(REEL_PREFIX):
+            return None
+        template_name = name[len(REEL_PREFIX):]
+        template = await anyio.to_thread.run_sync(load_saved, self.hook.store, template_name, None)
+        execution = await self._start(template, arguments, ctx, link, wait=True)
+        if execution.status is ExecutionStatus.SUCCEEDED:
+            return tool_result(execution.output)
+        summary = _summary(execution)
+        result = tool_result(summary)
+        result["isError"] = execution.status is not ExecutionStatus.PAUSED
+        return result
+
+
+def _progress_fn(ctx: Any) -> Any:
+    if ctx is None:
+        return None
+    meta = (ctx.params or {}).get("_meta") or {}
+    return ctx.session.report_progress if meta.get("progressToken") is not None else None
+
+
+def _summary(execution: Execution) -> dict[str, Any]:
+    out: dict[str, Any] = {"execution_id": execution.id, "status": execution.status.value}
+    if execution.status is ExecutionStatus.SUCCEEDED:
+        out["output"] = execution.output
+    elif execution.status is ExecutionStatus.PAUSED:
+        out["prompt"] = execution.prompt
+    if execution.error:
+        out["error"] = execution.error
+    return out
+
+
+def _required(arguments: dict[str, Any], key: str) -> str:
+    value = arguments.get(key)
+    if not isinstance(value, str) or not value:
+        raise ExecutionError(f"'{key}' is required (a non-empty string)")
+    return value
+
+
+def install(hook: GatewayHook, *, max_concurrency: int = 16, **_: Any) -> None:
+    runs = _Runs(hook, max_concurrency)
+    hook.services.append(runs.service)
+    hook.local_fallback.append(runs.call_reel)
+    obj = {"type": "object"}
+    hook.add(ManagementTool(
+        "toolreel__run_template",
+        "Run a saved template in auto mode (no LLM): returns {execution_id, status, output | error | prompt}. "
+        "Sends progress per step when the call carries a progress token.",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "inputs": {**obj, "description": "Input name -> value."},
+                "version": {"type": "integer", "minimum": 1},
+                "wait": {"type": "boolean", "description": "Wait for the end (default true)."},
+            },
+            "required": ["name"],
+        },
+        runs.run_template,
+    ))
+    hook.add(ManagementTool(
+        "toolreel__cancel_execution",
+        "Cancel an execution: no new step starts, in-flight calls are cancelled.",
+        {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+        runs.cancel,
+    ))
+    hook.add(ManagementTool(
+        "toolreel__resume_execution",
+        "Continue a paused (answer its approval with response yes/no) or interrupted execution.",
+        {"type": "object", "properties": {"id": {"type": "string"}, "response": {"type": "string"}}, "required": ["id"]},
+        runs.resume,
+    ))

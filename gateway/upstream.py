@@ -1,0 +1,378 @@
+"""One long-lived MCP session to one upstream server, restarted with backoff when it dies.
+
+The hot path (`request`) sends raw JSON-RPC dicts through the session's dispatcher: no
+typed re-validation of results that are forwarded unchanged anyway. Server-to-client
+traffic (sampling, elicitation, roots, notifications) goes to a `Bridge`, which routes it
+to the client that caused it. Transport failures become `UpstreamError` naming the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import IO, Any, Protocol
+
+import anyio
+import anyio.abc
+import httpx2
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp.shared.message import SessionMessage
+
+from core.errors import UpstreamError, UpstreamTimeout
+from gateway.config import ServerConfig
+from gateway.stdio_upstream import FastLane, open_stdio_upstream
+
+__all__ = ["Bridge", "Listing", "Upstream", "UpstreamState"]
+
+logger = logging.getLogger("toolreel.upstream")
+
+PAGE_LIMIT = 100  # pages followed per list call; a server that pages forever is cut off
+START_TIMEOUT = 30.0  # spawn + initialize + listings
+STDERR_TAIL = 2000
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class UpstreamState(enum.StrEnum):
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"  # waiting to restart
+    DISABLED = "disabled"
+    STOPPED = "stopped"
+
+
+class Listing:
+    """What an upstream serves, as raw wire dicts (forwarded unchanged)."""
+
+    __slots__ = ("prompts", "resource_templates", "resources", "tools")
+
+    def __init__(self) -> None:
+        self.tools: list[dict[str, Any]] = []
+        self.resources: list[dict[str, Any]] = []
+        self.resource_templates: list[dict[str, Any]] = []
+        self.prompts: list[dict[str, Any]] = []
+
+
+class Bridge(Protocol):
+    """The gateway side of an upstream: where server-to-client traffic goes."""
+
+    async def client_capabilities(self) -> types.ClientCapabilities: ...
+
+    async def upstream_request(self, upstream: Upstream, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def upstream_notification(self, upstream: Upstream, method: str, params: dict[str, Any] | None) -> None: ...
+
+    def upstream_changed(self, upstream: Upstream) -> None: ...
+
+
+class Upstream:
+    def __init__(self, config: ServerConfig, bridge: Bridge) -> None:
+        self.config = config
+        self.name = config.name
+        self.state = UpstreamState.DISABLED if config.disabled else UpstreamState.STARTING
+        self.last_error: str | None = None
+        self.restarts = 0
+        self.listing = Listing()
+        self.capabilities: types.ServerCapabilities | None = None
+        self.instructions: str | None = None
+        self.server_info: types.Implementation | None = None
+        self.protocol_version: str | None = None
+        self._bridge = bridge
+        self._session: ClientSession | None = None
+        self._dispatcher: JSONRPCDispatcher[Any] | None = None
+        self._lane: FastLane | None = None
+        self._headers: dict[str, str] = {}
+        self._stderr: IO[str] | None = None
+        self._ready = anyio.Event()
+
+    # lifecycle ----------------------------------------------------------------------
+    async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run until cancelled: connect, serve, and on failure restart with backoff.
+
+        `task_status.started()` fires after the first attempt either succeeded or failed,
+        so a gateway can start answering once every upstream had its chance.
+        """
+        if self.config.disabled:
+            task_status.started()
+            return
+        started = False
+        failures = 0
+        while True:
+            lost = anyio.Event()
+            try:
+                async with self._connected(lost):
+                    failures = 0
+                    self._set_state(UpstreamState.READY, None)
+                    if not started:
+                        started = True
+                        task_status.started()
+                    await lost.wait()
+                    raise UpstreamError(f"server {self.name!r} closed the connection", server=self.name)
+            except Exception as exc:  # any failure of one upstream stays with that upstream
+                self._set_state(UpstreamState.FAILED, self._describe_failure(exc))
+            if not started:
+                started = True
+                task_status.started()
+            failures += 1
+            self.restarts += 1
+            await anyio.sleep(min(30.0, 0.5 * 2 ** min(failures - 1, 6)))
+            self._set_state(UpstreamState.STARTING, self.last_error)
+
+    async def wait_ready(self, timeout: float) -> bool:
+        with anyio.move_on_after(timeout):
+            await self._ready.wait()
+        return self.state is UpstreamState.READY
+
+    def stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.flush()
+            size = os.fstat(self._stderr.fileno()).st_size
+            with open(self._stderr.fileno(), closefd=False, encoding="utf-8", errors="replace") as reader:
+                reader.seek(max(0, size - STDERR_TAIL))
+                return reader.read().strip()
+        except (OSError, ValueError):
+            return ""
+
+    # calls --------------------------------------------------------------------------
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressFn | None = None,
+        tool: str | None = None,
+    ) -> dict[str, Any]:
+        dispatcher = self._dispatcher
+        if dispatcher is None or self.state is not UpstreamState.READY:
+            raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
+        limit = self.config.timeout if timeout is None else timeout
+        lane = self._lane
+        try:
+            if lane is not None and on_progress is None:
+                return await lane.request(method, params, limit)
+        except MCPError as exc:
+            raise self._convert(exc, method, tool, limit) from None
+        opts: CallOptions = {"timeout": limit}
+        if self._headers:
+            opts["headers"] = dict(self._headers)
+        if on_progress is not None:
+            opts["on_progress"] = on_progress
+        try:
+            return await dispatcher.send_raw_request(method, params, opts)
+        except MCPError as exc:
+            raise self._convert(exc, method, tool, limit) from None
+
+    def _convert(self, exc: MCPError, method: str, tool: str | None, limit: float) -> Exception:
+        if exc.code == types.REQUEST_TIMEOUT:
+            return UpstreamTimeout(server=self.name, tool=tool or method, seconds=limit)
+        if exc.code == types.CONNECTION_CLOSED:
+            return UpstreamError(
+                f"server {self.name!r} closed the connection during {method}"
+                + (f" {tool!r}" if tool else "") + "; it is being restarted",
+                server=self.name,
+                transient=True,
+            )
+        return exc
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None) -> None:
+        if self._dispatcher is not None and self.state is UpstreamState.READY:
+            await self._dispatcher.notify(method, params, {"headers": dict(self._headers)} if self._headers else None)
+
+    def _unavailable_message(self) -> str:
+        cause = f": {self.last_error}" if self.last_error else ""
+        return f"server {self.name!r} is not available ({self.state.value}{cause})"
+
+    # connection ---------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def _connected(self, lost: anyio.Event) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            # Timeouts wrap single awaits, never a context entry: a cancel scope must not
+            # straddle the task groups these contexts own.
+            read, write, lane = await stack.enter_async_context(self._transport(lost))
+            capabilities = await self._bridge.client_capabilities()
+            dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
+            session = await stack.enter_async_context(self._session_for(dispatcher, capabilities))
+            with anyio.fail_after(START_TIMEOUT):
+                result = await session.initialize()
+            self.protocol_version = result.protocol_version
+            self.capabilities = result.capabilities
+            self.instructions = result.instructions
+            self.server_info = result.server_info
+            self._headers = {"mcp-protocol-version": result.protocol_version} if self.config.url else {}
+            self._session, self._dispatcher, self._lane = session, dispatcher, lane
+            with anyio.fail_after(START_TIMEOUT):
+                await self.refresh()
+            try:
+                yield
+            finally:
+                self._session = self._dispatcher = self._lane = None
+
+    def _session_for(self, dispatcher: JSONRPCDispatcher[Any], caps: types.ClientCapabilities) -> ClientSession:
+        return ClientSession(
+            dispatcher=dispatcher,
+            sampling_callback=self._on_sampling if caps.sampling is not None else None,
+            elicitation_callback=self._on_elicitation if caps.elicitation is not None else None,
+            list_roots_callback=self._on_roots if caps.roots is not None else None,
+            message_handler=self._on_message,
+            client_info=types.Implementation(name="toolreel", version="0.1.0"),
+        )
+
+    def _transport(self, lost: anyio.Event) -> contextlib.AbstractAsyncContextManager[tuple[Any, Any, FastLane | None]]:
+        cfg = self.config
+        if cfg.transport == "stdio":
+            assert cfg.command is not None
+            if self._stderr is None:
+                self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 - lives with us
+            self._stderr.seek(0)
+            self._stderr.truncate()
+            command, args = _with_parent_death_signal(cfg.command, list(cfg.args))
+            env = {**os.environ, **cfg.env}
+            return open_stdio_upstream(command, args, env, cfg.cwd, self._stderr, lost)
+        assert cfg.url is not None
+        if cfg.transport == "sse":
+            opened = sse_client(cfg.url, headers=dict(cfg.headers), timeout=10.0, sse_read_timeout=24 * 3600)
+        else:
+            client = httpx2.AsyncClient(headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=None))
+            opened = _http_transport(cfg.url, client)
+        return _watch(opened, lost)
+
+    async def refresh(self, *kinds: str) -> None:
+        """Re-read the upstream's lists (all, or the given kinds) and tell the bridge."""
+        caps = self.capabilities
+        if caps is None:
+            return
+        wanted = set(kinds or ("tools", "resources", "prompts"))
+        if "tools" in wanted and caps.tools is not None:
+            tools = await self._list_all("tools/list", "tools")
+            allow = self.config.tools
+            self.listing.tools = [t for t in tools if allow is None or t.get("name") in allow]
+        if "resources" in wanted and caps.resources is not None:
+            self.listing.resources = await self._list_all("resources/list", "resources")
+            self.listing.resource_templates = await self._list_all("resources/templates/list", "resourceTemplates")
+        if "prompts" in wanted and caps.prompts is not None:
+            self.listing.prompts = await self._list_all("prompts/list", "prompts")
+
+    async def _list_all(self, method: str, key: str) -> list[dict[str, Any]]:
+        assert self._dispatcher is not None
+        items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(PAGE_LIMIT):
+            opts: CallOptions = {"timeout": self.config.timeout, "headers": dict(self._headers)}
+            page = await self._dispatcher.send_raw_request(method, {"cursor": cursor} if cursor else None, opts)
+            items.extend(page.get(key) or [])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        return items
+
+    def _set_state(self, state: UpstreamState, error: str | None) -> None:
+        self.state = state
+        self.last_error = error
+        if state is UpstreamState.READY:
+            self._ready.set()
+        elif state is UpstreamState.FAILED:
+            self.listing = Listing()
+            self._ready.set()  # a failed first start also ends the wait for readiness
+        self._bridge.upstream_changed(self)
+
+    def _describe_failure(self, exc: BaseException) -> str:
+        if isinstance(exc, TimeoutError):
+            text = f"did not finish starting within {START_TIMEOUT:g} s"
+        elif isinstance(exc, UpstreamError):
+            text = str(exc)
+        elif isinstance(exc, BaseExceptionGroup):
+            text = "; ".join(self._describe_failure(e) for e in exc.exceptions)
+        else:
+            text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        tail = self.stderr_tail()
+        return f"{text} (stderr: {tail[-500:]})" if tail else text
+
+    # server -> client ---------------------------------------------------------------
+    async def _on_sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        return await self._forward(types.CreateMessageResult, "sampling/createMessage", params)
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        return await self._forward(types.ElicitResult, "elicitation/create", params)
+
+    async def _on_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+        return await self._forward(types.ListRootsResult, "roots/list", None)
+
+    async def _forward(self, result_type: Any, method: str, params: Any) -> Any:
+        raw = params.model_dump(by_alias=True, mode="json", exclude_none=True) if params is not None else {}
+        try:
+            result = await self._bridge.upstream_request(self, method, raw)
+        except MCPError as exc:
+            return types.ErrorData(code=exc.code, message=exc.message, data=exc.data)
+        return result_type.model_validate(result)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            logger.debug("server %s: transport error: %s", self.name, message)
+            return
+        root = getattr(message, "root", message)
+        dumped = root.model_dump(by_alias=True, mode="json", exclude_none=True)
+        method = dumped.get("method")
+        if isinstance(method, str):
+            await self._bridge.upstream_notification(self, method, dumped.get("params"))
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, client: httpx2.AsyncClient) -> AsyncIterator[tuple[Any, Any]]:
+    async with client, streamable_http_client(url, http_client=client) as (read, write):
+        yield read, write
+
+
+@contextlib.asynccontextmanager
+async def _watch(
+    opened: contextlib.AbstractAsyncContextManager[tuple[Any, Any]], lost: anyio.Event
+) -> AsyncIterator[tuple[Any, Any, None]]:
+    """Relay an HTTP transport's read stream and set `lost` when it ends: the dispatcher
+    finishes silently at end of stream, and that is how a dead upstream shows."""
+    send: MemoryObjectSendStream[SessionMessage | Exception]
+    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](64)
+    async with opened as (read, write):
+
+        async def pump() -> None:
+            async with send:
+                try:
+                    async for message in read:
+                        await send.send(message)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
+                    pass
+            lost.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            try:
+                yield receive, write, None
+            finally:
+                tg.cancel_scope.cancel()
+                receive.close()
+
+
+def _with_parent_death_signal(command: str, args: list[str]) -> tuple[str, list[str]]:
+    """Run the child under `setpriv --pdeathsig SIGTERM` where available, so it ends even
+    when the gateway is SIGKILLed (no orphans); plain exit paths close it normally."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or os.environ.get("TOOLREEL_NO_PDEATHSIG"):
+        return command, args
+    resolved = shutil.which(command) or command
+    return setpriv, ["--pdeathsig", "TERM", "--", resolved, *args]

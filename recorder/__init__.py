@@ -1,0 +1,46 @@
+"""Recording mode: client sessions become executions, tool calls become steps.
+
+`Recorder` owns the background `StoreWriter` and one `RecordingSession` per client
+session; the gateway calls `begin` before forwarding and `end` with the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import anyio
+import anyio.abc
+
+from core.errors import StoreError
+from core.secrets import Redactor
+from core.store import Store
+from recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
+from recorder._writer import StoreWriter
+
+__all__ = ["EXECUTION_META", "STEP_META", "LiveStep", "Recorder", "RecordingSession", "StoreWriter"]
+
+
+class Recorder:
+    def __init__(self, store: Store, *, secret_values: Iterable[str] = ()) -> None:
+        self.store = store
+        self.redactor = Redactor(secret_values)
+        self.writer = StoreWriter(store, on_error=self._failed)
+        self.sessions: dict[str, RecordingSession] = {}
+        self.pending_errors: list[str] = []  # reported to the agent with its next result
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        await self.writer.run(task_status=task_status)
+
+    def session(self, key: str) -> RecordingSession:
+        session = self.sessions.get(key)
+        if session is None:
+            session = self.sessions[key] = RecordingSession(key, self.writer, self.redactor)
+        return session
+
+    def _failed(self, exc: StoreError) -> None:
+        self.pending_errors.append(f"toolreel could not save the recording: {exc}")
+        del self.pending_errors[:-5]
+
+    def take_errors(self) -> list[str]:
+        errors, self.pending_errors = self.pending_errors, []
+        return errors

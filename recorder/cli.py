@@ -1,0 +1,124 @@
+"""`toolreel executions list` and `toolreel executions show ID`: the history in the store."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+
+from core.errors import ToolreelError
+from core.model import ExecutionStatus
+from core.store import open_store
+
+__all__ = ["executions_commands"]
+
+DbOption = Annotated[str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else the user data dir).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"toolreel: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _when(stamp: float | None) -> str:
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M:%S") if stamp else "-"
+
+
+def list_executions(
+    status: Annotated[str | None, typer.Option("--status", help="recording, running, paused, succeeded, ...")] = None,
+    template: Annotated[str | None, typer.Option("--template", help="Only runs of this template.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 20,
+    cursor: Annotated[str | None, typer.Option("--cursor", help="From a previous page's next_cursor.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Executions, newest first."""
+    try:
+        wanted = ExecutionStatus(status) if status else None
+    except ValueError:
+        choices = ", ".join(s.value for s in ExecutionStatus)
+        raise _fail(f"--status {status!r} is not one of: {choices}") from None
+    try:
+        store = open_store(db)
+        page, next_cursor = store.list_executions(status=wanted, template=template, limit=limit, cursor=cursor)
+    except ToolreelError as exc:
+        raise _fail(str(exc), 1) from None
+    rows = [
+        {
+            "execution_id": e.id,
+            "status": e.status.value,
+            "mode": e.mode.value,
+            "template": e.template,
+            "created_at": e.created_at,
+            "error": e.error,
+        }
+        for e in page
+    ]
+    if as_json:
+        typer.echo(json.dumps({"executions": rows, "next_cursor": next_cursor}, indent=2))
+        return
+    for row in rows:
+        label = row["template"] or ("recording" if row["mode"] == "record" else "-")
+        typer.echo(f"{row['execution_id']}  {row['status']:<10} {label:<24} {_when(row['created_at'])}")
+    if next_cursor:
+        typer.echo(f"(more: --cursor {next_cursor})")
+
+
+def show_execution(
+    execution_id: Annotated[str, typer.Argument(help="The execution id.")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """An execution's status and steps (inputs as written, outputs, errors)."""
+    try:
+        store = open_store(db)
+        execution = store.get_execution(execution_id)
+        steps = store.get_steps(execution_id)
+    except ToolreelError as exc:
+        raise _fail(str(exc), 1) from None
+    view: dict[str, Any] = {
+        "execution_id": execution.id,
+        "status": execution.status.value,
+        "mode": execution.mode.value,
+        "template": execution.template,
+        "inputs": execution.inputs,
+        "output": execution.output,
+        "error": execution.error,
+        "steps": [
+            {
+                "name": s.name,
+                "tool": f"{s.server}__{s.tool}" if s.server and s.tool else s.tool,
+                "status": s.status.value,
+                "attempt": s.attempt,
+                "input": s.input,
+                "output": s.output,
+                "error": s.error,
+                "started_at": s.started_at,
+                "ended_at": s.ended_at,
+            }
+            for s in steps
+        ],
+    }
+    if as_json:
+        typer.echo(json.dumps(view, indent=2, default=str))
+        return
+    typer.echo(f"{execution.id}  {execution.status.value}  {execution.template or execution.mode.value}")
+    if execution.error:
+        typer.echo(f"  error: {execution.error}")
+    for step in view["steps"]:
+        took = (step["ended_at"] - step["started_at"]) * 1000 if step["ended_at"] and step["started_at"] else None
+        timing = f" {took:.1f} ms" if took is not None else ""
+        typer.echo(f"  {step['name']:<28} {step['status']:<10} {step['tool'] or '-'}{timing}")
+        typer.echo(f"    input:  {json.dumps(step['input'], ensure_ascii=False)[:200]}")
+        if step["error"]:
+            typer.echo(f"    error:  {step['error'][:200]}")
+        else:
+            typer.echo(f"    output: {json.dumps(step['output'], ensure_ascii=False, default=str)[:200]}")
+
+
+def executions_commands(group: typer.Typer) -> None:
+    group.command("list")(list_executions)
+    group.command("show")(show_execution)

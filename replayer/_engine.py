@@ -1,0 +1,719 @@
+"""`Engine`: starts, drives, cancels and resumes auto-mode executions in this process.
+
+Every drive holds the execution's claim (lease renewed by one heartbeat for the whole process)
+and writes with the claim's fence, so a process that lost its claim can never overwrite the
+newer driver's rows. Cancellation from another process is seen by polling the status of the
+executions driven here (every `poll_interval`, at most ~50 executions a tick).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from types import TracebackType
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from anyio.abc import TaskGroup
+
+from core.caller import Approver, ProgressFn, ToolCaller
+from core.errors import ExecutionError, NotFoundError, StaleClaimError, TemplateError, ToolreelError
+from core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus, new_id
+from core.secrets import REDACTED
+from core.store import Store
+from core.template import Template
+from core.template_io import parse_template, template_hash, template_to_dict
+from replayer._inputs import bind_inputs, redact_inputs
+from replayer._policy import parse_answer
+from replayer._run import Run, RunContext
+from replayer._state import ChildRequest, Outcome
+from replayer._view import execution_view
+
+__all__ = ["MAX_DEPTH", "Engine", "TemplateLoader"]
+
+logger = logging.getLogger("toolreel.replayer")
+
+TemplateLoader = Callable[[str, "int | None"], Template]
+MAX_DEPTH = 8
+_T = TypeVar("_T")
+_CANCEL_WAIT = 1.0  # how long `cancel` waits for a driver to record the cancellation
+_POLL_BATCH = 50
+
+
+class _ClaimedElsewhere(ExecutionError):
+    pass
+
+
+@dataclass(eq=False)
+class _Slot:
+    """An execution driven by this engine right now."""
+
+    run: Run | None = None
+    requested: str | None = None  # a stop asked for before the run was built
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+    def stop(self, reason: str) -> None:
+        if self.run is not None:
+            self.run.stop(reason)
+        elif self.requested is None:
+            self.requested = reason
+
+
+class Engine:
+    """Drives executions in this process. Use as an async context manager: it owns the heartbeat
+    and the background drives (`run_template(wait=False)`, `recover`)."""
+
+    def __init__(
+        self,
+        store: Store,
+        caller: ToolCaller,
+        *,
+        owner: str | None = None,
+        max_concurrency: int = 16,
+        lease_seconds: float = 15.0,
+        approver: Approver | None = None,
+        template_loader: TemplateLoader | None = None,
+        observer: Callable[[StepRecord], None] | None = None,
+        poll_interval: float = 0.1,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        self.store = store
+        self.caller = caller
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.lease_seconds = lease_seconds
+        self._approver = approver
+        self._loader = template_loader or self._load_saved
+        self._poll_interval = poll_interval
+        self._ctx = RunContext(
+            store=store,
+            caller=caller,
+            limiter=anyio.CapacityLimiter(max_concurrency),
+            max_concurrency=max_concurrency,
+            approver=approver,
+            write_rows=self._write_rows,
+            run_child=self._run_child,
+            observer=observer,
+        )
+        self._active: dict[str, _Slot] = {}
+        self._inputs: dict[str, Mapping[str, JSON]] = {}  # in clear, for runs started here (secrets)
+        self._unsaved: dict[str, Template] = {}  # templates run without being saved, by execution id
+        self._tg: TaskGroup | None = None
+        self._fenced_batches = "fence" in _parameters(store.put_steps)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Engine:
+        if self._tg is not None:
+            raise RuntimeError("this Engine is already running; create one Engine per process and share it")
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._monitor)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        return await self._tg.__aexit__(exc_type, exc, tb)
+
+    async def aclose(self, *, grace: float = 0.0) -> None:
+        """Let executions driven here finish for `grace` seconds, then interrupt the rest: they stay
+        `running` with their claims released, and another process (or the next start) resumes them."""
+        with anyio.move_on_after(grace):
+            await self._all_done()
+        for slot in list(self._active.values()):
+            slot.stop("interrupt")
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            await self._all_done()
+
+    @property
+    def driving(self) -> int:
+        """How many executions this process drives now (children included)."""
+        return len(self._active)
+
+    # ------------------------------------------------------------------ the API
+
+    async def start(self, template: Template, inputs: Mapping[str, Any], *, deadline: float | None = None) -> str:
+        """Create a `pending` execution claimed by this process; returns its id. Inputs are checked
+        (unknown and missing names, declared types) and every tool must be listed by an upstream."""
+        execution = await self._thread(self._create, template, inputs, deadline=deadline)
+        return execution.id
+
+    async def run(
+        self, execution_id: str, *, progress: ProgressFn | None = None, cancel_on_exit: bool = True
+    ) -> Execution:
+        """Drive an execution to its end (or until it pauses); returns its final state.
+        If the awaiting task is cancelled, the execution is cancelled (or, with
+        `cancel_on_exit=False`, left `running` for another process to resume)."""
+        return await self._drive(execution_id, progress=progress, parent_reason=_exit_reason(cancel_on_exit))
+
+    async def run_template(
+        self,
+        template: Template,
+        inputs: Mapping[str, Any],
+        *,
+        wait: bool = True,
+        deadline: float | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Execution:
+        """Start and drive; with `wait=False`, drive in the background and return the pending execution."""
+        execution_id = await self.start(template, inputs, deadline=deadline)
+        if wait:
+            return await self.run(execution_id, progress=progress)
+        self._background(execution_id, progress=progress)
+        return await self.get(execution_id)
+
+    async def cancel(self, execution_id: str) -> Execution:
+        """Cancel: no step starts any more, in-flight calls are cancelled upstream; `cancelled` within a second."""
+        slot = self._active.get(execution_id)
+        if slot is not None:
+            slot.stop("cancel")
+            with anyio.move_on_after(_CANCEL_WAIT):
+                await slot.done.wait()
+            return await self.get(execution_id)
+        execution = await self.get(execution_id)
+        _check_cancellable(execution)
+        claimed = await self._thread(self._claim_or_none, execution_id)
+        if claimed is not None:
+            return await self._thread(self._cancel_undriven, claimed)
+        # Another live process drives it: it sees the status at its next poll and cancels its steps.
+        await self._thread(
+            partial(
+                self.store.update_execution,
+                execution_id,
+                status=ExecutionStatus.CANCELLED,
+                error="cancelled by request",
+            )
+        )
+        with anyio.move_on_after(_CANCEL_WAIT):
+            await self._until_released(execution_id)
+        return await self.get(execution_id)
+
+    async def resume(
+        self, execution_id: str, response: str | None = None, *, progress: ProgressFn | None = None
+    ) -> Execution:
+        """Continue a paused (give `response`: yes/no) or interrupted execution; returns its final state.
+        A child execution is resumed through its root."""
+        execution = await self.get(execution_id)
+        while execution.parent_id is not None:
+            execution = await self.get(execution.parent_id)
+        await self._thread(self._check_resumable, execution, response)
+        return await self._drive(execution.id, response=response, progress=progress, parent_reason=_exit_reason(True))
+
+    async def recover(self, *, limit: int = 64) -> list[str]:
+        """Claim executions left `running` without a live claim (and unclaimed `pending` ones) and drive
+        them in the background; returns their ids. Children are driven by their parents."""
+        claimed = await self._thread(
+            partial(
+                self.store.claim_executions, self.owner, lease_seconds=self.lease_seconds, limit=limit, now=time.time()
+            )
+        )
+        started = []
+        for execution in claimed:
+            if execution.parent_id is not None:
+                await self._thread(self._settle_orphan, execution)
+            elif execution.id not in self._active:
+                started.append(execution.id)
+                self._background(execution.id)
+        return started
+
+    async def get(self, execution_id: str) -> Execution:
+        return await self._thread(self.store.get_execution, execution_id)
+
+    async def view(self, execution_id: str) -> dict[str, Any]:
+        """`toolreel__get_execution`'s JSON for one execution."""
+        execution = await self.get(execution_id)
+        steps = await self._thread(self.store.get_steps, execution_id)
+        return execution_view(execution, steps)
+
+    # ------------------------------------------------------------------ creating
+
+    def _create(
+        self,
+        template: Template,
+        inputs: Mapping[str, Any],
+        *,
+        deadline: float | None,
+        execution_id: str | None = None,
+        parent: Execution | None = None,
+        parent_step: str | None = None,
+    ) -> Execution:
+        bound = bind_inputs(template, inputs)
+        self._check_tools(template)
+        digest = definition_hash(template)
+        version = template.version if template.version is not None else self._saved_version(template, digest)
+        now = time.time()
+        execution = Execution(
+            id=execution_id or new_id(),
+            mode=ExecutionMode.AUTO,
+            status=ExecutionStatus.PENDING,
+            created_at=now,
+            updated_at=now,
+            template=template.name,
+            template_version=version,
+            template_hash=digest,
+            inputs=redact_inputs(template, bound),
+            parent_id=parent.id if parent else None,
+            parent_step=parent_step,
+            depth=parent.depth + 1 if parent else 0,
+            deadline=deadline,
+            claimed_by=self.owner,  # ours from birth: no worker takes it before `run` claims it properly
+            lease_until=now + self.lease_seconds,
+        )
+        self.store.create_execution(execution)
+        self._inputs[execution.id] = bound
+        if version is None:
+            self._unsaved[execution.id] = template
+        return execution
+
+    def _check_tools(self, template: Template) -> None:
+        for spec in template.steps:
+            if spec.tool is not None and self.caller.server_of(spec.tool) is None:
+                raise TemplateError(
+                    f"no upstream server lists tool {spec.tool!r} (is its server in the config, and running?)",
+                    template=template.name,
+                    step=spec.name,
+                    field="tool",
+                )
+
+    def _saved_version(self, template: Template, digest: str) -> int | None:
+        """The stored version with this very definition, so a crash can be recovered by loading it."""
+        try:
+            record = self.store.get_template(template.name)
+        except NotFoundError:
+            return None
+        if record.hash == digest or definition_hash(parse_template(record.definition)) == digest:
+            return record.version
+        return None
+
+    def _load_saved(self, name: str, version: int | None) -> Template:
+        record = self.store.get_template(name, version)
+        template = parse_template(record.definition, source=f"template {name!r} version {record.version}")
+        return Template(
+            name=template.name,
+            steps=template.steps,
+            description=template.description,
+            inputs=template.inputs,
+            output=template.output,
+            has_output=template.has_output,
+            version=record.version,
+            hash=record.hash,
+        )
+
+    # ------------------------------------------------------------------ driving
+
+    def _background(self, execution_id: str, *, progress: ProgressFn | None = None) -> None:
+        if self._tg is None:
+            raise RuntimeError("use the Engine as `async with Engine(...) as engine:` to drive in the background")
+        self._tg.start_soon(self._drive_logged, execution_id, progress)
+
+    async def _drive_logged(self, execution_id: str, progress: ProgressFn | None) -> None:
+        try:
+            await self._drive(execution_id, progress=progress, parent_reason=_exit_reason(False))
+        except ToolreelError as exc:
+            logger.warning("execution %s was not driven: %s", execution_id, exc)
+
+    async def _drive(
+        self,
+        execution_id: str,
+        *,
+        response: str | None = None,
+        progress: ProgressFn | None = None,
+        parent_reason: Callable[[], str | None] | None = None,
+        ancestry: tuple[str, ...] | None = None,
+    ) -> Execution:
+        if execution_id in self._active:
+            raise ExecutionError(
+                f"execution {execution_id} is already being driven by this process", execution_id=execution_id
+            )
+        slot = self._active[execution_id] = _Slot()
+        try:
+            return await self._drive_slot(slot, execution_id, response, progress, parent_reason, ancestry)
+        finally:
+            del self._active[execution_id]
+            slot.done.set()
+
+    async def _drive_slot(
+        self,
+        slot: _Slot,
+        execution_id: str,
+        response: str | None,
+        progress: ProgressFn | None,
+        parent_reason: Callable[[], str | None] | None,
+        ancestry: tuple[str, ...] | None,
+    ) -> Execution:
+        execution = await self._thread(self._claim, execution_id)
+        if execution.status.finished or (
+            execution.status == ExecutionStatus.PAUSED and response is None and self._approver is None
+        ):
+            return await self._thread(self._release, execution)
+        try:
+            template, inputs = await self._thread(self._prepare, execution)
+        except ExecutionError as exc:
+            return await self._thread(self._conclude, execution, Outcome("failed", error=str(exc)))
+        records = await self._thread(partial(self.store.get_steps, execution_id, all_attempts=True))
+        execution = await self._thread(self._mark_running, execution)
+        if ancestry is None:
+            ancestry = await self._thread(self._ancestry, execution)
+        run = Run(
+            self._ctx,
+            execution,
+            template,
+            inputs,
+            records,
+            ancestry=ancestry,
+            response=response,
+            progress=progress,
+            parent_reason=parent_reason,
+        )
+        slot.run = run
+        if slot.requested is not None or execution.status == ExecutionStatus.CANCELLED:
+            run.stop(slot.requested or "cancel")
+        try:
+            await run.drive()
+        finally:
+            with anyio.CancelScope(shield=True):
+                final = await self._thread(self._conclude, execution, run.outcome or Outcome("interrupted"))
+        return final
+
+    def _claim(self, execution_id: str) -> Execution:
+        execution = self._claim_or_none(execution_id)
+        if execution is None:
+            current = self.store.get_execution(execution_id)
+            raise _ClaimedElsewhere(
+                f"execution {execution_id} is being driven by {current.claimed_by} (lease until "
+                f"{time.strftime('%H:%M:%S', time.localtime(current.lease_until or 0))}); cancel it there, or wait "
+                "for that lease to expire if the process died",
+                execution_id=execution_id,
+            )
+        return execution
+
+    def _claim_or_none(self, execution_id: str) -> Execution | None:
+        return self.store.claim_execution(execution_id, self.owner, lease_seconds=self.lease_seconds, now=time.time())
+
+    def _release(self, execution: Execution) -> Execution:
+        try:
+            return self.store.update_execution(execution.id, fence=execution.fence, claimed_by=None, lease_until=None)
+        except StaleClaimError:
+            return self.store.get_execution(execution.id)
+
+    def _prepare(self, execution: Execution) -> tuple[Template, Mapping[str, JSON]]:
+        template = self._template_of(execution)
+        inputs: Mapping[str, JSON] = self._inputs.get(execution.id) or execution.inputs or {}
+        hidden = [name for name, spec in template.inputs.items() if spec.secret and inputs.get(name) == REDACTED]
+        if hidden:
+            raise ExecutionError(
+                f"execution {execution.id}: secret input(s) {', '.join(hidden)} are never stored and this process "
+                "does not hold them, so it cannot go on; run the template again with the inputs",
+                execution_id=execution.id,
+            )
+        return template, inputs
+
+    def _template_of(self, execution: Execution) -> Template:
+        if execution.id in self._unsaved:
+            template = self._unsaved[execution.id]
+        elif execution.template is None or execution.template_version is None:
+            raise ExecutionError(
+                f"execution {execution.id} ran template {execution.template!r} without saving it, and this process "
+                "does not hold it: it cannot be resumed here (save templates to make their runs recoverable)",
+                execution_id=execution.id,
+            )
+        else:
+            try:
+                template = self._loader(execution.template, execution.template_version)
+            except NotFoundError as exc:
+                raise ExecutionError(
+                    f"execution {execution.id} cannot be resumed: {exc}", execution_id=execution.id
+                ) from exc
+        digest = definition_hash(template)
+        if execution.template_hash and digest != execution.template_hash:
+            raise ExecutionError(
+                f"execution {execution.id} started with template {execution.template!r} version "
+                f"{execution.template_version} (definition hash {execution.template_hash[:12]}), but that version "
+                f"now has hash {digest[:12]}: it was deleted and saved again. Resuming could run other steps than "
+                "the ones already done; run the template again instead",
+                execution_id=execution.id,
+            )
+        return template
+
+    def _mark_running(self, execution: Execution) -> Execution:
+        current = self.store.get_execution(execution.id)
+        if current.status == ExecutionStatus.CANCELLED:
+            return current
+        return self.store.update_execution(
+            execution.id, fence=execution.fence, status=ExecutionStatus.RUNNING, prompt=None
+        )
+
+    def _ancestry(self, execution: Execution) -> tuple[str, ...]:
+        names = [execution.template or ""]
+        current = execution
+        while current.parent_id is not None and len(names) <= MAX_DEPTH + 1:
+            current = self.store.get_execution(current.parent_id)
+            names.append(current.template or "")
+        return tuple(reversed(names))
+
+    def _conclude(self, execution: Execution, outcome: Outcome) -> Execution:
+        """Record how the drive ended and release the claim; a cancellation recorded meanwhile stands."""
+        if outcome.kind == "stale":
+            return self.store.get_execution(execution.id)
+        fields: dict[str, Any] = {"claimed_by": None, "lease_until": None}
+        current = self.store.get_execution(execution.id)
+        if current.status != ExecutionStatus.CANCELLED and outcome.kind != "interrupted":
+            fields.update(_outcome_fields(outcome))
+        try:
+            return self.store.update_execution(execution.id, fence=execution.fence, **fields)
+        except StaleClaimError:
+            return self.store.get_execution(execution.id)
+
+    # ------------------------------------------------------------------ children
+
+    async def _run_child(self, request: ChildRequest) -> Execution:
+        name = request.step.template
+        assert name is not None
+        if name in request.ancestry:
+            chain = " -> ".join([*request.ancestry, name])
+            raise ExecutionError(f"templates form a cycle at run time: {chain}; a template cannot run itself")
+        if request.parent.depth + 1 > MAX_DEPTH:
+            raise ExecutionError(
+                f"nesting too deep: running {name!r} would make depth {request.parent.depth + 1}, "
+                f"the limit is {MAX_DEPTH} ({' -> '.join(request.ancestry)})"
+            )
+        child_id = child_execution_id(request.parent.id, request.store_name)
+        child = await self._thread(self._child_execution, request, child_id)
+        if child_id in self._active:
+            await self._active[child_id].done.wait()
+            return await self.get(child_id)
+        if child.status.finished or (
+            child.status == ExecutionStatus.PAUSED and request.response is None and self._approver is None
+        ):
+            return child
+        try:
+            return await self._drive(
+                child_id,
+                response=request.response,
+                parent_reason=request.parent_reason,
+                ancestry=(*request.ancestry, name),
+            )
+        except _ClaimedElsewhere:
+            return await self._wait_settled(child_id)
+
+    def _child_execution(self, request: ChildRequest, child_id: str) -> Execution:
+        try:
+            return self.store.get_execution(child_id)
+        except NotFoundError:
+            pass
+        assert request.step.template is not None
+        template = self._loader(request.step.template, request.step.template_version)
+        inputs = request.inputs if request.inputs is not None else {}
+        if not isinstance(inputs, dict):
+            raise ExecutionError(f"input resolved to {type(inputs).__name__}, not an object of template inputs")
+        return self._create(
+            template,
+            inputs,
+            deadline=request.parent.deadline,
+            execution_id=child_id,
+            parent=request.parent,
+            parent_step=request.store_name,
+        )
+
+    async def _until_released(self, execution_id: str) -> None:
+        # Another process holds the claim: only polling the store can tell when it let go.
+        while (await self.get(execution_id)).claimed_by is not None:  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+
+    async def _wait_settled(self, execution_id: str) -> Execution:
+        """Another process drives this child: wait until it finishes or pauses."""
+        while True:
+            execution = await self.get(execution_id)
+            if execution.status.finished or execution.status == ExecutionStatus.PAUSED:
+                return execution
+            await anyio.sleep(self._poll_interval * 2)
+
+    def _settle_orphan(self, execution: Execution) -> None:
+        """A child claimed by `recover`: its parent drives it, unless the parent is over (then it is cancelled)."""
+        assert execution.parent_id is not None
+        parent = self.store.get_execution(execution.parent_id)
+        if parent.status.finished:
+            self._cancel_undriven(execution)
+        else:
+            self._release(execution)
+
+    # ------------------------------------------------------------------ cancel / resume helpers
+
+    def _cancel_undriven(self, execution: Execution) -> Execution:
+        """Cancel an execution nobody drives (paused, pending, or orphaned), and its unfinished children."""
+        now = time.time()
+        rows = [
+            row.replace(status=StepStatus.CANCELLED, ended_at=now, error="cancelled by request")
+            for row in self.store.get_steps(execution.id)
+            if row.status == StepStatus.RUNNING
+        ]
+        if rows:
+            self._write_rows(rows, execution.fence)
+        for row in rows:
+            if row.kind == StepKind.TEMPLATE:
+                self._cancel_child(child_execution_id(execution.id, row.name))
+        return self.store.update_execution(
+            execution.id,
+            fence=execution.fence,
+            status=ExecutionStatus.CANCELLED,
+            error="cancelled by request",
+            prompt=None,
+            claimed_by=None,
+            lease_until=None,
+        )
+
+    def _cancel_child(self, child_id: str) -> None:
+        try:
+            child = self.store.claim_execution(child_id, self.owner, lease_seconds=self.lease_seconds, now=time.time())
+        except NotFoundError:
+            return
+        if child is not None and not child.status.finished:
+            self._cancel_undriven(child)
+
+    def _check_resumable(self, execution: Execution, response: str | None) -> None:
+        status = execution.status
+        if execution.mode != ExecutionMode.AUTO:
+            raise ExecutionError(f"execution {execution.id} is a recording, not an auto-mode run: nothing to resume")
+        if status.finished:
+            raise ExecutionError(
+                f"execution {execution.id} already {status} at {_clock(execution.updated_at)}"
+                f"{f' ({execution.error})' if execution.error else ''}: there is nothing to resume",
+                execution_id=execution.id,
+            )
+        if status == ExecutionStatus.PAUSED:
+            if response is None and self._approver is None:
+                raise ExecutionError(
+                    f"execution {execution.id} is paused asking {execution.prompt!r}: "
+                    "resume it with a response (yes or no)",
+                    execution_id=execution.id,
+                )
+            if response is not None:
+                try:
+                    parse_answer(response)
+                except ValueError as exc:
+                    raise ExecutionError(f"execution {execution.id}: {exc}", execution_id=execution.id) from exc
+        elif response is not None:
+            raise ExecutionError(
+                f"execution {execution.id} is {status}, not paused: there is no question to answer",
+                execution_id=execution.id,
+            )
+        self._template_of(execution)
+
+    # ------------------------------------------------------------------ heartbeat and remote cancels
+
+    async def _monitor(self) -> None:
+        renewed = anyio.current_time()
+        offset = 0
+        while True:
+            await anyio.sleep(self._poll_interval)
+            if not self._active:
+                continue
+            if anyio.current_time() - renewed >= self.lease_seconds / 3:
+                renewed = anyio.current_time()
+                await self._guarded(
+                    partial(self.store.renew_claims, self.owner, lease_seconds=self.lease_seconds, now=time.time())
+                )
+            ids = list(self._active)
+            offset = offset % len(ids)
+            batch = (ids[offset:] + ids[:offset])[:_POLL_BATCH]
+            offset += _POLL_BATCH
+            cancelled = await self._guarded(partial(self._cancelled_among, batch))
+            for execution_id in cancelled or ():
+                slot = self._active.get(execution_id)
+                if slot is not None:
+                    slot.stop("cancel")
+
+    def _cancelled_among(self, ids: Sequence[str]) -> list[str]:
+        found = []
+        for execution_id in ids:
+            try:
+                if self.store.get_execution(execution_id).status == ExecutionStatus.CANCELLED:
+                    found.append(execution_id)
+            except NotFoundError:
+                continue
+        return found
+
+    async def _guarded(self, call: Callable[[], _T]) -> _T | None:
+        try:
+            return await anyio.to_thread.run_sync(call)
+        except ToolreelError as exc:  # the store is briefly unavailable: the next tick tries again
+            logger.warning("replayer heartbeat: %s", exc)
+            return None
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _write_rows(self, rows: Sequence[StepRecord], fence: int) -> None:
+        if self._fenced_batches:
+            put_steps: Callable[..., None] = self.store.put_steps  # a Store whose batches take a fence
+            put_steps(rows, fence=fence)
+            return
+        latest = {(row.execution_id, row.name, row.attempt): row for row in rows}
+        for row in latest.values():
+            self.store.put_step(row, fence=fence)
+
+    async def _all_done(self) -> None:
+        while self._active:
+            await next(iter(self._active.values())).done.wait()
+
+    @staticmethod
+    async def _thread(func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        return await anyio.to_thread.run_sync(partial(func, *args, **kwargs))
+
+
+def definition_hash(template: Template) -> str:
+    """The hash stored with an execution and checked on resume: of the canonical definition."""
+    return template_hash(template_to_dict(template))
+
+
+def child_execution_id(parent_id: str, store_name: str) -> str:
+    """Deterministic, so a resumed parent finds the child its crashed predecessor started."""
+    return hashlib.sha256(f"{parent_id}/{store_name}".encode()).hexdigest()[:32]
+
+
+def _outcome_fields(outcome: Outcome) -> dict[str, Any]:
+    if outcome.kind == "succeeded":
+        return {"status": ExecutionStatus.SUCCEEDED, "output": outcome.output, "error": None, "prompt": None}
+    if outcome.kind == "paused":
+        return {"status": ExecutionStatus.PAUSED, "prompt": outcome.prompt}
+    if outcome.kind == "cancelled":
+        return {"status": ExecutionStatus.CANCELLED, "error": outcome.error, "prompt": None}
+    return {"status": ExecutionStatus.FAILED, "error": outcome.error, "prompt": None}
+
+
+def _clock(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+
+
+def _check_cancellable(execution: Execution) -> None:
+    if execution.mode != ExecutionMode.AUTO:
+        raise ExecutionError(f"execution {execution.id} is a recording, not an auto-mode run: it cannot be cancelled")
+    if execution.status.finished:
+        raise ExecutionError(
+            f"execution {execution.id} already {execution.status}: there is nothing to cancel",
+            execution_id=execution.id,
+        )
+
+
+def _exit_reason(cancel: bool) -> Callable[[], str | None]:
+    reason = "cancel" if cancel else None
+    return lambda: reason
+
+
+def _parameters(func: Callable[..., Any]) -> Mapping[str, Any]:
+    try:
+        return inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return {}

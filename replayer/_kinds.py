@@ -1,0 +1,254 @@
+"""What each launched step kind does: tool calls with timeout, retry and idempotency; for_each;
+approvals; child templates. Each returns the step's final row (or a `running` row marked
+`awaiting` when it waits for a person); rows of attempts and items are queued on the way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from core.errors import RefError, ToolreelError, UpstreamError, UpstreamTimeout
+from core.model import JSON, ExecutionStatus, StepRecord, StepStatus
+from core.refs import resolve, step_output
+from core.template import StepSpec
+from replayer._policy import (
+    NO_RETRY,
+    attempt_failure_kind,
+    idempotency_store_key,
+    parse_answer,
+    retry_delay,
+    should_retry,
+)
+from replayer._state import AWAITING, ChildRequest, StepState, awaiting_of, failed, succeeded
+
+if TYPE_CHECKING:
+    from replayer._run import Run
+
+__all__ = ["execute"]
+
+logger = logging.getLogger("toolreel.replayer")
+
+# The caller enforces a step's timeout and cancels upstream; this backstop only catches a caller that does not.
+_TIMEOUT_GRACE = 1.0
+
+
+async def execute(run: Run, state: StepState) -> StepRecord:
+    spec = state.spec
+    record = run.running[spec.name]
+    if spec.approve is not None:
+        return await _approve(run, state, record)
+    if spec.for_each is not None:
+        return await _for_each(run, state, record)
+    if spec.template is not None:
+        return await _child(run, state, record, state.args)
+    return await _tool(run, spec, record, state.args, state.key)
+
+
+# ---------------------------------------------------------------------- tool calls
+
+
+async def _tool(run: Run, spec: StepSpec, record: StepRecord, args: JSON, key: str | None) -> StepRecord:
+    if not isinstance(args, dict):
+        return failed(record, f"input: resolved to {type(args).__name__}, not an object of tool arguments")
+    stored_key = None
+    if key is not None:
+        stored_key = idempotency_store_key(key, scope=spec.idempotency_scope, execution_id=run.execution_id)
+        stored = await anyio.to_thread.run_sync(partial(run.ctx.store.get_idempotent, stored_key, now=time.time()))
+        if stored is not None:
+            return succeeded(record, step_output(stored), stored)  # the stored result: not called again
+    policy = spec.retry or NO_RETRY
+    attempt = 1  # attempts in this drive: a re-run after a crash does not spend the retry budget
+    while True:
+        result, error = await _call(run, spec, args)
+        if error is None and result is not None and not result.get("isError"):
+            if stored_key is not None:
+                await _remember(run, spec, stored_key, result)
+            return succeeded(record, step_output(result), result)
+        ended = _failed_attempt(spec, record, result, error)
+        if not should_retry(policy, attempt, attempt_failure_kind(error, is_error=error is None)):
+            return ended
+        run.submit([ended])
+        attempt += 1
+        await anyio.sleep(retry_delay(policy, attempt))
+        record = run.next_attempt(record)
+        run.submit([record])
+
+
+async def _call(run: Run, spec: StepSpec, args: dict[str, Any]) -> tuple[dict[str, Any] | None, UpstreamError | None]:
+    assert spec.tool is not None
+    timeout = spec.timeout
+    backstop = anyio.fail_after(timeout + _TIMEOUT_GRACE) if timeout else contextlib.nullcontext()
+    async with run.ctx.limiter:
+        try:
+            with backstop:
+                return await run.ctx.caller.call_tool(spec.tool, args, timeout=timeout), None
+        except TimeoutError:
+            server = run.ctx.caller.server_of(spec.tool) or spec.tool.partition("__")[0]
+            return None, UpstreamTimeout(server=server, tool=spec.tool, seconds=timeout or 0.0)
+        except UpstreamError as exc:
+            return None, exc
+
+
+async def _remember(run: Run, spec: StepSpec, key: str, result: dict[str, Any]) -> None:
+    expires = time.time() + spec.idempotency_ttl if spec.idempotency_ttl else None
+    await anyio.to_thread.run_sync(partial(run.ctx.store.put_idempotent, key, result, expires_at=expires))
+
+
+def _failed_attempt(spec: StepSpec, record: StepRecord, result: JSON, error: UpstreamError | None) -> StepRecord:
+    if error is not None:
+        message = str(error)
+        if error.server and error.server not in message:
+            message = f"server {error.server!r}: {message}"
+        return failed(record, message)
+    return failed(record, f"tool {spec.tool} returned an error: {_error_text(result)}", result, is_error=True)
+
+
+def _error_text(result: JSON) -> str:
+    content = result.get("content") if isinstance(result, dict) else None
+    texts = [
+        str(item.get("text", "")) for item in content or [] if isinstance(item, dict) and item.get("type") == "text"
+    ]
+    return " ".join(texts).strip()[:2000] or "(no text)"
+
+
+# ---------------------------------------------------------------------- approvals
+
+
+async def _approve(run: Run, state: StepState, record: StepRecord) -> StepRecord:
+    prompt = str(state.args)
+    response: str | None = None
+    answer: bool | None = None
+    if run.answer_for == state.spec.name and run.response is not None:
+        response, run.response = run.response, None
+        answer = parse_answer(response)
+    elif run.ctx.approver is not None:
+        answer = await _ask(run, prompt)
+    if answer is None:
+        return record.replace(result={AWAITING: "approval", "prompt": prompt})
+    if answer:
+        return succeeded(record, {"approved": True, "response": response})
+    said = f" (response: {response!r})" if response is not None else ""
+    return failed(record, f"approval refused: {prompt!r}{said}")
+
+
+async def _ask(run: Run, prompt: str) -> bool | None:
+    assert run.ctx.approver is not None
+    try:
+        return await run.ctx.approver.approve(prompt)
+    except Exception:  # the person's client went away: nobody can be asked now, so the run pauses
+        logger.warning(
+            "execution %s: asking for approval failed; the execution pauses", run.execution_id, exc_info=True
+        )
+        return None
+
+
+# ---------------------------------------------------------------------- child templates
+
+
+async def _child(run: Run, state: StepState, record: StepRecord, args: JSON) -> StepRecord:
+    response = None
+    if run.answer_for == record.name and run.response is not None:
+        response, run.response = run.response, None
+    request = ChildRequest(
+        parent=run.execution,
+        ancestry=run.ancestry,
+        step=state.spec,
+        store_name=record.name,
+        inputs=args,
+        response=response,
+        parent_reason=lambda: run.stop_reason,
+    )
+    try:
+        child = await run.ctx.run_child(request)
+    except ToolreelError as exc:
+        return failed(record, f"template {state.spec.template!r}: {exc}")
+    result = {"execution_id": child.id}
+    if child.status == ExecutionStatus.SUCCEEDED:
+        return succeeded(record, child.output, result)
+    if child.status == ExecutionStatus.PAUSED:
+        return record.replace(result={AWAITING: "child", "execution_id": child.id, "prompt": child.prompt})
+    return failed(
+        record, f"child execution {child.id} of template {child.template!r} {child.status}: {child.error}", result
+    )
+
+
+# ---------------------------------------------------------------------- for_each
+
+
+class _Items:
+    """The shared progress of one for_each step's items."""
+
+    def __init__(self, count: int) -> None:
+        self.outputs: list[JSON] = [None] * count
+        self.failure: tuple[int, str] | None = None
+        self.waiting: dict[int, JSON] = {}  # index -> prompt
+        self.scope = anyio.CancelScope()
+
+
+async def _for_each(run: Run, state: StepState, record: StepRecord) -> StepRecord:
+    spec = state.spec
+    items = state.items or []
+    progress = _Items(len(items))
+    limiter = anyio.CapacityLimiter(max(1, spec.concurrency or run.ctx.max_concurrency))
+    with progress.scope:
+        async with anyio.create_task_group() as tg:
+            for index, item in enumerate(items):
+                if index in state.item_outputs:
+                    progress.outputs[index] = state.item_outputs[index]
+                else:
+                    tg.start_soon(_one_item, run, state, index, item, limiter, progress)
+    if progress.failure is not None:
+        index, error = progress.failure
+        _cancel_items(run, spec.name, f"cancelled: item {index} of step {spec.name} failed")
+        return failed(record, f"item {index} failed: {error}")
+    if progress.waiting:
+        first = min(progress.waiting)
+        return record.replace(
+            result={AWAITING: "items", "items": sorted(progress.waiting), "prompt": progress.waiting[first]}
+        )
+    return succeeded(record, progress.outputs)
+
+
+async def _one_item(
+    run: Run, state: StepState, index: int, item: JSON, limiter: anyio.CapacityLimiter, progress: _Items
+) -> None:
+    async with limiter:
+        record = await _item(run, state, index, item)
+    run.running.pop(record.name, None)
+    run.submit([record])
+    marker = awaiting_of(record)
+    if record.status == StepStatus.SUCCEEDED:
+        progress.outputs[index] = record.output
+    elif marker is not None:
+        progress.waiting[index] = marker.get("prompt")
+    elif progress.failure is None:
+        progress.failure = (index, record.error or str(record.status))
+        progress.scope.cancel()
+
+
+async def _item(run: Run, state: StepState, index: int, item: JSON) -> StepRecord:
+    spec = state.spec
+    scope = run.scope.for_item(item, index)
+    try:
+        args = resolve(spec.input, scope) if spec.input is not None else {}
+        key = run.resolve_key(spec, scope)
+    except RefError as exc:
+        return failed(run.begin_item(state, index, None, None), f"input: {exc}")
+    record = run.begin_item(state, index, args, key)
+    if spec.template is not None:
+        return await _child(run, state, record, args)
+    return await _tool(run, spec, record, args, key)
+
+
+def _cancel_items(run: Run, step: str, note: str) -> None:
+    prefix = f"{step}["
+    cut = [name for name in run.running if name.startswith(prefix)]
+    now = time.time()
+    run.submit([run.running.pop(name).replace(status=StepStatus.CANCELLED, ended_at=now, error=note) for name in cut])

@@ -1,0 +1,621 @@
+"""Driving one claimed execution: event-driven scheduling, durable step rows, how the run ends.
+
+A step starts the moment its last dependency finishes (no waves). Steps that decide without
+calling anything (`when` false, `return`, a ref that cannot resolve) finish inline, so a skip
+cascade costs no task. A finished step's row and the start rows of the dependents it unblocks
+are committed in one transaction before those dependents run. On failure, `return`, cancel and
+deadline, in-flight steps are cancelled (their upstream calls with them) and recorded so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from core.caller import Approver, ProgressFn, ToolCaller
+from core.errors import RefError, StaleClaimError, StoreError
+from core.model import JSON, Execution, StepKind, StepRecord, StepStatus
+from core.refs import resolve
+from core.secrets import Redactor
+from core.store import Store
+from core.template import StepSpec, Template, When
+from core.template_io import dependencies
+from replayer import _kinds
+from replayer._inputs import secret_values
+from replayer._journal import Journal
+from replayer._policy import compare
+from replayer._state import AWAITING, ChildRequest, Outcome, RunScope, StepState, awaiting_of, failed
+from replayer._view import item_name, split_item_name
+
+__all__ = ["Run", "RunContext"]
+
+logger = logging.getLogger("toolreel.replayer")
+
+_ANNOUNCE_AFTER = 0.05  # seconds an attempt runs before its start row is written
+_KINDS = {"tool": StepKind.TOOL, "return": StepKind.RETURN, "approve": StepKind.APPROVE, "template": StepKind.TEMPLATE}
+# Why a run stopped early -> the child outcome when a parent stops for that reason.
+_CHILD_REASON = {"cancel": "cancel", "failed": "cancel", "return": "cancel", "deadline": "deadline"}
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What every run of one engine shares."""
+
+    store: Store
+    caller: ToolCaller
+    limiter: anyio.CapacityLimiter
+    max_concurrency: int
+    approver: Approver | None
+    write_rows: Callable[[Sequence[StepRecord], int], None]
+    run_child: Callable[[ChildRequest], Awaitable[Execution]]
+    observer: Callable[[StepRecord], None] | None = None
+
+
+class Run:
+    def __init__(
+        self,
+        ctx: RunContext,
+        execution: Execution,
+        template: Template,
+        inputs: Mapping[str, JSON],
+        records: Sequence[StepRecord],
+        *,
+        ancestry: tuple[str, ...],
+        response: str | None = None,
+        progress: ProgressFn | None = None,
+        parent_reason: Callable[[], str | None] | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.execution = execution
+        self.template = template
+        self.inputs = inputs
+        self.ancestry = ancestry
+        self.response = response
+        self.answer_for: str | None = None  # the waiting step `response` answers
+        self.outcome: Outcome | None = None
+        self._progress = progress
+        self._parent_reason = parent_reason
+        self._redactor = Redactor(secret_values(template, inputs))
+        self._steps = _build_states(template)
+        self.scope = RunScope(self._steps, inputs)
+        self._journal = Journal(self._write)
+        self.running: dict[str, StepRecord] = {}  # attempt rows in flight, by store name
+        self._waiting: dict[str, StepRecord] = {}
+        self._reuse: set[str] = set()  # waiting rows that a relaunch replaces (same attempt)
+        self._stop: tuple[str, str] | None = None
+        self._cancel: anyio.CancelScope | None = None
+        self._tg: TaskGroup | None = None
+        self._returned: JSON = None
+        self._order: dict[str, int] = {}
+        self._servers: dict[str, tuple[str | None, str | None]] = {}
+        self._announcements: deque[tuple[float, StepRecord]] = deque()
+        self._announce_wake = anyio.Event()
+        self._announcing = anyio.CancelScope()
+        self._seq = 0
+        self._done = 0
+        self._opening = self._load(records)
+
+    # ------------------------------------------------------------------ public surface
+
+    @property
+    def execution_id(self) -> str:
+        return self.execution.id
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self._stop[0] if self._stop else None
+
+    def stop(self, reason: str, message: str = "") -> None:
+        """End the run early: `cancel`, `failed`, `return`, `deadline`, `interrupt` or `stale`. First reason wins."""
+        if self._stop is None:
+            self._stop = (reason, message)
+        if self._cancel is not None:
+            self._cancel.cancel()
+
+    async def drive(self) -> Outcome:
+        try:
+            async with anyio.create_task_group() as outer:
+                outer.start_soon(self._write_loop)
+                outer.start_soon(self._announcer)
+                try:
+                    await self._drive_steps()
+                except anyio.get_cancelled_exc_class():
+                    self._external_stop()
+                    raise
+                finally:
+                    self._announcing.cancel()
+                    self.submit(self._closing_rows())
+                    self._journal.close()
+        finally:
+            self.outcome = self._conclude()
+        return self.outcome
+
+    async def _write_loop(self) -> None:
+        # Shielded: the closing rows of a run cancelled from outside must still reach the store.
+        with anyio.CancelScope(shield=True):
+            await self._journal.run()
+
+    # ------------------------------------------------------------------ loading
+
+    def _load(self, records: Sequence[StepRecord]) -> list[StepRecord]:
+        """Rebuild state from stored rows; returns the rows to write first (attempts cut short by a crash)."""
+        latest: dict[str, StepRecord] = {}
+        for record in sorted(records, key=lambda r: (r.attempt, r.seq)):
+            self._seq = max(self._seq, record.seq)
+            latest[record.name] = record
+        opening = []
+        waiting: list[StepRecord] = []
+        for record in sorted(latest.values(), key=lambda r: (r.ended_at or 0.0, r.seq)):
+            if record.status.finished:
+                self._load_finished(record)
+            elif awaiting_of(record) is not None:
+                waiting.append(record)
+                self._reuse.add(record.name)
+            elif record.status == StepStatus.RUNNING:
+                opening.append(_interrupted(record))
+            self._load_attempt(record)
+        # A response answers the oldest waiting approval (or paused child); a for_each row only
+        # aggregates its waiting items, so the answer goes to an item.
+        answerable = sorted(
+            (r for r in waiting if (awaiting_of(r) or {}).get(AWAITING) != "items"), key=lambda r: r.seq
+        )
+        if answerable:
+            self.answer_for = answerable[0].name
+        for state in self._steps.values():
+            state.blocked = sum(1 for dep in state.deps if not self._steps[dep].finished)
+        return opening
+
+    def _load_finished(self, record: StepRecord) -> None:
+        split = split_item_name(record.name)
+        if split is not None:
+            state = self._steps.get(split[0])
+            if state is not None and record.status == StepStatus.SUCCEEDED:
+                state.item_outputs[split[1]] = record.output
+            return
+        state = self._steps.get(record.name)
+        if state is not None:
+            state.finish(record)
+            self._order[record.name] = len(self._order)
+            self._done += 1
+
+    def _load_attempt(self, record: StepRecord) -> None:
+        split = split_item_name(record.name)
+        if split is None:
+            if record.name in self._steps:
+                self._steps[record.name].attempt = record.attempt
+        elif split[0] in self._steps:
+            self._steps[split[0]].item_attempts[split[1]] = record.attempt
+
+    # ------------------------------------------------------------------ scheduling
+
+    async def _drive_steps(self) -> None:
+        with anyio.CancelScope(deadline=self._deadline()) as deadline_scope:
+            self._cancel = anyio.CancelScope()
+            if self._stop is not None:
+                self._cancel.cancel()
+            with self._cancel:
+                async with anyio.create_task_group() as self._tg:
+                    ready = [name for name, state in self._steps.items() if not state.finished and not state.blocked]
+                    rows, launch = self.advance(ready, ())
+                    if await self.commit(self._opening + rows):
+                        self._launch(launch)
+        if deadline_scope.cancelled_caught:
+            self.stop("deadline", self._deadline_message())
+
+    def advance(self, ready: Iterable[str], finished: Iterable[str]) -> tuple[list[StepRecord], list[str]]:
+        """Unblock dependents of `finished`, start `ready` steps; steps that decide inline finish here
+        (cascading). Returns the rows to commit and the steps to launch once they are durable."""
+        rows: list[StepRecord] = []
+        launch: list[str] = []
+        ready_q = deque(ready)
+        done_q = deque(finished)
+        while ready_q or done_q:
+            if done_q:
+                for name in self._steps[done_q.popleft()].dependents:
+                    state = self._steps[name]
+                    state.blocked -= 1
+                    if state.blocked == 0 and not state.finished:
+                        ready_q.append(name)
+                continue
+            name = ready_q.popleft()
+            if self._stop is not None:
+                continue
+            state = self._steps[name]
+            decided = self._prepare(state)
+            if decided is None:
+                self._begin(state)
+                launch.append(name)
+            else:
+                rows.extend(self.settle(name, decided))
+                done_q.append(name)
+        if self._stop is not None and launch:
+            # The cascade stopped the run (a failure, a return): steps begun in it never start.
+            for name in launch:
+                del self.running[name]
+            launch = []
+        return rows, launch
+
+    def _launch(self, names: Iterable[str]) -> None:
+        assert self._tg is not None
+        for name in names:
+            self._steps[name].launched = True
+            self._tg.start_soon(self._step_task, name)
+
+    async def _step_task(self, name: str) -> None:
+        # A chain runs in one task: the first step a finished step unblocks continues here.
+        following: str | None = name
+        while following is not None:
+            following = await self._run_step(following)
+
+    async def _run_step(self, name: str) -> str | None:
+        state = self._steps[name]
+        try:
+            record = await _kinds.execute(self, state)
+        except Exception as exc:  # a bug in a step kind must fail the step, not the engine
+            logger.exception("step %s of execution %s raised", name, self.execution_id)
+            record = failed(self.running[name], f"internal error: {exc!r}")
+        self.running.pop(name, None)
+        if awaiting_of(record) is not None:
+            state.awaiting = True
+            self._waiting[name] = record
+            await self.commit([record])
+            return None
+        rows = self.settle(name, record)
+        more, launch = self.advance((), (name,))
+        if not await self.commit(rows + more) or not launch:
+            return None
+        self._launch(launch[1:])
+        self._steps[launch[0]].launched = True
+        await self._report(name, record)
+        return launch[0]
+
+    def settle(self, name: str, record: StepRecord) -> list[StepRecord]:
+        """Record a step as finished in memory; a failure stops the run and fails its dependents."""
+        state = self._steps[name]
+        state.finish(record)
+        self._order[name] = len(self._order)
+        self._done += 1
+        rows = [record]
+        if record.status == StepStatus.FAILED and not state.spec.include_failed:
+            rows += self._fail_dependents(name, record.error or "failed")
+            self.stop("failed", f"step {name} failed: {record.error}")
+        elif state.spec.has_return and record.status == StepStatus.SUCCEEDED:
+            self._returned = record.output
+            self.stop("return", f"step {name} returned")
+        return rows
+
+    def _fail_dependents(self, name: str, error: str) -> list[StepRecord]:
+        rows = []
+        for dependent in self._steps[name].dependents:
+            state = self._steps[dependent]
+            if state.finished or state.launched:
+                continue
+            record = self.row(
+                state, StepStatus.FAILED, error=f"not run: it depends on step {name}, which failed: {error}"
+            )
+            state.finish(record)
+            rows.append(record)
+        return rows
+
+    # ------------------------------------------------------------------ deciding a ready step
+
+    def _prepare(self, state: StepState) -> StepRecord | None:
+        """A finished row when the step decides without calling anything, else None (launch it)."""
+        spec = state.spec
+        field = "when"
+        try:
+            if spec.when is not None and not self._holds(spec.when):
+                return self.row(state, StepStatus.SKIPPED)
+            if spec.has_return:
+                field = "return"
+                value = resolve(spec.return_, self.scope)
+                return self.row(state, StepStatus.SUCCEEDED, output=value, resolved=value)
+            if spec.approve is not None:
+                field = "approve"
+                state.args = _as_text(resolve(spec.approve, self.scope))
+            elif spec.for_each is not None:
+                field = "for_each"
+                state.items = _as_list(resolve(spec.for_each, self.scope), spec.for_each)
+            else:
+                field = "input"
+                state.args = resolve(spec.input, self.scope) if spec.input is not None else {}
+                field = "idempotency_key"
+                state.key = self.resolve_key(spec, self.scope)
+        except RefError as exc:
+            return self.row(state, StepStatus.FAILED, error=f"{field}: {exc}")
+        return None
+
+    def _holds(self, when: When) -> bool:
+        try:
+            subject = resolve(when.ref, self.scope)
+        except RefError:
+            if when.op != "exists":
+                raise
+            subject = None
+        return compare(when, subject, resolve(when.value, self.scope), exists=subject is not None)
+
+    def resolve_key(self, spec: StepSpec, scope: RunScope) -> str | None:
+        if spec.idempotency_key is None:
+            return None
+        return _as_text(resolve(spec.idempotency_key, scope))
+
+    # ------------------------------------------------------------------ rows
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def record(self, state: StepState, store_name: str, attempt: int, **fields: Any) -> StepRecord:
+        spec = state.spec
+        server, tool = self._server_tool(spec)
+        written = spec.approve if spec.approve is not None else spec.return_ if spec.has_return else spec.input
+        now = time.time()
+        base: dict[str, Any] = {"started_at": now, "status": StepStatus.RUNNING}
+        base.update(fields)
+        return StepRecord(
+            execution_id=self.execution_id,
+            name=store_name,
+            seq=self.next_seq(),
+            kind=_KINDS[spec.kind],
+            attempt=attempt,
+            server=server,
+            tool=tool,
+            input=written,
+            **base,
+        )
+
+    def _server_tool(self, spec: StepSpec) -> tuple[str | None, str | None]:
+        if spec.tool is None:
+            return None, spec.template
+        found = self._servers.get(spec.tool)
+        if found is None:
+            server = self.ctx.caller.server_of(spec.tool)
+            found = (server, spec.tool.removeprefix(f"{server}__") if server else spec.tool)
+            self._servers[spec.tool] = found
+        return found
+
+    def row(
+        self,
+        state: StepState,
+        status: StepStatus,
+        *,
+        output: JSON = None,
+        resolved: JSON = None,
+        error: str | None = None,
+    ) -> StepRecord:
+        """A row for a step that finishes without being launched (skipped, returned, failed to resolve)."""
+        state.attempt += 1
+        clear, paths = self._redactor.redact(resolved)
+        now = time.time()
+        return self.record(
+            state,
+            state.spec.name,
+            state.attempt,
+            status=status,
+            output=output,
+            resolved_input=clear,
+            redacted=paths,
+            error=error,
+            started_at=now,
+            ended_at=now,
+        )
+
+    def _begin(self, state: StepState) -> None:
+        name = state.spec.name
+        if name in self._reuse:
+            self._reuse.discard(name)
+        else:
+            state.attempt += 1
+        resolved = {"for_each": state.items} if state.items is not None else state.args
+        clear, paths = self._redactor.redact(resolved)
+        record = self.record(
+            state, name, state.attempt, resolved_input=clear, redacted=paths, idempotency_key=state.key
+        )
+        self.running[name] = record
+        self._announce(record)
+
+    def begin_item(self, state: StepState, index: int, args: JSON, key: str | None) -> StepRecord:
+        name = item_name(state.spec.name, index)
+        if name in self._reuse:
+            self._reuse.discard(name)
+        else:
+            state.item_attempts[index] = state.item_attempts.get(index, 0) + 1
+        clear, paths = self._redactor.redact(args)
+        record = self.record(
+            state, name, state.item_attempts[index], resolved_input=clear, redacted=paths, idempotency_key=key
+        )
+        self.running[name] = record
+        self._announce(record)
+        return record
+
+    def next_attempt(self, record: StepRecord) -> StepRecord:
+        again = record.replace(
+            attempt=record.attempt + 1,
+            seq=self.next_seq(),
+            status=StepStatus.RUNNING,
+            started_at=time.time(),
+            ended_at=None,
+            result=None,
+            output=None,
+            is_error=False,
+            error=None,
+        )
+        self.running[record.name] = again
+        return again
+
+    # ------------------------------------------------------------------ durability
+
+    def submit(self, rows: Sequence[StepRecord]) -> None:
+        if rows:
+            self._journal.submit(rows)
+            if self.ctx.observer is not None:
+                for record in rows:
+                    self.ctx.observer(record)
+
+    async def commit(self, rows: Sequence[StepRecord]) -> bool:
+        """Make `rows` (and all before) durable. False when the run must stop driving (lost claim, store down)."""
+        self.submit(rows)
+        try:
+            await self._journal.wait(self._journal.submit(()))
+        except StaleClaimError as exc:
+            self.stop("stale", str(exc))
+            return False
+        except StoreError as exc:
+            logger.error(
+                "execution %s: the store refused a write, this process stops driving it: %s", self.execution_id, exc
+            )
+            self.stop("interrupt", str(exc))
+            return False
+        return True
+
+    def _announce(self, record: StepRecord) -> None:
+        """A start row is written once the attempt has run for `_ANNOUNCE_AFTER`: a quick step's
+        result row (which carries its start) replaces it anyway, so it is written only for slow ones."""
+        if self.ctx.observer is not None:
+            self.ctx.observer(record)
+        self._announcements.append((anyio.current_time() + _ANNOUNCE_AFTER, record))
+        self._announce_wake.set()
+
+    async def _announcer(self) -> None:
+        with self._announcing:
+            while True:
+                if not self._announcements:
+                    self._announce_wake = anyio.Event()
+                    await self._announce_wake.wait()
+                    continue
+                wait = self._announcements[0][0] - anyio.current_time()
+                if wait > 0:
+                    await anyio.sleep(wait)
+                    continue
+                due = []
+                while self._announcements and self._announcements[0][0] <= anyio.current_time():
+                    record = self._announcements.popleft()[1]
+                    if self.running.get(record.name) is record:
+                        due.append(record)
+                if due:
+                    self._journal.submit(due)
+
+    def _write(self, rows: Sequence[StepRecord]) -> None:
+        self.ctx.write_rows(rows, self.execution.fence)
+
+    # ------------------------------------------------------------------ ending
+
+    def _external_stop(self) -> None:
+        """Cancelled from outside (a parent run stopping, the engine shutting down): adopt the reason."""
+        if self._stop is not None:
+            return
+        parent = self._parent_reason() if self._parent_reason else None
+        reason = _CHILD_REASON.get(parent or "", "interrupt")
+        if self.execution.parent_id is None:
+            message = "the caller stopped waiting for the execution"
+        else:
+            message = f"the parent execution {self.execution.parent_id} stopped ({parent})"
+        self._stop = (reason, message)
+
+    def _closing_rows(self) -> list[StepRecord]:
+        if self._stop is None or self._stop[0] in ("interrupt", "stale"):
+            return []
+        reason, message = self._stop
+        now = time.time()
+        note = _closing_note(reason, message)
+        rows = [r.replace(status=StepStatus.CANCELLED, ended_at=now, error=note) for r in self.running.values()]
+        rows += [r.replace(status=StepStatus.CANCELLED, ended_at=now, error=note) for r in self._waiting.values()]
+        self.running.clear()
+        if reason == "return":
+            for state in self._steps.values():
+                if not state.finished and not state.launched:
+                    rows.append(self.row(state, StepStatus.SKIPPED))
+        return rows
+
+    def _conclude(self) -> Outcome:
+        if self._journal.error is not None and self._stop is None:
+            self._stop = ("stale" if isinstance(self._journal.error, StaleClaimError) else "interrupt", "")
+        reason, message = self._stop or ("", "")
+        if reason in ("stale", "interrupt"):
+            return Outcome("stale" if reason == "stale" else "interrupted", error=message)
+        if reason == "cancel":
+            return Outcome("cancelled", error=f"cancelled: {message}" if message else "cancelled by request")
+        if reason in ("deadline", "failed"):
+            return Outcome("failed", error=message)
+        if reason == "return":
+            return Outcome("succeeded", output=self._returned)
+        if self._waiting:
+            first = min(self._waiting.values(), key=lambda r: r.seq)
+            marker = awaiting_of(first) or {}
+            return Outcome("paused", prompt=marker.get("prompt"))
+        return self._final_output()
+
+    def _final_output(self) -> Outcome:
+        if self.template.has_output:
+            try:
+                return Outcome("succeeded", output=resolve(self.template.output, self.scope))
+            except RefError as exc:
+                return Outcome("failed", error=f"template {self.template.name!r}, field 'output': {exc}")
+        done = [name for name, state in self._steps.items() if state.status == StepStatus.SUCCEEDED]
+        last = max(done, key=lambda name: self._order.get(name, -1), default=None)
+        return Outcome("succeeded", output=self._steps[last].output if last else None)
+
+    def _deadline(self) -> float:
+        if self.execution.deadline is None:
+            return float("inf")
+        return anyio.current_time() + (self.execution.deadline - time.time())
+
+    def _deadline_message(self) -> str:
+        running = ", ".join(sorted(self.running)) or "none"
+        return f"deadline_exceeded: the execution's deadline passed (steps running then: {running})"
+
+    async def _report(self, name: str, record: StepRecord) -> None:
+        if self._progress is None:
+            return
+        try:
+            await self._progress(float(self._done), float(len(self._steps)), f"{name}: {record.status}")
+        except Exception:  # a client that went away must not fail the run
+            logger.warning("execution %s: progress callback failed; no more progress is sent", self.execution_id)
+            self._progress = None
+
+
+def _build_states(template: Template) -> dict[str, StepState]:
+    names = {spec.name for spec in template.steps}
+    states = {spec.name: StepState(spec, frozenset(dependencies(spec) & names)) for spec in template.steps}
+    for state in states.values():
+        for dep in state.deps:
+            states[dep].dependents.append(state.spec.name)
+    return states
+
+
+def _interrupted(record: StepRecord) -> StepRecord:
+    return record.replace(
+        status=StepStatus.CANCELLED,
+        ended_at=time.time(),
+        error="interrupted: the process driving the execution stopped during this attempt; it is run again",
+    )
+
+
+def _closing_note(reason: str, message: str) -> str:
+    if reason == "deadline":
+        return "deadline_exceeded: cancelled when the execution's deadline passed"
+    if reason == "return":
+        return f"cancelled: {message}, which ends the execution"
+    if reason == "failed":
+        return f"cancelled: {message}"
+    return f"cancelled: {message}" if message else "cancelled by request"
+
+
+def _as_text(value: JSON) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _as_list(value: JSON, ref: str) -> list[JSON]:
+    if value is None:  # a skipped step gives null: nothing to iterate
+        return []
+    if not isinstance(value, list):
+        raise RefError(f"`{ref}` gave {type(value).__name__}, not a list to iterate", ref=ref)
+    return value

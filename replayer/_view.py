@@ -1,0 +1,79 @@
+"""The JSON an MCP client sees for an auto-mode execution (`run_template`, `get_execution`).
+
+`{execution_id, status, output | error | prompt, steps: [...]}`; one entry per step (the
+latest attempt), for_each items nested under their step as `items`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from core.model import Execution, ExecutionStatus, StepRecord
+
+__all__ = ["execution_view", "item_name", "split_item_name"]
+
+
+def item_name(step: str, index: int) -> str:
+    """The store name of item `index` of for_each step `step` (step names cannot contain `[`)."""
+    return f"{step}[{index}]"
+
+
+def split_item_name(name: str) -> tuple[str, int] | None:
+    if not name.endswith("]") or "[" not in name:
+        return None
+    step, _, index = name[:-1].partition("[")
+    return (step, int(index)) if index.isdigit() else None
+
+
+def execution_view(execution: Execution, steps: Sequence[StepRecord]) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "execution_id": execution.id,
+        "status": str(execution.status),
+        "template": execution.template,
+        "template_version": execution.template_version,
+    }
+    if execution.status == ExecutionStatus.SUCCEEDED:
+        view["output"] = execution.output
+    elif execution.status == ExecutionStatus.PAUSED:
+        view["prompt"] = execution.prompt
+    if execution.error is not None:
+        view["error"] = execution.error
+    if execution.parent_id is not None:
+        view["parent"] = {"execution_id": execution.parent_id, "step": execution.parent_step}
+    view["steps"] = _steps_view(steps)
+    return view
+
+
+def _steps_view(steps: Sequence[StepRecord]) -> list[dict[str, Any]]:
+    top: dict[str, dict[str, Any]] = {}
+    items: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for record in sorted(steps, key=lambda r: r.seq):
+        split = split_item_name(record.name)
+        if split is None:
+            top[record.name] = step_view(record)
+        else:
+            items.setdefault(split[0], []).append((split[1], step_view(record)))
+    for name, entries in items.items():
+        if name in top:
+            top[name]["items"] = [entry for _, entry in sorted(entries, key=lambda pair: pair[0])]
+    return list(top.values())
+
+
+def step_view(record: StepRecord) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": record.name,
+        "kind": str(record.kind),
+        "tool": f"{record.server}__{record.tool}" if record.server and record.tool else record.tool,
+        "status": str(record.status),
+        "attempt": record.attempt,
+    }
+    if record.output is not None:
+        entry["output"] = record.output
+    if record.error is not None:
+        entry["error"] = record.error
+    if isinstance(record.result, dict) and "awaiting" in record.result:
+        entry["awaiting"] = record.result["awaiting"]
+    entry["started_at"] = record.started_at
+    entry["ended_at"] = record.ended_at
+    return entry

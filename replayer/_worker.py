@@ -1,0 +1,40 @@
+"""`Worker`: the loop of `toolreel worker` — claim runnable executions from a shared store and drive them.
+
+Claims are taken `FOR UPDATE SKIP LOCKED` (PostgreSQL), so several workers and gateways share one
+database without driving an execution twice; a dead process's claims expire and are taken here.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+
+from core.errors import ToolreelError
+from replayer._engine import Engine
+
+__all__ = ["Worker"]
+
+logger = logging.getLogger("toolreel.replayer")
+
+
+class Worker:
+    def __init__(self, engine: Engine, *, capacity: int = 32, poll_interval: float = 0.5) -> None:
+        self.engine = engine
+        self.capacity = capacity
+        self.poll_interval = poll_interval
+        self.claimed: list[str] = []  # every execution this worker started driving, in order
+
+    async def run(self, stop: anyio.Event, *, ready: anyio.Event | None = None) -> None:
+        """Claim and drive until `stop` is set; the engine's `aclose(grace=...)` then bounds the shutdown."""
+        if ready is not None:
+            ready.set()
+        while not stop.is_set():
+            free = self.capacity - self.engine.driving
+            if free > 0:
+                try:
+                    self.claimed += await self.engine.recover(limit=free)
+                except ToolreelError as exc:  # the store is briefly unavailable: try again at the next tick
+                    logger.warning("worker %s: claiming failed: %s", self.engine.owner, exc)
+            with anyio.move_on_after(self.poll_interval):
+                await stop.wait()

@@ -1,0 +1,12 @@
+"""The templatizer: turn recorded steps into a reusable template, explaining every decision.
+
+`templatize(recordings, name=...)` infers refs between steps (an index of every earlier
+output, candidates scored by exactness, length, uniqueness, recency and key names), makes
+inputs of named, redacted and varying values, verifies every ref against the recording, and
+returns the validated template with the applied refs, the candidates and the likely inputs.
+"""
+
+from templatizer._result import Inference, LikelyInput, TemplatizeResult
+from templatizer._templatize import templatize
+
+__all__ = ["Inference", "LikelyInput", "TemplatizeResult", "templatize"]

@@ -1,0 +1,399 @@
+"""Per-step inference: each literal of a step's input becomes a ref, an input, or stays literal.
+
+For every node of the recorded arguments, in order of precedence: a ref the agent wrote
+itself; a redacted value (a secret input); a value the caller named (an input); a whole
+value produced by an earlier step (typed exact or whole subtree); pieces of a string
+produced earlier (`{{@ref}}`); otherwise a literal. With several recordings, a mapping must
+hold in every one of them, and a value that differs between them becomes an input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final, NamedTuple
+
+from core.errors import RefError
+from core.model import JSON, StepRecord
+from core.refs import MappingScope, escape_literal, refs_in, resolve
+from core.secrets import REDACTED
+from templatizer._index import Occurrence, OutputIndex
+from templatizer._inputs import InputTable, Literal_
+from templatizer._result import HIGH, MEDIUM, Confidence, Inference, InferenceKind, confidence_of
+from templatizer._values import (
+    Keys,
+    get_at,
+    is_cursor_key,
+    is_trivial,
+    json_path,
+    key_similarity,
+    last_key,
+    number_text,
+    same,
+    strength,
+    text_strength,
+)
+
+_OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
+_NAMED_MIN: Final = 3  # a named input is found inside strings from this length on
+
+
+@dataclass
+class Run:
+    """One recording: its kept steps by name, their outputs, and the template inputs' values in it."""
+
+    steps: dict[str, StepRecord]
+    outputs: dict[str, JSON]
+    inputs: dict[str, JSON] = field(default_factory=dict)
+
+    def scope(self) -> MappingScope:
+        return MappingScope(steps=self.outputs, inputs=self.inputs)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cand:
+    value: str  # what the template holds: a ref or a string with placeholders
+    kind: InferenceKind
+    score: float
+    evidence: str
+    rank: tuple[float, ...] = ()
+
+    @property
+    def confidence(self) -> Confidence:
+        return confidence_of(self.score)
+
+
+class _Piece(NamedTuple):
+    """A part `[start:end]` of a string that becomes `{{ref}}`."""
+
+    start: int
+    end: int
+    ref: str
+    score: float
+
+
+@dataclass
+class StepResult:
+    name: str
+    template_input: JSON
+    applied: list[tuple[Keys, Inference]] = field(default_factory=list)
+    candidates: list[Inference] = field(default_factory=list)
+    literals: list[Literal_] = field(default_factory=list)
+
+
+class StepInferrer:
+    """Infers one consumer step against the index of everything produced before it."""
+
+    def __init__(self, record: StepRecord, index: OutputIndex, inputs: InputTable, runs: Sequence[Run]) -> None:
+        self.record = record
+        self.index = index
+        self.inputs = inputs
+        self.runs = runs  # runs[0] is the primary recording
+        self.redacted = set(record.redacted)
+        self.ids: dict[Keys, int] = {}
+        self.result = StepResult(record.name, None)
+
+    def infer(self) -> StepResult:
+        resolved = self.record.resolved_input if self.record.resolved_input is not None else {}
+        written = self.record.input if self.record.input is not None else resolved
+        self.ids = self.index.interner.intern_tree(resolved)
+        self.result.template_input = self._node((), resolved, written)
+        return self.result
+
+    # ------------------------------------------------------------------ walking
+
+    def _node(self, keys: Keys, value: JSON, written: JSON) -> JSON:
+        if isinstance(written, str) and not same(written, value) and refs_in(written):
+            return self._apply(keys, _Cand(written, "explicit", 1.0, "written as a ref by the agent"))
+        if json_path(keys) in self.redacted or (isinstance(value, str) and REDACTED in value):
+            return self._secret(keys, value)
+        if keys and "_meta" in keys:
+            return literal(value)
+        named = self._named_exact(value)
+        if named is not None:
+            return self._apply(keys, named)
+        if isinstance(value, Mapping | list) and value:
+            return self._container(keys, value, written)
+        return self._leaf(keys, value)
+
+    def _container(self, keys: Keys, value: Mapping[str, JSON] | list[JSON], written: JSON) -> JSON:
+        per_run = self._per_run(keys)
+        cands = self._exact(keys, value)
+        chosen = self._decide(keys, value, cands, per_run, allow_input=False)
+        if chosen is not None:
+            return chosen
+        if isinstance(value, Mapping):
+            w = written if isinstance(written, Mapping) else {}
+            return {k: self._node((*keys, k), v, w.get(k, v)) for k, v in value.items()}
+        wl = written if isinstance(written, list) and len(written) == len(value) else value
+        return [self._node((*keys, i), v, wl[i]) for i, v in enumerate(value)]
+
+    def _leaf(self, keys: Keys, value: JSON) -> JSON:
+        per_run = self._per_run(keys)
+        cands = self._exact(keys, value) + self._coerced(keys, value)
+        if isinstance(value, str):
+            cands += self._substrings(keys, value)
+        chosen = self._decide(keys, value, cands, per_run, allow_input=True)
+        if chosen is not None:
+            return chosen
+        if isinstance(value, str) and not is_trivial(value):
+            self.result.literals.append(Literal_(self.record.name, keys, value))
+        return literal(value)
+
+    # ------------------------------------------------------------------ deciding
+
+    def _decide(
+        self, keys: Keys, value: JSON, cands: list[_Cand], per_run: list[tuple[bool, JSON]], *, allow_input: bool
+    ) -> JSON | None:
+        """Apply the best candidate (or a new input when runs disagree); report medium ones; None: literal."""
+        varies = any(found and not same(other, value) for found, other in per_run[1:])
+        if len(self.runs) > 1:
+            holding = [c for c in cands if self._holds(c.value, keys, per_run)]
+            if varies:
+                return self._varying(keys, value, holding, per_run, allow_input)
+            cands = holding
+        cands.sort(key=lambda c: (c.score, *c.rank), reverse=True)
+        best = cands[0] if cands else None
+        if best is not None and best.confidence == "high":
+            more = [c for c in cands[1:] if c.kind == "substring" and c.confidence == "medium"]
+            self.result.candidates += [self._inference(keys, c) for c in more[:1]]
+            return self._apply(keys, best)
+        if best is not None and best.confidence == "medium":
+            self.result.candidates.append(self._inference(keys, best))
+        return None
+
+    def _varying(
+        self, keys: Keys, value: JSON, holding: list[_Cand], per_run: list[tuple[bool, JSON]], allow_input: bool
+    ) -> JSON | None:
+        confirmable = [c for c in holding if c.kind != "coerced" or c.value.startswith("{{")]
+        if confirmable:
+            best = max(confirmable, key=lambda c: (c.score, *c.rank))
+            runs = sum(1 for found, _ in per_run if found)
+            evidence = f"{best.evidence}; holds in all {runs} recordings, whose values differ"
+            return self._apply(keys, _Cand(best.value, "confirmed", max(best.score, 0.95), evidence))
+        if not allow_input:
+            return None
+        name = self.inputs.derived(keys, per_run)
+        shown = ", ".join(repr(v) for found, v in per_run if found)
+        evidence = f"differs between recordings ({shown}) and no earlier output explains it"
+        return self._apply(keys, _Cand(f"@input.{name}", "input", 1.0, evidence))
+
+    def _holds(self, template_value: str, keys: Keys, per_run: list[tuple[bool, JSON]]) -> bool:
+        """True unless some other recording, where the step has this argument, resolves it differently."""
+        for run, (found, recorded) in zip(self.runs[1:], per_run[1:], strict=True):
+            if not found:
+                continue
+            try:
+                if not same(resolve(template_value, run.scope()), recorded):
+                    return False
+            except RefError:
+                return False
+        return True
+
+    def _per_run(self, keys: Keys) -> list[tuple[bool, JSON]]:
+        out: list[tuple[bool, JSON]] = [(True, None)]
+        for run in self.runs[1:]:
+            record = run.steps.get(self.record.name)
+            out.append(get_at(record.resolved_input, keys) if record is not None else (False, None))
+        return out
+
+    def _apply(self, keys: Keys, cand: _Cand) -> str:
+        self.result.applied.append((keys, self._inference(keys, cand)))
+        return cand.value
+
+    def _inference(self, keys: Keys, cand: _Cand) -> Inference:
+        return Inference(
+            step=self.record.name,
+            input_path=json_path(keys),
+            ref=cand.value,
+            confidence=cand.confidence,
+            score=cand.score,
+            evidence=cand.evidence,
+            kind=cand.kind,
+        )
+
+    # ------------------------------------------------------------------ inputs
+
+    def _secret(self, keys: Keys, value: JSON) -> JSON:
+        if not isinstance(value, str) or value == REDACTED or REDACTED not in value:
+            name = self.inputs.secret(keys, value if isinstance(value, str) else REDACTED)
+            return self._apply(keys, _Cand(f"@input.{name}", "secret", 1.0, "redacted when recorded: always an input"))
+        name = self.inputs.secret(keys, REDACTED)
+        pieces: list[_Piece] = []
+        start = value.find(REDACTED)
+        while start >= 0:
+            pieces.append(_Piece(start, start + len(REDACTED), f"@input.{name}", 1.0))
+            start = value.find(REDACTED, start + len(REDACTED))
+        text = _interpolate(value, pieces)
+        return self._apply(keys, _Cand(text, "secret", 1.0, "holds a redacted value: always an input"))
+
+    def _named_exact(self, value: JSON) -> _Cand | None:
+        if value is None:
+            return None
+        for name, named in self.inputs.named.items():
+            if same(named, value):
+                return _Cand(f"@input.{name}", "input", 1.0, f"the value of input {name!r}")
+        return None
+
+    def _input_pieces(self, value: str, *, derived: bool) -> list[_Piece]:
+        """Inputs found inside `value`: the named ones, and (several recordings) the derived ones."""
+        pieces: list[_Piece] = []
+        for name, known in self.inputs.values[0].items():
+            if (name not in self.inputs.named and not derived) or self.inputs.specs[name].secret:
+                continue
+            text = known if isinstance(known, str) else number_text(known)
+            if text is not None and len(text) >= _NAMED_MIN:
+                pieces += [_Piece(s, e, f"@input.{name}", 1.0) for s, e in _bounded_finds(value, text)]
+        return pieces
+
+    # ------------------------------------------------------------------ candidates from outputs
+
+    def _usable(self, keys: Keys, occurrences: list[Occurrence]) -> list[Occurrence]:
+        """Drop echoes (the server repeating what the agent sent) and cursor/non-cursor pairings."""
+        cursor = is_cursor_key(last_key(keys))
+        return [o for o in occurrences if not o.echo and o.cursor == cursor]
+
+    def _exact(self, keys: Keys, value: JSON) -> list[_Cand]:
+        if value is None or isinstance(value, bool):
+            return []
+        occurrences = self._usable(keys, self.index.exact(self.ids.get(keys)))
+        kind: InferenceKind = "subtree" if isinstance(value, Mapping | list) else "exact"
+        weight = strength(value)
+        return [self._scored(keys, occ, kind, weight, len(occurrences), occ.ref) for occ in occurrences]
+
+    def _coerced(self, keys: Keys, value: JSON) -> list[_Cand]:
+        if value is None or isinstance(value, bool) or is_trivial(value):
+            return []
+        occurrences = self._usable(keys, self.index.coerced(value))
+        weight = strength(value)
+        # A number into a string interpolates (`{{@x}}` is text); text into a number has no ref syntax.
+        return [
+            self._scored(keys, occ, "coerced", weight, len(occurrences), "{{" + occ.ref + "}}")
+            if isinstance(value, str)
+            else self._scored(keys, occ, "coerced", weight, len(occurrences), occ.ref)
+            for occ in occurrences
+        ]
+
+    def _scored(self, keys: Keys, occ: Occurrence, kind: InferenceKind, weight: float, places: int, ref: str) -> _Cand:
+        sim = 1.0 if occ.cursor else key_similarity(last_key(keys), occ.key, occ.tool)
+        base = weight * _uniqueness(places, weight)
+        if kind == "coerced":
+            score = min(0.79, 0.85 * base + 0.15 * sim)
+        elif kind == "substring":
+            score = 0.9 * base + 0.15 * sim
+        else:
+            score = base + 0.25 * sim
+        if is_trivial(_value_at(self.record.resolved_input, keys)) and kind != "subtree":
+            score = min(score, MEDIUM - 0.01)  # small numbers: only several recordings can confirm them
+        where = f"output {json_path(occ.keys)} of step {occ.step}"
+        why = {
+            "exact": "same value and type",
+            "subtree": "the same whole object/list",
+            "coerced": "same digits, different type (number vs string)",
+            "substring": "appears inside this string",
+        }.get(kind, kind)
+        evidence = f"{where} -> input {json_path(keys)}: {why}; {places} producing place(s); key similarity {sim:.2f}"
+        indexes = sum(1 for key in occ.keys if isinstance(key, int))
+        return _Cand(ref, kind, min(score, 1.0), evidence, rank=(-indexes, occ.order, -len(occ.keys)))
+
+    def _substrings(self, keys: Keys, value: str) -> list[_Cand]:
+        """The string with earlier outputs and inputs found inside it as `{{@ref}}` pieces.
+
+        At most two candidates: with the high-confidence pieces only (applied if any is from an
+        output or input), and with the medium ones too (only ever reported).
+        """
+        pieces, evidence = self._output_pieces(keys, value)
+        pieces += self._input_pieces(value, derived=len(self.runs) > 1)
+        chosen = _non_overlapping(pieces)
+        if not chosen:
+            return []
+        high = [p for p in chosen if p.score >= HIGH]
+        from_inputs = [p.ref for p in chosen if p.ref.startswith("@input.")]
+        if from_inputs:
+            evidence.append(f"contains the value of {', '.join(sorted(set(from_inputs)))}")
+        why = "; ".join(evidence)
+        out: list[_Cand] = []
+        if high:
+            kind: InferenceKind = "input" if all(p.ref.startswith("@input.") for p in high) else "substring"
+            out.append(_Cand(_interpolate(value, high), kind, min(p.score for p in high), why))
+        if len(high) < len(chosen):
+            out.append(_Cand(_interpolate(value, chosen), "substring", min(p.score for p in chosen), why))
+        return out
+
+    def _output_pieces(self, keys: Keys, value: str) -> tuple[list[_Piece], list[str]]:
+        pieces: list[_Piece] = []
+        evidence: list[str] = []
+        for start, end, text in self.index.substrings(value):
+            occurrences = [o for o in self.index.texts(text) if not o.echo and not o.cursor]
+            if not occurrences:
+                continue
+            weight = strength(int(text)) if text.lstrip("-").isdigit() else text_strength(text)
+            best = max(
+                (self._scored(keys, o, "substring", weight, len(occurrences), o.ref) for o in occurrences),
+                key=lambda c: (c.score, *c.rank),
+            )
+            if best.score >= MEDIUM:
+                pieces.append(_Piece(start, end, best.value, best.score))
+                evidence.append(f"{text!r} at [{start}:{end}] is {best.evidence}")
+        return pieces, evidence
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _uniqueness(places: int, weight: float) -> float:
+    """A value produced in many places is weaker evidence; a strong value (an id) much less so."""
+    factor = 1.0 if places <= 1 else 0.9 if places <= 3 else 0.7 if places <= 10 else 0.4
+    return max(factor, 0.8) if weight >= 0.9 else factor
+
+
+def _value_at(value: JSON, keys: Keys) -> JSON:
+    return get_at(value, keys)[1]
+
+
+def literal(value: JSON) -> JSON:
+    """A recorded value written so that it resolves to itself (strings escaped at any depth)."""
+    if isinstance(value, str):
+        return escape_literal(value)
+    if isinstance(value, Mapping):
+        return {k: literal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [literal(v) for v in value]
+    return value
+
+
+def _bounded_finds(text: str, needle: str) -> list[tuple[int, int]]:
+    found: list[tuple[int, int]] = []
+    start = text.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        cuts_left = start > 0 and text[start - 1].isalnum() and text[start].isalnum()
+        cuts_right = end < len(text) and text[end - 1].isalnum() and text[end].isalnum()
+        if not cuts_left and not cuts_right and (start, end) != (0, len(text)):
+            found.append((start, end))
+        start = text.find(needle, start + 1)
+    return found
+
+
+def _non_overlapping(pieces: list[_Piece]) -> list[_Piece]:
+    """High confidence first, then longest, then strongest; skip anything overlapping what is taken."""
+    taken: list[_Piece] = []
+    for piece in sorted(pieces, key=lambda p: (p.score >= HIGH, p.end - p.start, p.score), reverse=True):
+        if all(piece.end <= t.start or piece.start >= t.end for t in taken):
+            taken.append(piece)
+    return sorted(taken)
+
+
+def _interpolate(text: str, pieces: Sequence[_Piece]) -> str:
+    """`text` with each piece replaced by `{{ref}}` and every literal fragment escaped."""
+    out: list[str] = []
+    pos = 0
+    for start, end, ref, _ in sorted(pieces):
+        out.append(_OPEN_RE.sub(lambda m: m.group(0) + "@", text[pos:start]))
+        out.append("{{" + ref + "}}")
+        pos = end
+    out.append(_OPEN_RE.sub(lambda m: m.group(0) + "@", text[pos:]))
+    written = "".join(out)
+    # A leading `@@` is the escape of a literal `@`: a literal that starts with `@@` needs one more.
+    return "@" + written if text.startswith("@@") and (not pieces or min(p.start for p in pieces) > 0) else written

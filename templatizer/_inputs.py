@@ -1,0 +1,193 @@
+"""Template inputs: named by the caller, made from redacted values, or from values that vary between runs.
+
+Also finds the literals that no output explains and that look like what a user picks per run
+(names, e-mails, paths, free text): they are reported as likely inputs, never applied.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from core.model import JSON
+from core.template import InputSpec
+from templatizer._result import LikelyInput
+from templatizer._values import Keys, json_path, key_tokens, last_key, same, snake, type_name
+
+_SETTING_RE: Final = re.compile(r"^[a-z0-9]+(?:[_.:-][a-z0-9]+)*$")
+# Keys whose string values are the subject of a task rather than a setting of a tool.
+_SUBJECT_TOKENS: Final = frozenset(
+    {
+        *("name", "names", "title", "email", "mail", "path", "paths", "file", "files", "dir", "directory", "folder"),
+        *("query", "q", "search", "content", "contents", "text", "body", "message", "subject", "comment"),
+        *("description", "note", "notes", "branch", "repo", "repository", "url", "uri", "address", "phone"),
+        *("username", "login", "owner", "observation", "observations", "entity", "entities", "person", "city"),
+        *("country", "timezone"),
+    }
+)
+_SETTING_TOKENS: Final = frozenset(
+    {"type", "kind", "mode", "format", "sort", "order", "status", "state", "role", "level", "unit", "encoding"}
+)
+
+
+@dataclass
+class InputTable:
+    """Inputs of the template being built; `values[r]` holds each input's value in recording `r`."""
+
+    runs: int
+    named: dict[str, JSON] = field(default_factory=dict)
+    specs: dict[str, InputSpec] = field(default_factory=dict)
+    values: list[dict[str, JSON]] = field(default_factory=list)
+    used_by: dict[str, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.values = [{} for _ in range(self.runs)]
+
+    def add_named(self, inputs: Mapping[str, JSON]) -> None:
+        for name, value in inputs.items():
+            self.named[name] = value
+            self.specs[name] = InputSpec(type=type_name(value))
+            self.values[0][name] = value
+
+    def secret(self, keys: Keys, placeholder: str) -> str:
+        """The secret input for a redacted value at `keys` (one per key name: the same secret, reused)."""
+        base = snake(last_key(keys) or "secret")
+        for name, spec in self.specs.items():
+            if spec.secret and (name == base or name.startswith(base + "_")):
+                return name
+        name = self._fresh(base)
+        self.specs[name] = InputSpec(type="string", secret=True, description="A secret (it was redacted when recorded)")
+        for run in self.values:
+            run[name] = placeholder
+        return name
+
+    def derived(self, keys: Keys, per_run: Sequence[tuple[bool, JSON]]) -> str:
+        """The input for a value that differs between runs; reused when another place has the same values."""
+        for name in self.specs:
+            if name in self.named or self.specs[name].secret:
+                continue
+            if all(
+                not found or (name in run and same(run[name], value))
+                for run, (found, value) in zip(self.values, per_run, strict=True)
+            ):
+                return name
+        name = self._fresh(snake(last_key(keys) or "value"))
+        self.specs[name] = InputSpec(type=type_name(per_run[0][1]))
+        for run, (found, value) in zip(self.values, per_run, strict=True):
+            if found:
+                run[name] = value
+        return name
+
+    def _fresh(self, base: str) -> str:
+        name, n = base, 1
+        while name in self.specs:
+            n += 1
+            name = f"{base}_{n}"
+        return name
+
+    def final_specs(self, kept: set[str]) -> dict[str, InputSpec]:
+        """Inputs some kept step uses, with a description saying where."""
+        out: dict[str, InputSpec] = {}
+        for name, spec in self.specs.items():
+            steps = [step for step in self.used_by.get(name, []) if step in kept]
+            if not steps:
+                continue
+            where = f"used by {', '.join(steps)}"
+            description = f"{spec.description}; {where}" if spec.description else where.capitalize()
+            out[name] = InputSpec(type=spec.type, description=description, secret=spec.secret)
+        return out
+
+
+# --------------------------------------------------------------------------- likely inputs
+
+
+@dataclass(frozen=True, slots=True)
+class Literal_:
+    """A string left literal in a kept step's input."""
+
+    step: str
+    keys: Keys
+    value: str
+
+
+def likely_inputs(literals: Sequence[Literal_], taken: set[str]) -> list[LikelyInput]:
+    """Group unexplained literals by value; report the user-chosen-looking ones, paths by common root."""
+    by_value: dict[str, list[Literal_]] = {}
+    for literal in literals:
+        if _looks_chosen(literal):
+            by_value.setdefault(literal.value, []).append(literal)
+    names = set(taken)
+    found: list[LikelyInput] = []
+    for root, members in _path_roots(list(by_value)).items():
+        uses = [lit for value in members for lit in by_value.pop(value)]
+        found.append(_likely(_name("root_dir", names), root, uses, f"the common directory of {len(members)} paths"))
+    for value, uses in by_value.items():
+        found.append(_likely(_name(snake(last_key(uses[0].keys) or "value"), names), value, uses, _why(uses)))
+    return found
+
+
+def _likely(name: str, value: str, uses: Sequence[Literal_], reason: str) -> LikelyInput:
+    used_at = tuple(dict.fromkeys((lit.step, json_path(lit.keys)) for lit in uses))
+    return LikelyInput(name=name, value=value, type="string", used_at=used_at, reason=reason)
+
+
+def _why(uses: Sequence[Literal_]) -> str:
+    steps = len({lit.step for lit in uses})
+    base = "no earlier output explains it, and it looks chosen by the user"
+    return f"{base}; the same value is used by {steps} steps" if steps > 1 else base
+
+
+def _name(base: str, names: set[str]) -> str:
+    name, n = base, 1
+    while name in names:
+        n += 1
+        name = f"{base}_{n}"
+    names.add(name)
+    return name
+
+
+def _looks_chosen(literal: Literal_) -> bool:
+    """Names, e-mails, paths, sentences: yes. Enum-like lowercase words (`asc`, `person`): settings."""
+    value = literal.value.strip()
+    if len(value) < 2:
+        return False
+    tokens = set(key_tokens(last_key(literal.keys) or ""))
+    if tokens & _SETTING_TOKENS and not tokens & {"name", "title", "path"}:
+        return False
+    if tokens & _SUBJECT_TOKENS:
+        return True
+    return _SETTING_RE.match(value) is None
+
+
+def _path_roots(values: Sequence[str]) -> dict[str, list[str]]:
+    """Directories shared by two or more absolute paths (at least two levels deep), by root."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for value in values:
+        parts = _segments(value)
+        if parts is not None and len(parts) >= 2:
+            groups.setdefault(parts[:2], []).append(value)
+    roots: dict[str, list[str]] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        common = _common_prefix([_segments(value) or () for value in members])
+        if len(common) >= 2:
+            roots["/" + "/".join(common)] = members
+    return roots
+
+
+def _segments(value: str) -> tuple[str, ...] | None:
+    if not value.startswith("/") or "\n" in value or " " in value.strip():
+        return None
+    return tuple(part for part in value.split("/") if part)
+
+
+def _common_prefix(paths: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
+    first = paths[0]
+    size = min(len(p) for p in paths)
+    n = 0
+    while n < size and all(p[n] == first[n] for p in paths):
+        n += 1
+    return first[:n]

@@ -1,0 +1,92 @@
+"""What the templatizer returns: the template and every decision it made, with evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from core.model import JSON
+from core.template import Template
+from core.template_io import template_to_dict
+
+Confidence = Literal["high", "medium", "low"]
+InferenceKind = Literal["exact", "coerced", "subtree", "substring", "input", "secret", "explicit", "confirmed"]
+
+HIGH = 0.8  # at or above: applied
+MEDIUM = 0.5  # at or above: reported as a candidate; below: dropped silently
+
+
+def confidence_of(score: float) -> Confidence:
+    return "high" if score >= HIGH else "medium" if score >= MEDIUM else "low"
+
+
+@dataclass(frozen=True, slots=True)
+class Inference:
+    """One value of one step input turned into (or proposed as) a ref.
+
+    `ref` is what the template holds at `input_path`: a ref (`@create_user_1.id`,
+    `@input.email`) or a string with `{{@ref}}` placeholders.
+    """
+
+    step: str
+    input_path: str
+    ref: str
+    confidence: Confidence
+    score: float
+    evidence: str
+    kind: InferenceKind = "exact"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "input_path": self.input_path,
+            "ref": self.ref,
+            "kind": self.kind,
+            "confidence": self.confidence,
+            "score": round(self.score, 3),
+            "evidence": self.evidence,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LikelyInput:
+    """A literal that no output explains and that looks like something a user chooses per run.
+
+    It stays a constant unless named: `save_template(..., inputs={name: value})`.
+    """
+
+    name: str
+    value: JSON
+    type: str | None
+    used_at: tuple[tuple[str, str], ...]  # (step, input_path), the value itself or inside a string
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "value": self.value,
+            "type": self.type,
+            "used_at": [{"step": step, "input_path": path} for step, path in self.used_at],
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TemplatizeResult:
+    template: Template
+    applied: tuple[Inference, ...]
+    candidates: tuple[Inference, ...]
+    likely_inputs: tuple[LikelyInput, ...]
+    dropped: tuple[Inference, ...]  # refs that did not reproduce the recorded argument: left literal
+    left_out: tuple[tuple[str, str], ...] = ()  # (step, why) for recorded steps not in the template
+
+    def to_json(self) -> dict[str, Any]:
+        """The answer of `toolreel__save_template`."""
+        return {
+            "template": template_to_dict(self.template),
+            "inferred": [inference.to_json() for inference in self.applied],
+            "candidates": [inference.to_json() for inference in self.candidates],
+            "likely_inputs": [likely.to_json() for likely in self.likely_inputs],
+            "dropped": [inference.to_json() for inference in self.dropped],
+            "left_out": [{"step": step, "why": why} for step, why in self.left_out],
+        }

@@ -1,0 +1,258 @@
+"""`templatize`: recordings in, a validated template and every decision with its evidence out.
+
+One pass over the primary recording in order (each step is inferred against the index of
+what earlier steps produced, then its output is added), then verification (every ref must
+reproduce the recorded argument), the `steps=[...]` subset, and validation of the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from core.errors import RefError, TemplateError
+from core.model import JSON, StepKind, StepRecord, StepStatus
+from core.refs import RESERVED_ROOTS, MappingScope, ref_roots, refs_in, resolve
+from core.template import StepSpec, Template
+from core.template_io import parse_template, template_to_dict
+from templatizer._index import OutputIndex
+from templatizer._infer import Run, StepInferrer, StepResult, literal
+from templatizer._inputs import InputTable, likely_inputs
+from templatizer._result import Inference, TemplatizeResult
+from templatizer._values import Keys, get_at, same
+
+MANAGEMENT_SERVER = "toolreel"
+
+
+def templatize(
+    recordings: Sequence[Sequence[StepRecord]],
+    *,
+    name: str,
+    description: str | None = None,
+    inputs: Mapping[str, JSON] | None = None,
+    steps: Sequence[str] | None = None,
+    include_failed: bool = False,
+    keep_order: bool = True,
+) -> TemplatizeResult:
+    """Turn one or more recordings of a task into a template (SPEC §6 save_template, issue 4).
+
+    `recordings[0]` is the one templatized; the others (same task, other values) confirm or
+    refute its mappings. `inputs` names literal values that become `@input.<name>`. `steps`
+    keeps a subset (plus what it depends on). `keep_order` chains each step to the previous
+    one with `depends_on`, so a replay keeps the recorded order of side effects.
+    """
+    if not recordings or not recordings[0]:
+        raise TemplateError("nothing to templatize: the recording has no steps", template=name)
+    kept, left_out = _select(recordings[0], include_failed)
+    if not kept:
+        why = "; ".join(f"{step}: {reason}" for step, reason in left_out)
+        raise TemplateError(f"no step of the recording can be templatized ({why})", template=name)
+    runs = [_run(recording, include_failed) for recording in recordings]
+    table = InputTable(runs=len(runs))
+    table.add_named(inputs or {})
+    for run, values in zip(runs, table.values, strict=True):
+        run.inputs = values  # the same dict: inputs derived while inferring are seen at once
+    results = _infer_all(kept, runs, table)
+    dropped = _verify(kept, results, runs[0])
+    names = _subset(kept, results, steps, name)
+    left_out += [(r.name, "not among the steps asked for, nor needed by them") for r in kept if r.name not in names]
+    template = _build(name, description or _describe(kept), kept, results, names, table, keep_order)
+    chosen = [results[r.name] for r in kept if r.name in names]
+    literals = [lit for res in chosen for lit in res.literals]
+    likely = likely_inputs(literals, set(template.inputs)) if len(runs) == 1 else []
+    return TemplatizeResult(
+        template=template,
+        applied=tuple(inf for res in chosen for _, inf in res.applied),
+        candidates=tuple(inf for res in chosen for inf in res.candidates),
+        likely_inputs=tuple(likely),
+        dropped=tuple(inf for inf in dropped if inf.step in names),
+        left_out=tuple(left_out),
+    )
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def _latest(recording: Sequence[StepRecord]) -> list[StepRecord]:
+    latest: dict[str, StepRecord] = {}
+    for record in recording:
+        current = latest.get(record.name)
+        if current is None or record.attempt > current.attempt:
+            latest[record.name] = record
+    return sorted(latest.values(), key=lambda r: (r.seq, r.name))
+
+
+def _ok(record: StepRecord) -> bool:
+    return record.status == StepStatus.SUCCEEDED and not record.is_error
+
+
+def _select(recording: Sequence[StepRecord], include_failed: bool) -> tuple[list[StepRecord], list[tuple[str, str]]]:
+    kept: list[StepRecord] = []
+    left_out: list[tuple[str, str]] = []
+    for record in _latest(recording):
+        if record.kind != StepKind.TOOL:
+            left_out.append((record.name, f"a {record.kind.value} step: only tool calls are templatized"))
+        elif record.server == MANAGEMENT_SERVER:
+            left_out.append((record.name, "a toolreel management call"))
+        elif not _ok(record) and not include_failed:
+            left_out.append((record.name, f"{record.status.value} (isError); pass include_failed to keep it"))
+        elif record.status in (StepStatus.SUCCEEDED, StepStatus.FAILED):
+            kept.append(record)
+        else:
+            left_out.append((record.name, f"{record.status.value}: it never finished"))
+    return kept, left_out
+
+
+def _run(recording: Sequence[StepRecord], include_failed: bool) -> Run:
+    kept, _ = _select(recording, include_failed)
+    return Run(steps={r.name: r for r in kept}, outputs={r.name: r.output for r in kept if _ok(r)})
+
+
+def _listed(record: StepRecord) -> str:
+    tool = record.tool or record.name
+    return f"{record.server}__{tool}" if record.server else tool
+
+
+def _describe(kept: Sequence[StepRecord]) -> str:
+    return f"Recorded in execution {kept[0].execution_id}: {', '.join(_listed(r) for r in kept[:5])}" + (
+        ", ..." if len(kept) > 5 else ""
+    )
+
+
+# --------------------------------------------------------------------------- inference and verification
+
+
+def _infer_all(kept: Sequence[StepRecord], runs: Sequence[Run], table: InputTable) -> dict[str, StepResult]:
+    index = OutputIndex()
+    results: dict[str, StepResult] = {}
+    for order, record in enumerate(kept, start=1):
+        inferrer = StepInferrer(record, index, table, runs)
+        results[record.name] = inferrer.infer()
+        index.note_input(order, inferrer.ids)
+        if _ok(record):
+            index.add_output(record.name, record.tool or record.name, order, record.output)
+    return results
+
+
+def _verify(kept: Sequence[StepRecord], results: dict[str, StepResult], primary: Run) -> list[Inference]:
+    """Resolve every applied ref against the recording; one that does not reproduce goes back to literal."""
+    scope = primary.scope()
+    dropped: list[Inference] = []
+    for record in kept:
+        result = results[record.name]
+        recorded = record.resolved_input if record.resolved_input is not None else {}
+        if _reproduces(result.template_input, scope, recorded):
+            continue
+        keep: list[tuple[Keys, Inference]] = []
+        for keys, inference in result.applied:
+            found, value = get_at(recorded, keys)
+            if found and _reproduces(inference.ref, scope, value):
+                keep.append((keys, inference))
+                continue
+            result.template_input = _put(result.template_input, keys, literal(value))
+            dropped.append(_as_dropped(inference, scope))
+        result.applied = keep
+        if not _reproduces(result.template_input, scope, recorded):  # a bug of ours: never ship it
+            dropped += [_as_dropped(inf, scope) for _, inf in keep]
+            result.applied = []
+            result.template_input = literal(recorded)
+    return dropped
+
+
+def _reproduces(template_value: JSON, scope: MappingScope, recorded: JSON) -> bool:
+    try:
+        return same(resolve(template_value, scope), recorded)
+    except RefError:
+        return False
+
+
+def _as_dropped(inference: Inference, scope: MappingScope) -> Inference:
+    try:
+        got = f"it gives {resolve(inference.ref, scope)!r}"
+    except RefError as exc:
+        got = f"it does not resolve ({exc})"
+    evidence = f"{inference.evidence}; dropped: {got}, not the recorded argument"
+    return Inference(inference.step, inference.input_path, inference.ref, "low", 0.0, evidence, inference.kind)
+
+
+def _put(value: JSON, keys: Keys, new: JSON) -> JSON:
+    if not keys:
+        return new
+    head, rest = keys[0], keys[1:]
+    if isinstance(value, dict) and isinstance(head, str):
+        return {**value, head: _put(value[head], rest, new)}
+    if isinstance(value, list) and isinstance(head, int):
+        return [_put(v, rest, new) if i == head else v for i, v in enumerate(value)]
+    return value
+
+
+# --------------------------------------------------------------------------- subset and build
+
+
+def _deps(result: StepResult) -> set[str]:
+    return ref_roots(result.template_input) - RESERVED_ROOTS
+
+
+def _subset(
+    kept: Sequence[StepRecord], results: dict[str, StepResult], steps: Sequence[str] | None, template: str
+) -> set[str]:
+    everything = [r.name for r in kept]
+    if steps is None:
+        return set(everything)
+    unknown = [s for s in steps if s not in results]
+    if unknown:
+        raise TemplateError(
+            f"steps {', '.join(map(repr, unknown))} are not templatizable steps of the recording; "
+            f"those are: {', '.join(everything)}",
+            template=template,
+            field="steps",
+        )
+    names: set[str] = set()
+    todo = list(steps)
+    while todo:
+        step = todo.pop()
+        if step not in names:
+            names.add(step)
+            todo += [dep for dep in _deps(results[step]) if dep in results]
+    return names
+
+
+def _build(
+    name: str,
+    description: str,
+    kept: Sequence[StepRecord],
+    results: dict[str, StepResult],
+    names: set[str],
+    table: InputTable,
+    keep_order: bool,
+) -> Template:
+    specs: list[StepSpec] = []
+    previous: str | None = None
+    used: dict[str, list[str]] = {}
+    for record in kept:
+        if record.name not in names:
+            continue
+        result = results[record.name]
+        for ref in refs_in(result.template_input):
+            if ref.root == "input" and ref.path:
+                used.setdefault(_input_of(ref.path), []).append(record.name)
+        order = (previous,) if keep_order and previous is not None and previous not in _deps(result) else ()
+        specs.append(
+            StepSpec(
+                name=record.name,
+                tool=_listed(record),
+                input=result.template_input,
+                depends_on=order,
+                include_failed=not _ok(record),
+            )
+        )
+        previous = record.name
+    table.used_by = {k: list(dict.fromkeys(v)) for k, v in used.items()}
+    draft = Template(name=name, description=description, steps=tuple(specs), inputs=table.final_specs(names))
+    return parse_template(template_to_dict(draft))
+
+
+def _input_of(path: str) -> str:
+    for i, char in enumerate(path):
+        if char in ".[":
+            return path[:i]
+    return path

@@ -1,0 +1,267 @@
+"""Small pure helpers over JSON values: paths, interning, strength, key names and exact equality.
+
+Everything here is per value or per key and runs in time linear in what it is given, so the
+templatizer as a whole stays linear in the size of a recording.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
+from typing import Final, TypeAlias
+
+from core.model import JSON
+
+Key: TypeAlias = str | int
+Keys: TypeAlias = tuple[Key, ...]
+
+_IDENTIFIER_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL_RE: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SPLIT_RE: Final = re.compile(r"[^a-z0-9]+")
+# Single-digit integers are counts, indexes, page numbers and flags everywhere: two of them being
+# equal says nothing. Ids minted by servers have more digits (or are strings).
+SMALL_INT: Final = 10
+# A substring shorter than this matches by accident too easily ("id", "src", "tmp").
+MIN_SUBSTRING: Final = 4
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def json_path(keys: Keys) -> str:
+    """`$.a.b[0]["odd key"]` — the same form `core.secrets` uses for redacted paths."""
+    out = ["$"]
+    for key in keys:
+        if isinstance(key, int):
+            out.append(f"[{key}]")
+        elif _IDENTIFIER_RE.fullmatch(key):
+            out.append(f".{key}")
+        else:
+            out.append(f"[{json.dumps(key, ensure_ascii=False)}]")
+    return "".join(out)
+
+
+def get_at(value: JSON, keys: Keys) -> tuple[bool, JSON]:
+    """(True, the value at `keys`) or (False, None) when the path does not exist."""
+    for key in keys:
+        if isinstance(key, int):
+            if not isinstance(value, list) or not 0 <= key < len(value):
+                return False, None
+        elif not isinstance(value, Mapping) or key not in value:
+            return False, None
+        value = value[key]
+    return True, value
+
+
+def last_key(keys: Keys) -> str | None:
+    """The nearest object key on the path (`items[0]` -> `items`)."""
+    return next((key for key in reversed(keys) if isinstance(key, str)), None)
+
+
+def walk(value: JSON, keys: Keys = ()) -> Iterator[tuple[Keys, JSON]]:
+    """Every node of `value` (containers before their children) with its path."""
+    stack: list[tuple[Keys, JSON]] = [(keys, value)]
+    while stack:
+        where, node = stack.pop()
+        yield where, node
+        if isinstance(node, Mapping):
+            stack.extend(((*where, k), v) for k, v in reversed(list(node.items())) if isinstance(k, str))
+        elif isinstance(node, list):
+            stack.extend(((*where, i), v) for i, v in reversed(list(enumerate(node))))
+
+
+# --------------------------------------------------------------------------- equality and interning
+
+
+def same(a: JSON, b: JSON) -> bool:
+    """JSON equality that keeps types apart: 1, 1.0 and True are three different values."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+class Interner:
+    """Gives every distinct JSON value (by structure and type) a small int id.
+
+    A container's identity is built from its children's ids, so interning a whole tree is
+    linear in its size; equal subtrees anywhere get the same id.
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[object, ...], int] = {}
+
+    def leaf_key(self, value: JSON) -> tuple[object, ...]:
+        return (type(value).__name__, value)
+
+    def intern_tree(self, value: JSON, *, add: bool = True) -> dict[Keys, int]:
+        """Ids of every node of `value` by path; with add=False, nodes never seen get no id."""
+        ids: dict[Keys, int] = {}
+        self._intern(value, (), ids, add)
+        return ids
+
+    def _intern(self, value: JSON, keys: Keys, ids: dict[Keys, int], add: bool) -> int | None:
+        if isinstance(value, Mapping):
+            parts = []
+            for k, v in value.items():
+                child = self._intern(v, (*keys, k), ids, add)
+                parts.append((k, child))
+            if any(child is None for _, child in parts):
+                return None
+            key: tuple[object, ...] = ("object", tuple(sorted(parts, key=lambda p: p[0])))
+        elif isinstance(value, list):
+            children = [self._intern(v, (*keys, i), ids, add) for i, v in enumerate(value)]
+            if any(child is None for child in children):
+                return None
+            key = ("array", tuple(children))
+        else:
+            key = self.leaf_key(value)
+        found = self._ids.get(key)
+        if found is None and add:
+            found = self._ids[key] = len(self._ids)
+        if found is not None:
+            ids[keys] = found
+        return found
+
+
+# --------------------------------------------------------------------------- strength
+
+
+def is_trivial(value: JSON) -> bool:
+    """Values whose equality is never evidence: null, booleans, "", small integers, empty containers."""
+    if value is None or isinstance(value, bool) or value in ("", [], {}):
+        return True
+    if isinstance(value, int | float):
+        return not math.isfinite(value) or (float(value).is_integer() and abs(value) < SMALL_INT)
+    return False
+
+
+def strength(value: JSON) -> float:
+    """How unlikely it is that a value appears twice by chance, in 0..1."""
+    if is_trivial(value):
+        return 0.0
+    if isinstance(value, str):
+        return text_strength(value)
+    if isinstance(value, int):
+        return number_strength(abs(value))
+    if isinstance(value, float):
+        return number_strength(abs(value)) if value.is_integer() else (0.8 if len(repr(value)) >= 5 else 0.4)
+    leaves = [strength(v) for _, v in walk(value) if not isinstance(v, Mapping | list)]
+    if not leaves:
+        return 0.0
+    return min(1.0, max(leaves) + 0.15 * (sum(1 for s in leaves if s > 0) - 1))
+
+
+def number_strength(n: float) -> float:
+    if n < 100:
+        return 0.4
+    if n < 1000:
+        return 0.55
+    if n < 100000:
+        return 0.8
+    return 0.95
+
+
+@lru_cache(maxsize=8192)
+def text_strength(text: str) -> float:
+    """Long, or mixing digits with letters or separators: an id, a path, a sentence. Short words: weak."""
+    size = len(text)
+    digits = any(c.isdigit() for c in text)
+    letters = any(c.isalpha() for c in text)
+    other = any(not c.isalnum() for c in text)
+    if size >= 16:
+        return 1.0
+    if size >= 8:
+        return 0.9 if (digits and (letters or other)) or (other and letters) else 0.7
+    if size >= 4:
+        if digits and letters:
+            return 0.75
+        return 0.55 if digits or other else 0.45
+    return 0.45 if digits and letters else 0.2
+
+
+# --------------------------------------------------------------------------- key names
+
+
+@lru_cache(maxsize=4096)
+def key_tokens(key: str) -> tuple[str, ...]:
+    """`userId`, `user-id`, `USER_ID` -> ("user", "id")."""
+    return tuple(t for t in _SPLIT_RE.split(_CAMEL_RE.sub("_", key).lower()) if t)
+
+
+def snake(key: str) -> str:
+    name = "_".join(key_tokens(key))
+    if not name:
+        return "value"
+    return name if _IDENTIFIER_RE.fullmatch(name) else f"v_{name}"
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+def key_similarity(input_key: str | None, output_key: str | None, producer_tool: str) -> float:
+    """1.0 same name; 0.9 `user_id` vs `id` of a step about users; 0.7 one name inside the other; else overlap."""
+    if input_key is None or output_key is None:
+        return 0.0
+    a, b = key_tokens(input_key), key_tokens(output_key)
+    if not a or not b:
+        return 0.0
+    if a == b:
+        return 1.0
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    if long_[-len(short) :] == short:
+        entity = {_singular(t) for t in long_[: -len(short)]}
+        tool = {_singular(t) for t in key_tokens(producer_tool)}
+        return 0.9 if entity & tool else 0.7
+    overlap = len(set(a) & set(b)) / max(len(set(a)), len(set(b)))
+    return 0.5 * overlap
+
+
+_VOLATILE_RE: Final = re.compile(
+    r"^_meta$|^(?:request|trace|span|correlation|transaction)_?id$|^etag$"
+    r"|(?:^|_)(?:timestamp|time|datetime|date|created|updated|modified|expires|expiry|deadline|now)(?:_at|_on)?$"
+    r"|_at$"
+)
+_CURSOR_RE: Final = re.compile(
+    r"^(?:next_|prev_|previous_)?(?:cursor|page_token|continuation_token|continuation|marker|start_after)$"
+    r"|^(?:next|after|before|next_page|page_cursor|end_cursor|start_cursor)$"
+)
+
+
+@lru_cache(maxsize=4096)
+def is_volatile_key(key: str) -> bool:
+    """Keys whose values change on every call (timestamps, request ids, `_meta`): never producers."""
+    return key == "_meta" or _VOLATILE_RE.search("_".join(key_tokens(key))) is not None
+
+
+@lru_cache(maxsize=4096)
+def is_cursor_key(key: str | None) -> bool:
+    """Pagination cursors: they link only to cursors (a cursor equal to anything else is chance)."""
+    return key is not None and _CURSOR_RE.match("_".join(key_tokens(key))) is not None
+
+
+def type_name(value: JSON) -> str | None:
+    """The JSON Schema type of a recorded value."""
+    kinds: Sequence[tuple[type | tuple[type, ...], str]] = (
+        (bool, "boolean"),
+        (int, "integer"),
+        (float, "number"),
+        (str, "string"),
+        (list, "array"),
+        (Mapping, "object"),
+    )
+    return next((name for kind, name in kinds if isinstance(value, kind)), None)
+
+
+def number_text(value: JSON) -> str | None:
+    """The text a number interpolates as (`{{@x}}`), or None for non-numbers."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return json.dumps(value)

@@ -1,0 +1,341 @@
+"""`toolreel templates ...`, `toolreel templatize` and `toolreel schema` (SPEC §10).
+
+`register(app)` adds them to the root Typer app. Every command takes `--db URL` (default:
+TOOLREEL_DB, else the default SQLite store); listings take `--json`. Errors are one line on
+stderr; exit 2 for usage and validation errors, 1 for anything else that failed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from core.errors import NotFoundError, TemplateError, ToolreelError
+from core.model import JSON, TemplateRecord
+from core.store import Store, open_store
+from core.template import Template
+from core.template_io import (
+    check_template_cycles,
+    dump_template_yaml,
+    load_template_file,
+    parse_template,
+    template_json_schema,
+    template_to_dict,
+    to_mermaid,
+)
+from templatizer._templatize import templatize
+
+__all__ = ["register", "schema_command", "templates_app", "templatize_command"]
+
+templates_app = typer.Typer(
+    help="The template catalogue: list, show, export, import, delete, validate.", no_args_is_help=True
+)
+
+DbOption = Annotated[
+    str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else SQLite in the user data dir).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add `templates`, `templatize` and `schema` to the root `toolreel` app."""
+    app.add_typer(templates_app, name="templates")
+    app.command("templatize")(templatize_command)
+    app.command("schema")(schema_command)
+
+
+# --------------------------------------------------------------------------- plumbing
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"toolreel: {message}", err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def _store(db: str | None) -> Iterator[Store]:
+    """The store, with toolreel errors turned into one line on stderr (2: invalid, 1: failed)."""
+    try:
+        store = open_store(db)
+    except ToolreelError as exc:
+        raise _fail(str(exc), 1) from None
+    try:
+        yield store
+    except TemplateError as exc:
+        raise _fail(str(exc), 2) from None
+    except ToolreelError as exc:
+        raise _fail(str(exc), 1) from None
+    finally:
+        store.close()
+
+
+def _parsed(record: TemplateRecord) -> Template:
+    template = parse_template(record.definition, source=f"stored template {record.name!r} v{record.version}")
+    return Template(
+        name=template.name,
+        steps=template.steps,
+        description=template.description,
+        inputs=template.inputs,
+        output=template.output,
+        has_output=template.has_output,
+        version=record.version,
+        hash=record.hash,
+    )
+
+
+def _lookup(store: Store) -> Any:
+    def lookup(name: str) -> Template | None:
+        try:
+            return _parsed(store.get_template(name))
+        except NotFoundError:
+            return None
+
+    return lookup
+
+
+def _save(store: Store, template: Template, sources: list[str]) -> TemplateRecord:
+    check_template_cycles(template, _lookup(store))
+    return store.save_template(
+        template.name, template_to_dict(template), description=template.description, source_executions=sources
+    )
+
+
+def _record_json(record: TemplateRecord, *, definition: bool) -> dict[str, JSON]:
+    out: dict[str, JSON] = {
+        "name": record.name,
+        "version": record.version,
+        "hash": record.hash,
+        "description": record.description,
+        "created_at": record.created_at,
+        "source_executions": list(record.source_executions),
+    }
+    if definition:
+        out["definition"] = dict(record.definition)
+    return out
+
+
+def _when(created_at: float) -> str:
+    return datetime.fromtimestamp(created_at, tz=UTC).strftime("%Y-%m-%d %H:%M")
+
+
+# --------------------------------------------------------------------------- templates ...
+
+
+@templates_app.command("list")
+def list_command(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """The latest version of every template."""
+    with _store(db) as store:
+        records = store.list_templates()
+    if as_json:
+        typer.echo(json.dumps([_record_json(r, definition=False) for r in records], indent=2))
+        return
+    if not records:
+        typer.echo("no templates yet: save one with toolreel__save_template, or `toolreel templates import FILE`")
+        return
+    rows = [
+        (r.name, f"v{r.version}", str(len(r.definition.get("steps", []))), r.hash[:12], _when(r.created_at))
+        for r in records
+    ]
+    header = ("NAME", "VERSION", "STEPS", "HASH", "SAVED (UTC)")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row, record in zip([header, *rows], [None, *records], strict=True):
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        description = record.description if record is not None else "DESCRIPTION"
+        typer.echo(f"{line}  {description or ''}".rstrip())
+
+
+@templates_app.command("show")
+def show_command(
+    name: Annotated[str, typer.Argument(help="Template name.")],
+    version: Annotated[int | None, typer.Option("--version", help="A given version (default: the latest).")] = None,
+    mermaid: Annotated[bool, typer.Option("--mermaid", help="Draw the DAG as a Mermaid flowchart.")] = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """A template's definition (YAML), its DAG (--mermaid), or its record (--json)."""
+    with _store(db) as store:
+        record = store.get_template(name, version)
+        template = _parsed(record)
+    if as_json:
+        typer.echo(json.dumps(_record_json(record, definition=True), indent=2, ensure_ascii=False))
+    elif mermaid:
+        typer.echo(to_mermaid(template), nl=False)
+    else:
+        typer.echo(f"# {record.name} v{record.version}, hash {record.hash}, saved {_when(record.created_at)} UTC")
+        typer.echo(dump_template_yaml(template), nl=False)
+
+
+@templates_app.command("export")
+def export_command(
+    name: Annotated[str, typer.Argument(help="Template name.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    version: Annotated[int | None, typer.Option("--version", help="A given version (default: the latest).")] = None,
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON instead of YAML (also for a .json file).")] = False,
+) -> None:
+    """Write a template as a file that `templates import` reads back."""
+    with _store(db) as store:
+        template = _parsed(store.get_template(name, version))
+    use_json = as_json or (output is not None and output.suffix == ".json")
+    text = (
+        json.dumps(template_to_dict(template), indent=2, ensure_ascii=False) + "\n"
+        if use_json
+        else dump_template_yaml(template)
+    )
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise _fail(f"cannot write {str(output)!r}: {exc.strerror or exc}", 1) from None
+    typer.echo(f"wrote {name} to {output}", err=True)
+
+
+@templates_app.command("import")
+def import_command(
+    file: Annotated[Path, typer.Argument(help="A template file (YAML or JSON).")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Validate a template file and save it (an existing name gets a new version)."""
+    template = _validated(file)
+    with _store(db) as store:
+        record = _save(store, template, [])
+    if as_json:
+        typer.echo(json.dumps(_record_json(record, definition=False), indent=2))
+    else:
+        typer.echo(f"saved {record.name} v{record.version} (hash {record.hash[:12]})")
+
+
+@templates_app.command("delete")
+def delete_command(
+    name: Annotated[str, typer.Argument(help="Template name.")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete every version of a template."""
+    with _store(db) as store:
+        count = store.delete_template(name)
+    if as_json:
+        typer.echo(json.dumps({"name": name, "deleted_versions": count}))
+    else:
+        typer.echo(f"deleted {name} ({count} version{'s' if count != 1 else ''})")
+
+
+@templates_app.command("validate")
+def validate_command(
+    file: Annotated[Path, typer.Argument(help="A template file (YAML or JSON).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Check a template file without saving it; exit 2 with the first problem if it is invalid."""
+    template = _validated(file)
+    summary = {
+        "file": str(file),
+        "name": template.name,
+        "steps": len(template.steps),
+        "inputs": list(template.inputs),
+        "valid": True,
+    }
+    if as_json:
+        typer.echo(json.dumps(summary))
+    else:
+        inputs = ", ".join(template.inputs) or "none"
+        typer.echo(f"{file}: valid template {template.name!r}: {len(template.steps)} steps, inputs: {inputs}")
+
+
+def _validated(file: Path) -> Template:
+    try:
+        return load_template_file(file)
+    except TemplateError as exc:
+        raise _fail(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- templatize, schema
+
+
+def templatize_command(
+    execution_ids: Annotated[
+        list[str], typer.Argument(help="Recorded execution id; more ids: other recordings of the same task.")
+    ],
+    save: Annotated[str | None, typer.Option("--save", help="Save the template under this name.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Template name when not saving.")] = None,
+    description: Annotated[str | None, typer.Option("--description", help="Template description.")] = None,
+    step: Annotated[list[str] | None, typer.Option("--step", help="Keep only this step (repeat); deps follow.")] = None,
+    text_input: Annotated[
+        list[str] | None, typer.Option("--input", "-i", help="NAME=VALUE: make this literal text an input (repeat).")
+    ] = None,
+    json_input: Annotated[
+        list[str] | None, typer.Option("--input-json", help="NAME=JSON: make this JSON value an input (repeat).")
+    ] = None,
+    include_failed: Annotated[bool, typer.Option("--include-failed", help="Keep failed steps.")] = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run the templatizer on stored recordings; print the template and what it inferred."""
+    inputs = _named_inputs(text_input or [], json_input or [])
+    template_name = save or name or f"execution-{execution_ids[0][:8]}"
+    with _store(db) as store:
+        recordings = [store.get_steps(execution_id) for execution_id in execution_ids]
+        result = templatize(
+            recordings,
+            name=template_name,
+            description=description,
+            inputs=inputs,
+            steps=step,
+            include_failed=include_failed,
+        )
+        record = _save(store, result.template, list(execution_ids)) if save else None
+    if as_json:
+        out = result.to_json()
+        if record is not None:
+            out["saved"] = _record_json(record, definition=False)
+        typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    typer.echo(dump_template_yaml(result.template), nl=False)
+    _print_decisions(result.to_json())
+    if record is not None:
+        typer.echo(f"saved {record.name} v{record.version} (hash {record.hash[:12]})", err=True)
+
+
+def _named_inputs(text: list[str], as_json: list[str]) -> dict[str, JSON]:
+    named: dict[str, JSON] = {}
+    for option, pairs, decode in (("--input", text, False), ("--input-json", as_json, True)):
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key:
+                raise _fail(f"{option} {pair!r}: expected NAME=VALUE")
+            if not decode:
+                named[key] = value
+                continue
+            try:
+                named[key] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise _fail(f"{option} {key}: {value!r} is not JSON ({exc.msg})") from None
+    return named
+
+
+def _print_decisions(report: dict[str, Any]) -> None:
+    """What was inferred, proposed, suspected and dropped: on stderr, so stdout stays the template."""
+    sections = (("inferred", "applied"), ("candidates", "candidate"), ("dropped", "dropped"))
+    for key, label in sections:
+        for item in report[key]:
+            typer.echo(
+                f"# {label}: {item['step']} {item['input_path']} = {item['ref']}  ({item['evidence']})", err=True
+            )
+    for likely in report["likely_inputs"]:
+        places = ", ".join(f"{u['step']} {u['input_path']}" for u in likely["used_at"])
+        typer.echo(f"# likely input {likely['name']} = {likely['value']!r} at {places} ({likely['reason']})", err=True)
+    for left in report["left_out"]:
+        typer.echo(f"# left out: {left['step']}: {left['why']}", err=True)
+
+
+def schema_command() -> None:
+    """Print the JSON Schema of template files (draft 2020-12)."""
+    typer.echo(json.dumps(template_json_schema(), indent=2))

@@ -1,0 +1,549 @@
+"""Test helpers: run `toolreel serve` as a real subprocess and talk MCP to it.
+
+`stdio_gateway` spawns the gateway over pipes (our own line transport, so the test, not the SDK, decides
+how the gateway ends: no process-tree kill that would hide orphans); `http_gateway` starts it with
+`--http` on a free 127.0.0.1 port and waits for the port. `connect` opens an `mcp.Client` in the legacy
+(initialize) or modern (2026-07-28, `mode="auto"`) era with a `Probe` that records notifications and
+answers sampling, elicitation and roots. Every wait is bounded with `fail_after`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import anyio.abc
+import httpx2
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+
+__all__ = [
+    "PYTHON",
+    "REPO",
+    "TOOLREEL",
+    "GatewayProcess",
+    "HttpGateway",
+    "Probe",
+    "alive",
+    "call",
+    "connect",
+    "descendants",
+    "direct_fixture",
+    "fixture_entry",
+    "free_port",
+    "gateway_env",
+    "http_gateway",
+    "http_transport",
+    "npm_command",
+    "pypi_command",
+    "result_dict",
+    "spawn_gateway",
+    "status",
+    "stdio_gateway",
+    "strip_toolreel_meta",
+    "text_of",
+    "wait_until",
+    "write_config",
+]
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+VENV_BIN = Path(sys.executable).parent
+TOOLREEL = VENV_BIN / "toolreel"
+NPM_BIN = REPO / ".tools" / "npm" / "node_modules" / ".bin"
+MODES = ("legacy", "auto")  # handshake era, and 2026-07-28 (the SDK fixtures speak it, so auto lands there)
+STOP_SECONDS = 10.0
+
+
+# --- configs and environments ------------------------------------------------------------------------------
+
+
+def fixture_entry(module: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A config entry running `fixtures/<module>.py` with this interpreter."""
+    entry: dict[str, Any] = {"command": PYTHON, "args": ["-m", f"fixtures.{module}"], "cwd": str(REPO)}
+    if timeout is not None:
+        entry["timeout"] = timeout
+    if env:
+        entry["env"] = dict(env)
+    return entry
+
+
+def write_config(path: Path, servers: Mapping[str, Any], *, shape: str = "mcpServers") -> Path:
+    path.write_text(json.dumps({shape: dict(servers)}, indent=2), encoding="utf-8")
+    return path
+
+
+def gateway_env(db_url: str, **extra: str) -> dict[str, str]:
+    """A small explicit environment: the venv first on PATH, the store, the repo importable."""
+    env = {
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "HOME": os.environ.get("HOME", "/root"),
+        "PYTHONPATH": str(REPO),
+        "TOOLREEL_DB": db_url,
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.update(extra)
+    return env
+
+
+def npm_command(name: str) -> list[str]:
+    """`server-everything` etc.: from fixtures.servers when it exists, else the .tools/npm bin."""
+    try:
+        from fixtures import servers  # type: ignore[attr-defined]
+
+        return list(servers.npm_server_command(name))
+    except (ImportError, AttributeError):
+        return [str(NPM_BIN / f"mcp-{name}")]
+
+
+def pypi_command(name: str) -> list[str]:
+    try:
+        from fixtures import servers  # type: ignore[attr-defined]
+
+        return list(servers.pypi_server_command(name))
+    except (ImportError, AttributeError):
+        return [str(VENV_BIN / name)]
+
+
+# --- processes -----------------------------------------------------------------------------------------------
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid`, from /proc/<pid>/task/*/children."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        for children in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                kids = [int(k) for k in children.read_text().split()]
+            except OSError:
+                continue
+            for kid in kids:
+                if kid not in found:
+                    found.append(kid)
+                    todo.append(kid)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting to be reaped has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _kill_quietly(pids: Sequence[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def wait_until(predicate: Callable[[], bool | Awaitable[bool]], timeout: float, what: str) -> None:
+    """Poll `predicate` until it holds; fail after `timeout` seconds naming `what`."""
+    try:
+        with anyio.fail_after(timeout):
+            while True:
+                outcome = predicate()
+                if not isinstance(outcome, bool):
+                    outcome = await outcome
+                if outcome:
+                    return
+                await anyio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out after {timeout:g} s waiting for {what}") from None
+
+
+@dataclass(eq=False)
+class GatewayProcess:
+    process: anyio.abc.Process
+    stderr_file: IO[bytes]
+    children_seen: set[int] = field(default_factory=set)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stderr(self) -> str:
+        self.stderr_file.flush()
+        self.stderr_file.seek(0)
+        return self.stderr_file.read().decode(errors="replace")
+
+    def descendants(self) -> list[int]:
+        kids = descendants(self.pid)
+        self.children_seen.update(kids)
+        return kids
+
+    async def wait_exit(self, timeout: float) -> int | None:
+        with anyio.move_on_after(timeout):
+            return await self.process.wait()
+        return None
+
+    async def stop(self) -> None:
+        """Close stdin (the normal end of a stdio session), then make sure nothing survives."""
+        self.descendants()
+        if self.process.stdin is not None:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await self.process.stdin.aclose()
+        if await self.wait_exit(STOP_SECONDS) is None:
+            _kill_quietly([self.pid])
+            await self.wait_exit(STOP_SECONDS)
+        self.reap_leftovers()
+
+    def reap_leftovers(self) -> None:
+        """Test hygiene only: kill children the gateway left (the lifecycle tests assert there are none)."""
+        _kill_quietly([pid for pid in self.children_seen if alive(pid)])
+
+
+async def spawn_gateway(
+    args: Sequence[str], env: Mapping[str, str], *, stdin: int | None = subprocess.PIPE, cwd: Path | None = None
+) -> GatewayProcess:
+    stderr_file = tempfile.TemporaryFile()  # noqa: SIM115 - owned by the GatewayProcess
+    process = await anyio.open_process(
+        [str(TOOLREEL), "serve", *args],
+        stdin=stdin,
+        stdout=subprocess.PIPE if stdin == subprocess.PIPE else subprocess.DEVNULL,
+        stderr=stderr_file,
+        env=dict(env),
+        cwd=str(cwd or REPO),
+    )
+    return GatewayProcess(process, stderr_file)
+
+
+@contextlib.asynccontextmanager
+async def line_transport(
+    process: anyio.abc.Process,
+) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+    """Newline-delimited JSON-RPC over a process's stdout/stdin; ending it does not touch the process."""
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](1000)
+    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](1000)
+
+    async def reader() -> None:
+        buffer = bytearray()
+        async with read_send:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+                async for chunk in stdout:
+                    start = len(buffer)
+                    buffer += chunk
+                    cut = buffer.rfind(b"\n", start)
+                    if cut < 0:
+                        continue
+                    lines, buffer = bytes(buffer[:cut]), buffer[cut + 1 :]
+                    for line in lines.split(b"\n"):
+                        if line.strip():
+                            try:
+                                message: SessionMessage | Exception = SessionMessage(
+                                    types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                                )
+                            except ValueError as exc:
+                                message = exc
+                            await read_send.send(message)
+
+    async def writer() -> None:
+        async with write_receive:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                async for message in write_receive:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await stdin.send(data.encode() + b"\n")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        try:
+            yield read_receive, write_send
+        finally:
+            tg.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def running_gateway(args: Sequence[str], env: Mapping[str, str]) -> AsyncIterator[GatewayProcess]:
+    gateway = await spawn_gateway(args, env)
+    try:
+        yield gateway
+    finally:
+        with anyio.CancelScope(shield=True):
+            await gateway.stop()
+
+
+# --- the client side ---------------------------------------------------------------------------------------------
+
+
+Elicit = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
+Sample = Callable[[types.CreateMessageRequestParams], Awaitable[types.CreateMessageResult]]
+
+
+async def _default_elicit(params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"answer": f"answer to {params.message}"})
+
+
+async def _default_sample(params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    first = params.messages[0].content
+    text = first.text if isinstance(first, types.TextContent) else "?"
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(text=f"sampled: {text}"), model="probe-model"
+    )
+
+
+class Probe:
+    """The client's side of server-to-client traffic: records notifications, answers requests."""
+
+    def __init__(self, name: str = "probe") -> None:
+        self.name = name
+        self.notifications: list[Any] = []
+        self.logs: list[types.LoggingMessageNotificationParams] = []
+        self.elicitations: list[types.ElicitRequestParams] = []
+        self.samplings: list[types.CreateMessageRequestParams] = []
+        self.roots_asked = 0
+        self.elicit: Elicit = _default_elicit
+        self.sample: Sample = _default_sample
+        self.roots = [types.Root(uri="file:///tmp/probe-root", name=f"{name}-root")]
+        self._changed = anyio.Event()
+
+    def _bump(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            return
+        self.notifications.append(message)
+        self._bump()
+
+    async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(params)
+        self._bump()
+
+    async def on_elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        self.elicitations.append(params)
+        return await self.elicit(params)
+
+    async def on_sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        self.samplings.append(params)
+        return await self.sample(params)
+
+    async def on_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+        self.roots_asked += 1
+        return types.ListRootsResult(roots=self.roots)
+
+    def of_type(self, kind: type) -> list[Any]:
+        return [n for n in self.notifications if isinstance(n, kind)]
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0, what: str = "a notification") -> None:
+        try:
+            with anyio.fail_after(timeout):
+                while not predicate():
+                    await self._changed.wait()
+        except TimeoutError:
+            raise AssertionError(
+                f"timed out after {timeout:g} s waiting for {what}; got {[type(n).__name__ for n in self.notifications]}"
+            ) from None
+
+
+def client_for(
+    transport: Any, mode: str, probe: Probe, *, client_name: str | None = None, **options: Any
+) -> Client:
+    return Client(
+        transport,
+        mode=mode,
+        cache=None,
+        sampling_callback=probe.on_sample,
+        elicitation_callback=probe.on_elicit,
+        list_roots_callback=probe.on_roots,
+        logging_callback=probe.on_log,
+        message_handler=probe.on_message,
+        log_level="debug",
+        client_info=types.Implementation(name=client_name or probe.name, version="1.0"),
+        read_timeout_seconds=30.0,
+        **options,
+    )
+
+
+@dataclass(eq=False)
+class Connected:
+    client: Client
+    probe: Probe
+    gateway: GatewayProcess | None = None
+
+    @property
+    def modern(self) -> bool:
+        return self.client.protocol_version == "2026-07-28"
+
+
+@contextlib.asynccontextmanager
+async def stdio_gateway(
+    args: Sequence[str], env: Mapping[str, str], *, mode: str = "legacy", probe: Probe | None = None, **options: Any
+) -> AsyncIterator[Connected]:
+    """`toolreel serve ARGS` over stdio with one connected client."""
+    probe = probe or Probe()
+    async with running_gateway(args, env) as gateway:
+        try:
+            async with line_transport(gateway.process) as streams:
+                transport = _Streams(streams)
+                async with client_for(transport, mode, probe, **options) as client:
+                    yield Connected(client, probe, gateway)
+        except BaseException:
+            sys.stderr.write(f"--- gateway stderr ---\n{gateway.stderr()[-4000:]}\n")
+            raise
+
+
+class _Streams(contextlib.AbstractAsyncContextManager[Any]):
+    """An already-open stream pair as the `Transport` an `mcp.Client` enters."""
+
+    def __init__(self, streams: Any) -> None:
+        self.streams = streams
+
+    async def __aenter__(self) -> Any:
+        return self.streams
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def direct_fixture(
+    module: str, *, mode: str = "legacy", probe: Probe | None = None, env: Mapping[str, str] | None = None
+) -> AsyncIterator[Connected]:
+    """The same fixture server without the gateway, for comparisons."""
+    probe = probe or Probe()
+    params = StdioServerParameters(
+        command=PYTHON, args=["-m", f"fixtures.{module}"], env={"PYTHONPATH": str(REPO), **(env or {})}, cwd=REPO
+    )
+    async with client_for(params, mode, probe) as client:
+        yield Connected(client, probe)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(eq=False)
+class HttpGateway:
+    gateway: GatewayProcess
+    port: int
+    host: str = "127.0.0.1"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/mcp"
+
+    @contextlib.asynccontextmanager
+    async def connect(
+        self,
+        *,
+        mode: str = "legacy",
+        probe: Probe | None = None,
+        headers: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> AsyncIterator[Connected]:
+        probe = probe or Probe()
+        async with client_for(http_transport(self.url, headers), mode, probe, **options) as client:
+            yield Connected(client, probe, self.gateway)
+
+
+@contextlib.asynccontextmanager
+async def http_transport(url: str, headers: Mapping[str, str] | None = None) -> AsyncIterator[Any]:
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(headers=dict(headers or {}), timeout=timeout) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+async def _port_open(port: int) -> bool:
+    try:
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+    except OSError:
+        return False
+    await stream.aclose()
+    return True
+
+
+@contextlib.asynccontextmanager
+async def http_gateway(args: Sequence[str], env: Mapping[str, str], *, port: int | None = None) -> AsyncIterator[HttpGateway]:
+    """`toolreel serve --http 127.0.0.1:PORT ARGS`, ready when the port accepts connections."""
+    port = port or free_port()
+    gateway = await spawn_gateway(["--http", f"127.0.0.1:{port}", *args], env, stdin=subprocess.DEVNULL)
+    try:
+
+        async def ready() -> bool:
+            if gateway.process.returncode is not None:
+                raise AssertionError(f"gateway exited with {gateway.process.returncode}: {gateway.stderr()[-2000:]}")
+            return await _port_open(port)
+
+        await wait_until(ready, 30.0, f"the gateway to listen on 127.0.0.1:{port}")
+        yield HttpGateway(gateway, port)
+    finally:
+        with anyio.CancelScope(shield=True):
+            gateway.descendants()
+            if gateway.process.returncode is None:
+                gateway.process.send_signal(signal.SIGTERM)
+            if await gateway.wait_exit(STOP_SECONDS) is None:
+                _kill_quietly([gateway.pid])
+                await gateway.wait_exit(STOP_SECONDS)
+            gateway.reap_leftovers()
+
+
+# --- results ---------------------------------------------------------------------------------------------------
+
+
+def result_dict(result: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+def strip_toolreel_meta(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A result as the upstream sent it: without the gateway's `_meta` keys (and resultType bookkeeping)."""
+    out = dict(result)
+    meta = {k: v for k, v in (out.pop("_meta", None) or {}).items() if not k.startswith("toolreel/")}
+    if meta:
+        out["_meta"] = meta
+    return out
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+async def call(connected: Connected, name: str, arguments: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+    return await connected.client.call_tool(name, dict(arguments or {}), **kw)
+
+
+async def status(connected: Connected) -> dict[str, Any]:
+    result = await connected.client.call_tool("toolreel__status", {})
+    assert not result.is_error, text_of(result)
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content

@@ -1,0 +1,657 @@
+"""The store against real SQLite files and a real PostgreSQL cluster: every Store method, claims under
+concurrency, schema versions, file modes and the errors a user sees."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+from sqlalchemy import create_engine, make_url, text
+
+from core.errors import NotFoundError, SchemaVersionError, StaleClaimError, StoreError
+from core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
+from core.store import SCHEMA_VERSION, SQLStore, Store, _engine, default_db_url, open_store
+from core.store._engine import Database
+from core.store._migrate import MIGRATIONS, Migration, read_version, upgrade
+from tests import pg
+
+T0 = 1_700_000_000.0
+
+
+def execution(
+    id: str,
+    created_at: float = T0,
+    *,
+    status: ExecutionStatus = ExecutionStatus.PENDING,
+    template: str | None = None,
+    **fields: Any,
+) -> Execution:
+    return Execution(
+        id=id,
+        mode=ExecutionMode.AUTO,
+        status=status,
+        created_at=created_at,
+        updated_at=created_at,
+        template=template,
+        **fields,
+    )
+
+
+def step(
+    name: str,
+    seq: int,
+    *,
+    attempt: int = 1,
+    execution_id: str = "e1",
+    status: StepStatus = StepStatus.SUCCEEDED,
+    **fields: Any,
+) -> StepRecord:
+    return StepRecord(
+        execution_id=execution_id, name=name, seq=seq, kind=StepKind.TOOL, status=status, attempt=attempt, **fields
+    )
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[SQLStore]:
+    with open_store(store_url) as opened:
+        yield opened
+
+
+def run_threads(count: int, target: Callable[[int], object]) -> None:
+    """Start `count` threads together (a barrier) and re-raise the first failure."""
+    barrier = threading.Barrier(count)
+    errors: list[BaseException] = []
+
+    def body(index: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            target(index)
+        except BaseException as exc:  # collected and re-raised in the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    if errors:
+        raise errors[0]
+
+
+# executions -----------------------------------------------------------------------------
+
+
+def test_sql_store_satisfies_the_store_protocol(store: SQLStore) -> None:
+    as_protocol: Store = store
+    assert as_protocol.url == store.url
+
+
+def test_execution_round_trips_every_field(store: SQLStore) -> None:
+    original = execution(
+        "e1",
+        status=ExecutionStatus.PAUSED,
+        template="triage",
+        session="s-1",
+        template_version=3,
+        template_hash="ab" * 32,
+        inputs={"repo": "o/r", "limit": 10, "nested": [1, 2.5, None, True, "é"]},
+        output=[{"a": 1}],
+        error="boom",
+        prompt={"message": "Post?"},
+        parent_id="p",
+        parent_step="nested",
+        depth=2,
+        deadline=T0 + 60,
+    )
+    store.create_execution(original)
+    assert store.get_execution("e1") == original
+
+
+def test_update_execution_sets_fields_and_returns_the_new_row(store: SQLStore) -> None:
+    store.create_execution(execution("e1"))
+    updated = store.update_execution("e1", status=ExecutionStatus.SUCCEEDED, output={"count": 3})
+    assert updated.status is ExecutionStatus.SUCCEEDED
+    assert updated.output == {"count": 3}
+    assert updated.updated_at > T0
+    assert store.get_execution("e1") == updated
+
+
+def test_update_execution_refuses_unknown_and_protected_fields(store: SQLStore) -> None:
+    store.create_execution(execution("e1"))
+    for field in ("colour", "id"):  # (`fence` is the keyword that guards the write, never a field to set)
+        with pytest.raises(TypeError, match=field):
+            store.update_execution("e1", **{field: 1})
+
+
+def test_unknown_execution_is_named_in_the_error(store: SQLStore) -> None:
+    with pytest.raises(NotFoundError, match=r"no execution 'nope' in store .*(sqlite|postgresql)"):
+        store.get_execution("nope")
+    with pytest.raises(NotFoundError, match="nope"):
+        store.update_execution("nope", error="x")
+    with pytest.raises(NotFoundError, match="nope"):
+        store.get_steps("nope")
+
+
+def test_duplicate_execution_id_is_a_store_error(store: SQLStore) -> None:
+    store.create_execution(execution("e1"))
+    with pytest.raises(StoreError, match="creating execution e1"):
+        store.create_execution(execution("e1"))
+
+
+def test_list_executions_pages_newest_first(store: SQLStore) -> None:
+    # Three share a timestamp: the id breaks the tie, so no row is repeated or lost across pages.
+    times = [T0 + 1, T0 + 2, T0 + 2, T0 + 2, T0 + 3, T0 + 4, T0 + 5]
+    for index, created in enumerate(times):
+        store.create_execution(execution(f"e{index}", created))
+    stored = [store.get_execution(f"e{i}") for i in range(7)]
+    expected = sorted(stored, key=lambda e: (e.created_at, e.id), reverse=True)
+
+    seen: list[str] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        page, cursor = store.list_executions(limit=3, cursor=cursor)
+        seen += [e.id for e in page]
+        pages += 1
+        if cursor is None:
+            break
+    assert seen == [e.id for e in expected]
+    assert pages == 3
+
+
+def test_list_executions_filters_by_status_and_template(store: SQLStore) -> None:
+    store.create_execution(execution("a", T0 + 1, template="t1"))
+    store.create_execution(execution("b", T0 + 2, template="t2", status=ExecutionStatus.FAILED))
+    store.create_execution(execution("c", T0 + 3, template="t1", status=ExecutionStatus.FAILED))
+    store.create_execution(execution("d", T0 + 4, status=ExecutionStatus.RECORDING))
+
+    def ids(**filters: Any) -> list[str]:
+        page, cursor = store.list_executions(**filters)
+        assert cursor is None
+        return [e.id for e in page]
+
+    assert ids() == ["d", "c", "b", "a"]
+    assert ids(status=ExecutionStatus.FAILED) == ["c", "b"]
+    assert ids(template="t1") == ["c", "a"]
+    assert ids(status=ExecutionStatus.FAILED, template="t1") == ["c"]
+    page, cursor = store.list_executions(status=ExecutionStatus.FAILED, limit=1)
+    assert [e.id for e in page] == ["c"]
+    assert [e.id for e in store.list_executions(status=ExecutionStatus.FAILED, cursor=cursor)[0]] == ["b"]
+
+
+def test_a_cursor_not_from_list_executions_is_refused(store: SQLStore) -> None:
+    with pytest.raises(ValueError, match="next cursor"):
+        store.list_executions(cursor="not-a-cursor")
+
+
+# steps ------------------------------------------------------------------------------------
+
+
+def test_step_round_trips_every_field(store: SQLStore) -> None:
+    store.create_execution(execution("e1"))
+    original = step(
+        "read_file_1",
+        1,
+        server="fs",
+        tool="read_file",
+        input={"path": "@input.path"},
+        resolved_input={"path": "/tmp/a", "token": "[redacted]"},
+        result={"content": [{"type": "text", "text": "hi"}], "isError": False},
+        output="hi",
+        error=None,
+        started_at=T0,
+        ended_at=T0 + 0.25,
+        redacted=("$.token",),
+        idempotency_key="k-1",
+    )
+    store.put_step(original)
+    assert store.get_steps("e1") == [original]
+
+
+def test_latest_attempt_by_default_and_every_attempt_on_request(store: SQLStore) -> None:
+    store.create_execution(execution("e1"))
+    first = step("fetch", 1, attempt=1, status=StepStatus.FAILED, is_error=True, error="timeout")
+    retry = step("fetch", 1, attempt=2, output={"ok": True})
+    later = step("notify", 2)
+    store.put_steps([later, first])
+    store.put_step(retry)
+    assert store.get_steps("e1") == [retry, later]
+    assert store.get_steps("e1", all_attempts=True) == [first, retry, later]
+
+
+def test_put_step_replaces_the_same_attempt(store: SQLStore) -> None:
+    store.create_execution(execution("e1"))
+    store.put_step(step("fetch", 1, status=StepStatus.RUNNING))
+    done = step("fetch", 1, output=[1, 2])
+    store.put_step(done)
+    assert store.get_steps("e1", all_attempts=True) == [done]
+
+
+def test_put_steps_writes_a_batch_and_the_last_record_of_a_step_wins(store: SQLStore) -> None:
+    store.create_execution(execution("e1"))
+    batch = [step(f"s{i}", i) for i in range(1, 51)]
+    final = step("s1", 1, output="final")
+    store.put_steps([*batch, final])
+    stored = store.get_steps("e1")
+    assert len(stored) == 50
+    assert stored[0] == final
+    store.put_steps([])
+
+
+def test_a_step_of_an_unknown_execution_is_refused(store: SQLStore) -> None:
+    with pytest.raises(StoreError, match=r"writing step 'x' of execution ghost failed"):
+        store.put_step(step("x", 1, execution_id="ghost"))
+
+
+def test_a_value_that_is_not_json_is_refused_naming_the_step(store: SQLStore) -> None:
+    with pytest.raises(StoreError, match=r"step 'x' of execution e1 output: it is not JSON"):
+        store.put_step(step("x", 1, output={1, 2}))
+
+
+def test_a_10_mb_output_round_trips(store: SQLStore) -> None:
+    store.create_execution(execution("e1"))
+    big = {"items": [{"i": i, "text": "x" * 90} for i in range(100_000)]}
+    assert len(json.dumps(big)) > 10_000_000
+    store.put_step(step("big", 1, output=big, result={"structuredContent": big}))
+    store.update_execution("e1", output=big)
+    assert store.get_steps("e1")[0].output == big
+    assert store.get_execution("e1").output == big
+
+
+@pytest.mark.anyio
+async def test_async_callers_write_from_worker_threads(store: SQLStore) -> None:
+    store.create_execution(execution("e1"))
+
+    async def write(index: int) -> None:
+        await anyio.to_thread.run_sync(store.put_step, step(f"s{index}", index))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            for index in range(1, 41):
+                tg.start_soon(write, index)
+    assert [s.name for s in store.get_steps("e1")] == [f"s{i}" for i in range(1, 41)]
+
+
+# templates --------------------------------------------------------------------------------
+
+
+def test_template_versions_and_hash(store: SQLStore) -> None:
+    definition = {"name": "t", "steps": [{"name": "a", "tool": "fs__read", "input": {"b": 1, "a": "é"}}]}
+    v1 = store.save_template("t", definition, description="first", source_executions=["e1", "e2"])
+    reordered = {"steps": [{"input": {"a": "é", "b": 1}, "tool": "fs__read", "name": "a"}], "name": "t"}
+    v2 = store.save_template("t", reordered)
+    canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert (v1.version, v2.version) == (1, 2)
+    assert v1.hash == v2.hash == hashlib.sha256(canonical.encode()).hexdigest()
+    assert v1.source_executions == ("e1", "e2")
+    assert store.get_template("t") == v2
+    assert store.get_template("t", 1) == v1
+    assert store.get_template("t", 1).description == "first"
+    assert list(store.get_template("t", 2).definition) == ["steps", "name"]  # stored as given, not re-sorted
+    assert store.save_template("t", {"name": "t", "steps": []}).hash != v1.hash
+
+
+def test_list_templates_gives_the_latest_version_of_each_by_name(store: SQLStore) -> None:
+    for name in ("zeta", "alpha", "zeta", "mid", "zeta"):
+        store.save_template(name, {"name": name})
+    assert [(t.name, t.version) for t in store.list_templates()] == [("alpha", 1), ("mid", 1), ("zeta", 3)]
+
+
+def test_missing_template_messages_say_what_exists(store: SQLStore) -> None:
+    with pytest.raises(NotFoundError, match=r"no template named 'ghost' in store .* \(stored templates: none\)"):
+        store.get_template("ghost")
+    store.save_template("alpha", {})
+    store.save_template("alpha", {})
+    with pytest.raises(NotFoundError, match=r"stored templates: alpha\)"):
+        store.get_template("ghost")
+    with pytest.raises(NotFoundError, match=r"'alpha' has no version 7 .*versions 1..2 exist; the latest is 2"):
+        store.get_template("alpha", 7)
+
+
+def test_delete_template_removes_every_version(store: SQLStore) -> None:
+    store.save_template("t", {"v": 1})
+    store.save_template("t", {"v": 2})
+    store.save_template("other", {})
+    assert store.delete_template("t") == 2
+    assert [t.name for t in store.list_templates()] == ["other"]
+    with pytest.raises(NotFoundError, match="no template named 't'"):
+        store.delete_template("t")
+    assert store.save_template("t", {}).version == 1
+
+
+def test_concurrent_saves_never_share_a_version(store_url: str) -> None:
+    stores = [open_store(store_url) for _ in range(4)]
+    try:
+        run_threads(4, lambda i: [stores[i].save_template("t", {"writer": i, "n": n}) for n in range(5)])
+        versions = sorted(r.version for r in _all_versions(stores[0], "t"))
+        assert versions == list(range(1, 21))
+    finally:
+        for opened in stores:
+            opened.close()
+
+
+def _all_versions(store: SQLStore, name: str) -> list[Any]:
+    latest = store.get_template(name).version
+    return [store.get_template(name, v) for v in range(1, latest + 1)]
+
+
+# idempotency ------------------------------------------------------------------------------
+
+
+def test_idempotent_results_expire(store: SQLStore) -> None:
+    assert store.get_idempotent("k", now=T0) is None
+    store.put_idempotent("k", {"sent": True}, expires_at=T0 + 10)
+    assert store.get_idempotent("k", now=T0 + 9.9) == {"sent": True}
+    assert store.get_idempotent("k", now=T0 + 10) is None
+    store.put_idempotent("k", [1, 2], expires_at=None)  # replaces; never expires
+    assert store.get_idempotent("k", now=T0 + 1e9) == [1, 2]
+
+
+# claims -----------------------------------------------------------------------------------
+
+
+def test_two_owners_claim_disjoint_executions_oldest_first(store: SQLStore) -> None:
+    for index in range(4):
+        store.create_execution(execution(f"e{index}", T0 + index))
+    mine = store.claim_executions("A", lease_seconds=30, limit=2, now=T0)
+    assert [e.id for e in mine] == ["e0", "e1"]
+    assert {(e.claimed_by, e.lease_until, e.fence) for e in mine} == {("A", T0 + 30, 1)}
+    theirs = store.claim_executions("B", lease_seconds=30, limit=10, now=T0)
+    assert [e.id for e in theirs] == ["e2", "e3"]
+    assert store.claim_executions("A", lease_seconds=30, limit=10, now=T0 + 1) == []
+
+
+def test_only_pending_and_unheld_running_executions_are_claimable(store: SQLStore) -> None:
+    statuses = [ExecutionStatus.RECORDING, ExecutionStatus.PAUSED, ExecutionStatus.SUCCEEDED, ExecutionStatus.RUNNING]
+    for index, status in enumerate(statuses):
+        store.create_execution(execution(status.value, T0 + index, status=status))
+    store.create_execution(execution("held", T0, status=ExecutionStatus.RUNNING, claimed_by="X", lease_until=T0 + 99))
+    claimed = store.claim_executions("A", lease_seconds=30, limit=10, now=T0)
+    assert [e.id for e in claimed] == ["running"]
+
+
+def test_concurrent_claimers_never_get_the_same_execution(store_url: str) -> None:
+    stores = [open_store(store_url) for _ in range(4)]
+    try:
+        for index in range(40):
+            stores[0].create_execution(execution(f"e{index:02}", T0 + index))
+        claimed: list[list[str]] = [[] for _ in stores]
+
+        def claim_until_empty(i: int) -> None:
+            while batch := stores[i].claim_executions(f"owner{i}", lease_seconds=60, limit=3, now=T0):
+                claimed[i] += [e.id for e in batch]
+
+        run_threads(len(stores), claim_until_empty)
+        everything = [execution_id for ids in claimed for execution_id in ids]
+        assert sorted(everything) == [f"e{i:02}" for i in range(40)]  # each exactly once
+    finally:
+        for opened in stores:
+            opened.close()
+
+
+def test_an_expired_lease_is_taken_over_and_the_old_owner_is_fenced_off(store: SQLStore) -> None:
+    store.create_execution(execution("e1", status=ExecutionStatus.RUNNING))
+    store.put_step(step("done", 1))
+    (old,) = store.claim_executions("A", lease_seconds=10, limit=1, now=T0)
+    assert store.claim_executions("B", lease_seconds=10, limit=1, now=T0 + 5) == []
+    (new,) = store.claim_executions("B", lease_seconds=10, limit=1, now=T0 + 11)
+    assert (new.claimed_by, new.fence) == ("B", old.fence + 1)
+
+    with pytest.raises(
+        StaleClaimError, match=r"execution e1 is now driven by B \(claim fence 2, this write carried 1\)"
+    ):
+        store.update_execution("e1", fence=old.fence, status=ExecutionStatus.FAILED)
+    with pytest.raises(StaleClaimError, match="driven by B"):
+        store.put_step(step("done", 1, output="stale"), fence=old.fence)
+    with pytest.raises(StaleClaimError):
+        store.put_step(step("fresh", 2), fence=old.fence)
+
+    assert store.get_execution("e1").status is ExecutionStatus.RUNNING
+    assert [(s.name, s.output) for s in store.get_steps("e1")] == [("done", None)]
+    store.put_step(step("done", 1, output="new"), fence=new.fence)
+    assert store.update_execution("e1", fence=new.fence, status=ExecutionStatus.SUCCEEDED).fence == new.fence
+    assert [(s.name, s.output) for s in store.get_steps("e1")] == [("done", "new")]
+
+
+def test_a_fenced_write_to_an_unknown_execution_is_not_found(store: SQLStore) -> None:
+    with pytest.raises(NotFoundError, match="ghost"):
+        store.put_step(step("x", 1, execution_id="ghost"), fence=1)
+
+
+def test_claim_one_execution(store: SQLStore) -> None:
+    store.create_execution(execution("e1", status=ExecutionStatus.PAUSED))
+    mine = store.claim_execution("e1", "A", lease_seconds=10, now=T0)
+    assert mine is not None and (mine.claimed_by, mine.fence) == ("A", 1)
+    assert store.claim_execution("e1", "B", lease_seconds=10, now=T0 + 1) is None
+    again = store.claim_execution("e1", "A", lease_seconds=10, now=T0 + 1)
+    assert again is not None and again.fence == 2
+    store.release_claim("e1", "B")  # not B's: nothing happens
+    assert store.get_execution("e1").claimed_by == "A"
+    store.release_claim("e1", "A")
+    released = store.get_execution("e1")
+    assert (released.claimed_by, released.lease_until, released.fence) == (None, None, 2)
+    taken = store.claim_execution("e1", "B", lease_seconds=10, now=T0 + 2)
+    assert taken is not None and taken.claimed_by == "B"
+    with pytest.raises(NotFoundError, match="ghost"):
+        store.claim_execution("ghost", "A", lease_seconds=10, now=T0)
+
+
+def test_renew_claims_extends_only_the_owners_leases(store: SQLStore) -> None:
+    for index in range(3):
+        store.create_execution(execution(f"e{index}", T0 + index))
+    store.claim_executions("A", lease_seconds=10, limit=2, now=T0)
+    store.claim_executions("B", lease_seconds=10, limit=1, now=T0)
+    assert store.renew_claims("A", lease_seconds=10, now=T0 + 8) == 2
+    assert store.claim_executions("C", lease_seconds=10, limit=5, now=T0 + 12) == [store.get_execution("e2")]
+    assert [store.get_execution(f"e{i}").lease_until for i in range(2)] == [T0 + 18, T0 + 18]
+
+
+# schema and opening ----------------------------------------------------------------------
+
+
+def stamp(url: str, version: int) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE meta SET value = :v WHERE key = 'schema_version'"), {"v": str(version)})
+    engine.dispose()
+
+
+def test_a_new_database_is_stamped_and_reopening_keeps_data(store_url: str) -> None:
+    with open_store(store_url) as first:
+        first.create_execution(execution("e1"))
+    with open_store(store_url) as second:
+        assert second.get_execution("e1").id == "e1"
+    db = Database(make_url(store_url), store_url)
+    with db.read("test") as conn:
+        assert read_version(conn) == SCHEMA_VERSION
+    db.close()
+
+
+def test_a_newer_database_is_refused_with_what_to_do(store_url: str) -> None:
+    open_store(store_url).close()
+    stamp(store_url, SCHEMA_VERSION + 1)
+    with pytest.raises(SchemaVersionError) as caught:
+        open_store(store_url)
+    message = str(caught.value)
+    assert f"has schema v{SCHEMA_VERSION + 1}, this toolreel supports up to v{SCHEMA_VERSION}" in message
+    assert "upgrade toolreel" in message
+    assert store_url.split("/")[-1] in message
+
+
+def test_an_older_database_is_migrated_in_order(store_url: str) -> None:
+    open_store(store_url).close()
+    applied: list[int] = []
+
+    def add_probe(version: int) -> Migration:
+        def apply(conn: Any) -> None:
+            conn.execute(text(f"CREATE TABLE probe_v{version} (x INTEGER)"))
+            applied.append(version)
+
+        return Migration(version, f"probe {version}", apply)
+
+    future = (*MIGRATIONS, add_probe(SCHEMA_VERSION + 1), add_probe(SCHEMA_VERSION + 2))
+    db = Database(make_url(store_url), store_url)
+    try:
+        assert upgrade(db, migrations=future) == SCHEMA_VERSION
+        assert upgrade(db, migrations=future) == SCHEMA_VERSION + 2  # already there: nothing to do
+        assert applied == [SCHEMA_VERSION + 1, SCHEMA_VERSION + 2]
+    finally:
+        db.close()
+    with pytest.raises(SchemaVersionError):  # and this toolreel, older than the database now, refuses it
+        open_store(store_url)
+
+
+def test_open_store_uses_the_env_var_then_the_user_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("TOOLREEL_DB", raising=False)
+    assert default_db_url() == f"sqlite:///{tmp_path / 'data' / 'toolreel' / 'toolreel.db'}"
+    open_store().close()
+    assert (tmp_path / "data" / "toolreel" / "toolreel.db").is_file()
+    monkeypatch.setenv("TOOLREEL_DB", f"sqlite:///{tmp_path / 'env.db'}")
+    with open_store() as store:
+        assert store.url.endswith("env.db")
+
+
+def test_an_unsupported_url_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="not a database URL"):
+        open_store("just words")
+    with pytest.raises(StoreError, match="unsupported database 'mysql'"):
+        open_store("mysql://u@h/db")
+
+
+# SQLite specifics ------------------------------------------------------------------------
+
+
+def test_sqlite_files_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "dir" / "toolreel.db"
+    with open_store(f"sqlite:///{path}") as store:
+        store.create_execution(execution("e1"))  # a write, so the -wal and -shm exist
+        files = [path, path.with_name("toolreel.db-wal"), path.with_name("toolreel.db-shm")]
+        assert {f.name: stat.S_IMODE(os.stat(f).st_mode) for f in files} == {f.name: 0o600 for f in files}
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+
+
+def test_sqlite_path_under_a_file_is_a_store_error_naming_the_url(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("")
+    url = f"sqlite:///{tmp_path / 'afile' / 'toolreel.db'}"
+    with pytest.raises(StoreError, match=rf"store {url}: opening .* failed: .*not a directory: '{tmp_path / 'afile'}'"):
+        open_store(url)
+
+
+def test_read_only_sqlite_store_refuses_writes_naming_the_url(tmp_path: Path) -> None:
+    path = tmp_path / "toolreel.db"
+    open_store(f"sqlite:///{path}").close()
+    url = f"sqlite:///file:{path}?mode=ro&uri=true"
+    with open_store(url) as store:
+        assert store.list_executions() == ([], None)  # reading works
+        with pytest.raises(
+            StoreError,
+            match=rf"store sqlite:///file:{path}\?mode=ro&uri=true: creating execution e1 failed: .*readonly",
+        ):
+            store.create_execution(execution("e1"))
+
+
+def test_in_memory_sqlite_store_is_shared_by_threads() -> None:
+    with open_store("sqlite://") as store:
+        store.create_execution(execution("e1"))
+
+        def write_ten(i: int) -> None:
+            for n in range(10):
+                store.put_step(step(f"s{i}_{n}", n + 1))
+
+        run_threads(4, write_ten)
+        assert len(store.get_steps("e1")) == 40
+
+
+# PostgreSQL specifics --------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_postgres_password_is_masked_and_bare_scheme_means_psycopg(pg_cluster: pg.PgCluster) -> None:
+    url = pg_cluster.create_database()
+    with_password = url.replace(f"{pg.SUPERUSER}@", f"{pg.SUPERUSER}:hunter2@").replace(
+        "postgresql+psycopg", "postgresql"
+    )
+    with open_store(with_password) as store:  # trust auth ignores the password; the URL must still hide it
+        assert "hunter2" not in store.url and "***" in store.url
+        assert store.url.startswith("postgresql+psycopg://")
+
+
+@pytest.mark.postgres
+def test_unreachable_postgres_is_a_store_error_without_the_password(pg_cluster: pg.PgCluster) -> None:
+    port = pg._free_port()
+    with pytest.raises(StoreError) as caught:
+        open_store(f"postgresql+psycopg://me:hunter2@127.0.0.1:{port}/db")
+    message = str(caught.value)
+    assert f"store postgresql+psycopg://me:***@127.0.0.1:{port}/db:" in message
+    assert "hunter2" not in message and "is the server running" in message
+
+
+@pytest.mark.postgres
+def test_read_only_postgres_refuses_writes_naming_the_url(pg_cluster: pg.PgCluster) -> None:
+    url = pg_cluster.create_database()
+    open_store(url).close()
+    with pg_cluster.admin() as admin:
+        admin.execute(f'ALTER DATABASE "{url.rsplit("/", 1)[1]}" SET default_transaction_read_only = on')
+    with open_store(url) as store:
+        assert store.list_executions() == ([], None)
+        with pytest.raises(StoreError, match=rf"store {re.escape(url)}: creating execution e1 failed: .*read-only"):
+            store.create_execution(execution("e1"))
+
+
+@pytest.mark.postgres
+def test_pooled_connections_killed_while_idle_cost_no_failed_call(
+    pg_cluster: pg.PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_engine, "PG_IDLE_PING_SECONDS", 0.0)  # every checkout counts as "after idle"
+    url = pg_cluster.create_database()
+    with open_store(url) as store:
+        store.create_execution(execution("e1"))
+        with pg_cluster.admin() as admin:  # what a server restart does to pooled connections
+            killed = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                (url.rsplit("/", 1)[1],),
+            ).fetchall()
+        assert killed
+        assert store.get_execution("e1").id == "e1"
+
+
+# the PostgreSQL test helper --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("require", "outcome"), [("1", "1 error"), ("0", "1 skipped")])
+def test_missing_postgres_skips_or_fails_when_required(require: str, outcome: str, tmp_path: Path) -> None:
+    env = {**os.environ, pg.BINDIR_ENV: str(tmp_path / "no-postgres-here"), pg.REQUIRE_ENV: require}
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-rsE",
+        f"{__file__}::test_pg_url_is_usable",
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=Path(__file__).parent.parent, timeout=120)
+    assert outcome in done.stdout, done.stdout + done.stderr
+    assert "PostgreSQL server binaries (initdb, pg_ctl) not found in" in done.stdout
+    assert ("TOOLREEL_REQUIRE_PG=1 requires PostgreSQL tests to run" in done.stdout) == (require == "1")
+
+
+@pytest.mark.postgres
+def test_pg_url_is_usable(pg_url: str) -> None:
+    with open_store(pg_url) as store:  # the session's shared database: other tests may have written to it
+        assert store.url == pg_url
+        assert isinstance(store.list_executions(limit=1)[0], list)

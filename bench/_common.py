@@ -8,12 +8,11 @@ machine touches them all alike; a figure is the median over rounds.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +52,7 @@ class Workload:
     """One tool call repeated: which server, which tool, which arguments."""
 
     label: str
+    source: str  # the server, as named in the issue
     server: Command
     tool: str
     arguments: Mapping[str, Any]
@@ -106,8 +106,10 @@ def time_server() -> Command:
     return pypi_server("time")
 
 
-ECHO = Workload("echo", everything(), "echo", {"message": "hello"})
-GET_TIME = Workload("get_current_time", time_server(), "get_current_time", {"timezone": "Europe/Paris"})
+ECHO = Workload("echo", "server-everything", everything(), "echo", {"message": "hello"})
+GET_TIME = Workload(
+    "get_current_time", "mcp-server-time", time_server(), "get_current_time", {"timezone": "Europe/Paris"}
+)
 
 
 def via_toolreel(server: Command, *flags: str) -> Command:
@@ -223,7 +225,7 @@ def ms(seconds: float) -> str:
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    line = "  ".join("{:<%d}" % w if i == 0 else "{:>%d}" % w for i, w in enumerate(widths))
+    line = "  ".join(f"{{:{'<' if i == 0 else '>'}{w}}}" for i, w in enumerate(widths))
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line.format(*header), rule, *(line.format(*row) for row in rows)])
 
@@ -281,8 +283,3 @@ def descendants(pid: int) -> Iterator[int]:
 def write_json(path: Path, value: Any) -> Path:
     path.write_text(json.dumps(value, indent=2))
     return path
-
-
-def exit_code(bars: Bars, out: Callable[[str], None] = print) -> int:
-    out(bars.report())
-    return 1 if bars.failed else 0

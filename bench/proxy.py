@@ -111,9 +111,7 @@ async def open_sessions(
     sessions: dict[str, ClientSession] = {}
     for label, command in commands.items():
         try:
-            sessions[label] = await stack.enter_async_context(
-                connect(command, log, read_timeout_seconds=CALL_TIMEOUT)
-            )
+            sessions[label] = await stack.enter_async_context(connect(command, log, read_timeout_seconds=CALL_TIMEOUT))
         except Exception as exc:  # FastMCP is optional: a reference, not the subject; the others must start
             if label != "fastmcp":
                 raise
@@ -155,7 +153,7 @@ def workload_table(work: Workload, figures: dict[str, Figures], skipped: dict[st
             ]
         )
     header = ["target", "p50 ms", "p90 ms", "p99 ms", f"calls/s @{IN_FLIGHT}", "p50/direct", "calls/s/direct"]
-    lines = [f"{work.label} ({' '.join(Path(a).name for a in work.server.argv[1:])})", table(header, rows)]
+    lines = [f"{work.source} {work.tool} {dict(work.arguments)}", table(header, rows)]
     lines += [f"{label}: unavailable ({reason})" for label, reason in skipped.items()]
     return "\n".join(lines)
 

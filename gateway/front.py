@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types as types
+from mcp.server.caching import CACHEABLE_METHODS, CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -30,6 +31,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core.errors import UpstreamError
+from gateway.exchange import Exchange, Exchanges
 from gateway.hub import ClientRouter, Hub, error_result
 from gateway.upstream import START_TIMEOUT, Upstream
 
@@ -47,6 +49,16 @@ read_file_2, get_tiny_image_1). Pass an earlier output on instead of copying it:
 in the text, else the text. A literal leading @ is written @@. Tool results carry the step name in \
 _meta["toolreel/step"]. toolreel__status lists the steps so far; toolreel__save_template saves the session \
 as a reusable template."""
+
+# Per-hop _meta: the progress token is the gateway's own upstream, the envelope keys of the
+# stateless era describe the client's connection to the gateway, not the gateway's to the server.
+_HOP_META = frozenset({
+    "progressToken",
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/logLevel",
+})
 
 _SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
     "sampling/createMessage": (types.CreateMessageRequest, types.CreateMessageResult),
@@ -112,7 +124,8 @@ class Front(ClientRouter):
         self.hook = hook or ToolHook()
         self.links: dict[str, ClientLink] = {}
         self.bus = InMemorySubscriptionBus()
-        self._inflight: dict[str, list[tuple[ServerRequestContext[Any, Any] | None, ClientLink]]] = {}
+        self._inflight: dict[str, list[tuple[ServerRequestContext[Any, Any] | None, ClientLink, Exchange | None]]] = {}
+        self.exchanges = Exchanges()
         self._tg: anyio.abc.TaskGroup | None = None
         self._extra_instructions = instructions
         self.server = self._build_server()
@@ -133,6 +146,8 @@ class Front(ClientRouter):
             on_get_prompt=self._get_prompt,
             on_completion=self._complete,
             on_subscriptions_listen=ListenHandler(self.bus),
+            # Aggregated lists change whenever an upstream does: never fresh for longer than now.
+            cache_hints={method: CacheHint(ttl_ms=0) for method in CACHEABLE_METHODS},
         )
         server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self._set_level)
         server.add_notification_handler(
@@ -197,8 +212,14 @@ class Front(ClientRouter):
         params: Mapping[str, Any] = ctx.params or {}
         link = self.link_for(ctx)
         meta = params.get("_meta") or {}
-        progress = ctx.session.report_progress if meta.get("progressToken") is not None else None
-        return self._finish(link, await self.forward_call(link, params, progress=progress, ctx=ctx))
+        progress = _quiet(ctx.session.report_progress) if meta.get("progressToken") is not None else None
+        if not link.modern or self._tg is None:
+            return self._finish(link, await self.forward_call(link, params, progress=progress, ctx=ctx))
+
+        async def run(exchange: Exchange) -> dict[str, Any]:
+            return await self.forward_call(link, params, progress=progress, ctx=ctx, exchange=exchange)
+
+        return self._finish(link, await self.exchanges.call(self._tg, params, run))
 
     async def fast_call(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """tools/call from the stdio fast lane (a handshake-era client, no progress token)."""
@@ -207,7 +228,7 @@ class Front(ClientRouter):
         return await self.forward_call(link, params, progress=None, ctx=None)
 
     async def forward_call(
-        self, link: ClientLink, params: Mapping[str, Any], *, progress: Any, ctx: Any
+        self, link: ClientLink, params: Mapping[str, Any], *, progress: Any, ctx: Any, exchange: Exchange | None = None
     ) -> dict[str, Any]:
         name = params.get("name")
         arguments = params.get("arguments") or {}
@@ -222,14 +243,14 @@ class Front(ClientRouter):
             route = self.hub.tool_route(name)
         if route is None:
             return error_result(self.hub.unknown_tool_message(name))
-        meta = {k: v for k, v in (params.get("_meta") or {}).items() if k != "progressToken"}
+        meta = {k: v for k, v in (params.get("_meta") or {}).items() if k not in _HOP_META}
         upstream = route.upstream
 
         async def send(resolved: dict[str, Any]) -> dict[str, Any]:
             forwarded: dict[str, Any] = {"name": route.name, "arguments": resolved}
             if meta:
                 forwarded["_meta"] = meta
-            entry = (ctx, link)
+            entry = (ctx, link, exchange)
             inflight = self._inflight.setdefault(upstream.name, [])
             inflight.append(entry)
             try:
@@ -249,38 +270,38 @@ class Front(ClientRouter):
     # list handlers ------------------------------------------------------------------------
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return {"tools": [*self.hub.listed_tools(), *self.hook.extra_tools()]}
+        return _era(ctx, {"tools": [*self.hub.listed_tools(), *self.hook.extra_tools()]})
 
     async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return {"resources": [r for u in self.hub.upstreams.values() for r in u.listing.resources]}
+        return _era(ctx, {"resources": [r for u in self.hub.upstreams.values() for r in u.listing.resources]})
 
     async def _list_resource_templates(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return {"resourceTemplates": [t for u in self.hub.upstreams.values() for t in u.listing.resource_templates]}
+        return _era(ctx, {"resourceTemplates": [t for u in self.hub.upstreams.values() for t in u.listing.resource_templates]})
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return {"prompts": self.hub.listed_prompts()}
+        return _era(ctx, {"prompts": self.hub.listed_prompts()})
 
     # routed requests ------------------------------------------------------------------------
     async def _read_resource(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
-        return await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/read", ctx)
+        return _era(ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/read", ctx))
 
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         self.link_for(ctx).subscriptions.add(params.uri)
-        return await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/subscribe", ctx)
+        return _era(ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/subscribe", ctx))
 
     async def _unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         self.link_for(ctx).subscriptions.discard(params.uri)
-        return await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/unsubscribe", ctx)
+        return _era(ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/unsubscribe", ctx))
 
     async def _get_prompt(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         route = self.hub.prompt_route(params.name)
         if route is None:
             known = ", ".join(p["name"] for p in self.hub.listed_prompts()) or "none"
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {params.name!r}; prompts: {known}")
-        return await self._upstream_call(route.upstream, "prompts/get", ctx, {"name": route.name})
+        return _era(ctx, await self._upstream_call(route.upstream, "prompts/get", ctx, {"name": route.name}))
 
     async def _complete(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         ref = params.ref
@@ -288,10 +309,9 @@ class Front(ClientRouter):
             route = self.hub.prompt_route(ref.name)
             if route is None:
                 raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {ref.name!r}")
-            return await self._upstream_call(
-                route.upstream, "completion/complete", ctx, {"ref": {"type": "ref/prompt", "name": route.name}}
-            )
-        return await self._upstream_call(self.hub.resource_upstream(ref.uri), "completion/complete", ctx)
+            override = {"ref": {"type": "ref/prompt", "name": route.name}}
+            return _era(ctx, await self._upstream_call(route.upstream, "completion/complete", ctx, override))
+        return _era(ctx, await self._upstream_call(self.hub.resource_upstream(ref.uri), "completion/complete", ctx))
 
     async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         for upstream in self.hub.upstreams.values():
@@ -300,7 +320,7 @@ class Front(ClientRouter):
                     await upstream.request("logging/setLevel", {"level": params.level})
                 except (UpstreamError, MCPError) as exc:
                     logger.warning("server %s: logging/setLevel failed: %s", upstream.name, exc)
-        return {}
+        return _era(ctx, {})
 
     async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: Any) -> None:
         for upstream in self.hub.upstreams.values():
@@ -321,8 +341,12 @@ class Front(ClientRouter):
     async def to_client(self, upstream: Upstream, method: str, params: dict[str, Any]) -> dict[str, Any]:
         request_type, result_type = _SERVER_REQUESTS[method]
         inflight = self._inflight.get(upstream.name) or []
+        if inflight and inflight[-1][2] is not None:
+            ctx, link, exchange = inflight[-1]
+            _require_capability(link, method)
+            return await exchange.ask(method, params)
         if inflight and inflight[-1][0] is not None:
-            ctx, link = inflight[-1]
+            ctx, link, _ = inflight[-1]
             session, related = ctx.session, ctx.request_id
         elif inflight:
             link = inflight[-1][1]
@@ -389,6 +413,26 @@ async def _send_quietly(session: ServerSession, notification: Any) -> None:
         await session.send_notification(notification)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError) as exc:
         logger.debug("notification dropped: %s", exc)
+
+
+def _era(ctx: ServerRequestContext[Any, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """Results of the stateless era must say they are complete; handler dicts are not typed models."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
+        return {**result, "resultType": "complete"}
+    return result
+
+
+def _quiet(progress: Any) -> Any:
+    """Progress for a request the client may have stopped waiting for (a call that went on in
+    the background): a closed channel drops the notification instead of failing the call."""
+
+    async def report(value: float, total: float | None, message: str | None) -> None:
+        try:
+            await progress(value, total, message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
+            pass
+
+    return report
 
 
 def _require_capability(link: ClientLink, method: str) -> None:

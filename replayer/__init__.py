@@ -9,6 +9,7 @@
         engine.resume(id, response=None) -> Execution          # paused (response yes/no) or interrupted
         engine.recover(limit=64) -> [id]                       # resume orphaned runs in the background
         engine.get(id) / engine.view(id) -> Execution / dict   # `execution_view` of it
+    load_template(store, name, version=None) -> Template     # the default template loader
     Worker(engine).run(stop_event)                           # `toolreel worker`
 
 Semantics chosen where the SPEC is silent:
@@ -31,7 +32,7 @@ Semantics chosen where the SPEC is silent:
   `Engine.aclose()` (shutdown) instead interrupts: the execution stays `running`, claim released.
 """
 
-from replayer._engine import MAX_DEPTH, Engine, TemplateLoader, child_execution_id, definition_hash
+from replayer._engine import MAX_DEPTH, Engine, TemplateLoader, child_execution_id, definition_hash, load_template
 from replayer._inputs import bind_inputs, parse_cli_value
 from replayer._policy import retry_delay
 from replayer._view import execution_view
@@ -46,6 +47,7 @@ __all__ = [
     "child_execution_id",
     "definition_hash",
     "execution_view",
+    "load_template",
     "parse_cli_value",
     "retry_delay",
 ]

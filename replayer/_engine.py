@@ -8,6 +8,7 @@ executions driven here (every `poll_interval`, at most ~50 executions a tick).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import logging
@@ -38,7 +39,7 @@ from replayer._run import Run, RunContext
 from replayer._state import ChildRequest, Outcome
 from replayer._view import execution_view
 
-__all__ = ["MAX_DEPTH", "Engine", "TemplateLoader"]
+__all__ = ["MAX_DEPTH", "Engine", "TemplateLoader", "child_execution_id", "definition_hash", "load_template"]
 
 logger = logging.getLogger("toolreel.replayer")
 
@@ -92,7 +93,7 @@ class Engine:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds
         self._approver = approver
-        self._loader = template_loader or self._load_saved
+        self._loader = template_loader or partial(load_template, store)
         self._poll_interval = poll_interval
         self._ctx = RunContext(
             store=store,
@@ -297,20 +298,6 @@ class Engine:
         if record.hash == digest or definition_hash(parse_template(record.definition)) == digest:
             return record.version
         return None
-
-    def _load_saved(self, name: str, version: int | None) -> Template:
-        record = self.store.get_template(name, version)
-        template = parse_template(record.definition, source=f"template {name!r} version {record.version}")
-        return Template(
-            name=template.name,
-            steps=template.steps,
-            description=template.description,
-            inputs=template.inputs,
-            output=template.output,
-            has_output=template.has_output,
-            version=record.version,
-            hash=record.hash,
-        )
 
     # ------------------------------------------------------------------ driving
 
@@ -671,6 +658,13 @@ class Engine:
     @staticmethod
     async def _thread(func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         return await anyio.to_thread.run_sync(partial(func, *args, **kwargs))
+
+
+def load_template(store: Store, name: str, version: int | None = None) -> Template:
+    """A saved template (the latest version unless `version`), with its version and hash set."""
+    record = store.get_template(name, version)
+    template = parse_template(record.definition, source=f"template {name!r} version {record.version}")
+    return dataclasses.replace(template, version=record.version, hash=record.hash)
 
 
 def definition_hash(template: Template) -> str:

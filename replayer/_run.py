@@ -270,12 +270,13 @@ class Run:
             return None
         rows = self.settle(name, record)
         more, launch = self.advance((), (name,))
-        if not await self.commit(rows + more) or not launch:
+        if not await self.commit(rows + more):
             return None
-        self._launch(launch[1:])
-        self._steps[launch[0]].launched = True
+        if launch:
+            self._launch(launch[1:])
+            self._steps[launch[0]].launched = True
         await self._report(name, record)
-        return launch[0]
+        return launch[0] if launch else None
 
     def settle(self, name: str, record: StepRecord) -> list[StepRecord]:
         """Record a step as finished in memory; a failure stops the run and fails its dependents."""

@@ -37,6 +37,7 @@ from templatizer._values import (
 
 _OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
 _NAMED_MIN: Final = 3  # a named input is found inside strings from this length on
+_PRIORITY: Final[dict[str, int]] = {"exact": 3, "subtree": 3, "confirmed": 3, "substring": 2, "input": 2, "coerced": 1}
 
 
 @dataclass
@@ -62,6 +63,11 @@ class _Cand:
     @property
     def confidence(self) -> Confidence:
         return confidence_of(self.score)
+
+    @property
+    def key(self) -> tuple[float, ...]:
+        """Best first (sorted in reverse): score, then a produced whole value over pieces, then rank."""
+        return (self.score, _PRIORITY.get(self.kind, 0), *self.rank)
 
 
 class _Piece(NamedTuple):
@@ -106,7 +112,9 @@ class StepInferrer:
     def _node(self, keys: Keys, value: JSON, written: JSON) -> JSON:
         if isinstance(written, str) and not same(written, value) and refs_in(written):
             return self._apply(keys, _Cand(written, "explicit", 1.0, "written as a ref by the agent"))
-        if json_path(keys) in self.redacted or (isinstance(value, str) and REDACTED in value):
+        if isinstance(value, str) and REDACTED in value and value != REDACTED:
+            return self._partial_secret(keys, value)
+        if json_path(keys) in self.redacted or value == REDACTED:
             return self._secret(keys, value)
         if keys and "_meta" in keys:
             return literal(value)
@@ -153,7 +161,7 @@ class StepInferrer:
             if varies:
                 return self._varying(keys, value, holding, per_run, allow_input)
             cands = holding
-        cands.sort(key=lambda c: (c.score, *c.rank), reverse=True)
+        cands.sort(key=lambda c: c.key, reverse=True)
         best = cands[0] if cands else None
         if best is not None and best.confidence == "high":
             more = [c for c in cands[1:] if c.kind == "substring" and c.confidence == "medium"]
@@ -168,7 +176,7 @@ class StepInferrer:
     ) -> JSON | None:
         confirmable = [c for c in holding if c.kind != "coerced" or c.value.startswith("{{")]
         if confirmable:
-            best = max(confirmable, key=lambda c: (c.score, *c.rank))
+            best = max(confirmable, key=lambda c: c.key)
             runs = sum(1 for found, _ in per_run if found)
             evidence = f"{best.evidence}; holds in all {runs} recordings, whose values differ"
             return self._apply(keys, _Cand(best.value, "confirmed", max(best.score, 0.95), evidence))
@@ -216,17 +224,22 @@ class StepInferrer:
     # ------------------------------------------------------------------ inputs
 
     def _secret(self, keys: Keys, value: JSON) -> JSON:
-        if not isinstance(value, str) or value == REDACTED or REDACTED not in value:
-            name = self.inputs.secret(keys, value if isinstance(value, str) else REDACTED)
-            return self._apply(keys, _Cand(f"@input.{name}", "secret", 1.0, "redacted when recorded: always an input"))
+        name = self.inputs.secret(keys, value if isinstance(value, str) else REDACTED)
+        return self._apply(keys, _Cand(f"@input.{name}", "secret", 1.0, "redacted when recorded: always an input"))
+
+    def _partial_secret(self, keys: Keys, value: str) -> JSON:
+        """A string holding a redacted value: the secret becomes an input, high pieces around it refs."""
         name = self.inputs.secret(keys, REDACTED)
-        pieces: list[_Piece] = []
+        secrets: list[_Piece] = []
         start = value.find(REDACTED)
         while start >= 0:
-            pieces.append(_Piece(start, start + len(REDACTED), f"@input.{name}", 1.0))
+            secrets.append(_Piece(start, start + len(REDACTED), f"@input.{name}", 2.0))
             start = value.find(REDACTED, start + len(REDACTED))
-        text = _interpolate(value, pieces)
-        return self._apply(keys, _Cand(text, "secret", 1.0, "holds a redacted value: always an input"))
+        pieces, evidence = self._output_pieces(keys, value)
+        pieces += self._input_pieces(value, derived=len(self.runs) > 1)
+        chosen = _non_overlapping(secrets + [p for p in pieces if p.score >= HIGH])
+        why = "; ".join(["holds a redacted value: always an input", *evidence])
+        return self._apply(keys, _Cand(_interpolate(value, chosen), "secret", 1.0, why))
 
     def _named_exact(self, value: JSON) -> _Cand | None:
         if value is None:
@@ -331,7 +344,7 @@ class StepInferrer:
             weight = strength(int(text)) if text.lstrip("-").isdigit() else text_strength(text)
             best = max(
                 (self._scored(keys, o, "substring", weight, len(occurrences), o.ref) for o in occurrences),
-                key=lambda c: (c.score, *c.rank),
+                key=lambda c: c.key,
             )
             if best.score >= MEDIUM:
                 pieces.append(_Piece(start, end, best.value, best.score))

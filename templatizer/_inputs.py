@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from core.model import JSON
+from core.secrets import is_secret_key
 from core.template import InputSpec
 from templatizer._result import LikelyInput
 from templatizer._values import Keys, json_path, key_tokens, last_key, same, snake, type_name
@@ -24,7 +25,7 @@ _SUBJECT_TOKENS: Final = frozenset(
         *("query", "q", "search", "content", "contents", "text", "body", "message", "subject", "comment"),
         *("description", "note", "notes", "branch", "repo", "repository", "url", "uri", "address", "phone"),
         *("username", "login", "owner", "observation", "observations", "entity", "entities", "person", "city"),
-        *("country", "timezone"),
+        *("country", "timezone", "time", "date", "when", "recipient", "to", "from"),
     }
 )
 _SETTING_TOKENS: Final = frozenset(
@@ -53,7 +54,8 @@ class InputTable:
 
     def secret(self, keys: Keys, placeholder: str) -> str:
         """The secret input for a redacted value at `keys` (one per key name: the same secret, reused)."""
-        base = snake(last_key(keys) or "secret")
+        key = last_key(keys)
+        base = snake(key) if key is not None and is_secret_key(key) else f"{snake(key or 'value')}_secret"
         for name, spec in self.specs.items():
             if spec.secret and (name == base or name.startswith(base + "_")):
                 return name

@@ -210,7 +210,8 @@ def key_similarity(input_key: str | None, output_key: str | None, producer_tool:
     """1.0 same name; 0.9 `user_id` vs `id` of a step about users; 0.7 one name inside the other; else overlap."""
     if input_key is None or output_key is None:
         return 0.0
-    a, b = key_tokens(input_key), key_tokens(output_key)
+    a = tuple(_singular(t) for t in key_tokens(input_key))
+    b = tuple(_singular(t) for t in key_tokens(output_key))
     if not a or not b:
         return 0.0
     if a == b:

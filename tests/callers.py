@@ -7,8 +7,7 @@ call, as the gateway does, so retry policies can be tested against a real disapp
 
 from __future__ import annotations
 
-import os
-import sys
+import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -24,17 +23,9 @@ from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from core.caller import ProgressFn
 from core.errors import UpstreamError, UpstreamTimeout
+from fixtures.servers import fixture_params
 
-__all__ = ["REPO", "StdioCaller", "fixture_server", "open_caller"]
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def fixture_server(module: str, **env: str) -> StdioServerParameters:
-    """A fixture server of `fixtures/<module>.py`, run with this interpreter from the repo root."""
-    return StdioServerParameters(
-        command=sys.executable, args=["-m", f"fixtures.{module}"], env={"PYTHONPATH": str(REPO), **env}, cwd=REPO
-    )
+__all__ = ["Harness", "StdioCaller", "fixture_env", "harness", "open_caller", "saved", "template"]
 
 
 @dataclass
@@ -171,5 +162,58 @@ async def open_caller(servers: Mapping[str, StdioServerParameters]) -> AsyncIter
             caller.close()
 
 
-def counter_env(path: Path) -> dict[str, str]:
-    return {"FIXTURE_COUNTER_FILE": str(path), "PATH": os.environ.get("PATH", "")}
+@dataclass
+class Harness:
+    """An engine over a fresh store and the `features` (and `ids`) fixture servers, with the files
+    where `counter` counts calls and `slow`/`hang` record their cancellations."""
+
+    engine: Any
+    store: Any
+    caller: StdioCaller
+    counter_file: Path
+    cancel_log: Path
+
+    def counts(self) -> dict[str, int]:
+        if not self.counter_file.exists():
+            return {}
+        counts: dict[str, int] = json.loads(self.counter_file.read_text())
+        return counts
+
+    def cancellations(self) -> list[str]:
+        return self.cancel_log.read_text().splitlines() if self.cancel_log.exists() else []
+
+
+def fixture_env(tmp: Path) -> dict[str, str]:
+    return {"FIXTURE_COUNTER_FILE": str(tmp / "counts.json"), "FIXTURE_CANCEL_LOG": str(tmp / "cancel.log")}
+
+
+@asynccontextmanager
+async def harness(
+    tmp: Path, *, servers: tuple[str, ...] = ("features",), store_url: str | None = None, **engine_options: Any
+) -> AsyncIterator[Harness]:
+    from core.store import open_store
+    from replayer import Engine
+
+    env = fixture_env(tmp)
+    store = open_store(store_url or f"sqlite:///{tmp / 'toolreel.db'}")
+    try:
+        params = {name: fixture_params(name, env=env) for name in servers}
+        async with open_caller(params) as caller, Engine(store, caller, **engine_options) as engine:
+            yield Harness(engine, store, caller, tmp / "counts.json", tmp / "cancel.log")
+    finally:
+        store.close()
+
+
+def template(data: Mapping[str, Any]) -> Any:
+    """A template from its JSON form, validated as a user's file would be."""
+    from core.template_io import parse_template
+
+    return parse_template(data)
+
+
+def saved(store: Any, data: Mapping[str, Any]) -> Any:
+    """Save a template in the store (as `toolreel__save_template` would) and return it as loaded."""
+    from replayer import load_template
+
+    record = store.save_template(data["name"], dict(data))
+    return load_template(store, data["name"], record.version)

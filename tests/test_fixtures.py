@@ -20,6 +20,7 @@ from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types import (
     CallToolResult,
     CreateMessageRequestParams,
@@ -40,6 +41,7 @@ from mcp_types import (
     TextResourceContents,
     ToolListChangedNotification,
 )
+from pydantic import FileUrl
 
 from fixtures import crash_at_start
 from fixtures.servers import fixture_command, fixture_params, http_fixture
@@ -51,7 +53,7 @@ FEATURE_TOOLS: Final = {
     "echo", "add", "image", "annotated", "fail", "progress", "log", "toggle_tool", "bump", "add_resource",
     "ask_user", "sample", "roots", "slow", "hang", "crash", "counter",
 }  # fmt: skip
-ROOT = Root(uri="file:///tmp/fixture-root", name="fixture root")
+ROOT = Root(uri=FileUrl("file:///tmp/fixture-root"), name="fixture root")
 
 
 @pytest.fixture(scope="module")
@@ -380,8 +382,8 @@ async def test_modern_era_asks_through_input_required_and_listens_for_changes() 
         async with client.listen(tools_list_changed=True) as changes:
             await client.call_tool("toggle_tool", {})
             with anyio.fail_after(WAIT):
-                event = await changes.__anext__()
-        assert type(event).__name__ == "ToolsListChanged"
+                event = await anext(changes)
+        assert isinstance(event, ToolsListChanged)
 
 
 async def test_features_over_http_serves_both_eras() -> None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,36 +32,22 @@ T0 = 1_700_000_000.0
 
 
 def execution(
-    id: str,
-    created_at: float = T0,
-    *,
-    status: ExecutionStatus = ExecutionStatus.PENDING,
-    template: str | None = None,
-    **fields: Any,
+    id: str, created_at: float = T0, *, status: ExecutionStatus = ExecutionStatus.PENDING, **fields: Any
 ) -> Execution:
     return Execution(
         id=id,
         mode=ExecutionMode.AUTO,
-        status=status,
+        status=ExecutionStatus(status),
         created_at=created_at,
         updated_at=created_at,
-        template=template,
         **fields,
     )
 
 
 def step(
-    name: str,
-    seq: int,
-    *,
-    attempt: int = 1,
-    execution_id: str = "e1",
-    status: StepStatus = StepStatus.SUCCEEDED,
-    **fields: Any,
+    name: str, seq: int, *, execution_id: str = "e1", status: StepStatus = StepStatus.SUCCEEDED, **fields: Any
 ) -> StepRecord:
-    return StepRecord(
-        execution_id=execution_id, name=name, seq=seq, kind=StepKind.TOOL, status=status, attempt=attempt, **fields
-    )
+    return StepRecord(execution_id=execution_id, name=name, seq=seq, kind=StepKind.TOOL, status=status, **fields)
 
 
 @pytest.fixture
@@ -70,24 +57,16 @@ def store(store_url: str) -> Iterator[SQLStore]:
 
 
 def run_threads(count: int, target: Callable[[int], object]) -> None:
-    """Start `count` threads together (a barrier) and re-raise the first failure."""
+    """Run target(0..count-1) in threads released together by a barrier; re-raise the first failure."""
     barrier = threading.Barrier(count)
-    errors: list[BaseException] = []
 
-    def body(index: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            target(index)
-        except BaseException as exc:  # collected and re-raised in the test thread
-            errors.append(exc)
+    def body(index: int) -> object:
+        barrier.wait(timeout=30)
+        return target(index)
 
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    if errors:
-        raise errors[0]
+    with ThreadPoolExecutor(count) as pool:
+        for future in [pool.submit(body, index) for index in range(count)]:
+            future.result(timeout=60)
 
 
 # executions -----------------------------------------------------------------------------
@@ -99,22 +78,11 @@ def test_sql_store_satisfies_the_store_protocol(store: SQLStore) -> None:
 
 
 def test_execution_round_trips_every_field(store: SQLStore) -> None:
-    original = execution(
-        "e1",
-        status=ExecutionStatus.PAUSED,
-        template="triage",
-        session="s-1",
-        template_version=3,
-        template_hash="ab" * 32,
-        inputs={"repo": "o/r", "limit": 10, "nested": [1, 2.5, None, True, "é"]},
-        output=[{"a": 1}],
-        error="boom",
-        prompt={"message": "Post?"},
-        parent_id="p",
-        parent_step="nested",
-        depth=2,
-        deadline=T0 + 60,
-    )
+    inputs = {"repo": "o/r", "limit": 10, "nested": [1, 2.5, None, True, "é"]}
+    original = execution("e1", status=ExecutionStatus.PAUSED, template="triage", session="s-1", template_version=3)
+    original = original.replace(template_hash="ab" * 32, inputs=inputs, output=[{"a": 1}], error="boom")
+    original = original.replace(prompt={"message": "Post?"}, parent_id="p", parent_step="nested", depth=2)
+    original = original.replace(deadline=T0 + 60, claimed_by="w1", lease_until=T0 + 5, fence=4)
     store.create_execution(original)
     assert store.get_execution("e1") == original
 
@@ -158,17 +126,13 @@ def test_list_executions_pages_newest_first(store: SQLStore) -> None:
     stored = [store.get_execution(f"e{i}") for i in range(7)]
     expected = sorted(stored, key=lambda e: (e.created_at, e.id), reverse=True)
 
-    seen: list[str] = []
-    cursor: str | None = None
-    pages = 0
-    while True:
+    page, cursor = store.list_executions(limit=3)
+    pages = [page]
+    while cursor is not None:
         page, cursor = store.list_executions(limit=3, cursor=cursor)
-        seen += [e.id for e in page]
-        pages += 1
-        if cursor is None:
-            break
-    assert seen == [e.id for e in expected]
-    assert pages == 3
+        pages.append(page)
+    assert [len(page) for page in pages] == [3, 3, 1]
+    assert [e.id for page in pages for e in page] == [e.id for e in expected]
 
 
 def test_list_executions_filters_by_status_and_template(store: SQLStore) -> None:

@@ -79,9 +79,9 @@ class SQLStore:
         insert = sqlite_insert if self._db.is_sqlite else pg_insert
         step_key = [S.execution_id, S.name, S.attempt]
         self._upsert_step = _upsert(insert(STEPS), step_key)
-        self._upsert_step_fenced = _upsert(
-            insert(STEPS).from_select(list(STEPS.c), _if_fence_holds(typed=not self._db.is_sqlite)), step_key
-        )
+        fenced = insert(STEPS).from_select(list(STEPS.c), _if_fence_holds(typed=not self._db.is_sqlite))
+        # SQLAlchemy keeps an INSERT's rowcount only when asked: 0 rows written is how a stale fence shows.
+        self._upsert_step_fenced = _upsert(fenced, step_key).execution_options(preserve_rowcount=True)
         self._upsert_idempotent = _upsert(insert(IDEMPOTENCY), [K.key])
         self._insert_execution = insert(EXECUTIONS)
         self._insert_template = insert(TEMPLATES)

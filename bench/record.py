@@ -1,0 +1,286 @@
+"""Recording overhead: `toolreel serve` recording vs `--no-record` on server-everything `echo`, and store writes.
+
+One run: sequential p50 and throughput at 8 in flight, both targets alternating, ratios on/off (issue 3 bars:
+p50 <= 1.05x, throughput >= 0.95x); then `Store.put_step` of a typical recorded step on SQLite (bar: p50 <= 0.2 ms)
+and on a throwaway PostgreSQL cluster (tests/pg.py) when its binaries are installed. Exits 1 if a bar is missed.
+Run: .venv/bin/python bench/record.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.metadata
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from _common import (
+    ECHO,
+    IN_FLIGHT,
+    REPO,
+    Bars,
+    Latency,
+    concurrent,
+    connect,
+    median_latency,
+    ms,
+    rotated,
+    sequential,
+    table,
+    via_toolreel,
+    warm_up,
+)
+from mcp import ClientSession
+
+from core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus, new_id, now
+from core.store import SQLStore, open_store
+
+P50_BAR = 1.05
+THROUGHPUT_BAR = 0.95
+STORE_P50_BAR_MS = 0.2
+CALL_TIMEOUT = 60.0
+BATCH = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    calls: int  # sequential calls per target, and as many at 8 in flight, split over rounds
+    rounds: int
+    warm: int
+    writes: int  # put_step calls per store
+
+    @property
+    def per_round(self) -> int:
+        return max(1, self.calls // self.rounds)
+
+
+@dataclass
+class Figures:
+    latency: list[Latency] = field(default_factory=list)
+    throughput: list[float] = field(default_factory=list)
+    calls: int = 0
+
+    @property
+    def summary(self) -> Latency:
+        return median_latency(self.latency)
+
+    @property
+    def calls_per_s(self) -> float:
+        return statistics.median(self.throughput)
+
+
+# --- through the gateway ----------------------------------------------------------------------------------------
+
+
+async def measure_gateway(plan: Plan, db_url: str, log_path: Path) -> dict[str, Figures]:
+    commands = {
+        "recording off": via_toolreel(ECHO.server, "--no-record"),
+        "recording on": via_toolreel(ECHO.server, "--db", db_url),
+    }
+    figures = {label: Figures() for label in commands}
+    with log_path.open("w") as log:
+        async with contextlib.AsyncExitStack() as stack:
+            sessions: dict[str, ClientSession] = {}
+            for label, command in commands.items():
+                sessions[label] = await stack.enter_async_context(
+                    connect(command, log, read_timeout_seconds=CALL_TIMEOUT)
+                )
+            for label, session in sessions.items():
+                await warm_up(session, ECHO, plan.warm)
+                figures[label].calls += 2 * plan.warm
+            for r in range(plan.rounds):
+                for label in rotated(list(sessions), r):
+                    figures[label].latency.append(Latency.of(await sequential(sessions[label], ECHO, plan.per_round)))
+                for label in rotated(list(sessions), r):
+                    figures[label].throughput.append(await concurrent(sessions[label], ECHO, plan.per_round))
+                for fig in figures.values():
+                    fig.calls += 2 * plan.per_round
+    return figures
+
+
+def recorded_steps(db_url: str) -> int:
+    """Steps the recording gateway stored (read after it exited, so its writer has flushed)."""
+    with open_store(db_url) as store:
+        executions, _ = store.list_executions(limit=100)
+        return sum(len(store.get_steps(e.id)) for e in executions)
+
+
+def gateway_table(figures: dict[str, Figures]) -> str:
+    off = figures["recording off"]
+    rows = []
+    for label, fig in figures.items():
+        lat = fig.summary
+        rows.append(
+            [
+                label,
+                ms(lat.p50),
+                ms(lat.p90),
+                ms(lat.p99),
+                f"{fig.calls_per_s:.0f}",
+                f"{lat.p50 / off.summary.p50:.3f}x",
+                f"{fig.calls_per_s / off.calls_per_s:.3f}x",
+            ]
+        )
+    header = ["toolreel serve", "p50 ms", "p90 ms", "p99 ms", f"calls/s @{IN_FLIGHT}", "p50/off", "calls/s/off"]
+    return "server-everything echo through toolreel (wrap mode)\n" + table(header, rows)
+
+
+# --- store writes -----------------------------------------------------------------------------------------------
+
+
+def typical_step(execution_id: str, seq: int) -> StepRecord:
+    """What the recorder writes for one `echo` call: input, resolved input, the wire result, the output."""
+    started = now()
+    text = "Echo: hello"
+    return StepRecord(
+        execution_id=execution_id,
+        name=f"echo_{seq}",
+        seq=seq,
+        kind=StepKind.TOOL,
+        status=StepStatus.SUCCEEDED,
+        server="server-everything",
+        tool="echo",
+        input={"message": "hello"},
+        resolved_input={"message": "hello"},
+        result={"content": [{"type": "text", "text": text}], "isError": False},
+        output=text,
+        started_at=started,
+        ended_at=started + 0.0004,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StoreFigures:
+    put_step: Latency
+    batched_per_step: float  # seconds per step when written BATCH at a time with put_steps
+
+
+def time_store(store: SQLStore, writes: int, warm: int) -> StoreFigures:
+    execution = Execution(
+        id=new_id(),
+        mode=ExecutionMode.RECORD,
+        status=ExecutionStatus.RECORDING,
+        created_at=now(),
+        updated_at=now(),
+        session="bench",
+    )
+    store.create_execution(execution)
+    steps = [typical_step(execution.id, seq) for seq in range(1, warm + 2 * writes + 1)]
+    for step in steps[:warm]:
+        store.put_step(step)
+    samples: list[float] = []
+    clock = time.perf_counter
+    for step in steps[warm : warm + writes]:
+        start = clock()
+        store.put_step(step)
+        samples.append(clock() - start)
+    batched = steps[warm + writes :]
+    start = clock()
+    for i in range(0, len(batched), BATCH):
+        store.put_steps(batched[i : i + BATCH])
+    per_step = (clock() - start) / max(1, len(batched))
+    return StoreFigures(Latency.of(samples), per_step)
+
+
+def store_line(name: str, fig: StoreFigures) -> str:
+    lat = fig.put_step
+    return (
+        f"  {name}: put_step p50 {ms(lat.p50)} ms, p90 {ms(lat.p90)} ms, p99 {ms(lat.p99)} ms; "
+        f"put_steps in batches of {BATCH}: {ms(fig.batched_per_step)} ms per step"
+    )
+
+
+@contextlib.contextmanager
+def postgres_url() -> Iterator[str]:
+    """A fresh database on a throwaway cluster; raises RuntimeError saying why there is none."""
+    sys.path.insert(0, str(REPO))
+    try:
+        from tests.pg import PgUnavailable, postgres_cluster
+    except ImportError as exc:
+        raise RuntimeError(f"tests/pg.py cannot be imported ({exc}); install the dev extra") from None
+    finally:
+        sys.path.remove(str(REPO))
+    try:
+        with postgres_cluster() as cluster:
+            yield cluster.create_database("bench")
+    except PgUnavailable as exc:
+        raise RuntimeError(str(exc)) from None
+
+
+def measure_stores(plan: Plan, tmp: Path, out: Callable[[str], None]) -> StoreFigures:
+    """Print both stores' figures; return SQLite's (the bar)."""
+    out(f"\nStore writes of a typical recorded step ({plan.writes} put_step calls after {plan.warm} warm-up)")
+    with open_store(f"sqlite:///{tmp / 'store.db'}") as store:
+        sqlite = time_store(store, plan.writes, plan.warm)
+    out(store_line(f"SQLite (WAL, synchronous=NORMAL, file in {tempfile.gettempdir()})", sqlite))
+    try:
+        with postgres_url() as url, open_store(url) as store:
+            postgres = time_store(store, plan.writes, plan.warm)
+        out(store_line("PostgreSQL (throwaway cluster on 127.0.0.1, fsync and synchronous_commit off)", postgres))
+    except RuntimeError as exc:
+        out(f"  PostgreSQL: skipped ({exc})")
+    return sqlite
+
+
+# --- main -------------------------------------------------------------------------------------------------------
+
+
+def run(plan: Plan) -> int:
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"bench/record.py: mcp {importlib.metadata.version('mcp')} client over stdio; {os.cpu_count()} cores, "
+        f"load {load}\nper target: {plan.warm} warm-up calls, then {plan.rounds} rounds of {plan.per_round} "
+        f"sequential calls and {plan.per_round} calls at {IN_FLIGHT} in flight, alternating; medians over rounds",
+        flush=True,
+    )
+    bars = Bars()
+    with tempfile.TemporaryDirectory(prefix="toolreel-bench-") as name:
+        tmp = Path(name)
+        db_url = f"sqlite:///{tmp / 'recorded.db'}"
+        log_path = Path(tempfile.gettempdir()) / f"toolreel-bench-record-{os.getpid()}.log"
+        figures = anyio.run(measure_gateway, plan, db_url, log_path)
+        print("\n" + gateway_table(figures), flush=True)
+        stored, made = recorded_steps(db_url), figures["recording on"].calls
+        print(f"steps stored by the recording gateway: {stored} of {made} calls")
+        sqlite = measure_stores(plan, tmp, print)
+    check(bars, figures, stored == made, sqlite)
+    print(f"\n(server and gateway stderr: {log_path})")
+    print(bars.report())
+    return 1 if bars.failed else 0
+
+
+def check(bars: Bars, figures: dict[str, Figures], all_stored: bool, sqlite: StoreFigures) -> None:
+    on, off = figures["recording on"], figures["recording off"]
+    p50 = on.summary.p50 / off.summary.p50
+    bars.check(f"p50 recording on/off <= {P50_BAR}", p50 <= P50_BAR, f"{p50:.3f}x")
+    tput = on.calls_per_s / off.calls_per_s
+    bars.check(f"calls/s @{IN_FLIGHT} recording on/off >= {THROUGHPUT_BAR}", tput >= THROUGHPUT_BAR, f"{tput:.3f}x")
+    bars.check("every call through the recording gateway stored (sanity)", all_stored, "see the line above")
+    store = sqlite.put_step.p50 * 1000
+    bars.check(f"SQLite put_step p50 <= {STORE_P50_BAR_MS} ms", store <= STORE_P50_BAR_MS, f"{store:.3f} ms")
+
+
+def parse(argv: list[str]) -> Plan:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a short run (fewer calls and rounds)")
+    parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 4000)")
+    parser.add_argument("--rounds", type=int, help="alternating rounds (default 8)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        return Plan(calls=args.calls or 400, rounds=args.rounds or 2, warm=50, writes=300)
+    return Plan(calls=args.calls or 4000, rounds=args.rounds or 8, warm=200, writes=2000)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(parse(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

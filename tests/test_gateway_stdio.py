@@ -1,0 +1,454 @@
+"""End to end through `toolreel serve --config` over stdio, with an `mcp` client in both protocol eras.
+
+One gateway per era (fixtures `features` and `ids` behind it) and one direct connection to the same
+fixture serve the whole module; results through the gateway must equal the direct ones except for
+the gateway's `_meta["toolreel/..."]` keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+
+from tests.gw import (
+    MODES,
+    Connected,
+    call,
+    direct_fixture,
+    fixture_entry,
+    gateway_env,
+    result_dict,
+    running_gateway,
+    status,
+    stdio_gateway,
+    strip_toolreel_meta,
+    text_of,
+    wait_until,
+    write_config,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+TIMEOUT = 2  # the `feat` server's per-call timeout (config key `timeout`)
+
+
+@dataclass
+class Env:
+    gw: Connected
+    direct: Connected
+    cancel_log: Path
+    mode: str
+
+
+@pytest.fixture(scope="module", params=MODES)
+async def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
+    tmp = tmp_path_factory.mktemp(f"stdio-{request.param}")
+    cancel_log = tmp / "cancel.log"
+    feat_env = {"FIXTURE_CANCEL_LOG": str(cancel_log)}
+    config = write_config(
+        tmp / "client.json",
+        {"feat": fixture_entry("features", timeout=TIMEOUT, env=feat_env), "ids": fixture_entry("ids")},
+    )
+    async with (
+        stdio_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp / 'store.db'}"), mode=request.param) as gw,
+        direct_fixture("features", mode=request.param) as direct,
+    ):
+        yield Env(gw, direct, cancel_log, request.param)
+
+
+def _without_name(item: Any) -> dict[str, Any]:
+    dumped = result_dict(item)
+    dumped.pop("name")
+    return dumped
+
+
+async def _same_result(env: Env, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    through = result_dict(await call(env.gw, f"feat__{tool}", arguments))
+    direct = result_dict(await call(env.direct, tool, arguments))
+    assert strip_toolreel_meta(through) == direct
+    return through
+
+
+# --- the handshake -----------------------------------------------------------------------------------------------
+
+
+async def test_negotiates_the_clients_era(env: Env) -> None:
+    expected = "2026-07-28" if env.mode == "auto" else "2025-11-25"
+    assert env.gw.client.protocol_version == expected
+
+
+async def test_instructions_teach_refs_and_carry_upstream_instructions(env: Env) -> None:
+    instructions = env.gw.client.instructions or ""
+    assert "<tool>_<n>" in instructions and "{{@" in instructions and "@@" in instructions
+    assert "toolreel fixture 'features'" in instructions
+
+
+# --- tools ---------------------------------------------------------------------------------------------------------
+
+
+async def test_tools_are_listed_as_server__tool_with_everything_else_unchanged(env: Env) -> None:
+    through = {t.name: t for t in (await env.gw.client.list_tools()).tools}
+    direct = (await env.direct.client.list_tools()).tools
+    for tool in direct:
+        assert f"feat__{tool.name}" in through, sorted(through)
+        assert _without_name(through[f"feat__{tool.name}"]) == _without_name(tool)
+    assert "ids__create_user" in through
+    assert {"toolreel__status", "toolreel__set_step_result"} <= set(through)
+
+
+async def test_output_schema_with_defs_annotations_and_tool_meta_pass_through(env: Env) -> None:
+    tools = {t.name: result_dict(t) for t in (await env.gw.client.list_tools()).tools}
+    add = tools["feat__add"]
+    assert "$defs" in add["outputSchema"], add["outputSchema"]
+    annotated = tools["feat__annotated"]
+    assert annotated["annotations"]["readOnlyHint"] is True and annotated["annotations"]["title"] == "Annotated tool"
+    assert annotated["_meta"] == {"fixtures/tool": {"kind": "annotated"}}
+
+
+async def test_text_result_is_forwarded_unchanged(env: Env) -> None:
+    through = await _same_result(env, "echo", {"text": "héllo wörld ✓"})
+    assert through["content"] == [{"type": "text", "text": "héllo wörld ✓"}]
+
+
+async def test_structured_content_is_forwarded_unchanged(env: Env) -> None:
+    through = await _same_result(env, "add", {"a": 2, "b": 40.5})
+    assert through["structuredContent"] == {"sum": 42.5, "operands": {"a": 2.0, "b": 40.5}}
+
+
+async def test_image_audio_and_embedded_resource_are_forwarded_unchanged(env: Env) -> None:
+    through = await _same_result(env, "image", {})
+    assert [item["type"] for item in through["content"]] == ["image", "audio", "resource"]
+
+
+async def test_content_annotations_and_result_meta_are_forwarded_unchanged(env: Env) -> None:
+    through = await _same_result(env, "annotated", {})
+    assert through["content"][0]["annotations"] == {"audience": ["user", "assistant"], "priority": 0.7}
+    assert through["content"][0]["_meta"] == {"fixtures/content": {"index": 0}}
+    assert through["_meta"]["fixtures/result"] == {"kind": "annotated"}
+
+
+async def test_error_result_is_forwarded_unchanged(env: Env) -> None:
+    through = await _same_result(env, "fail", {"message": "it broke"})
+    assert through["isError"] is True
+
+
+async def test_result_meta_names_step_and_execution(env: Env) -> None:
+    result = await call(env.gw, "feat__echo", {"text": "x"})
+    meta = result.meta or {}
+    assert str(meta.get("toolreel/step", "")).startswith("echo_")
+    assert isinstance(meta.get("toolreel/execution"), str) and meta["toolreel/execution"]
+
+
+async def test_unknown_tool_error_names_the_servers(env: Env) -> None:
+    result = await call(env.gw, "nosuch__tool", {})
+    assert result.is_error
+    text = text_of(result)
+    assert "nosuch__tool" in text and "feat" in text and "ids" in text
+
+
+# --- notifications -------------------------------------------------------------------------------------------------
+
+
+async def test_progress_notifications_reach_the_client(env: Env) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+    direct_seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async def on_direct(progress: float, total: float | None, message: str | None) -> None:
+        direct_seen.append((progress, total, message))
+
+    result = await call(env.gw, "feat__progress", {"steps": 3}, progress_callback=on_progress)
+    await call(env.direct, "progress", {"steps": 3}, progress_callback=on_direct)
+    assert text_of(result) == "completed 3 steps"
+    assert seen == direct_seen == [(1, 3, "step 1 of 3"), (2, 3, "step 2 of 3"), (3, 3, "step 3 of 3")]
+
+
+async def test_log_messages_reach_the_client(env: Env) -> None:
+    before = len(env.gw.probe.logs)
+    result = await call(env.gw, "feat__log", {"level": "warning", "message": "disk almost full"})
+    assert text_of(result) == "logged warning: disk almost full"
+    await env.gw.probe.wait_for(lambda: len(env.gw.probe.logs) > before, what="the log message")
+    log = env.gw.probe.logs[-1]
+    assert (log.level, log.data, log.logger) == ("warning", "disk almost full", "fixtures.features")
+
+
+async def test_set_level_is_forwarded_to_upstreams(env: Env) -> None:
+    if env.mode == "auto":
+        pytest.skip("logging/setLevel does not exist on 2026-07-28 (log level travels in each request's _meta)")
+    session = env.gw.client.session
+    await session.send_request(
+        types.SetLevelRequest(params=types.SetLevelRequestParams(level="error")), types.EmptyResult
+    )
+    try:
+        quiet = await call(env.gw, "feat__log", {"level": "info", "message": "chatter"})
+        loud = await call(env.gw, "feat__log", {"level": "error", "message": "alarm"})
+    finally:
+        await session.send_request(
+            types.SetLevelRequest(params=types.SetLevelRequestParams(level="debug")), types.EmptyResult
+        )
+    assert text_of(quiet) == "log at info not requested"
+    assert text_of(loud) == "logged error: alarm"
+
+
+async def test_tools_list_changed_reaches_the_client_and_the_list_changes(env: Env) -> None:
+    async def names() -> set[str]:
+        return {t.name for t in (await env.gw.client.list_tools()).tools}
+
+    assert "feat__extra" not in await names()
+    if env.mode == "auto":
+        async with env.gw.client.listen(tools_list_changed=True) as subscription:
+            assert text_of(await call(env.gw, "feat__toggle_tool")) == "extra added"
+            with anyio.fail_after(10):
+                event = await subscription.__anext__()
+            assert type(event).__name__ == "ToolsListChanged"
+    else:
+        before = len(env.gw.probe.of_type(types.ToolListChangedNotification))
+        assert text_of(await call(env.gw, "feat__toggle_tool")) == "extra added"
+        await env.gw.probe.wait_for(
+            lambda: len(env.gw.probe.of_type(types.ToolListChangedNotification)) > before, what="tools/list_changed"
+        )
+    try:
+        await wait_until(lambda: _has(env, "feat__extra"), 10, "feat__extra to be listed")
+        assert text_of(await call(env.gw, "feat__extra")) == "extra tool called"
+    finally:
+        assert text_of(await call(env.gw, "feat__toggle_tool")) == "extra removed"
+    await wait_until(lambda: _has(env, "feat__extra", present=False), 10, "feat__extra to disappear")
+
+
+async def _has(env: Env, name: str, present: bool = True) -> bool:
+    listed = {t.name for t in (await env.gw.client.list_tools()).tools}
+    return (name in listed) == present
+
+
+# --- requests from the server to the client ---------------------------------------------------------------------------
+
+
+async def test_elicitation_is_answered_by_the_client(env: Env) -> None:
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"answer": f"blue ({params.message})"})
+
+    env.gw.probe.elicit = answer
+    result = await call(env.gw, "feat__ask_user", {"question": "Favourite colour?"})
+    assert not result.is_error, text_of(result)
+    assert text_of(result) == "blue (Favourite colour?)"
+    assert env.gw.probe.elicitations[-1].message == "Favourite colour?"
+
+
+async def test_declined_elicitation_is_reported_by_the_upstream(env: Env) -> None:
+    async def decline(params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    env.gw.probe.elicit = decline
+    result = await call(env.gw, "feat__ask_user", {"question": "Continue?"})
+    assert text_of(result) == "user chose decline"
+
+
+async def test_sampling_is_answered_by_the_client(env: Env) -> None:
+    result = await call(env.gw, "feat__sample", {"prompt": "Say hi", "max_tokens": 7})
+    assert not result.is_error, text_of(result)
+    assert text_of(result) == "sampled: Say hi"
+    assert env.gw.probe.samplings[-1].max_tokens == 7
+
+
+async def test_roots_are_answered_by_the_client(env: Env) -> None:
+    result = await call(env.gw, "feat__roots")
+    assert not result.is_error, text_of(result)
+    roots = result.structured_content or json.loads(text_of(result))
+    assert roots["roots"] == [{"uri": "file:///tmp/probe-root", "name": "probe-root"}]
+
+
+# --- resources, prompts, completions --------------------------------------------------------------------------------
+
+
+async def test_resources_and_templates_are_listed_unchanged(env: Env) -> None:
+    through = [result_dict(r) for r in (await env.gw.client.list_resources()).resources]
+    direct = [result_dict(r) for r in (await env.direct.client.list_resources()).resources]
+    assert through[:2] == direct[:2]
+    assert {r["uri"] for r in through} >= {"test://static", "test://counter"}
+    templates = (await env.gw.client.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == ["test://item/{id}"]
+
+
+async def test_resources_are_read_by_uri_and_template(env: Env) -> None:
+    static = await env.gw.client.read_resource("test://static")
+    assert result_dict(static) == result_dict(await env.direct.client.read_resource("test://static"))
+    item = await env.gw.client.read_resource("test://item/42")
+    assert json.loads(item.contents[0].text) == {"id": "42", "name": "item 42"}  # type: ignore[union-attr]
+
+
+async def test_reading_an_unknown_resource_is_a_jsonrpc_error(env: Env) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError) as caught:
+        await env.gw.client.read_resource("test://nothing-here")
+    assert "test://nothing-here" in caught.value.error.message
+
+
+async def test_resource_subscription_delivers_updates(env: Env) -> None:
+    if env.mode == "auto":
+        async with env.gw.client.listen(resource_subscriptions=["test://counter"]) as subscription:
+            await call(env.gw, "feat__bump")
+            with anyio.fail_after(10):
+                event = await subscription.__anext__()
+            assert getattr(event, "uri", None) == "test://counter"
+        return
+    session = env.gw.client.session
+    await session.send_request(
+        types.SubscribeRequest(params=types.SubscribeRequestParams(uri="test://counter")), types.EmptyResult
+    )
+    try:
+        await call(env.gw, "feat__bump")
+        await env.gw.probe.wait_for(
+            lambda: any(n.params.uri == "test://counter" for n in env.gw.probe.of_type(types.ResourceUpdatedNotification)),
+            what="notifications/resources/updated",
+        )
+    finally:
+        await session.send_request(
+            types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri="test://counter")), types.EmptyResult
+        )
+
+
+async def test_resources_list_changed_reaches_the_client(env: Env) -> None:
+    name = f"res-{env.mode}"
+    if env.mode == "auto":
+        async with env.gw.client.listen(resources_list_changed=True) as subscription:
+            await call(env.gw, "feat__add_resource", {"name": name})
+            with anyio.fail_after(10):
+                event = await subscription.__anext__()
+            assert type(event).__name__ == "ResourcesListChanged"
+    else:
+        before = len(env.gw.probe.of_type(types.ResourceListChangedNotification))
+        await call(env.gw, "feat__add_resource", {"name": name})
+        await env.gw.probe.wait_for(
+            lambda: len(env.gw.probe.of_type(types.ResourceListChangedNotification)) > before,
+            what="resources/list_changed",
+        )
+
+    async def listed() -> bool:
+        uris = {r.uri for r in (await env.gw.client.list_resources()).resources}
+        return f"test://dynamic/{name}" in uris
+
+    await wait_until(listed, 10, "the new resource to be listed")
+    contents = (await env.gw.client.read_resource(f"test://dynamic/{name}")).contents
+    assert contents[0].text == f"dynamic resource {name}"  # type: ignore[union-attr]
+
+
+async def test_prompts_are_listed_prefixed_and_get_is_routed(env: Env) -> None:
+    prompts = {p.name: p for p in (await env.gw.client.list_prompts()).prompts}
+    direct = (await env.direct.client.list_prompts()).prompts[0]
+    assert _without_name(prompts["feat__greet"]) == _without_name(direct)
+    through = await env.gw.client.get_prompt("feat__greet", {"name": "alice", "style": "formal"})
+    straight = await env.direct.client.get_prompt("greet", {"name": "alice", "style": "formal"})
+    assert result_dict(through) == result_dict(straight)
+    assert through.messages[0].content.text == "Good day, alice!"  # type: ignore[union-attr]
+
+
+async def test_prompt_and_resource_template_completions_are_routed(env: Env) -> None:
+    prompt = await env.gw.client.complete(
+        types.PromptReference(type="ref/prompt", name="feat__greet"), {"name": "name", "value": "al"}
+    )
+    assert prompt.completion.values == ["alice", "albert"]
+    template = await env.gw.client.complete(
+        types.ResourceTemplateReference(type="ref/resource", uri="test://item/{id}"), {"name": "id", "value": "4"}
+    )
+    assert template.completion.values == ["42"]
+
+
+# --- cancellation and timeouts ---------------------------------------------------------------------------------------
+
+
+async def test_client_cancellation_reaches_the_upstream(env: Env) -> None:
+    async def running() -> bool:
+        steps = (await status(env.gw))["steps"]
+        return any(s["tool"] == "feat__hang" and s["status"] == "running" for s in steps)
+
+    before = _cancel_lines(env)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, env.gw, "feat__hang", {})
+        await wait_until(running, 10, "the hang call to be in flight")
+        tg.cancel_scope.cancel()
+    await wait_until(lambda: len(_cancel_lines(env)) > len(before), 10, "the upstream to log the cancellation")
+    assert _cancel_lines(env)[-1].startswith("hang cancelled")
+    # the session is still usable after a cancellation
+    assert text_of(await call(env.gw, "feat__echo", {"text": "after"})) == "after"
+
+
+async def test_per_call_timeout_is_a_tool_error_naming_server_tool_and_seconds(env: Env) -> None:
+    before = _cancel_lines(env)
+    with anyio.fail_after(TIMEOUT + 10):
+        result = await call(env.gw, "feat__slow", {"seconds": 30})
+    assert result.is_error
+    text = text_of(result)
+    assert "'feat'" in text and "'slow'" in text and f"{TIMEOUT} s" in text, text
+    await wait_until(lambda: len(_cancel_lines(env)) > len(before), 10, "the timed-out call to be cancelled upstream")
+    assert _cancel_lines(env)[-1].startswith("slow cancelled")
+
+
+async def test_hanging_tool_times_out(env: Env) -> None:
+    with anyio.fail_after(TIMEOUT + 10):
+        result = await call(env.gw, "feat__hang", {})
+    assert result.is_error and "'hang'" in text_of(result)
+
+
+def _cancel_lines(env: Env) -> list[str]:
+    return env.cancel_log.read_text().splitlines() if env.cancel_log.exists() else []
+
+
+# --- bad input on the wire ------------------------------------------------------------------------------------------------
+
+
+async def test_malformed_json_and_unknown_methods_get_jsonrpc_errors_and_serving_goes_on(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
+    async with running_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp_path / 's.db'}")) as gateway:
+        process = gateway.process
+        assert process.stdin is not None and process.stdout is not None
+        replies: dict[Any, dict[str, Any]] = {}
+        buffer = bytearray()
+
+        async def send(raw: bytes) -> None:
+            assert process.stdin is not None
+            await process.stdin.send(raw)
+
+        async def reply(request_id: Any) -> dict[str, Any]:
+            assert process.stdout is not None
+            with anyio.fail_after(30):
+                while request_id not in replies:
+                    buffer.extend(await process.stdout.receive())
+                    while b"\n" in buffer:
+                        line, _, rest = bytes(buffer).partition(b"\n")
+                        buffer[:] = rest
+                        message = json.loads(line)
+                        replies[message.get("id")] = message
+            return replies.pop(request_id)
+
+        init = {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+        }
+        await send(json.dumps(init).encode() + b"\n")
+        assert (await reply(1))["result"]["serverInfo"]["name"] == "toolreel"
+        await send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+
+        await send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list", oops\n')
+        parse_error = await reply(None)
+        assert parse_error["error"]["code"] == -32700
+
+        await send(b'{"jsonrpc":"2.0","id":3,"method":"no/such/method","params":{}}\n')
+        assert (await reply(3))["error"]["code"] == -32601
+
+        await send(b'[1, 2, 3]\n')
+        invalid = await reply(None)
+        assert invalid["error"]["code"] in (-32700, -32600)
+
+        await send(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"feat__echo","arguments":{"text":"still here"}}}\n')
+        answer = await reply(4)
+        assert answer["result"]["content"] == [{"type": "text", "text": "still here"}]

@@ -34,7 +34,9 @@ app.add_typer(config_app, name="config")
 executions_app = typer.Typer(help="Recorded and replayed executions.", no_args_is_help=True)
 app.add_typer(executions_app, name="executions")
 
-DbOption = Annotated[str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else SQLite in the user data dir).")]
+DbOption = Annotated[
+    str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else SQLite in the user data dir).")
+]
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -60,10 +62,13 @@ def serve(
     token_env: Annotated[str | None, typer.Option("--token-env", help="Require Authorization: Bearer $VAR.")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Server name of a wrapped command.")] = None,
     prefix: Annotated[
-        bool | None, typer.Option("--prefix/--no-prefix", help="List tools as server__tool (default: on with --config).")
+        bool | None,
+        typer.Option("--prefix/--no-prefix", help="List tools as server__tool (default: on with --config)."),
     ] = None,
     db: DbOption = None,
-    annotate: Annotated[bool, typer.Option("--annotate", help="Append a text item naming the step to results.")] = False,
+    annotate: Annotated[
+        bool, typer.Option("--annotate", help="Append a text item naming the step to results.")
+    ] = False,
     record: Annotated[bool, typer.Option("--record/--no-record", help="Record tool calls (default on).")] = True,
     max_concurrency: Annotated[int, typer.Option("--max-concurrency", help="Steps at once in auto mode.")] = 16,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logs on stderr.")] = False,

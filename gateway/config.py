@@ -24,8 +24,25 @@ Transport = Literal["stdio", "http", "sse"]
 SERVER_NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 _ENV_RE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 _KNOWN_KEYS = frozenset(
-    {"command", "args", "env", "cwd", "url", "headers", "type", "transport", "timeout", "tools", "disabled",
-     "envFile", "description", "name", "alwaysAllow", "autoApprove"}
+    {
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "headers",
+        "type",
+        "transport",
+        "timeout",
+        "tools",
+        "disabled",
+        "protocol",
+        "envFile",
+        "description",
+        "name",
+        "alwaysAllow",
+        "autoApprove",
+    }
 )  # the last few are keys hosts write for their own use: accepted and ignored
 DEFAULT_TIMEOUT = 60.0
 
@@ -43,6 +60,7 @@ class ServerConfig:
     timeout: float = DEFAULT_TIMEOUT
     tools: frozenset[str] | None = None  # allowlist of the upstream's own tool names
     disabled: bool = False
+    protocol: Literal["auto", "legacy", "modern"] = "auto"  # era spoken to this upstream; auto prefers the handshake
 
     def describe(self) -> str:
         if self.transport == "stdio":
@@ -77,9 +95,7 @@ def load_config(path: str | os.PathLike[str], environ: Mapping[str, str] | None 
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=source
-        ) from None
+        raise ConfigError(f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=source) from None
     return parse_config(data, source=source, environ=environ)
 
 
@@ -140,12 +156,13 @@ def _parse_server(name: str, entry: Any, path: str, source: str | None, env: Map
         )
     expanded = _expand(entry, path, source, env)
     transport = _transport(expanded, path, source)
-    common = {
+    common: dict[str, Any] = {
         "name": name,
         "transport": transport,
         "timeout": _timeout(expanded.get("timeout"), f"{path}.timeout", source),
         "tools": _allowlist(expanded.get("tools"), f"{path}.tools", source),
         "disabled": _bool(expanded.get("disabled", False), f"{path}.disabled", source),
+        "protocol": _protocol(expanded.get("protocol", "auto"), f"{path}.protocol", source),
     }
     if transport == "stdio":
         command = expanded.get("command")
@@ -174,8 +191,12 @@ def _transport(entry: Mapping[str, Any], path: str, source: str | None) -> Trans
             return "http"
         raise ConfigError("needs either 'command' (stdio) or 'url' (HTTP/SSE)", file=source, path=path)
     aliases: dict[str, Transport] = {
-        "stdio": "stdio", "http": "http", "streamable-http": "http", "streamableHttp": "http",
-        "streamable_http": "http", "sse": "sse",
+        "stdio": "stdio",
+        "http": "http",
+        "streamable-http": "http",
+        "streamableHttp": "http",
+        "streamable_http": "http",
+        "sse": "sse",
     }
     if declared not in aliases:
         raise ConfigError(
@@ -186,6 +207,7 @@ def _transport(entry: Mapping[str, Any], path: str, source: str | None) -> Trans
 
 def _expand(value: Any, path: str, source: str | None, env: Mapping[str, str]) -> Any:
     if isinstance(value, str):
+
         def substitute(match: re.Match[str]) -> str:
             variable = match.group(1)
             if variable not in env:
@@ -245,6 +267,16 @@ def _bool(value: Any, path: str, source: str | None) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"must be true or false, not {value!r}", file=source, path=path)
     return value
+
+
+def _protocol(value: Any, path: str, source: str | None) -> Literal["auto", "legacy", "modern"]:
+    if value == "auto":
+        return "auto"
+    if value == "legacy":
+        return "legacy"
+    if value == "modern":
+        return "modern"
+    raise ConfigError(f"must be 'auto', 'legacy' or 'modern', not {value!r}", file=source, path=path)
 
 
 def _kind(value: Any) -> str:

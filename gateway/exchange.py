@@ -58,7 +58,9 @@ class Exchange:
             if send is None:
                 continue
             if isinstance(response, dict) and "code" in response and "message" in response and len(response) <= 3:
-                send.send_nowait(MCPError(code=response["code"], message=response["message"], data=response.get("data")))
+                send.send_nowait(
+                    MCPError(code=response["code"], message=response["message"], data=response.get("data"))
+                )
             else:
                 send.send_nowait(response)
 

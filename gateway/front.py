@@ -8,17 +8,18 @@ routing of server-to-client requests, and notifications are keyed on.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 import anyio.abc
 import mcp_types as types
-from mcp.server.caching import CACHEABLE_METHODS, CacheHint
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -26,7 +27,13 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -52,13 +59,15 @@ as a reusable template."""
 
 # Per-hop _meta: the progress token is the gateway's own upstream, the envelope keys of the
 # stateless era describe the client's connection to the gateway, not the gateway's to the server.
-_HOP_META = frozenset({
-    "progressToken",
-    "io.modelcontextprotocol/protocolVersion",
-    "io.modelcontextprotocol/clientInfo",
-    "io.modelcontextprotocol/clientCapabilities",
-    "io.modelcontextprotocol/logLevel",
-})
+_HOP_META = frozenset(
+    {
+        "progressToken",
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientInfo",
+        "io.modelcontextprotocol/clientCapabilities",
+        "io.modelcontextprotocol/logLevel",
+    }
+)
 
 _SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
     "sampling/createMessage": (types.CreateMessageRequest, types.CreateMessageResult),
@@ -94,7 +103,9 @@ class ToolHook:
     def extra_tools(self) -> list[dict[str, Any]]:
         return []
 
-    async def call_local(self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any] | None:
+    async def call_local(
+        self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink
+    ) -> dict[str, Any] | None:
         """Answer a tool the gateway serves itself; None when `name` is not one."""
         return None
 
@@ -113,9 +124,10 @@ class GatewayServer(Server[Any]):
         self,
         notification_options: NotificationOptions | None = None,
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         options = notification_options or NotificationOptions(True, True, True)
-        return super().create_initialization_options(options, experimental_capabilities)
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
 class Front(ClientRouter):
@@ -136,20 +148,25 @@ class Front(ClientRouter):
             "toolreel",
             version="0.1.0",
             instructions=INSTRUCTIONS,
-            on_list_tools=self._list_tools,
-            on_list_resources=self._list_resources,
-            on_list_resource_templates=self._list_resource_templates,
-            on_read_resource=self._read_resource,
-            on_subscribe_resource=self._subscribe,
-            on_unsubscribe_resource=self._unsubscribe,
-            on_list_prompts=self._list_prompts,
-            on_get_prompt=self._get_prompt,
-            on_completion=self._complete,
             on_subscriptions_listen=ListenHandler(self.bus),
             # Aggregated lists change whenever an upstream does: never fresh for longer than now.
-            cache_hints={method: CacheHint(ttl_ms=0) for method in CACHEABLE_METHODS},
+            cache_hints={method: CacheHint(ttl_ms=0) for method in get_args(CacheableMethod)},
         )
-        server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self._set_level)
+        # Handlers return wire dicts (forwarded unchanged), so they register untyped.
+        handlers: list[tuple[str, type[Any], Any]] = [
+            ("tools/list", types.PaginatedRequestParams, self._list_tools),
+            ("resources/list", types.PaginatedRequestParams, self._list_resources),
+            ("resources/templates/list", types.PaginatedRequestParams, self._list_resource_templates),
+            ("resources/read", types.ReadResourceRequestParams, self._read_resource),
+            ("resources/subscribe", types.SubscribeRequestParams, self._subscribe),
+            ("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe),
+            ("prompts/list", types.PaginatedRequestParams, self._list_prompts),
+            ("prompts/get", types.GetPromptRequestParams, self._get_prompt),
+            ("completion/complete", types.CompleteRequestParams, self._complete),
+            ("logging/setLevel", types.SetLevelRequestParams, self._set_level),
+        ]
+        for method, params_type, handler in handlers:
+            server.add_request_handler(method, params_type, handler)
         server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
@@ -278,7 +295,9 @@ class Front(ClientRouter):
 
     async def _list_resource_templates(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return _era(ctx, {"resourceTemplates": [t for u in self.hub.upstreams.values() for t in u.listing.resource_templates]})
+        return _era(
+            ctx, {"resourceTemplates": [t for u in self.hub.upstreams.values() for t in u.listing.resource_templates]}
+        )
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
@@ -294,7 +313,9 @@ class Front(ClientRouter):
 
     async def _unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         self.link_for(ctx).subscriptions.discard(params.uri)
-        return _era(ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/unsubscribe", ctx))
+        return _era(
+            ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/unsubscribe", ctx)
+        )
 
     async def _get_prompt(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         route = self.hub.prompt_route(params.name)
@@ -327,7 +348,11 @@ class Front(ClientRouter):
             await upstream.notify("notifications/roots/list_changed", None)
 
     async def _upstream_call(
-        self, upstream: Upstream, method: str, ctx: ServerRequestContext[Any, Any], override: dict[str, Any] | None = None
+        self,
+        upstream: Upstream,
+        method: str,
+        ctx: ServerRequestContext[Any, Any],
+        override: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         params = {k: v for k, v in (ctx.params or {}).items() if k != "_meta"}
         if override:
@@ -341,19 +366,12 @@ class Front(ClientRouter):
     async def to_client(self, upstream: Upstream, method: str, params: dict[str, Any]) -> dict[str, Any]:
         request_type, result_type = _SERVER_REQUESTS[method]
         inflight = self._inflight.get(upstream.name) or []
-        if inflight and inflight[-1][2] is not None:
-            ctx, link, exchange = inflight[-1]
+        ctx, link, exchange = inflight[-1] if inflight else (None, self._latest_link(), None)
+        if exchange is not None and link is not None:
             _require_capability(link, method)
             return await exchange.ask(method, params)
-        if inflight and inflight[-1][0] is not None:
-            ctx, link, _ = inflight[-1]
-            session, related = ctx.session, ctx.request_id
-        elif inflight:
-            link = inflight[-1][1]
-            session, related = link.session, None
-        else:
-            link = self._latest_link()
-            session, related = (link.session if link else None), None
+        session: ServerSession | None = ctx.session if ctx is not None else (link.session if link else None)
+        related = ctx.request_id if ctx is not None else None
         if session is None or link is None:
             raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
         _require_capability(link, method)
@@ -364,7 +382,7 @@ class Front(ClientRouter):
         except NoBackChannelError:
             raise MCPError(
                 code=types.INVALID_REQUEST,
-                message=f"the client uses a protocol version without server-initiated requests; cannot forward {method}",
+                message=f"the client's protocol version has no server-initiated requests; cannot forward {method}",
             ) from None
         dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return dumped
@@ -394,7 +412,11 @@ class Front(ClientRouter):
             self._tg.start_soon(self._announce, kinds)
 
     async def _announce(self, kinds: frozenset[str]) -> None:
-        events = {"tools": ToolsListChanged(), "resources": ResourcesListChanged(), "prompts": PromptsListChanged()}
+        events: dict[str, ServerEvent] = {
+            "tools": ToolsListChanged(),
+            "resources": ResourcesListChanged(),
+            "prompts": PromptsListChanged(),
+        }
         notifications = {
             "tools": types.ToolListChangedNotification(),
             "resources": types.ResourceListChangedNotification(),
@@ -427,10 +449,8 @@ def _quiet(progress: Any) -> Any:
     the background): a closed channel drops the notification instead of failing the call."""
 
     async def report(value: float, total: float | None, message: str | None) -> None:
-        try:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
             await progress(value, total, message)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
-            pass
 
     return report
 

@@ -30,7 +30,9 @@ logger = logging.getLogger("toolreel.hub")
 
 ALL_CLIENT_CAPABILITIES = types.ClientCapabilities(
     sampling=types.SamplingCapability(),
-    elicitation=types.ElicitationCapability(form=types.FormElicitationCapability(), url=types.UrlElicitationCapability()),
+    elicitation=types.ElicitationCapability(
+        form=types.FormElicitationCapability(), url=types.UrlElicitationCapability()
+    ),
     roots=types.RootsCapability(list_changed=True),
 )
 

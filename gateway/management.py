@@ -65,7 +65,9 @@ class GatewayHook(ToolHook):
         self.record = record
         self.tools: dict[str, ManagementTool] = {}
         self.dynamic: list[Callable[[], list[dict[str, Any]]]] = []  # e.g. reel__<template> tools
-        self.local_fallback: list[Callable[[str, dict[str, Any], Any, ClientLink], Awaitable[dict[str, Any] | None]]] = []
+        self.local_fallback: list[
+            Callable[[str, dict[str, Any], Any, ClientLink], Awaitable[dict[str, Any] | None]]
+        ] = []
         self.services: list[Callable[[], contextlib.AbstractAsyncContextManager[None]]] = []  # e.g. the engine
         self._add_recording_tools()
 
@@ -87,7 +89,9 @@ class GatewayHook(ToolHook):
             listed.extend(source())
         return listed
 
-    async def call_local(self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any] | None:
+    async def call_local(
+        self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink
+    ) -> dict[str, Any] | None:
         tool = self.tools.get(name)
         try:
             if tool is not None:
@@ -141,64 +145,78 @@ class GatewayHook(ToolHook):
 
     # recording tools -----------------------------------------------------------------------
     def _add_recording_tools(self) -> None:
-        self.add(ManagementTool(
-            "toolreel__status",
-            "Upstream servers (state, tool count, last error, name mapping) and this session's recorded steps.",
-            _schema({}),
-            self._status,
-        ))
-        self.add(ManagementTool(
-            "toolreel__set_step_result",
-            "Record a step with the given output without calling anything (inject data or mock a step). "
-            "Later calls can pass it on as @<step>.",
-            _schema(
-                {
-                    "output": {"description": "The step's output (any JSON)."},
-                    "step": {"type": "string", "description": "Step name; default <tool>_<n>."},
-                    "tool": {"type": "string", "description": "The tool this output stands for (server__tool)."},
-                },
-                ("output",),
-            ),
-            self._set_step_result,
-        ))
-        self.add(ManagementTool(
-            "toolreel__get_execution",
-            "Status, steps, outputs and errors of an execution (recorded or replayed).",
-            _schema({"id": {"type": "string"}}, ("id",)),
-            self._get_execution,
-        ))
-        self.add(ManagementTool(
-            "toolreel__list_executions",
-            "Executions, newest first, paginated.",
-            _schema({
-                "status": {"type": "string", "enum": [s.value for s in ExecutionStatus]},
-                "template": {"type": "string"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 500},
-                "cursor": {"type": "string"},
-            }),
-            self._list_executions,
-        ))
+        self.add(
+            ManagementTool(
+                "toolreel__status",
+                "Upstream servers (state, tool count, last error, name mapping) and this session's recorded steps.",
+                _schema({}),
+                self._status,
+            )
+        )
+        self.add(
+            ManagementTool(
+                "toolreel__set_step_result",
+                "Record a step with the given output without calling anything (inject data or mock a step). "
+                "Later calls can pass it on as @<step>.",
+                _schema(
+                    {
+                        "output": {"description": "The step's output (any JSON)."},
+                        "step": {"type": "string", "description": "Step name; default <tool>_<n>."},
+                        "tool": {"type": "string", "description": "The tool this output stands for (server__tool)."},
+                    },
+                    ("output",),
+                ),
+                self._set_step_result,
+            )
+        )
+        self.add(
+            ManagementTool(
+                "toolreel__get_execution",
+                "Status, steps, outputs and errors of an execution (recorded or replayed).",
+                _schema({"id": {"type": "string"}}, ("id",)),
+                self._get_execution,
+            )
+        )
+        self.add(
+            ManagementTool(
+                "toolreel__list_executions",
+                "Executions, newest first, paginated.",
+                _schema(
+                    {
+                        "status": {"type": "string", "enum": [s.value for s in ExecutionStatus]},
+                        "template": {"type": "string"},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+                        "cursor": {"type": "string"},
+                    }
+                ),
+                self._list_executions,
+            )
+        )
 
     async def _status(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         upstreams = []
         for upstream in self.hub.upstreams.values():
-            upstreams.append({
-                "name": upstream.name,
-                "state": upstream.state.value,
-                "transport": upstream.config.transport,
-                "tools": len(upstream.listing.tools),
-                "last_error": upstream.last_error,
-                "restarts": upstream.restarts,
-                "stderr_tail": upstream.stderr_tail()[-1000:] or None,
-            })
+            upstreams.append(
+                {
+                    "name": upstream.name,
+                    "state": upstream.state.value,
+                    "transport": upstream.config.transport,
+                    "tools": len(upstream.listing.tools),
+                    "last_error": upstream.last_error,
+                    "restarts": upstream.restarts,
+                    "stderr_tail": upstream.stderr_tail()[-1000:] or None,
+                }
+            )
         session = self.session(link)
-        return tool_result({
-            "upstreams": upstreams,
-            "name_mapping": [{"listed": m.listed, "server": m.server, "name": m.name} for m in self.hub.mappings()],
-            "execution_id": session.execution_id,
-            "recording": self.record,
-            "steps": session.steps(),
-        })
+        return tool_result(
+            {
+                "upstreams": upstreams,
+                "name_mapping": [{"listed": m.listed, "server": m.server, "name": m.name} for m in self.hub.mappings()],
+                "execution_id": session.execution_id,
+                "recording": self.record,
+                "steps": session.steps(),
+            }
+        )
 
     async def _set_step_result(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         if "output" not in arguments:

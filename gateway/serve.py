@@ -117,7 +117,7 @@ async def _serve_http(front: Front, options: HttpOptions) -> None:
         guarded, host=options.host, port=options.port, log_level="warning", lifespan="off", access_log=False
     )
     server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # our task group owns signals
+    setattr(server, "install_signal_handlers", lambda: None)  # noqa: B010 - our task group owns signals
     async with manager.run():
         try:
             await server.serve()

@@ -194,4 +194,7 @@ def _fast_eligible(message: Any) -> bool:
         return False
     meta = params.get("_meta")
     # progress needs the SDK's per-request channel; the stateless era its own envelope
-    return not (isinstance(meta, dict) and ("progressToken" in meta or any(k.startswith("io.modelcontextprotocol/") for k in meta)))
+    return not (
+        isinstance(meta, dict)
+        and ("progressToken" in meta or any(k.startswith("io.modelcontextprotocol/") for k in meta))
+    )

@@ -62,7 +62,11 @@ class FastLane:
     async def _cancel(self, request_id: str, reason: str) -> None:
         if self.closed:
             return
-        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id, "reason": reason}}
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": reason},
+        }
         with contextlib.suppress(ConnectionError, RuntimeError):
             self._writer.write(json.dumps(note).encode() + b"\n")
 
@@ -75,8 +79,11 @@ class FastLane:
             if "error" in message:
                 error = message["error"] or {}
                 future.set_exception(
-                    MCPError(code=error.get("code", types.INTERNAL_ERROR), message=error.get("message", ""),
-                             data=error.get("data"))
+                    MCPError(
+                        code=error.get("code", types.INTERNAL_ERROR),
+                        message=error.get("message", ""),
+                        data=error.get("data"),
+                    )
                 )
             else:
                 future.set_result(message.get("result") or {})
@@ -94,8 +101,15 @@ async def open_stdio_upstream(
     command: str, args: list[str], env: Mapping[str, str], cwd: str | None, errlog: IO[str], lost: anyio.Event
 ) -> AsyncIterator[tuple[Any, Any, FastLane]]:
     process = await asyncio.create_subprocess_exec(
-        command, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=errlog,
-        env=dict(env), cwd=cwd, limit=LINE_LIMIT, start_new_session=True,
+        command,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=errlog,
+        env=dict(env),
+        cwd=cwd,
+        limit=LINE_LIMIT,
+        start_new_session=True,
     )
     assert process.stdin is not None and process.stdout is not None
     stdin, stdout = process.stdin, process.stdout

@@ -131,10 +131,12 @@ class _Runs:
             _caller_link.reset(token)
         return tool_result(_summary(execution))
 
-    async def call_reel(self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any] | None:
+    async def call_reel(
+        self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink
+    ) -> dict[str, Any] | None:
         if not name.startswith(REEL_PREFIX):
             return None
-        template_name = name[len(REEL_PREFIX):]
+        template_name = name[len(REEL_PREFIX) :]
         template = await anyio.to_thread.run_sync(load_saved, self.hook.store, template_name, None)
         execution = await self._start(template, arguments, ctx, link, wait=True)
         if execution.status is ExecutionStatus.SUCCEEDED:
@@ -175,31 +177,41 @@ def install(hook: GatewayHook, *, max_concurrency: int = 16, **_: Any) -> None:
     hook.services.append(runs.service)
     hook.local_fallback.append(runs.call_reel)
     obj = {"type": "object"}
-    hook.add(ManagementTool(
-        "toolreel__run_template",
-        "Run a saved template in auto mode (no LLM): returns {execution_id, status, output | error | prompt}. "
-        "Sends progress per step when the call carries a progress token.",
-        {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "inputs": {**obj, "description": "Input name -> value."},
-                "version": {"type": "integer", "minimum": 1},
-                "wait": {"type": "boolean", "description": "Wait for the end (default true)."},
+    hook.add(
+        ManagementTool(
+            "toolreel__run_template",
+            "Run a saved template in auto mode (no LLM): returns {execution_id, status, output | error | prompt}. "
+            "Sends progress per step when the call carries a progress token.",
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "inputs": {**obj, "description": "Input name -> value."},
+                    "version": {"type": "integer", "minimum": 1},
+                    "wait": {"type": "boolean", "description": "Wait for the end (default true)."},
+                },
+                "required": ["name"],
             },
-            "required": ["name"],
-        },
-        runs.run_template,
-    ))
-    hook.add(ManagementTool(
-        "toolreel__cancel_execution",
-        "Cancel an execution: no new step starts, in-flight calls are cancelled.",
-        {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-        runs.cancel,
-    ))
-    hook.add(ManagementTool(
-        "toolreel__resume_execution",
-        "Continue a paused (answer its approval with response yes/no) or interrupted execution.",
-        {"type": "object", "properties": {"id": {"type": "string"}, "response": {"type": "string"}}, "required": ["id"]},
-        runs.resume,
-    ))
+            runs.run_template,
+        )
+    )
+    hook.add(
+        ManagementTool(
+            "toolreel__cancel_execution",
+            "Cancel an execution: no new step starts, in-flight calls are cancelled.",
+            {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+            runs.cancel,
+        )
+    )
+    hook.add(
+        ManagementTool(
+            "toolreel__resume_execution",
+            "Continue a paused (answer its approval with response yes/no) or interrupted execution.",
+            {
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "response": {"type": "string"}},
+                "required": ["id"],
+            },
+            runs.resume,
+        )
+    )

@@ -143,7 +143,7 @@ class _Catalogue:
             ids = [own]
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise TemplateError("'execution_ids' must be a list of execution ids", field="execution_ids")
-        recordings = []
+        recordings: list[Sequence[StepRecord]] = []
         for execution_id in ids:
             steps = await anyio.to_thread.run_sync(self.store.get_steps, execution_id)
             recordings.append(steps)
@@ -185,39 +185,49 @@ def install(hook: GatewayHook, **_: Any) -> None:
     hook.services.append(catalogue.service)
     hook.dynamic.append(lambda: catalogue.listed)
     name_prop = {"name": {"type": "string"}}
-    hook.add(ManagementTool(
-        "toolreel__save_template",
-        "Turn this session's recorded steps (or the recordings in execution_ids) into a template: literals become "
-        "refs (@step.path) and inputs (@input.name). Returns the template, every inferred ref with confidence and "
-        "evidence, and ambiguous candidates; saves it unless dry_run (same name: new version).",
-        {
-            "type": "object",
-            "properties": {
-                **name_prop,
-                "description": {"type": "string"},
-                "steps": {"type": "array", "items": {"type": "string"}, "description": "Keep only these steps."},
-                "inputs": {"type": "object", "description": "Input name -> the literal value it replaces."},
-                "execution_ids": {"type": "array", "items": {"type": "string"}},
-                "dry_run": {"type": "boolean"},
-                "include_failed": {"type": "boolean"},
+    hook.add(
+        ManagementTool(
+            "toolreel__save_template",
+            "Turn this session's recorded steps (or the recordings in execution_ids) into a template: literals become "
+            "refs (@step.path) and inputs (@input.name). Returns the template, every inferred ref with confidence and "
+            "evidence, and ambiguous candidates; saves it unless dry_run (same name: new version).",
+            {
+                "type": "object",
+                "properties": {
+                    **name_prop,
+                    "description": {"type": "string"},
+                    "steps": {"type": "array", "items": {"type": "string"}, "description": "Keep only these steps."},
+                    "inputs": {"type": "object", "description": "Input name -> the literal value it replaces."},
+                    "execution_ids": {"type": "array", "items": {"type": "string"}},
+                    "dry_run": {"type": "boolean"},
+                    "include_failed": {"type": "boolean"},
+                },
+                "required": ["name"],
             },
-            "required": ["name"],
-        },
-        catalogue.save,
-    ))
-    hook.add(ManagementTool(
-        "toolreel__list_templates", "Saved templates (latest versions).", {"type": "object", "properties": {}},
-        catalogue.list,
-    ))
-    hook.add(ManagementTool(
-        "toolreel__get_template",
-        "A saved template (latest version unless version).",
-        {"type": "object", "properties": {**name_prop, "version": {"type": "integer"}}, "required": ["name"]},
-        catalogue.get,
-    ))
-    hook.add(ManagementTool(
-        "toolreel__delete_template",
-        "Delete every version of a template.",
-        {"type": "object", "properties": name_prop, "required": ["name"]},
-        catalogue.delete,
-    ))
+            catalogue.save,
+        )
+    )
+    hook.add(
+        ManagementTool(
+            "toolreel__list_templates",
+            "Saved templates (latest versions).",
+            {"type": "object", "properties": {}},
+            catalogue.list,
+        )
+    )
+    hook.add(
+        ManagementTool(
+            "toolreel__get_template",
+            "A saved template (latest version unless version).",
+            {"type": "object", "properties": {**name_prop, "version": {"type": "integer"}}, "required": ["name"]},
+            catalogue.get,
+        )
+    )
+    hook.add(
+        ManagementTool(
+            "toolreel__delete_template",
+            "Delete every version of a template.",
+            {"type": "object", "properties": name_prop, "required": ["name"]},
+            catalogue.delete,
+        )
+    )

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
@@ -27,8 +27,18 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import (
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
+    NAME_BEARING_METHODS,
+    encode_header_value,
+)
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import SessionMessage
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
+from mcp_types.version import LATEST_MODERN_VERSION
+from pydantic import BaseModel
 
 from core.errors import UpstreamError, UpstreamTimeout
 from gateway.config import ServerConfig
@@ -41,6 +51,8 @@ logger = logging.getLogger("toolreel.upstream")
 PAGE_LIMIT = 100  # pages followed per list call; a server that pages forever is cut off
 START_TIMEOUT = 30.0  # spawn + initialize + listings
 STDERR_TAIL = 2000
+INPUT_ROUNDS = 10  # InputRequiredResult rounds per request, as the SDK's own client allows
+_ResultT = TypeVar("_ResultT", bound=BaseModel)
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
@@ -92,6 +104,7 @@ class Upstream:
         self._session: ClientSession | None = None
         self._dispatcher: JSONRPCDispatcher[Any] | None = None
         self._lane: FastLane | None = None
+        self._envelope: dict[str, Any] | None = None  # stateless era: the _meta every request carries
         self._headers: dict[str, str] = {}
         self._stderr: IO[str] | None = None
         self._ready = anyio.Event()
@@ -156,25 +169,77 @@ class Upstream:
         on_progress: ProgressFn | None = None,
         tool: str | None = None,
     ) -> dict[str, Any]:
+        if self.state is not UpstreamState.READY:
+            raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
+        return await self._send(method, params, timeout=timeout, on_progress=on_progress, tool=tool)
+
+    async def _send(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressFn | None = None,
+        tool: str | None = None,
+    ) -> dict[str, Any]:
         dispatcher = self._dispatcher
-        if dispatcher is None or self.state is not UpstreamState.READY:
+        if dispatcher is None:
             raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
         limit = self.config.timeout if timeout is None else timeout
+        if self._envelope is not None:
+            return await self._modern_request(dispatcher, method, dict(params or {}), limit, on_progress, tool)
         lane = self._lane
         try:
             if lane is not None and on_progress is None:
                 return await lane.request(method, params, limit)
+            return await dispatcher.send_raw_request(method, params, self._options(limit, on_progress))
         except MCPError as exc:
             raise self._convert(exc, method, tool, limit) from None
+
+    def _options(
+        self, limit: float, on_progress: ProgressFn | None, extra: dict[str, str] | None = None
+    ) -> CallOptions:
         opts: CallOptions = {"timeout": limit}
-        if self._headers:
-            opts["headers"] = dict(self._headers)
+        if self._headers or extra:
+            opts["headers"] = {**self._headers, **(extra or {})}
         if on_progress is not None:
-            opts["on_progress"] = on_progress
-        try:
-            return await dispatcher.send_raw_request(method, params, opts)
-        except MCPError as exc:
-            raise self._convert(exc, method, tool, limit) from None
+            opts["on_progress"] = on_progress  # type: ignore[typeddict-item]  # same call shape as ProgressFnT
+        return opts
+
+    async def _modern_request(
+        self,
+        dispatcher: JSONRPCDispatcher[Any],
+        method: str,
+        params: dict[str, Any],
+        limit: float,
+        on_progress: ProgressFn | None,
+        tool: str | None,
+    ) -> dict[str, Any]:
+        """A stateless-era request: the envelope in `_meta`, and an `InputRequiredResult`
+        answered by asking our client (pushed) and retrying, as the era prescribes."""
+        assert self._envelope is not None
+        params["_meta"] = {**(params.get("_meta") or {}), **self._envelope}
+        headers = {MCP_METHOD_HEADER: method}
+        name = params.get(NAME_BEARING_METHODS.get(method, ""))
+        if isinstance(name, str):
+            headers[MCP_NAME_HEADER] = encode_header_value(name)
+        for _ in range(INPUT_ROUNDS):
+            try:
+                result = await dispatcher.send_raw_request(method, params, self._options(limit, on_progress, headers))
+            except MCPError as exc:
+                raise self._convert(exc, method, tool, limit) from None
+            if result.get("resultType") != "input_required":
+                return result
+            requests = result.get("inputRequests") or {}
+            responses = {}
+            for key, request in requests.items():
+                responses[key] = await self._bridge.upstream_request(
+                    self, request["method"], request.get("params") or {}
+                )
+            params = {**params, "inputResponses": responses, "requestState": result.get("requestState")}
+        raise UpstreamError(
+            f"server {self.name!r} kept asking for input past {INPUT_ROUNDS} rounds during {method}", server=self.name
+        )
 
     def _convert(self, exc: MCPError, method: str, tool: str | None, limit: float) -> Exception:
         if exc.code == types.REQUEST_TIMEOUT:
@@ -182,7 +247,8 @@ class Upstream:
         if exc.code == types.CONNECTION_CLOSED:
             return UpstreamError(
                 f"server {self.name!r} closed the connection during {method}"
-                + (f" {tool!r}" if tool else "") + "; it is being restarted",
+                + (f" {tool!r}" if tool else "")
+                + "; it is being restarted",
                 server=self.name,
                 transient=True,
             )
@@ -207,12 +273,7 @@ class Upstream:
             dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
             session = await stack.enter_async_context(self._session_for(dispatcher, capabilities))
             with anyio.fail_after(START_TIMEOUT):
-                result = await session.initialize()
-            self.protocol_version = result.protocol_version
-            self.capabilities = result.capabilities
-            self.instructions = result.instructions
-            self.server_info = result.server_info
-            self._headers = {"mcp-protocol-version": result.protocol_version} if self.config.url else {}
+                await self._handshake(session, capabilities)
             self._session, self._dispatcher, self._lane = session, dispatcher, lane
             with anyio.fail_after(START_TIMEOUT):
                 await self.refresh()
@@ -220,6 +281,34 @@ class Upstream:
                 yield
             finally:
                 self._session = self._dispatcher = self._lane = None
+
+    async def _handshake(self, session: ClientSession, capabilities: types.ClientCapabilities) -> None:
+        """The handshake era where the server speaks it (pushed requests, notifications); the
+        stateless era for servers that refuse `initialize` or are configured `protocol: modern`."""
+        self._envelope = None
+        if self.config.protocol != "modern":
+            try:
+                result = await session.initialize()
+            except MCPError:
+                if self.config.protocol == "legacy":
+                    raise
+            else:
+                self.protocol_version = result.protocol_version
+                self.capabilities, self.instructions = result.capabilities, result.instructions
+                self.server_info = result.server_info
+                self._headers = {MCP_PROTOCOL_VERSION_HEADER: result.protocol_version} if self.config.url else {}
+                return
+        found = await session.discover()
+        version = session.protocol_version or LATEST_MODERN_VERSION
+        self.protocol_version = version
+        self.capabilities, self.instructions = found.capabilities, found.instructions
+        self.server_info = session.server_info
+        self._headers = {MCP_PROTOCOL_VERSION_HEADER: version} if self.config.url else {}
+        self._envelope = {
+            PROTOCOL_VERSION_META_KEY: version,
+            CLIENT_INFO_META_KEY: {"name": "toolreel", "version": "0.1.0"},
+            CLIENT_CAPABILITIES_META_KEY: capabilities.model_dump(by_alias=True, mode="json", exclude_none=True),
+        }
 
     def _session_for(self, dispatcher: JSONRPCDispatcher[Any], caps: types.ClientCapabilities) -> ClientSession:
         return ClientSession(
@@ -267,12 +356,10 @@ class Upstream:
             self.listing.prompts = await self._list_all("prompts/list", "prompts")
 
     async def _list_all(self, method: str, key: str) -> list[dict[str, Any]]:
-        assert self._dispatcher is not None
         items: list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(PAGE_LIMIT):
-            opts: CallOptions = {"timeout": self.config.timeout, "headers": dict(self._headers)}
-            page = await self._dispatcher.send_raw_request(method, {"cursor": cursor} if cursor else None, opts)
+            page = await self._send(method, {"cursor": cursor} if cursor else None)
             items.extend(page.get(key) or [])
             cursor = page.get("nextCursor")
             if not cursor:
@@ -290,14 +377,7 @@ class Upstream:
         self._bridge.upstream_changed(self)
 
     def _describe_failure(self, exc: BaseException) -> str:
-        if isinstance(exc, TimeoutError):
-            text = f"did not finish starting within {START_TIMEOUT:g} s"
-        elif isinstance(exc, UpstreamError):
-            text = str(exc)
-        elif isinstance(exc, BaseExceptionGroup):
-            text = "; ".join(self._describe_failure(e) for e in exc.exceptions)
-        else:
-            text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        text = _describe(exc)
         tail = self.stderr_tail()
         return f"{text} (stderr: {tail[-500:]})" if tail else text
 
@@ -315,7 +395,7 @@ class Upstream:
     async def _on_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
         return await self._forward(types.ListRootsResult, "roots/list", None)
 
-    async def _forward(self, result_type: Any, method: str, params: Any) -> Any:
+    async def _forward(self, result_type: type[_ResultT], method: str, params: Any) -> _ResultT | types.ErrorData:
         raw = params.model_dump(by_alias=True, mode="json", exclude_none=True) if params is not None else {}
         try:
             result = await self._bridge.upstream_request(self, method, raw)
@@ -332,6 +412,18 @@ class Upstream:
         method = dumped.get("method")
         if isinstance(method, str):
             await self._bridge.upstream_notification(self, method, dumped.get("params"))
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        text = f"did not finish starting within {START_TIMEOUT:g} s"
+    elif isinstance(exc, UpstreamError):
+        text = str(exc)
+    elif isinstance(exc, BaseExceptionGroup):
+        text = "; ".join(_describe(e) for e in exc.exceptions)
+    else:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text
 
 
 @contextlib.asynccontextmanager

@@ -203,7 +203,7 @@ class RecordingSession:
         for root in roots:
             if root in state.running:
                 raise RefError(
-                    f"`@{root}` names step {root}, which has not finished yet; wait for its result before passing it on",
+                    f"`@{root}` names step {root}, which has not finished yet; wait for its result, then pass it on",
                     ref=f"@{root}",
                 )
         scope = MappingScope(steps=state.outputs, failed=state.failed)
@@ -228,6 +228,7 @@ class RecordingSession:
     def _set_summary(self, seq: int, status: StepStatus) -> None:
         # summary rows are appended in seq order, so seq - 1 is the row
         self._state.summary[seq - 1]["status"] = status.value
+
 
 def redacted(record: StepRecord, redactor: Redactor) -> StepRecord:
     redact = redactor.redact

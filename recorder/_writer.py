@@ -25,6 +25,7 @@ logger = logging.getLogger("toolreel.recorder")
 BATCH = 256
 RETRY_DELAY = 1.0
 
+
 class Deferred(Protocol):
     """A record whose row is built on the writer's thread (parsing, redaction)."""
 

@@ -46,7 +46,7 @@ def list_executions(
         page, next_cursor = store.list_executions(status=wanted, template=template, limit=limit, cursor=cursor)
     except ToolreelError as exc:
         raise _fail(str(exc), 1) from None
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "execution_id": e.id,
             "status": e.status.value,

@@ -126,7 +126,7 @@ class StepInferrer:
         return self._leaf(keys, value)
 
     def _container(self, keys: Keys, value: Mapping[str, JSON] | list[JSON], written: JSON) -> JSON:
-        per_run = self._per_run(keys)
+        per_run = self._per_run(keys, value)
         cands = self._exact(keys, value)
         chosen = self._decide(keys, value, cands, per_run, allow_input=False)
         if chosen is not None:
@@ -138,7 +138,7 @@ class StepInferrer:
         return [self._node((*keys, i), v, wl[i]) for i, v in enumerate(value)]
 
     def _leaf(self, keys: Keys, value: JSON) -> JSON:
-        per_run = self._per_run(keys)
+        per_run = self._per_run(keys, value)
         cands = self._exact(keys, value) + self._coerced(keys, value)
         if isinstance(value, str):
             cands += self._substrings(keys, value)
@@ -199,8 +199,9 @@ class StepInferrer:
                 return False
         return True
 
-    def _per_run(self, keys: Keys) -> list[tuple[bool, JSON]]:
-        out: list[tuple[bool, JSON]] = [(True, None)]
+    def _per_run(self, keys: Keys, value: JSON) -> list[tuple[bool, JSON]]:
+        """The argument at `keys` of this step in each recording (found?, value); [0] is this one."""
+        out: list[tuple[bool, JSON]] = [(True, value)]
         for run in self.runs[1:]:
             record = run.steps.get(self.record.name)
             out.append(get_at(record.resolved_input, keys) if record is not None else (False, None))
@@ -357,7 +358,7 @@ class StepInferrer:
 
 def _uniqueness(places: int, weight: float) -> float:
     """A value produced in many places is weaker evidence; a strong value (an id) much less so."""
-    factor = 1.0 if places <= 1 else 0.9 if places <= 3 else 0.7 if places <= 10 else 0.4
+    factor = 1.0 if places <= 2 else 0.9 if places <= 5 else 0.7 if places <= 10 else 0.4
     return max(factor, 0.8) if weight >= 0.9 else factor
 
 

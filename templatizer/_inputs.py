@@ -30,6 +30,7 @@ _SUBJECT_TOKENS: Final = frozenset(
 )
 _SETTING_TOKENS: Final = frozenset(
     {"type", "kind", "mode", "format", "sort", "order", "status", "state", "role", "level", "unit", "encoding"}
+    | {"pattern", "glob", "regex", "filter", "exclude", "include"}
 )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.model import JSON
@@ -79,6 +80,8 @@ class TemplatizeResult:
     likely_inputs: tuple[LikelyInput, ...]
     dropped: tuple[Inference, ...]  # refs that did not reproduce the recorded argument: left literal
     left_out: tuple[tuple[str, str], ...] = ()  # (step, why) for recorded steps not in the template
+    input_values: Mapping[str, JSON] = field(default_factory=dict)
+    """Each template input's value in the (first) recording: what reproduces it. Secrets: the placeholder."""
 
     def to_json(self) -> dict[str, Any]:
         """The answer of `toolreel__save_template`."""

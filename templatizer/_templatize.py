@@ -66,6 +66,7 @@ def templatize(
         likely_inputs=tuple(likely),
         dropped=tuple(inf for inf in dropped if inf.step in names),
         left_out=tuple(left_out),
+        input_values={k: v for k, v in table.values[0].items() if k in template.inputs},
     )
 
 

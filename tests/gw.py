@@ -525,10 +525,19 @@ def result_dict(result: Any) -> dict[str, Any]:
     return dumped
 
 
+# Stamped by whichever server answers (the gateway, or the fixture when direct): not forwarded content.
+SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+
+
 def strip_toolreel_meta(result: Mapping[str, Any]) -> dict[str, Any]:
-    """A result as the upstream sent it: without the gateway's `_meta` keys (and resultType bookkeeping)."""
+    """A result as the upstream produced it: without the gateway's `toolreel/...` `_meta` keys and the
+    2026-07-28 `serverInfo` stamp (which names the answering server on either path)."""
     out = dict(result)
-    meta = {k: v for k, v in (out.pop("_meta", None) or {}).items() if not k.startswith("toolreel/")}
+    meta = {
+        k: v
+        for k, v in (out.pop("_meta", None) or {}).items()
+        if not k.startswith("toolreel/") and k != SERVER_INFO_META
+    }
     if meta:
         out["_meta"] = meta
     return out

@@ -37,11 +37,6 @@ KNOWN_DIRECT_WARNINGS: Final[dict[str, dict[str, str]]] = {
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def suite_installed() -> Iterator[None]:
     reason = conformance.missing_tools()
     if reason is not None:

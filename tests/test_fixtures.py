@@ -56,11 +56,6 @@ FEATURE_TOOLS: Final = {
 ROOT = Root(uri=FileUrl("file:///tmp/fixture-root"), name="fixture root")
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class Inbox:
     """What the server sent the client unasked: notifications and log messages, awaitable by predicate."""

@@ -595,23 +595,25 @@ def test_pooled_connections_killed_while_idle_cost_no_failed_call(
 # the PostgreSQL test helper --------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("require", "outcome"), [("1", "1 error"), ("0", "1 skipped")])
-def test_missing_postgres_skips_or_fails_when_required(require: str, outcome: str, tmp_path: Path) -> None:
-    env = {**os.environ, pg.BINDIR_ENV: str(tmp_path / "no-postgres-here"), pg.REQUIRE_ENV: require}
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-rsE",
-        f"{__file__}::test_pg_url_is_usable",
-    ]
+def test_missing_postgres_fails_the_session_when_required(tmp_path: Path) -> None:
+    """What CI relies on: with TOOLREEL_REQUIRE_PG=1, no binaries is an error, not a quiet skip."""
+    env = {**os.environ, pg.BINDIR_ENV: str(tmp_path / "no-postgres-here"), pg.REQUIRE_ENV: "1"}
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rE"]
+    argv.append(f"{__file__}::test_pg_url_is_usable")
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=Path(__file__).parent.parent, timeout=120)
-    assert outcome in done.stdout, done.stdout + done.stderr
-    assert "PostgreSQL server binaries (initdb, pg_ctl) not found in" in done.stdout
-    assert ("TOOLREEL_REQUIRE_PG=1 requires PostgreSQL tests to run" in done.stdout) == (require == "1")
+    assert done.returncode == 1 and "1 error" in done.stdout, done.stdout + done.stderr
+    assert f"PostgreSQL server binaries (initdb, pg_ctl) not found in {tmp_path}" in done.stdout
+    assert "(TOOLREEL_REQUIRE_PG=1 requires PostgreSQL tests to run)" in done.stdout
+
+
+def test_missing_postgres_skips_unless_required(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(pg.BINDIR_ENV, str(tmp_path))
+    monkeypatch.delenv(pg.REQUIRE_ENV, raising=False)
+    assert pg.find_bindir() is None
+    with pytest.raises(pg.PgUnavailable, match="not found") as caught, pg.postgres_cluster():
+        pass
+    with pytest.raises(pytest.skip.Exception, match="install PostgreSQL"):
+        pg.require_or_skip(str(caught.value))
 
 
 @pytest.mark.postgres

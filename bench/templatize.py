@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.model import JSON, StepKind, StepRecord, StepStatus  # noqa: E402
-from core.refs import refs_in  # noqa: E402
-from fixtures.recordings import CorpusEntry, load_corpus  # noqa: E402
-from templatizer import TemplatizeResult, templatize  # noqa: E402
+from core.model import JSON, StepKind, StepRecord, StepStatus
+from core.refs import refs_in
+from fixtures.recordings import CorpusEntry, load_corpus
+from templatizer import TemplatizeResult, templatize
 
 PRECISION_BAR = 0.98
 RECALL_BAR = 0.95
@@ -71,7 +71,9 @@ def score_refs(entry: CorpusEntry, found: Found) -> tuple[int, int, int, list[st
         else:
             problems.append(f"unexpected {step} {path} = {value!r}" + (f" (want {choices[0]!r})" if choices else ""))
     got = {(step, path) for step, path, _ in found}
-    problems += [f"missed {r.step} {r.input_path} = {r.refs[0]!r}" for r in entry.refs if (r.step, r.input_path) not in got]
+    problems += [
+        f"missed {r.step} {r.input_path} = {r.refs[0]!r}" for r in entry.refs if (r.step, r.input_path) not in got
+    ]
     return hits, len(found), len(expected), problems
 
 
@@ -82,9 +84,7 @@ def _canonical(value: JSON) -> str:
 def score_inputs(entry: CorpusEntry, result: TemplatizeResult) -> tuple[int, int, int, list[str]]:
     predicted = {_canonical(likely.value) for likely in result.likely_inputs}
     predicted |= {
-        _canonical(value)
-        for name, value in result.input_values.items()
-        if not result.template.inputs[name].secret
+        _canonical(value) for name, value in result.input_values.items() if not result.template.inputs[name].secret
     }
     expected = {_canonical(value) for value in entry.inputs.values()}
     problems = [f"unexpected input {v}" for v in sorted(predicted - expected)]
@@ -94,7 +94,9 @@ def score_inputs(entry: CorpusEntry, result: TemplatizeResult) -> tuple[int, int
 
 def quality(corpus: Sequence[CorpusEntry], verbose: bool) -> dict[str, tuple[int, int, int]]:
     totals = {"refs": [0, 0, 0], "inputs": [0, 0, 0]}
-    print(f"{'recording':<22} {'runs':>4} {'steps':>5}  {'refs ok/found/expected':>24}  {'inputs ok/found/expected':>26}")
+    print(
+        f"{'recording':<22} {'runs':>4} {'steps':>5}  {'refs ok/found/expected':>24}  {'inputs ok/found/expected':>26}"
+    )
     for entry in corpus:
         several = len(entry.recordings) > 1
         named = None if several else dict(entry.inputs)
@@ -146,14 +148,32 @@ def generated(steps: int) -> list[StepRecord]:
         n = block + 1
         user, order = f"usr_{block:012x}", f"ord_{block * 7919:012x}"
         email = f"user{block}@example.test"
-        add("create_user", n, {"name": f"User {block}", "email": email}, {"id": user, "name": f"User {block}", "email": email})
+        add(
+            "create_user",
+            n,
+            {"name": f"User {block}", "email": email},
+            {"id": user, "name": f"User {block}", "email": email},
+        )
         lines = [{"sku": sku, "qty": 2, "unit_price": 1.25, "amount": 2.5} for sku in ("apple", "bread", "milk")]
         items = [{"sku": line["sku"], "qty": 2} for line in lines]
-        add("create_order", n, {"user_id": user, "items": items}, {"order_id": order, "user_id": user, "total": 7.5, "lines": lines})
+        add(
+            "create_order",
+            n,
+            {"user_id": user, "items": items},
+            {"order_id": order, "user_id": user, "total": 7.5, "lines": lines},
+        )
         add("get_order", n, {"order_id": order}, {"order_id": order, "user_id": user, "total": 7.5, "lines": lines})
-        page = [{"id": f"usr_{(block * 31 + k) % 9999:012x}", "name": f"User {k}", "email": f"u{k}@x.test"} for k in range(10)]
+        page = [
+            {"id": f"usr_{(block * 31 + k) % 9999:012x}", "name": f"User {k}", "email": f"u{k}@x.test"}
+            for k in range(10)
+        ]
         next_cursor = f"cur_{block:08x}_next"
-        add("list_users", n, {"cursor": cursor, "limit": 10} if cursor else {"limit": 10}, {"users": page, "next_cursor": next_cursor})
+        add(
+            "list_users",
+            n,
+            {"cursor": cursor, "limit": 10} if cursor else {"limit": 10},
+            {"users": page, "next_cursor": next_cursor},
+        )
         cursor = next_cursor
         add("note", n, {"text": f"order {order} for {email} at /orders/{order}/receipt.pdf"}, f"Noted: order {order}")
     return records[:steps]

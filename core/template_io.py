@@ -216,6 +216,7 @@ class _Checker:
         self.t = template
         self.source = source
         self.names = [step.name for step in template.steps]
+        self.known = set(self.names)
 
     def error(self, message: str, step: str | None = None, field: str | None = None) -> TemplateError:
         if self.source:
@@ -278,7 +279,7 @@ class _Checker:
         for dep in step.depends_on:
             if dep == step.name:
                 raise self.error("a step cannot depend on itself", step.name, "depends_on")
-            if dep not in self.names:
+            if dep not in self.known:
                 raise self.error(
                     f"depends on {dep!r}, which is not a step; steps: {', '.join(self.names)}", step.name, "depends_on"
                 )
@@ -347,7 +348,7 @@ class _Checker:
                     raise self.error(
                         f"`{ref.text}`: @{ref.root} is only defined in the input of a for_each step", where, field
                     )
-            elif ref.root not in self.names:
+            elif ref.root not in self.known:
                 raise self.error(
                     f"`{ref.text}` refers to step {ref.root!r}, which does not exist; steps: {', '.join(self.names)}",
                     where,

@@ -34,7 +34,7 @@ from mcp.shared.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core.errors import UpstreamError
@@ -194,7 +194,7 @@ class Front(ClientRouter):
         if link.capabilities is None:
             link.capabilities = _capabilities_of(ctx)
         if link.capabilities is not None:
-            self.hub.set_client_capabilities(link.capabilities)
+            self.hub.set_client_capabilities(link.capabilities, modern=link.modern)
         return link
 
     def _expire_idle(self) -> None:
@@ -230,7 +230,9 @@ class Front(ClientRouter):
         link = self.link_for(ctx)
         meta = params.get("_meta") or {}
         progress = _quiet(ctx.session.report_progress) if meta.get("progressToken") is not None else None
-        if not link.modern or self._tg is None:
+        route = self.hub.tool_route(str(params.get("name")))
+        passthrough = link.modern and route is not None and route.upstream.modern
+        if not link.modern or passthrough or self._tg is None:
             return self._finish(link, await self.forward_call(link, params, progress=progress, ctx=ctx))
 
         async def run(exchange: Exchange) -> dict[str, Any]:
@@ -263,15 +265,21 @@ class Front(ClientRouter):
         meta = {k: v for k, v in (params.get("_meta") or {}).items() if k not in _HOP_META}
         upstream = route.upstream
 
+        client = _client_envelope(ctx) if link.modern and upstream.modern else None
+
         async def send(resolved: dict[str, Any]) -> dict[str, Any]:
             forwarded: dict[str, Any] = {"name": route.name, "arguments": resolved}
             if meta:
                 forwarded["_meta"] = meta
+            if client is not None:  # the stateless era's retry of an input-required call
+                forwarded.update({k: params[k] for k in ("inputResponses", "requestState") if k in params})
             entry = (ctx, link, exchange)
             inflight = self._inflight.setdefault(upstream.name, [])
             inflight.append(entry)
             try:
-                return await upstream.request("tools/call", forwarded, on_progress=progress, tool=route.name)
+                return await upstream.request(
+                    "tools/call", forwarded, on_progress=progress, tool=route.name, client=client
+                )
             except UpstreamError as exc:
                 return error_result(str(exc))
             finally:
@@ -357,8 +365,9 @@ class Front(ClientRouter):
         params = {k: v for k, v in (ctx.params or {}).items() if k != "_meta"}
         if override:
             params.update(override)
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         try:
-            return await upstream.request(method, params)
+            return await upstream.request(method, params, client=_client_envelope(ctx) if modern else None)
         except UpstreamError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
 
@@ -435,6 +444,13 @@ async def _send_quietly(session: ServerSession, notification: Any) -> None:
         await session.send_notification(notification)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError) as exc:
         logger.debug("notification dropped: %s", exc)
+
+
+def _client_envelope(ctx: ServerRequestContext[Any, Any] | None) -> dict[str, Any]:
+    """What a stateless-era caller says of itself, passed on so the upstream answers it as it is."""
+    meta: Mapping[str, Any] = (ctx.meta if ctx is not None else None) or {}
+    keys = (CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY)
+    return {key: meta[key] for key in keys if key in meta}
 
 
 def _era(ctx: ServerRequestContext[Any, Any], result: dict[str, Any]) -> dict[str, Any]:

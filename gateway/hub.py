@@ -64,6 +64,7 @@ class Hub:
         self.upstreams: dict[str, Upstream] = {s.name: Upstream(s, self) for s in config.servers}
         self.started = anyio.Event()  # every upstream had its first start attempt
         self._capabilities: types.ClientCapabilities | None = None
+        self.client_modern = False
         self._capabilities_known = anyio.Event()
         self._tools: dict[str, Route] = {}
         self._canonical: dict[str, Route] = {}  # always server__tool: what recordings and templates name
@@ -73,10 +74,12 @@ class Hub:
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
-    def set_client_capabilities(self, capabilities: types.ClientCapabilities) -> None:
-        """The first client's capabilities are what upstreams are told (once)."""
+    def set_client_capabilities(self, capabilities: types.ClientCapabilities, *, modern: bool = False) -> None:
+        """The first client decides what upstreams are told (once): its capabilities, and its
+        protocol era for upstreams that speak both (so stateless-era results pass through)."""
         if not self._capabilities_known.is_set():
             self._capabilities = capabilities
+            self.client_modern = modern
             self._capabilities_known.set()
 
     async def client_capabilities(self) -> types.ClientCapabilities:

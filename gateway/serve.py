@@ -10,6 +10,8 @@ import contextlib
 import logging
 import os
 import signal
+import socket
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -79,8 +81,6 @@ async def run_gateway(
     async with anyio.create_task_group() as tg:
         tg.start_soon(_cancel_on_signal, tg.cancel_scope)
         async with open_hub(config, prefix=prefix) as hub:
-            if http is not None:
-                hub.set_client_capabilities(_ALL_CAPABILITIES)
             front = Front(hub, hook=hook_factory(hub) if hook_factory else None)
             await tg.start(front.hook.run)
             await tg.start(front.run)
@@ -118,11 +118,24 @@ async def _serve_http(front: Front, options: HttpOptions) -> None:
     )
     server = uvicorn.Server(config)
     setattr(server, "install_signal_handlers", lambda: None)  # noqa: B010 - our task group owns signals
+    # Bind first so the real port (with --http 0) can be announced before anyone connects.
+    family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((options.host, options.port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {options.host}:{options.port}: {exc.strerror}", path="--http") from None
+    port = sock.getsockname()[1]
+    host = f"[{options.host}]" if family == socket.AF_INET6 else options.host
+    print(f"toolreel: serving streamable HTTP at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     async with manager.run():
         try:
-            await server.serve()
+            await server.serve(sockets=[sock])
         finally:
             server.should_exit = True
+            sock.close()
 
 
 class _Guard:

@@ -25,6 +25,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import (
@@ -36,6 +37,7 @@ from mcp.shared.inbound import (
 )
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import SessionMessage
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from mcp_types.version import LATEST_MODERN_VERSION
 from pydantic import BaseModel
@@ -78,6 +80,8 @@ class Listing:
 
 class Bridge(Protocol):
     """The gateway side of an upstream: where server-to-client traffic goes."""
+
+    client_modern: bool
 
     async def client_capabilities(self) -> types.ClientCapabilities: ...
 
@@ -168,10 +172,13 @@ class Upstream:
         timeout: float | None = None,
         on_progress: ProgressFn | None = None,
         tool: str | None = None,
+        client: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """`client`: a stateless-era caller's envelope (capabilities, info): sent on as its
+        own, and an input-required result is then returned for that client to answer."""
         if self.state is not UpstreamState.READY:
             raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
-        return await self._send(method, params, timeout=timeout, on_progress=on_progress, tool=tool)
+        return await self._send(method, params, timeout=timeout, on_progress=on_progress, tool=tool, client=client)
 
     async def _send(
         self,
@@ -181,13 +188,14 @@ class Upstream:
         timeout: float | None = None,
         on_progress: ProgressFn | None = None,
         tool: str | None = None,
+        client: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         dispatcher = self._dispatcher
         if dispatcher is None:
             raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
         limit = self.config.timeout if timeout is None else timeout
         if self._envelope is not None:
-            return await self._modern_request(dispatcher, method, dict(params or {}), limit, on_progress, tool)
+            return await self._modern_request(dispatcher, method, dict(params or {}), limit, on_progress, tool, client)
         lane = self._lane
         try:
             if lane is not None and on_progress is None:
@@ -214,11 +222,13 @@ class Upstream:
         limit: float,
         on_progress: ProgressFn | None,
         tool: str | None,
+        client: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
         """A stateless-era request: the envelope in `_meta`, and an `InputRequiredResult`
-        answered by asking our client (pushed) and retrying, as the era prescribes."""
+        answered by asking our client (pushed) and retrying, as the era prescribes, or
+        returned as is to a stateless-era client (`client`), whose retry comes back here."""
         assert self._envelope is not None
-        params["_meta"] = {**(params.get("_meta") or {}), **self._envelope}
+        params["_meta"] = {**(params.get("_meta") or {}), **self._envelope, **(client or {})}
         headers = {MCP_METHOD_HEADER: method}
         name = params.get(NAME_BEARING_METHODS.get(method, ""))
         if isinstance(name, str):
@@ -228,7 +238,7 @@ class Upstream:
                 result = await dispatcher.send_raw_request(method, params, self._options(limit, on_progress, headers))
             except MCPError as exc:
                 raise self._convert(exc, method, tool, limit) from None
-            if result.get("resultType") != "input_required":
+            if result.get("resultType") != "input_required" or client is not None:
                 return result
             requests = result.get("inputRequests") or {}
             responses = {}
@@ -277,6 +287,9 @@ class Upstream:
             self._session, self._dispatcher, self._lane = session, dispatcher, lane
             with anyio.fail_after(START_TIMEOUT):
                 await self.refresh()
+            if self.modern:
+                tg = await stack.enter_async_context(anyio.create_task_group())
+                tg.start_soon(self._listen, session)
             try:
                 yield
             finally:
@@ -286,19 +299,22 @@ class Upstream:
         """The handshake era where the server speaks it (pushed requests, notifications); the
         stateless era for servers that refuse `initialize` or are configured `protocol: modern`."""
         self._envelope = None
-        if self.config.protocol != "modern":
+        if self.config.protocol == "legacy" or (self.config.protocol == "auto" and not self._bridge.client_modern):
             try:
-                result = await session.initialize()
+                await self._initialize(session)
+                return
             except MCPError:
                 if self.config.protocol == "legacy":
                     raise
-            else:
-                self.protocol_version = result.protocol_version
-                self.capabilities, self.instructions = result.capabilities, result.instructions
-                self.server_info = result.server_info
-                self._headers = {MCP_PROTOCOL_VERSION_HEADER: result.protocol_version} if self.config.url else {}
-                return
-        found = await session.discover()
+                logger.info("server %s refused initialize; trying the stateless era", self.name)
+        try:
+            found = await session.discover()
+        except MCPError:
+            if self.config.protocol != "auto" or not self._bridge.client_modern:
+                raise
+            # A handshake-only server (the npm reference servers): speak its era instead.
+            await self._initialize(session)
+            return
         version = session.protocol_version or LATEST_MODERN_VERSION
         self.protocol_version = version
         self.capabilities, self.instructions = found.capabilities, found.instructions
@@ -309,6 +325,40 @@ class Upstream:
             CLIENT_INFO_META_KEY: {"name": "toolreel", "version": "0.1.0"},
             CLIENT_CAPABILITIES_META_KEY: capabilities.model_dump(by_alias=True, mode="json", exclude_none=True),
         }
+
+    async def _initialize(self, session: ClientSession) -> None:
+        result = await session.initialize()
+        self.protocol_version = result.protocol_version
+        self.capabilities, self.instructions = result.capabilities, result.instructions
+        self.server_info = result.server_info
+        self._headers = {MCP_PROTOCOL_VERSION_HEADER: result.protocol_version} if self.config.url else {}
+
+    async def _listen(self, session: ClientSession) -> None:
+        """Stateless-era list changes arrive on a `subscriptions/listen` stream, not pushed."""
+        methods = {
+            ToolsListChanged: "notifications/tools/list_changed",
+            PromptsListChanged: "notifications/prompts/list_changed",
+            ResourcesListChanged: "notifications/resources/list_changed",
+        }
+        caps = self.capabilities
+        try:
+            async with listen(
+                session,
+                tools_list_changed=bool(caps and caps.tools and caps.tools.list_changed),
+                prompts_list_changed=bool(caps and caps.prompts and caps.prompts.list_changed),
+                resources_list_changed=bool(caps and caps.resources and caps.resources.list_changed),
+            ) as subscription:
+                async for event in subscription:
+                    method = methods.get(type(event))
+                    if method is not None:
+                        await self._bridge.upstream_notification(self, method, None)
+        except (MCPError, ListenNotSupportedError, SubscriptionLost) as exc:
+            logger.info("server %s: no change notifications (%s)", self.name, exc)
+
+    @property
+    def modern(self) -> bool:
+        """Speaks the stateless era: its input-required results can pass through to such clients."""
+        return self._envelope is not None
 
     def _session_for(self, dispatcher: JSONRPCDispatcher[Any], caps: types.ClientCapabilities) -> ClientSession:
         return ClientSession(

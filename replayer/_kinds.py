@@ -74,6 +74,7 @@ async def _tool(run: Run, spec: StepSpec, record: StepRecord, args: JSON, key: s
         ended = _failed_attempt(spec, record, result, error)
         if not should_retry(policy, attempt, attempt_failure_kind(error, is_error=error is None)):
             return ended
+        run.running.pop(record.name, None)  # ended: its start row must not be announced after this
         run.submit([ended])
         attempt += 1
         await anyio.sleep(retry_delay(policy, attempt))

@@ -261,7 +261,9 @@ class Run:
             record = await _kinds.execute(self, state)
         except Exception as exc:  # a bug in a step kind must fail the step, not the engine
             logger.exception("step %s of execution %s raised", name, self.execution_id)
-            record = failed(self.running[name], f"internal error: {exc!r}")
+            current = self.running.get(name)
+            error = f"internal error: {exc!r}"
+            record = failed(current, error) if current else self.row(state, StepStatus.FAILED, error=error)
         self.running.pop(name, None)
         if awaiting_of(record) is not None:
             state.awaiting = True

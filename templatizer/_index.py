@@ -1,62 +1,79 @@
 """The index of everything earlier steps produced: by value (typed, any subtree), by text, by prefix.
 
 Steps are added in recording order; a lookup for step n sees the outputs of steps before it.
-Adding and looking up are linear in the size of the values involved, so templatizing a
-recording is linear in its size rather than quadratic in its step count.
+Each distinct value keeps a count and a bounded sample of where it was produced (the first
+and the latest few), so adding and looking up stay O(size of the values involved) however
+often a value recurs: templatizing is linear in the size of the recording.
 """
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple, TypeVar
 
 from core.model import JSON
 from core.refs import format_ref
-from templatizer._values import (
-    MIN_SUBSTRING,
-    Interner,
-    Keys,
-    is_cursor_key,
-    is_volatile_key,
-    last_key,
-    number_text,
-)
+from templatizer._values import MIN_SUBSTRING, Interner, Keys, is_cursor_key, is_volatile_key, number_text
 
 _PREFIX: Final = 8  # substring candidates are bucketed by their first characters (at most this many)
+_SAMPLE: Final = 4  # occurrences kept per value at each end (first ones, latest ones)
 _NEVER: Final = 1 << 62
+_TOKEN_RE: Final = re.compile(r"[^\W_]+|[\W_]")  # runs of letters/digits, and single other characters
+K = TypeVar("K")
 
 
-@dataclass(frozen=True, slots=True)
-class Occurrence:
+class Occurrence(NamedTuple):
     """A value found at `keys` in the output of step `step` (the `order`-th kept step)."""
 
     step: str
     tool: str
     order: int
     keys: Keys
-    echo: bool  # the value was already in an input at or before this step: the server only repeated it
+    key: str | None  # the nearest object key on the path
+    cursor: bool  # under a pagination-cursor key
 
     @property
     def ref(self) -> str:
         return format_ref(self.step, self.keys)
 
-    @property
-    def key(self) -> str | None:
-        return last_key(self.keys)
 
-    @property
-    def cursor(self) -> bool:
-        return is_cursor_key(self.key)
+class Bucket:
+    """How many times a value was produced, and a sample of where: the first and the latest few."""
+
+    __slots__ = ("count", "first", "latest")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: list[Occurrence] = []
+        self.latest: deque[Occurrence] = deque(maxlen=_SAMPLE)
+
+    def add(self, occurrence: Occurrence) -> None:
+        self.count += 1
+        if len(self.first) < _SAMPLE:
+            self.first.append(occurrence)
+        else:
+            self.latest.append(occurrence)
+
+    def sample(self) -> list[Occurrence]:
+        return [*self.first, *self.latest]
+
+
+_EMPTY = Bucket()
 
 
 class OutputIndex:
     def __init__(self) -> None:
         self.interner = Interner()
-        self.by_id: dict[int, list[Occurrence]] = {}
-        self.string_by_text: dict[str, list[Occurrence]] = {}
-        self.number_by_text: dict[str, list[Occurrence]] = {}
-        self.prefixes: dict[str, set[str]] = {}  # first _PREFIX characters -> texts (strings and numbers)
+        self.by_id: dict[tuple[int, bool], Bucket] = {}  # (value id, under a cursor key) -> where produced
+        self.strings: dict[str, Bucket] = {}
+        self.numbers: dict[str, Bucket] = {}  # by the text of the number
+        # Texts shorter than _PREFIX by themselves; longer ones by their first _PREFIX characters, with
+        # the longest length seen under that prefix (so a lookup tries only ends that can match).
+        self.short_texts: set[str] = set()
+        self.long_texts: dict[str, tuple[set[str], int]] = {}
         self.first_input: dict[int, int] = {}  # value id -> order of the first step whose input held it
 
     # ------------------------------------------------------------------ building
@@ -67,76 +84,81 @@ class OutputIndex:
             self.first_input.setdefault(node_id, order)
 
     def add_output(self, step: str, tool: str, order: int, output: JSON) -> None:
-        ids = self.interner.intern_tree(output)
-        for keys, node in _producible(output):
-            node_id = ids.get(keys)
-            # Small numbers are indexed (several recordings may confirm them); lookups filter them.
-            if node_id is None or node is None or isinstance(node, bool) or node in ("", [], {}):
+        """Index every node of a step's output, except echoes (values the agent had already sent:
+        the server only repeated them) and what sits under volatile keys (timestamps, `_meta`)."""
+        for keys, node, node_id in self.interner.nodes(output, skip=is_volatile_key):
+            if node is None or node is True or node is False or node == "" or node == [] or node == {}:
                 continue
-            echo = self.first_input.get(node_id, _NEVER) <= order
-            occurrence = Occurrence(step, tool, order, keys, echo)
-            self.by_id.setdefault(node_id, []).append(occurrence)
+            if self.first_input.get(node_id, _NEVER) <= order:
+                continue
+            key = next((k for k in reversed(keys) if isinstance(k, str)), None)
+            cursor = is_cursor_key(key)
+            occurrence = Occurrence(step, tool, order, keys, key, cursor)
+            _bucket(self.by_id, (node_id, cursor)).add(occurrence)
+            if cursor:
+                continue  # a cursor is passed whole, never spliced into a string
             if isinstance(node, str):
-                self._add_text(node, occurrence, self.string_by_text)
+                self._add_text(node, occurrence, self.strings)
             elif (text := number_text(node)) is not None:
-                self._add_text(text, occurrence, self.number_by_text)
+                self._add_text(text, occurrence, self.numbers)
 
-    def _add_text(self, text: str, occurrence: Occurrence, table: dict[str, list[Occurrence]]) -> None:
-        table.setdefault(text, []).append(occurrence)
-        if len(text) >= MIN_SUBSTRING:
-            self.prefixes.setdefault(text[:_PREFIX], set()).add(text)
+    def _add_text(self, text: str, occurrence: Occurrence, table: dict[str, Bucket]) -> None:
+        _bucket(table, text).add(occurrence)
+        if len(text) < MIN_SUBSTRING:
+            return
+        if len(text) < _PREFIX:
+            self.short_texts.add(text)
+            return
+        texts, longest = self.long_texts.get(text[:_PREFIX], (set(), 0))
+        texts.add(text)
+        self.long_texts[text[:_PREFIX]] = (texts, max(longest, len(text)))
 
     # ------------------------------------------------------------------ lookups
 
-    def exact(self, node_id: int | None) -> list[Occurrence]:
-        return self.by_id.get(node_id, []) if node_id is not None else []
+    def exact(self, node_id: int | None, cursor: bool) -> Bucket:
+        return self.by_id.get((node_id, cursor), _EMPTY) if node_id is not None else _EMPTY
 
-    def coerced(self, value: JSON) -> list[Occurrence]:
+    def coerced(self, value: JSON) -> Bucket:
         """Numbers whose text is this string, or strings that are this number's text."""
         if isinstance(value, str):
-            return self.number_by_text.get(value, [])
+            return self.numbers.get(value, _EMPTY)
         text = number_text(value)
-        return self.string_by_text.get(text, []) if text is not None else []
+        return self.strings.get(text, _EMPTY) if text is not None else _EMPTY
 
-    def texts(self, text: str) -> list[Occurrence]:
-        """Strings equal to `text` and numbers whose text it is."""
-        return self.string_by_text.get(text, []) + self.number_by_text.get(text, [])
+    def texts(self, text: str) -> list[Bucket]:
+        """Strings equal to `text`, and numbers whose text it is."""
+        return [b for b in (self.strings.get(text), self.numbers.get(text)) if b is not None]
 
     def substrings(self, text: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, found): indexed texts inside `text` (not all of it) that do not cut a word.
 
-        Each start position costs at most a few dict lookups: texts are bucketed by their first
-        characters, so the work is linear in `len(text)` times the (small) bucket sizes.
+        Only token boundaries are tried: each start costs a few set lookups of the slices ending at
+        the token ends in reach, never a scan of every text sharing a prefix, so the work stays
+        linear in `len(text)` however many similar values (`usr_0000…`) were produced.
         """
+        if not self.short_texts and not self.long_texts:
+            return
         size = len(text)
-        for start in range(size - MIN_SUBSTRING + 1):
-            if start and text[start - 1].isalnum() and text[start].isalnum():
+        ends = sorted({m.end() for m in _TOKEN_RE.finditer(text)})
+        for match in _TOKEN_RE.finditer(text):
+            start = match.start()
+            first = bisect_left(ends, start + MIN_SUBSTRING)
+            for end in ends[first:]:
+                if end - start >= _PREFIX:
+                    break
+                if text[start:end] in self.short_texts and (start, end) != (0, size):
+                    yield start, end, text[start:end]
+            entry = self.long_texts.get(text[start : start + _PREFIX])
+            if entry is None:
                 continue
-            for length in range(MIN_SUBSTRING, min(_PREFIX, size - start) + 1):
-                for found in self.prefixes.get(text[start : start + length], ()):
-                    end = start + len(found)
-                    # Below _PREFIX characters a bucket key is the whole text, so it matched already.
-                    if length == _PREFIX and not text.startswith(found, start):
-                        continue
-                    if _ends_cleanly(text, end) and (start, end) != (0, size):
-                        yield start, end, found
+            texts, longest = entry
+            for end in ends[bisect_left(ends, start + _PREFIX) : bisect_right(ends, start + longest)]:
+                if text[start:end] in texts and (start, end) != (0, size):
+                    yield start, end, text[start:end]
 
 
-def _ends_cleanly(text: str, end: int) -> bool:
-    return end <= len(text) and not (end < len(text) and text[end - 1].isalnum() and text[end].isalnum())
-
-
-def _producible(output: JSON) -> Iterator[tuple[Keys, JSON]]:
-    """Nodes a ref may point at: everything except what sits under volatile keys (timestamps, `_meta`)."""
-    stack: list[tuple[Keys, JSON]] = [((), output)]
-    while stack:
-        keys, node = stack.pop()
-        yield keys, node
-        if isinstance(node, Mapping):
-            stack.extend(
-                ((*keys, k), v)
-                for k, v in reversed(list(node.items()))
-                if isinstance(k, str) and not is_volatile_key(k)
-            )
-        elif isinstance(node, list):
-            stack.extend(((*keys, i), v) for i, v in reversed(list(enumerate(node))))
+def _bucket(table: dict[K, Bucket], key: K) -> Bucket:
+    bucket = table.get(key)
+    if bucket is None:
+        bucket = table[key] = Bucket()
+    return bucket

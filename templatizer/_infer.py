@@ -121,18 +121,18 @@ class StepInferrer:
         named = self._named_exact(value)
         if named is not None:
             return self._apply(keys, named)
-        if isinstance(value, Mapping | list) and value:
+        if isinstance(value, dict | list) and value:
             return self._container(keys, value, written)
         return self._leaf(keys, value)
 
-    def _container(self, keys: Keys, value: Mapping[str, JSON] | list[JSON], written: JSON) -> JSON:
+    def _container(self, keys: Keys, value: dict[str, JSON] | list[JSON], written: JSON) -> JSON:
         per_run = self._per_run(keys, value)
         cands = self._exact(keys, value)
         chosen = self._decide(keys, value, cands, per_run, allow_input=False)
         if chosen is not None:
             return chosen
-        if isinstance(value, Mapping):
-            w = written if isinstance(written, Mapping) else {}
+        if isinstance(value, dict):
+            w = written if isinstance(written, dict) else {}
             return {k: self._node((*keys, k), v, w.get(k, v)) for k, v in value.items()}
         wl = written if isinstance(written, list) and len(written) == len(value) else value
         return [self._node((*keys, i), v, wl[i]) for i, v in enumerate(value)]
@@ -263,31 +263,27 @@ class StepInferrer:
 
     # ------------------------------------------------------------------ candidates from outputs
 
-    def _usable(self, keys: Keys, occurrences: list[Occurrence]) -> list[Occurrence]:
-        """Drop echoes (the server repeating what the agent sent) and cursor/non-cursor pairings."""
-        cursor = is_cursor_key(last_key(keys))
-        return [o for o in occurrences if not o.echo and o.cursor == cursor]
-
     def _exact(self, keys: Keys, value: JSON) -> list[_Cand]:
         if value is None or isinstance(value, bool):
             return []
-        occurrences = self._usable(keys, self.index.exact(self.ids.get(keys)))
-        kind: InferenceKind = "subtree" if isinstance(value, Mapping | list) else "exact"
+        # A cursor links only to a cursor: a cursor equal to anything else is chance.
+        bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
+        if not bucket.count:
+            return []
+        kind: InferenceKind = "subtree" if isinstance(value, dict | list) else "exact"
         weight = strength(value)
-        return [self._scored(keys, occ, kind, weight, len(occurrences), occ.ref) for occ in occurrences]
+        return [self._scored(keys, occ, kind, weight, bucket.count, occ.ref) for occ in bucket.sample()]
 
     def _coerced(self, keys: Keys, value: JSON) -> list[_Cand]:
-        if value is None or isinstance(value, bool) or is_trivial(value):
+        if value is None or isinstance(value, bool) or is_trivial(value) or is_cursor_key(last_key(keys)):
             return []
-        occurrences = self._usable(keys, self.index.coerced(value))
+        bucket = self.index.coerced(value)
+        if not bucket.count:
+            return []
         weight = strength(value)
         # A number into a string interpolates (`{{@x}}` is text); text into a number has no ref syntax.
-        return [
-            self._scored(keys, occ, "coerced", weight, len(occurrences), "{{" + occ.ref + "}}")
-            if isinstance(value, str)
-            else self._scored(keys, occ, "coerced", weight, len(occurrences), occ.ref)
-            for occ in occurrences
-        ]
+        wrap = "{{%s}}" if isinstance(value, str) else "%s"
+        return [self._scored(keys, o, "coerced", weight, bucket.count, wrap % o.ref) for o in bucket.sample()]
 
     def _scored(self, keys: Keys, occ: Occurrence, kind: InferenceKind, weight: float, places: int, ref: str) -> _Cand:
         sim = 1.0 if occ.cursor else key_similarity(last_key(keys), occ.key, occ.tool)
@@ -300,7 +296,7 @@ class StepInferrer:
             score = base + 0.25 * sim
         if is_trivial(_value_at(self.record.resolved_input, keys)) and kind != "subtree":
             score = min(score, MEDIUM - 0.01)  # small numbers: only several recordings can confirm them
-        where = f"output {json_path(occ.keys)} of step {occ.step}"
+        where = f"output {json_path(occ.keys)} of step {occ.step}"  # evidence: cheap enough, read by people
         why = {
             "exact": "same value and type",
             "subtree": "the same whole object/list",
@@ -339,12 +335,11 @@ class StepInferrer:
         pieces: list[_Piece] = []
         evidence: list[str] = []
         for start, end, text in self.index.substrings(value):
-            occurrences = [o for o in self.index.texts(text) if not o.echo and not o.cursor]
-            if not occurrences:
-                continue
+            buckets = self.index.texts(text)
+            places = sum(b.count for b in buckets)
             weight = strength(int(text)) if text.lstrip("-").isdigit() else text_strength(text)
             best = max(
-                (self._scored(keys, o, "substring", weight, len(occurrences), o.ref) for o in occurrences),
+                (self._scored(keys, o, "substring", weight, places, o.ref) for b in buckets for o in b.sample()),
                 key=lambda c: c.key,
             )
             if best.score >= MEDIUM:

@@ -6,6 +6,7 @@ Also finds the literals that no output explains and that look like what a user p
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from core.model import JSON
 from core.secrets import is_secret_key
 from core.template import InputSpec
 from templatizer._result import LikelyInput
-from templatizer._values import Keys, json_path, key_tokens, last_key, same, snake, type_name
+from templatizer._values import Keys, json_path, key_tokens, last_key, snake, type_name
 
 _SETTING_RE: Final = re.compile(r"^[a-z0-9]+(?:[_.:-][a-z0-9]+)*$")
 # Keys whose string values are the subject of a task rather than a setting of a tool.
@@ -46,48 +47,42 @@ class InputTable:
 
     def __post_init__(self) -> None:
         self.values = [{} for _ in range(self.runs)]
+        self._names = _Names(set())
+        self._secrets: dict[str, str] = {}  # base name -> secret input
+        self._derived: dict[str, str] = {}  # the values in every run (canonical JSON) -> input
 
     def add_named(self, inputs: Mapping[str, JSON]) -> None:
         for name, value in inputs.items():
+            self._names.taken.add(name)
             self.named[name] = value
             self.specs[name] = InputSpec(type=type_name(value))
             self.values[0][name] = value
 
     def secret(self, keys: Keys, placeholder: str) -> str:
-        """The secret input for a redacted value at `keys` (one per key name: the same secret, reused)."""
+        """The secret input for a redacted value at `keys`: one per key name (the same secret, reused)."""
         key = last_key(keys)
         base = snake(key) if key is not None and is_secret_key(key) else f"{snake(key or 'value')}_secret"
-        for name, spec in self.specs.items():
-            if spec.secret and (name == base or name.startswith(base + "_")):
-                return name
-        name = self._fresh(base)
-        self.specs[name] = InputSpec(type="string", secret=True, description="A secret (it was redacted when recorded)")
-        for run in self.values:
-            run[name] = placeholder
+        name = self._secrets.get(base)
+        if name is None:
+            name = self._secrets[base] = self._names.fresh(base)
+            self.specs[name] = InputSpec(
+                type="string", secret=True, description="A secret (it was redacted when recorded)"
+            )
+            for run in self.values:
+                run[name] = placeholder
         return name
 
     def derived(self, keys: Keys, per_run: Sequence[tuple[bool, JSON]]) -> str:
-        """The input for a value that differs between runs; reused when another place has the same values."""
-        for name in self.specs:
-            if name in self.named or self.specs[name].secret:
-                continue
-            if all(
-                not found or (name in run and same(run[name], value))
-                for run, (found, value) in zip(self.values, per_run, strict=True)
-            ):
-                return name
-        name = self._fresh(snake(last_key(keys) or "value"))
+        """The input for a value that differs between runs; reused where the same values recur."""
+        identity = json.dumps(per_run, sort_keys=True, default=str)
+        name = self._derived.get(identity)
+        if name is not None:
+            return name
+        name = self._derived[identity] = self._names.fresh(snake(last_key(keys) or "value"))
         self.specs[name] = InputSpec(type=type_name(per_run[0][1]))
         for run, (found, value) in zip(self.values, per_run, strict=True):
             if found:
                 run[name] = value
-        return name
-
-    def _fresh(self, base: str) -> str:
-        name, n = base, 1
-        while name in self.specs:
-            n += 1
-            name = f"{base}_{n}"
         return name
 
     def final_specs(self, kept: set[str]) -> dict[str, InputSpec]:
@@ -121,13 +116,13 @@ def likely_inputs(literals: Sequence[Literal_], taken: set[str]) -> list[LikelyI
     for literal in literals:
         if _looks_chosen(literal):
             by_value.setdefault(literal.value, []).append(literal)
-    names = set(taken)
+    names = _Names(taken)
     found: list[LikelyInput] = []
     for root, members in _path_roots(list(by_value)).items():
         uses = [lit for value in members for lit in by_value.pop(value)]
-        found.append(_likely(_name("root_dir", names), root, uses, f"the common directory of {len(members)} paths"))
+        found.append(_likely(names.fresh("root_dir"), root, uses, f"the common directory of {len(members)} paths"))
     for value, uses in by_value.items():
-        found.append(_likely(_name(snake(last_key(uses[0].keys) or "value"), names), value, uses, _why(uses)))
+        found.append(_likely(names.fresh(snake(last_key(uses[0].keys) or "value")), value, uses, _why(uses)))
     return found
 
 
@@ -142,13 +137,22 @@ def _why(uses: Sequence[Literal_]) -> str:
     return f"{base}; the same value is used by {steps} steps" if steps > 1 else base
 
 
-def _name(base: str, names: set[str]) -> str:
-    name, n = base, 1
-    while name in names:
-        n += 1
-        name = f"{base}_{n}"
-    names.add(name)
-    return name
+class _Names:
+    """Fresh names `base`, `base_2`, ... in constant time per name."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = set(taken)
+        self.next: dict[str, int] = {}
+
+    def fresh(self, base: str) -> str:
+        n = self.next.get(base, 1)
+        name = base if n == 1 else f"{base}_{n}"
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.next[base] = n + 1
+        self.taken.add(name)
+        return name
 
 
 def _looks_chosen(literal: Literal_) -> bool:

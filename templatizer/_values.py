@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Final, TypeAlias
 
@@ -97,36 +97,41 @@ class Interner:
     def __init__(self) -> None:
         self._ids: dict[tuple[object, ...], int] = {}
 
-    def leaf_key(self, value: JSON) -> tuple[object, ...]:
-        return (type(value).__name__, value)
+    def intern_tree(self, value: JSON) -> dict[Keys, int]:
+        """The id of every node of `value`, by path."""
+        return {keys: node_id for keys, _, node_id in self.nodes(value)}
 
-    def intern_tree(self, value: JSON, *, add: bool = True) -> dict[Keys, int]:
-        """Ids of every node of `value` by path; with add=False, nodes never seen get no id."""
-        ids: dict[Keys, int] = {}
-        self._intern(value, (), ids, add)
-        return ids
+    def nodes(self, value: JSON, skip: Callable[[str], bool] | None = None) -> list[tuple[Keys, JSON, int]]:
+        """(path, node, id) for every node; with `skip`, nodes under an object key it accepts are left
+        out of the list (they still count in their parents' ids)."""
+        out: list[tuple[Keys, JSON, int]] = []
+        self._intern(value, (), out, skip, False)
+        return out
 
-    def _intern(self, value: JSON, keys: Keys, ids: dict[Keys, int], add: bool) -> int | None:
-        if isinstance(value, Mapping):
-            parts = []
-            for k, v in value.items():
-                child = self._intern(v, (*keys, k), ids, add)
-                parts.append((k, child))
-            if any(child is None for _, child in parts):
-                return None
-            key: tuple[object, ...] = ("object", tuple(sorted(parts, key=lambda p: p[0])))
+    def _intern(
+        self,
+        value: JSON,
+        keys: Keys,
+        out: list[tuple[Keys, JSON, int]],
+        skip: Callable[[str], bool] | None,
+        hidden: bool,
+    ) -> int:
+        key: tuple[object, ...]
+        if isinstance(value, dict):
+            parts = sorted(
+                (k, self._intern(v, (*keys, k), out, skip, hidden or (skip is not None and skip(k))))
+                for k, v in value.items()
+            )
+            key = ("object", tuple(parts))
         elif isinstance(value, list):
-            children = [self._intern(v, (*keys, i), ids, add) for i, v in enumerate(value)]
-            if any(child is None for child in children):
-                return None
-            key = ("array", tuple(children))
+            key = ("array", tuple(self._intern(v, (*keys, i), out, skip, hidden) for i, v in enumerate(value)))
         else:
-            key = self.leaf_key(value)
+            key = (type(value).__name__, value)
         found = self._ids.get(key)
-        if found is None and add:
+        if found is None:
             found = self._ids[key] = len(self._ids)
-        if found is not None:
-            ids[keys] = found
+        if not hidden:
+            out.append((keys, value, found))
         return found
 
 

@@ -8,7 +8,7 @@ call, as the gateway does, so retry policies can be tested against a real disapp
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +25,7 @@ from core.caller import ProgressFn
 from core.errors import UpstreamError, UpstreamTimeout
 from fixtures.servers import fixture_params
 
-__all__ = ["Harness", "StdioCaller", "fixture_env", "harness", "open_caller", "saved", "template"]
+__all__ = ["Harness", "StdioCaller", "fixture_env", "harness", "open_caller", "saved", "template", "wait_until"]
 
 
 @dataclass
@@ -42,7 +42,12 @@ class StdioCaller:
         self._tg = tg
         self._connections: dict[str, _Connection] = {}
         self._lock = anyio.Lock()
+        self._called: dict[str, anyio.Event] = {}
         self.calls = 0
+
+    async def called(self, name: str) -> None:
+        """Wait until tool `name` has been called (its request sent upstream)."""
+        await self._called.setdefault(name, anyio.Event()).wait()
 
     async def connect_all(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -75,6 +80,8 @@ class StdioCaller:
             raise UpstreamError(f"no server lists tool {name!r} (servers: {', '.join(self._params)})", server=server)
         session, connection = await self._session_of(server)
         self.calls += 1
+        # Set before the request is written: the caller task writes it before the waiter next runs.
+        self._called.setdefault(name, anyio.Event()).set()
         try:
             result = await session.call_tool(
                 tool, dict(arguments), read_timeout_seconds=timeout, progress_callback=_adapt(progress)
@@ -217,3 +224,10 @@ def saved(store: Any, data: Mapping[str, Any]) -> Any:
 
     record = store.save_template(data["name"], dict(data))
     return load_template(store, data["name"], record.version)
+
+
+async def wait_until(predicate: Callable[[], bool], *, timeout: float = 10.0, what: str = "condition") -> None:
+    """Poll a condition another process changes (a file, a database row): there is no event to wait on."""
+    with anyio.fail_after(timeout):
+        while not predicate():  # noqa: ASYNC110
+            await anyio.sleep(0.02)

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -66,13 +66,13 @@ class Database:
             raise StoreError(f"store {self.shown}: {what} failed: {exc}") from exc
 
     @contextlib.contextmanager
-    def write(self, what: str) -> Iterator[Any]:
+    def write(self, what: str) -> Iterator[Connection]:
         """A write transaction (BEGIN IMMEDIATE on SQLite), committed on exit."""
         with self.failing(what), self._lock, self.writer.begin() as conn:
             yield conn
 
     @contextlib.contextmanager
-    def read(self, what: str) -> Iterator[Any]:
+    def read(self, what: str) -> Iterator[Connection]:
         with self.failing(what), self._lock, self.engine.begin() as conn:
             yield conn
 

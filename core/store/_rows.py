@@ -32,7 +32,7 @@ __all__ = [
     "template_from_row",
 ]
 
-Row = Mapping[str, Any]
+Row = Mapping[Any, Any]  # a RowMapping or a plain dict of column values
 
 EXECUTION_FIELDS = frozenset(Execution.__dataclass_fields__)
 EXECUTION_JSON = frozenset({"inputs", "output", "prompt"})

@@ -1,0 +1,225 @@
+"""`toolreel serve --http`: streamable HTTP at /mcp, many clients at once, each with its own routing.
+
+One gateway (fixture `features` behind it) serves the module; the token test starts its own.
+The guard is checked with raw HTTP requests: a foreign Origin gets 403, a missing token 401.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+
+from tests.gw import (
+    MODES,
+    HttpGateway,
+    Probe,
+    call,
+    fixture_entry,
+    gateway_env,
+    http_gateway,
+    text_of,
+    write_config,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[HttpGateway]:
+    tmp = tmp_path_factory.mktemp("http")
+    config = write_config(tmp / "client.json", {"feat": fixture_entry("features")})
+    async with http_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp / 'store.db'}")) as gw:
+        yield gw
+
+
+def _listening_addresses(port: int) -> list[str]:
+    """Local addresses of sockets listening on `port` (from /proc/net/tcp and tcp6)."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            address, port_hex = fields[1].split(":")
+            if fields[3] == "0A" and int(port_hex, 16) == port:
+                found.append(address)
+    return found
+
+
+async def test_binds_loopback_only_by_default(gateway: HttpGateway) -> None:
+    assert _listening_addresses(gateway.port) == ["0100007F"]  # 127.0.0.1, and nothing on 0.0.0.0 or ::
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_client_lists_and_calls_tools(gateway: HttpGateway, mode: str) -> None:
+    async with gateway.connect(mode=mode) as client:
+        names = {t.name for t in (await client.client.list_tools()).tools}
+        result = await call(client, "feat__add", {"a": 1, "b": 2})
+    assert "feat__echo" in names and "toolreel__status" in names
+    assert result.structured_content == {"sum": 3.0, "operands": {"a": 1.0, "b": 2.0}}
+    assert (result.meta or {}).get("toolreel/step") == "add_1"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_elicitation_goes_to_the_client_that_called(gateway: HttpGateway, mode: str) -> None:
+    probes = [Probe(f"client{i}") for i in range(6)]
+    results: dict[int, str] = {}
+
+    def answerer(index: int) -> Any:
+        async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+            await anyio.sleep(0.01 * (6 - index))  # answer out of order, so a mix-up would show
+            return types.ElicitResult(action="accept", content={"answer": f"from client{index}"})
+
+        return answer
+
+    async def one(index: int) -> None:
+        probes[index].elicit = answerer(index)
+        async with gateway.connect(mode=mode, probe=probes[index]) as client:
+            result = await call(client, "feat__ask_user", {"question": f"who is {index}?"})
+            results[index] = text_of(result)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for index in range(6):
+                tg.start_soon(one, index)
+    assert results == {i: f"from client{i}" for i in range(6)}
+    for index, probe in enumerate(probes):
+        assert [e.message for e in probe.elicitations] == [f"who is {index}?"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_sampling_goes_to_the_client_that_called(gateway: HttpGateway, mode: str) -> None:
+    texts: dict[int, str] = {}
+    asked: dict[int, list[str]] = {}
+
+    async def one(index: int) -> None:
+        probe = Probe(f"sampler{index}")
+        async with gateway.connect(mode=mode, probe=probe) as client:
+            texts[index] = text_of(await call(client, "feat__sample", {"prompt": f"prompt {index}"}))
+        asked[index] = [s.messages[0].content.text for s in probe.samplings]  # type: ignore[union-attr]
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for index in range(3):
+                tg.start_soon(one, index)
+    assert texts == {i: f"sampled: prompt {i}" for i in range(3)}
+    assert asked == {i: [f"prompt {i}"] for i in range(3)}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_goes_to_the_client_that_called(gateway: HttpGateway, mode: str) -> None:
+    progress: dict[int, list[float]] = {0: [], 1: [], 2: []}
+
+    async def one(index: int) -> None:
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress[index].append(value)
+
+        async with gateway.connect(mode=mode) as client:
+            steps = await call(client, "feat__progress", {"steps": index + 2}, progress_callback=on_progress)
+        assert text_of(steps) == f"completed {index + 2} steps"
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for index in range(3):
+                tg.start_soon(one, index)
+    assert progress == {i: [float(n) for n in range(1, i + 3)] for i in range(3)}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_logs_go_to_the_client_that_called(gateway: HttpGateway, mode: str) -> None:
+    probes = [Probe(f"logger{i}") for i in range(3)]
+
+    async def one(index: int) -> None:
+        async with gateway.connect(mode=mode, probe=probes[index]) as client:
+            await call(client, "feat__log", {"level": "warning", "message": f"note {index}"})
+            await probes[index].wait_for(lambda: bool(probes[index].logs), what=f"the log of client {index}")
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for index in range(3):
+                tg.start_soon(one, index)
+    assert [[log.data for log in probe.logs] for probe in probes] == [[f"note {i}"] for i in range(3)]
+
+
+async def test_each_http_session_is_its_own_execution(gateway: HttpGateway) -> None:
+    async with gateway.connect() as first, gateway.connect() as second:
+        a1 = await call(first, "feat__echo", {"text": "a"})
+        b1 = await call(second, "feat__echo", {"text": "b"})
+        a2 = await call(first, "feat__echo", {"text": "@echo_1"})
+    meta_a1, meta_b1, meta_a2 = (r.meta or {} for r in (a1, b1, a2))
+    assert meta_a1["toolreel/execution"] == meta_a2["toolreel/execution"] != meta_b1["toolreel/execution"]
+    assert (meta_a1["toolreel/step"], meta_b1["toolreel/step"], meta_a2["toolreel/step"]) == ("echo_1", "echo_1", "echo_2")
+    assert text_of(a2) == "a"  # @echo_1 of this session, not the other one's
+
+
+async def test_foreign_origin_is_refused(gateway: HttpGateway) -> None:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        refused = await http.post(gateway.url, json=INIT, headers={**HEADERS, "origin": "http://evil.example"})
+        local = await http.post(gateway.url, json=INIT, headers={**HEADERS, "origin": f"http://127.0.0.1:{gateway.port}"})
+        rebinding = await http.post(gateway.url, json=INIT, headers={**HEADERS, "origin": "http://127.0.0.1.evil.example"})
+    assert refused.status_code == 403
+    assert rebinding.status_code == 403
+    assert local.status_code == 200, local.text
+
+
+async def test_non_mcp_paths_are_not_served(gateway: HttpGateway) -> None:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        response = await http.post(f"http://127.0.0.1:{gateway.port}/other", json=INIT, headers=HEADERS)
+    assert response.status_code == 404
+
+
+async def test_token_env_requires_the_bearer_token(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
+    env = gateway_env(f"sqlite:///{tmp_path / 'store.db'}", GW_TOKEN="s3cret-t0ken")
+    async with http_gateway(["--config", str(config), "--token-env", "GW_TOKEN"], env) as gateway:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            missing = await http.post(gateway.url, json=INIT, headers=HEADERS)
+            wrong = await http.post(gateway.url, json=INIT, headers={**HEADERS, "authorization": "Bearer nope"})
+        assert missing.status_code == 401 and wrong.status_code == 401
+        async with gateway.connect(headers={"authorization": "Bearer s3cret-t0ken"}) as client:
+            result = await call(client, "feat__echo", {"text": "authorised"})
+        assert text_of(result) == "authorised"
+
+
+async def test_token_env_naming_an_unset_variable_is_a_usage_error(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.gw import TOOLREEL
+
+    config = write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
+    done = subprocess.run(
+        [str(TOOLREEL), "serve", "--config", str(config), "--http", "0", "--token-env", "NOT_SET_ANYWHERE"],
+        capture_output=True,
+        text=True,
+        env=gateway_env(f"sqlite:///{tmp_path / 's.db'}"),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "NOT_SET_ANYWHERE" in done.stderr
+
+
+async def test_raw_json_response_carries_the_session_header(gateway: HttpGateway) -> None:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        response = await http.post(gateway.url, json=INIT, headers=HEADERS)
+    assert response.status_code == 200
+    assert response.headers.get("mcp-session-id")
+    body = response.text
+    payload = json.loads(body.split("data:", 1)[1].strip().splitlines()[0]) if "data:" in body else json.loads(body)
+    assert payload["result"]["serverInfo"]["name"] == "toolreel"

@@ -6,13 +6,15 @@ Quality, per corpus recording (fixtures/recordings/*.json, real sessions with ha
 - inputs: templatize naming nothing; the values reported as likely inputs or made inputs (from
   variation), compared with the expected input values (secrets excluded: they are inputs by construction).
 Speed: generated recordings of 1,000 and 2,000 steps (ids minted by "servers", nested outputs, cursors,
-substrings); the best of several runs each.
+substrings); the best of several interleaved runs each (the machine is shared: the best run is the one
+least disturbed).
 Prints a table, then the bars as [PASS]/[FAIL] lines; exits 1 if a bar is missed.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -179,13 +181,16 @@ def generated(steps: int) -> list[StepRecord]:
     return records[:steps]
 
 
-def best_time(recording: list[StepRecord], repeat: int) -> float:
-    timings = []
+def best_times(recordings: Sequence[list[StepRecord]], repeat: int) -> list[float]:
+    """The best of `repeat` runs of each, interleaved so that load on the machine hits every size alike."""
+    timings: list[list[float]] = [[] for _ in recordings]
     for _ in range(repeat):
-        started = time.perf_counter()
-        templatize([recording], name="bench")
-        timings.append(time.perf_counter() - started)
-    return min(timings)
+        for recording, times in zip(recordings, timings, strict=True):
+            gc.collect()  # do not charge this run for garbage left by the previous one
+            started = time.perf_counter()
+            templatize([recording], name="bench")
+            times.append(time.perf_counter() - started)
+    return [min(times) for times in timings]
 
 
 # --------------------------------------------------------------------------- main
@@ -193,15 +198,14 @@ def best_time(recording: list[StepRecord], repeat: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="one timing run instead of five")
+    parser.add_argument("--quick", action="store_true", help="two timing runs of each size instead of seven")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch with the corpus")
     args = parser.parse_args()
     corpus = load_corpus()
     totals = quality(corpus, args.verbose)
-    repeat = 1 if args.quick else 5
-    small, large = generated(1000), generated(2000)
-    templatize([small[:50]], name="warmup")
-    t1, t2 = best_time(small, repeat), best_time(large, repeat)
+    repeat = 2 if args.quick else 7
+    templatize([generated(50)], name="warmup")
+    t1, t2 = best_times([generated(1000), generated(2000)], repeat)
     print()
     bars: list[tuple[str, bool]] = []
     for key in ("refs", "inputs"):

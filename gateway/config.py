@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.errors import ConfigError
+from core.secrets import is_secret_key
 
 __all__ = ["GatewayConfig", "ServerConfig", "load_config", "parse_config", "wrap_config"]
 
@@ -78,11 +79,16 @@ class GatewayConfig:
         return tuple(s for s in self.servers if not s.disabled)
 
     def secret_values(self) -> list[str]:
-        """Values from `env` and `headers`: never stored in clear (SPEC §3)."""
+        """Values from `headers` and `env` that are never stored in clear (SPEC §3).
+
+        Every header value counts. An env value counts when its name looks secret, or when it is
+        long and opaque (>= 12 characters, no spaces, not a path, URL or number): redacting short
+        values such as `true`, `8080` or `/tmp` from every stored string would mangle recordings.
+        """
         values: list[str] = []
         for server in self.servers:
-            values.extend(server.env.values())
             values.extend(server.headers.values())
+            values.extend(v for k, v in server.env.items() if is_secret_key(k) or _opaque(v))
         return values
 
 
@@ -277,6 +283,12 @@ def _protocol(value: Any, path: str, source: str | None) -> Literal["auto", "leg
     if value == "modern":
         return "modern"
     raise ConfigError(f"must be 'auto', 'legacy' or 'modern', not {value!r}", file=source, path=path)
+
+
+def _opaque(value: str) -> bool:
+    if len(value) < 12 or any(c.isspace() for c in value) or value.startswith(("/", ".", "~")):
+        return False
+    return not (re.match(r"[a-z][a-z0-9+.-]*://", value) or re.fullmatch(r"[0-9.:,-]+", value))
 
 
 def _kind(value: Any) -> str:

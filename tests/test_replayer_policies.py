@@ -190,12 +190,6 @@ SLOW = {
         {"name": "after", "tool": "features__counter", "input": {}, "depends_on": ["wait"]},
     ],
 }
-    "name": "slow",
-    "steps": [
-        {"name": "wait", "tool": "features__slow", "input": {"seconds": 30}},
-        {"name": "after", "tool": "features__counter", "input": {}, "depends_on": ["wait"]},
-    ],
-}
 
 
 async def test_cancel_stops_a_run_within_a_second_and_cancels_upstream(tmp_path: Path) -> None:

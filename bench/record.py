@@ -47,6 +47,7 @@ THROUGHPUT_BAR = 0.95
 STORE_P50_BAR_MS = 0.2
 CALL_TIMEOUT = 60.0
 BATCH = 32
+CONTROL = "off again (noise)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +81,11 @@ class Figures:
 
 
 async def measure_gateway(plan: Plan, db_url: str, log_path: Path) -> dict[str, Figures]:
+    # A second, identical recording-off gateway shows in the same run how far two equal targets drift apart.
     commands = {
         "recording off": via_toolreel(ECHO.server, "--no-record"),
         "recording on": via_toolreel(ECHO.server, "--db", db_url),
+        CONTROL: via_toolreel(ECHO.server, "--no-record"),
     }
     figures = {label: Figures() for label in commands}
     with log_path.open("w") as log:

@@ -94,6 +94,16 @@ class ClientLink:
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
+@dataclass(eq=False)
+class _Call:
+    """A forwarded tools/call in flight: whom to ask when its server asks something."""
+
+    ctx: ServerRequestContext[Any, Any] | None
+    link: ClientLink
+    exchange: Exchange | None
+    asking: int = 0
+
+
 class ToolHook:
     """Extension points for the layers above the pipe (recording, management tools)."""
 
@@ -136,7 +146,7 @@ class Front(ClientRouter):
         self.hook = hook or ToolHook()
         self.links: dict[str, ClientLink] = {}
         self.bus = InMemorySubscriptionBus()
-        self._inflight: dict[str, list[tuple[ServerRequestContext[Any, Any] | None, ClientLink, Exchange | None]]] = {}
+        self._inflight: dict[str, list[_Call]] = {}
         self.exchanges = Exchanges()
         self._tg: anyio.abc.TaskGroup | None = None
         self._extra_instructions = instructions
@@ -273,7 +283,7 @@ class Front(ClientRouter):
                 forwarded["_meta"] = meta
             if client is not None:  # the stateless era's retry of an input-required call
                 forwarded.update({k: params[k] for k in ("inputResponses", "requestState") if k in params})
-            entry = (ctx, link, exchange)
+            entry = _Call(ctx, link, exchange)
             inflight = self._inflight.setdefault(upstream.name, [])
             inflight.append(entry)
             try:
@@ -373,16 +383,40 @@ class Front(ClientRouter):
 
     # ClientRouter: upstream -> client ------------------------------------------------------
     async def to_client(self, upstream: Upstream, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        request_type, result_type = _SERVER_REQUESTS[method]
+        call = self._caller_of(upstream)
+        if call is None:
+            link = self._latest_link()
+            if link is None or link.session is None:
+                raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
+            return await self._ask_client(link, link.session, None, method, params)
+        call.asking += 1
+        try:
+            if call.exchange is not None:
+                _require_capability(call.link, method)
+                return await call.exchange.ask(method, params)
+            session = call.ctx.session if call.ctx is not None else call.link.session
+            if session is None:
+                raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
+            related = call.ctx.request_id if call.ctx is not None else None
+            return await self._ask_client(call.link, session, related, method, params)
+        finally:
+            call.asking -= 1
+
+    def _caller_of(self, upstream: Upstream) -> _Call | None:
+        """The call a server-to-client request belongs to. The handshake era's wire does not say
+        (on stdio nothing links the two), so the oldest call to that server that is not already
+        waiting on a question gets it: exact with one caller at a time, and for handlers that
+        ask before anything else, in the order the calls were forwarded."""
         inflight = self._inflight.get(upstream.name) or []
-        ctx, link, exchange = inflight[-1] if inflight else (None, self._latest_link(), None)
-        if exchange is not None and link is not None:
-            _require_capability(link, method)
-            return await exchange.ask(method, params)
-        session: ServerSession | None = ctx.session if ctx is not None else (link.session if link else None)
-        related = ctx.request_id if ctx is not None else None
-        if session is None or link is None:
-            raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
+        for call in inflight:
+            if call.asking == 0:
+                return call
+        return inflight[0] if inflight else None
+
+    async def _ask_client(
+        self, link: ClientLink, session: ServerSession, related: Any, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        request_type, result_type = _SERVER_REQUESTS[method]
         _require_capability(link, method)
         request = request_type.model_validate({"method": method, "params": params})
         metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
@@ -405,8 +439,8 @@ class Front(ClientRouter):
             await self.bus.publish(ResourceUpdated(uri=uri))
             targets = [link for link in self.links.values() if uri in link.subscriptions and not link.modern]
         else:
-            inflight = self._inflight.get(upstream.name) or []
-            targets = [inflight[-1][1]] if inflight else list(self.links.values())
+            call = self._caller_of(upstream)
+            targets = [call.link] if call is not None else list(self.links.values())
         try:
             notification = types.server_notification_adapter.validate_python({"method": method, "params": params})
         except Exception:  # an upstream's malformed notification is dropped, not fatal

@@ -115,6 +115,8 @@ class Hub:
             "notifications/resources/list_changed": "resources",
             "notifications/prompts/list_changed": "prompts",
         }
+        if method == "notifications/progress":
+            return  # delivered to the call's own progress callback by the dispatcher
         if method in kinds:
             try:
                 await upstream.refresh(kinds[method])

@@ -7,6 +7,7 @@ database without driving an execution twice; a dead process's claims expire and 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import anyio
 
@@ -19,8 +20,16 @@ logger = logging.getLogger("toolreel.replayer")
 
 
 class Worker:
-    def __init__(self, engine: Engine, *, capacity: int = 32, poll_interval: float = 0.5) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        capacity: int = 32,
+        poll_interval: float = 0.5,
+        on_claim: Callable[[str], None] | None = None,
+    ) -> None:
         self.engine = engine
+        self.on_claim = on_claim
         self.capacity = capacity
         self.poll_interval = poll_interval
         self.claimed: list[str] = []  # every execution this worker started driving, in order
@@ -33,8 +42,13 @@ class Worker:
             free = self.capacity - self.engine.driving
             if free > 0:
                 try:
-                    self.claimed += await self.engine.recover(limit=free)
+                    started = await self.engine.recover(limit=free)
                 except ToolreelError as exc:  # the store is briefly unavailable: try again at the next tick
                     logger.warning("worker %s: claiming failed: %s", self.engine.owner, exc)
+                    started = []
+                self.claimed += started
+                for execution_id in started:
+                    if self.on_claim is not None:
+                        self.on_claim(execution_id)
             with anyio.move_on_after(self.poll_interval):
                 await stop.wait()

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections import deque
 from collections.abc import Iterator, Mapping
-from typing import Final, NamedTuple, TypeVar
+from typing import Final, NamedTuple
 
 from core.model import JSON
 from core.refs import format_ref
@@ -22,7 +21,6 @@ _PREFIX: Final = 8  # substring candidates are bucketed by their first character
 _SAMPLE: Final = 4  # occurrences kept per value at each end (first ones, latest ones)
 _NEVER: Final = 1 << 62
 _TOKEN_RE: Final = re.compile(r"[^\W_]+|[\W_]")  # runs of letters/digits, and single other characters
-K = TypeVar("K")
 
 
 class Occurrence(NamedTuple):
@@ -40,25 +38,24 @@ class Occurrence(NamedTuple):
         return format_ref(self.step, self.keys)
 
 
-class Bucket:
-    """How many times a value was produced, and a sample of where: the first and the latest few."""
+class Bucket(NamedTuple):
+    """How many times a value was produced, and a sample of where: the first and the latest few.
 
-    __slots__ = ("count", "first", "latest")
+    Immutable (replaced on every add): tuples of plain values are not tracked by the cyclic
+    garbage collector, which would otherwise rescan every bucket of a large index, again and again.
+    """
 
-    def __init__(self) -> None:
-        self.count = 0
-        self.first: list[Occurrence] = []
-        self.latest: deque[Occurrence] = deque(maxlen=_SAMPLE)
+    seen: int = 0
+    first: tuple[Occurrence, ...] = ()
+    latest: tuple[Occurrence, ...] = ()
 
-    def add(self, occurrence: Occurrence) -> None:
-        self.count += 1
+    def add(self, occurrence: Occurrence) -> Bucket:
         if len(self.first) < _SAMPLE:
-            self.first.append(occurrence)
-        else:
-            self.latest.append(occurrence)
+            return Bucket(self.seen + 1, (*self.first, occurrence), self.latest)
+        return Bucket(self.seen + 1, self.first, (*self.latest[1 - _SAMPLE :], occurrence))
 
-    def sample(self) -> list[Occurrence]:
-        return [*self.first, *self.latest]
+    def sample(self) -> tuple[Occurrence, ...]:
+        return self.first + self.latest if self.latest else self.first
 
 
 _EMPTY = Bucket()
@@ -94,7 +91,8 @@ class OutputIndex:
             key = next((k for k in reversed(keys) if isinstance(k, str)), None)
             cursor = is_cursor_key(key)
             occurrence = Occurrence(step, tool, order, keys, key, cursor)
-            _bucket(self.by_id, (node_id, cursor)).add(occurrence)
+            by_id = self.by_id
+            by_id[node_id, cursor] = by_id.get((node_id, cursor), _EMPTY).add(occurrence)
             if cursor:
                 continue  # a cursor is passed whole, never spliced into a string
             if isinstance(node, str):
@@ -103,7 +101,7 @@ class OutputIndex:
                 self._add_text(text, occurrence, self.numbers)
 
     def _add_text(self, text: str, occurrence: Occurrence, table: dict[str, Bucket]) -> None:
-        _bucket(table, text).add(occurrence)
+        table[text] = table.get(text, _EMPTY).add(occurrence)
         if len(text) < MIN_SUBSTRING:
             return
         if len(text) < _PREFIX:
@@ -155,10 +153,3 @@ class OutputIndex:
             for end in ends[bisect_left(ends, start + _PREFIX) : bisect_right(ends, start + longest)]:
                 if text[start:end] in texts and (start, end) != (0, size):
                     yield start, end, text[start:end]
-
-
-def _bucket(table: dict[K, Bucket], key: K) -> Bucket:
-    bucket = table.get(key)
-    if bucket is None:
-        bucket = table[key] = Bucket()
-    return bucket

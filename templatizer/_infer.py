@@ -10,8 +10,9 @@ hold in every one of them, and a value that differs between them becomes an inpu
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final, NamedTuple
 
 from core.errors import RefError
@@ -57,8 +58,12 @@ class _Cand:
     value: str  # what the template holds: a ref or a string with placeholders
     kind: InferenceKind
     score: float
-    evidence: str
+    evidence: str | Callable[[], str]  # a callable: written only for the candidates that are reported
     rank: tuple[float, ...] = ()
+
+    @property
+    def why(self) -> str:
+        return self.evidence if isinstance(self.evidence, str) else self.evidence()
 
     @property
     def confidence(self) -> Confidence:
@@ -178,7 +183,7 @@ class StepInferrer:
         if confirmable:
             best = max(confirmable, key=lambda c: c.key)
             runs = sum(1 for found, _ in per_run if found)
-            evidence = f"{best.evidence}; holds in all {runs} recordings, whose values differ"
+            evidence = f"{best.why}; holds in all {runs} recordings, whose values differ"
             return self._apply(keys, _Cand(best.value, "confirmed", max(best.score, 0.95), evidence))
         if not allow_input:
             return None
@@ -218,7 +223,7 @@ class StepInferrer:
             ref=cand.value,
             confidence=cand.confidence,
             score=cand.score,
-            evidence=cand.evidence,
+            evidence=cand.why,
             kind=cand.kind,
         )
 
@@ -268,22 +273,22 @@ class StepInferrer:
             return []
         # A cursor links only to a cursor: a cursor equal to anything else is chance.
         bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
-        if not bucket.count:
+        if not bucket.seen:
             return []
         kind: InferenceKind = "subtree" if isinstance(value, dict | list) else "exact"
         weight = strength(value)
-        return [self._scored(keys, occ, kind, weight, bucket.count, occ.ref) for occ in bucket.sample()]
+        return [self._scored(keys, occ, kind, weight, bucket.seen, occ.ref) for occ in bucket.sample()]
 
     def _coerced(self, keys: Keys, value: JSON) -> list[_Cand]:
         if value is None or isinstance(value, bool) or is_trivial(value) or is_cursor_key(last_key(keys)):
             return []
         bucket = self.index.coerced(value)
-        if not bucket.count:
+        if not bucket.seen:
             return []
         weight = strength(value)
         # A number into a string interpolates (`{{@x}}` is text); text into a number has no ref syntax.
         wrap = "{{%s}}" if isinstance(value, str) else "%s"
-        return [self._scored(keys, o, "coerced", weight, bucket.count, wrap % o.ref) for o in bucket.sample()]
+        return [self._scored(keys, o, "coerced", weight, bucket.seen, wrap % o.ref) for o in bucket.sample()]
 
     def _scored(self, keys: Keys, occ: Occurrence, kind: InferenceKind, weight: float, places: int, ref: str) -> _Cand:
         sim = 1.0 if occ.cursor else key_similarity(last_key(keys), occ.key, occ.tool)
@@ -296,15 +301,8 @@ class StepInferrer:
             score = base + 0.25 * sim
         if is_trivial(_value_at(self.record.resolved_input, keys)) and kind != "subtree":
             score = min(score, MEDIUM - 0.01)  # small numbers: only several recordings can confirm them
-        where = f"output {json_path(occ.keys)} of step {occ.step}"  # evidence: cheap enough, read by people
-        why = {
-            "exact": "same value and type",
-            "subtree": "the same whole object/list",
-            "coerced": "same digits, different type (number vs string)",
-            "substring": "appears inside this string",
-        }.get(kind, kind)
-        evidence = f"{where} -> input {json_path(keys)}: {why}; {places} producing place(s); key similarity {sim:.2f}"
         indexes = sum(1 for key in occ.keys if isinstance(key, int))
+        evidence = partial(_evidence, occ, keys, kind, places, sim)
         return _Cand(ref, kind, min(score, 1.0), evidence, rank=(-indexes, occ.order, -len(occ.keys)))
 
     def _substrings(self, keys: Keys, value: str) -> list[_Cand]:
@@ -336,7 +334,7 @@ class StepInferrer:
         evidence: list[str] = []
         for start, end, text in self.index.substrings(value):
             buckets = self.index.texts(text)
-            places = sum(b.count for b in buckets)
+            places = sum(b.seen for b in buckets)
             weight = strength(int(text)) if text.lstrip("-").isdigit() else text_strength(text)
             best = max(
                 (self._scored(keys, o, "substring", weight, places, o.ref) for b in buckets for o in b.sample()),
@@ -344,11 +342,23 @@ class StepInferrer:
             )
             if best.score >= MEDIUM:
                 pieces.append(_Piece(start, end, best.value, best.score))
-                evidence.append(f"{text!r} at [{start}:{end}] is {best.evidence}")
+                evidence.append(f"{text!r} at [{start}:{end}] is {best.why}")
         return pieces, evidence
 
 
 # --------------------------------------------------------------------------- helpers
+
+_WHY: Final = {
+    "exact": "same value and type",
+    "subtree": "the same whole object/list",
+    "coerced": "same digits, different type (number vs string)",
+    "substring": "appears inside this string",
+}
+
+
+def _evidence(occ: Occurrence, keys: Keys, kind: str, places: int, sim: float) -> str:
+    where = f"output {json_path(occ.keys)} of step {occ.step} -> input {json_path(keys)}"
+    return f"{where}: {_WHY.get(kind, kind)}; {places} producing place(s); key similarity {sim:.2f}"
 
 
 def _uniqueness(places: int, weight: float) -> float:

@@ -143,6 +143,16 @@ async def test_progress_goes_to_the_client_that_called(gateway: HttpGateway, mod
 
 
 @pytest.mark.parametrize("mode", MODES)
+async def test_log_messages_reach_a_single_http_client(gateway: HttpGateway, mode: str) -> None:
+    probe = Probe("lonely")
+    async with gateway.connect(mode=mode, probe=probe) as client:
+        result = await call(client, "feat__log", {"level": "error", "message": "over http"})
+        assert text_of(result) == "logged error: over http"
+        await probe.wait_for(lambda: bool(probe.logs), what="the log message")
+    assert [(log.level, log.data) for log in probe.logs] == [("error", "over http")]
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_logs_go_to_the_client_that_called(gateway: HttpGateway, mode: str) -> None:
     probes = [Probe(f"logger{i}") for i in range(3)]
 

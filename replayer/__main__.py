@@ -1,0 +1,16 @@
+"""`python -m replayer run|worker|executions ...`: the replayer's commands without the rest of the CLI."""
+
+from __future__ import annotations
+
+import typer
+
+from replayer.cli import executions_commands, register
+
+app = typer.Typer(name="replayer", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+register(app)
+executions = typer.Typer(help="Auto-mode executions.", no_args_is_help=True)
+executions_commands(executions)
+app.add_typer(executions, name="executions")
+
+if __name__ == "__main__":
+    app()

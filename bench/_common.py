@@ -211,6 +211,19 @@ def median_latency(rounds: Sequence[Latency]) -> Latency:
     )
 
 
+def plan_line(warm: int, rounds: int, per_round: int) -> str:
+    return (
+        f"per target: {warm} sequential + {warm} concurrent warm-up calls, then {rounds} rounds of {per_round} "
+        f"sequential calls and {per_round} at {IN_FLIGHT} in flight, targets in rotating order; medians over rounds"
+    )
+
+
+def p50_rounds(figures: Mapping[str, Sequence[Latency]]) -> str:
+    """The p50 of every round, per target: how much the machine moved during the run."""
+    lines = [f"  p50 per round, {label}: {' '.join(ms(r.p50) for r in rounds)}" for label, rounds in figures.items()]
+    return "\n".join(lines)
+
+
 def rotated(items: Sequence[T], shift: int) -> list[T]:
     """`items` starting at index `shift` (mod len): each round starts with the next target."""
     if not items:
@@ -246,6 +259,13 @@ class Bars:
     def report(self) -> str:
         lines = [f"  [{'PASS' if ok else 'FAIL'}] {name}: {detail}" for name, ok, detail in self.results]
         return "\n".join(["bars:", *lines])
+
+
+def failure(exc: BaseException) -> str:
+    """The innermost causes of a failure (task groups wrap them in ExceptionGroups), one line."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(failure(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
 
 
 # --- processes --------------------------------------------------------------------------------------------------

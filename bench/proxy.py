@@ -36,10 +36,13 @@ from _common import (
     concurrent,
     connect,
     descendants,
+    failure,
     fastmcp_missing,
     median_latency,
     ms,
     npm_server,
+    p50_rounds,
+    plan_line,
     pypi_server,
     rotated,
     sequential,
@@ -154,6 +157,7 @@ def workload_table(work: Workload, figures: dict[str, Figures], skipped: dict[st
         )
     header = ["target", "p50 ms", "p90 ms", "p99 ms", f"calls/s @{IN_FLIGHT}", "p50/direct", "calls/s/direct"]
     lines = [f"{work.source} {work.tool} {dict(work.arguments)}", table(header, rows)]
+    lines.append(p50_rounds({label: fig.latency for label, fig in figures.items()}))
     lines += [f"{label}: unavailable ({reason})" for label, reason in skipped.items()]
     return "\n".join(lines)
 
@@ -322,8 +326,7 @@ def header(plan: Plan) -> str:
     return (
         f"bench/proxy.py: mcp {importlib.metadata.version('mcp')} client over stdio, python {sys.version.split()[0]}, "
         f"node {node}, fastmcp {fastmcp}; {os.cpu_count()} cores, load {load}\n"
-        f"per target: {plan.warm} warm-up calls, then {plan.rounds} rounds of {plan.per_round} sequential calls and "
-        f"{plan.per_round} calls at {IN_FLIGHT} in flight, targets alternating; figures are medians over rounds"
+        + plan_line(plan.warm, plan.rounds, plan.per_round)
     )
 
 
@@ -333,29 +336,47 @@ async def run(plan: Plan, settle: float) -> int:
     log_path = Path(tempfile.gettempdir()) / f"toolreel-bench-proxy-{os.getpid()}.log"
     with log_path.open("w") as log:
         for work in (ECHO, GET_TIME):
-            figures, skipped = await measure(work, plan, log)
-            print("\n" + workload_table(work, figures, skipped), flush=True)
-            check_workload(bars, work, figures)
+            await run_workload(bars, work, plan, log)
+        await run_five(bars, plan, log, settle)
+    print(f"\n(server and gateway stderr: {log_path})")
+    print(bars.report())
+    return 1 if bars.failed else 0
+
+
+async def run_workload(bars: Bars, work: Workload, plan: Plan, log: TextIO) -> None:
+    try:
+        figures, skipped = await measure(work, plan, log)
+    except Exception as exc:  # report, fail the bars, and go on with the next section
+        print(f"\n{work.source} {work.tool}: failed ({failure(exc)})", flush=True)
+        bars.check(f"{work.label} measured", False, failure(exc))
+        return
+    print("\n" + workload_table(work, figures, skipped), flush=True)
+    check_workload(bars, work, figures)
+
+
+async def run_five(bars: Bars, plan: Plan, log: TextIO, settle: float) -> None:
+    try:
         five = await measure_five(plan, log, settle)
+    except Exception as exc:  # report, fail the bars, and finish the report
+        print(f"\n5 idle stdio upstreams: failed ({failure(exc)})", flush=True)
+        bars.check("5 idle upstreams measured", False, failure(exc))
+        return
     text, overhead, rss = five_report(five)
     print("\n" + text)
     bars.check(f"gateway RSS, 5 idle upstreams, --no-record <= {RSS_BAR_MB:.0f} MB", rss <= RSS_BAR_MB, f"{rss:.1f} MB")
     bars.check(f"ready after the slowest upstream <= {READY_BAR_S} s", overhead <= READY_BAR_S, f"+{overhead:.3f} s")
-    print(f"\n(server and gateway stderr: {log_path})")
-    print(bars.report())
-    return 1 if bars.failed else 0
 
 
 def parse(argv: list[str]) -> tuple[Plan, float]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a short run (fewer calls and rounds)")
     parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 2000)")
-    parser.add_argument("--rounds", type=int, help="alternating rounds (default 4)")
+    parser.add_argument("--rounds", type=int, help="alternating rounds (default 5)")
     args = parser.parse_args(argv)
     if args.quick:
-        plan = Plan(calls=args.calls or 300, rounds=args.rounds or 2, warm=50, ready_rounds=1)
+        plan = Plan(calls=args.calls or 300, rounds=args.rounds or 2, warm=100, ready_rounds=1)
     else:
-        plan = Plan(calls=args.calls or 2000, rounds=args.rounds or 4, warm=200, ready_rounds=3)
+        plan = Plan(calls=args.calls or 2000, rounds=args.rounds or 5, warm=1000, ready_rounds=3)
     return plan, (0.2 if args.quick else 1.0)
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "template_json_schema",
     "template_to_dict",
     "to_mermaid",
+    "tool_input_schema",
     "topo_order",
 ]
 
@@ -526,6 +527,26 @@ def _retry_dict(retry: RetryPolicy) -> dict[str, Any]:
         "jitter": retry.jitter,
         "retry_on": list(retry.retry_on),
     }
+
+
+def tool_input_schema(t: Template) -> dict[str, Any]:
+    """The `inputSchema` of the tool `reel__<name>`: one property per input, required unless it has a default."""
+    properties: dict[str, Any] = {}
+    for name, spec in t.inputs.items():
+        prop: dict[str, Any] = {"type": spec.type} if spec.type else {}
+        description = spec.description or ""
+        if spec.secret:
+            description = f"{description} (secret: never stored)".strip()
+        if description:
+            prop["description"] = description
+        if spec.has_default:
+            prop["default"] = spec.default
+        properties[name] = prop
+    required = [name for name, spec in t.inputs.items() if spec.required]
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
 
 
 def dump_template_yaml(t: Template) -> str:

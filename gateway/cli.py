@@ -19,6 +19,7 @@ import typer
 
 from core.errors import ConfigError, ToolreelError
 from gateway.config import GatewayConfig, load_config, wrap_config
+from gateway.prespawn import prespawn
 
 __all__ = ["app", "main"]
 
@@ -193,8 +194,9 @@ def _register_optional() -> None:
             commands(executions_app)
 
 
-_register_optional()
-
-
 def main() -> None:
+    argv = sys.argv[1:]
+    prespawn(argv)
+    if not argv or argv[0] != "serve":  # serve needs none of them: it starts faster without
+        _register_optional()
     app()

@@ -221,6 +221,8 @@ class Front(ClientRouter):
             params = ctx.params or {}
             caps = types.ClientCapabilities.model_validate(params.get("capabilities") or {})
             self.hub.set_client_capabilities(caps)
+            link = self.link_for(ctx)  # a client that only calls tools still hears of list changes
+            link.capabilities, link.protocol_version = caps, params.get("protocolVersion")
             await self.hub.wait_started(START_TIMEOUT)
             self.server.instructions = self._instructions()
             return await call_next(ctx)

@@ -11,20 +11,21 @@ import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
-from core.errors import RefError, ToolreelError
+from core.errors import RefError, StoreError, ToolreelError
 from core.model import ExecutionStatus
-from core.store import Store, open_store
 from gateway.config import GatewayConfig
 from gateway.front import ClientLink, ToolHook
 from gateway.hub import Hub, error_result
 from gateway.upstream import Upstream
 from recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession
-from replayer import execution_view
+
+if TYPE_CHECKING:
+    from core.store import Store
 
 __all__ = ["GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
 
@@ -57,10 +58,14 @@ def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
 
 
 class GatewayHook(ToolHook):
-    def __init__(self, hub: Hub, store: Store, *, secret_values: list[str], annotate: bool, record: bool) -> None:
+    def __init__(
+        self, hub: Hub, open_store: Callable[[], Store], *, secret_values: list[str], annotate: bool, record: bool
+    ) -> None:
         self.hub = hub
-        self.store = store
-        self.recorder = Recorder(store, secret_values=secret_values)
+        self._open_store = open_store
+        self._store: Store | None = None
+        self.store_ready = anyio.Event()
+        self.recorder = Recorder(secret_values=secret_values)
         self.annotate = annotate
         self.record = record
         self.tools: dict[str, ManagementTool] = {}
@@ -75,9 +80,26 @@ class GatewayHook(ToolHook):
         async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
             await tg.start(self.recorder.run)
             task_status.started()
+            # Opened off the loop and after serving started: the store (SQLAlchemy) takes as long
+            # to import as a server takes to start, and the first answers do not need it.
+            store = await anyio.to_thread.run_sync(self._open_store)
+            self._store = store
+            self.recorder.attach(store)
+            self.store_ready.set()
             for service in self.services:
                 await stack.enter_async_context(service())
             await anyio.sleep_forever()
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise StoreError("the store is still opening; try again in a moment")
+        return self._store
+
+    async def ready_store(self, timeout: float = 30.0) -> Store:
+        with anyio.fail_after(timeout):
+            await self.store_ready.wait()
+        return self.store
 
     def add(self, tool: ManagementTool) -> None:
         self.tools[tool.name] = tool
@@ -225,17 +247,21 @@ class GatewayHook(ToolHook):
         return tool_result({"step": record.name, "execution_id": record.execution_id})
 
     async def _get_execution(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        from replayer import execution_view
+
         execution_id = str(arguments.get("id", ""))
+        store = await self.ready_store()
         await self.recorder.writer.flush()
-        execution = await anyio.to_thread.run_sync(self.store.get_execution, execution_id)
-        steps = await anyio.to_thread.run_sync(self.store.get_steps, execution_id)
+        execution = await anyio.to_thread.run_sync(store.get_execution, execution_id)
+        steps = await anyio.to_thread.run_sync(store.get_steps, execution_id)
         return tool_result(execution_view(execution, steps))
 
     async def _list_executions(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         status = arguments.get("status")
+        store = await self.ready_store()
         await self.recorder.writer.flush()
         page, cursor = await anyio.to_thread.run_sync(
-            lambda: self.store.list_executions(
+            lambda: store.list_executions(
                 status=ExecutionStatus(status) if status else None,
                 template=arguments.get("template"),
                 limit=int(arguments.get("limit") or 50),
@@ -260,10 +286,13 @@ class GatewayHook(ToolHook):
 def hook_factory(
     config: GatewayConfig, *, db: str | None, annotate: bool, record: bool, max_concurrency: int
 ) -> Callable[[Hub], GatewayHook]:
-    store = open_store(db)
+    def opener() -> Store:
+        from core.store import open_store
+
+        return open_store(db)
 
     def build(hub: Hub) -> GatewayHook:
-        hook = GatewayHook(hub, store, secret_values=config.secret_values(), annotate=annotate, record=record)
+        hook = GatewayHook(hub, opener, secret_values=config.secret_values(), annotate=annotate, record=record)
         _install_extensions(hook, max_concurrency=max_concurrency)
         return hook
 

@@ -20,7 +20,6 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 import mcp_types as types
-import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -107,6 +106,8 @@ async def _serve_stdio(front: Front) -> None:
 
 
 async def _serve_http(front: Front, options: HttpOptions) -> None:
+    import uvicorn  # only HTTP mode pays for the web server
+
     manager = StreamableHTTPSessionManager(
         app=front.server,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),

@@ -14,8 +14,10 @@ import contextlib
 import itertools
 import json
 import os
+import signal
+import subprocess
 from collections.abc import AsyncIterator, Mapping
-from typing import IO, Any
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -98,21 +100,20 @@ class FastLane:
 
 @contextlib.asynccontextmanager
 async def open_stdio_upstream(
-    command: str, args: list[str], env: Mapping[str, str], cwd: str | None, errlog: IO[str], lost: anyio.Event
+    process: subprocess.Popen[bytes], lost: anyio.Event
 ) -> AsyncIterator[tuple[Any, Any, FastLane]]:
-    process = await asyncio.create_subprocess_exec(
-        command,
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=errlog,
-        env=dict(env),
-        cwd=cwd,
-        limit=LINE_LIMIT,
-        start_new_session=True,
-    )
+    """Talk MCP to a spawned process over its pipes; stop it (and its group) on exit."""
     assert process.stdin is not None and process.stdout is not None
-    stdin, stdout = process.stdin, process.stdout
+    loop = asyncio.get_running_loop()
+    try:
+        stdout = asyncio.StreamReader(limit=LINE_LIMIT)
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), process.stdout)
+        write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, process.stdin)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await _stop(process)
+        raise
+    stdin = asyncio.StreamWriter(write_transport, protocol, None, loop)
     lane = FastLane(stdin)
     to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
@@ -122,9 +123,7 @@ async def open_stdio_upstream(
             while True:
                 try:
                     line = await stdout.readuntil(b"\n")
-                except asyncio.IncompleteReadError:
-                    break
-                except (asyncio.LimitOverrunError, ConnectionError):
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                     break
                 await _route(line, lane, to_session)
         lane.close()
@@ -151,7 +150,9 @@ async def open_stdio_upstream(
     finally:
         lane.close()
         with anyio.CancelScope(shield=True):
+            write_transport.close()
             await _stop(process)
+            read_transport.close()
 
 
 async def _route(line: bytes, lane: FastLane, to_session: Any) -> None:
@@ -172,18 +173,16 @@ async def _route(line: bytes, lane: FastLane, to_session: Any) -> None:
     await to_session.send(SessionMessage(message))
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
+async def _stop(process: subprocess.Popen[bytes]) -> None:
     """Close stdin, give the server a moment to exit, then SIGTERM, then SIGKILL (its group)."""
-    if process.stdin is not None:
-        with contextlib.suppress(Exception):
+    with contextlib.suppress(OSError):
+        if process.stdin is not None:
             process.stdin.close()
-    for signal_name in (None, "terminate", "kill"):
-        if signal_name is not None:
-            with contextlib.suppress(ProcessLookupError):
-                try:
-                    os.killpg(process.pid, 15 if signal_name == "terminate" else 9)
-                except PermissionError:
-                    getattr(process, signal_name)()
+    for signum in (None, signal.SIGTERM, signal.SIGKILL):
+        if signum is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signum)
         with anyio.move_on_after(STOP_GRACE):
-            await process.wait()
+            # an abandoned wait() returns once the kill below lands
+            await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
             return

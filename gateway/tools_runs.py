@@ -11,7 +11,7 @@ import contextlib
 import contextvars
 import dataclasses
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -20,12 +20,13 @@ from mcp.shared.exceptions import MCPError
 
 from core.errors import ExecutionError
 from core.model import Execution, ExecutionStatus
-from core.store import Store
-from core.template import Template
-from core.template_io import parse_template
 from gateway.front import ClientLink
 from gateway.management import GatewayHook, ManagementTool, tool_result
-from replayer import Engine
+
+if TYPE_CHECKING:
+    from core.store import Store
+    from core.template import Template
+    from replayer import Engine
 
 __all__ = ["install", "load_saved"]
 
@@ -34,6 +35,8 @@ _caller_link: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar
 
 
 def load_saved(store: Store, name: str, version: int | None = None) -> Template:
+    from core.template_io import parse_template
+
     record = store.get_template(name, version)
     template = parse_template(record.definition, source=f"template {name!r} v{record.version}")
     return dataclasses.replace(template, version=record.version, hash=record.hash)
@@ -74,6 +77,8 @@ class _Runs:
 
     @contextlib.asynccontextmanager
     async def service(self) -> AsyncIterator[None]:
+        from replayer import Engine
+
         store = self.hook.store
         engine = Engine(
             store,
@@ -99,7 +104,7 @@ class _Runs:
     async def run_template(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         name = _required(arguments, "name")
         version = arguments.get("version")
-        template = await anyio.to_thread.run_sync(load_saved, self.hook.store, name, version)
+        template = await anyio.to_thread.run_sync(load_saved, await self.hook.ready_store(), name, version)
         inputs = arguments.get("inputs") or {}
         if not isinstance(inputs, dict):
             raise ExecutionError("'inputs' must be an object of input name -> value")
@@ -137,7 +142,7 @@ class _Runs:
         if not name.startswith(REEL_PREFIX):
             return None
         template_name = name[len(REEL_PREFIX) :]
-        template = await anyio.to_thread.run_sync(load_saved, self.hook.store, template_name, None)
+        template = await anyio.to_thread.run_sync(load_saved, await self.hook.ready_store(), template_name, None)
         execution = await self._start(template, arguments, ctx, link, wait=True)
         if execution.status is ExecutionStatus.SUCCEEDED:
             return tool_result(execution.output)

@@ -10,17 +10,17 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from core.errors import NotFoundError, TemplateError
 from core.model import StepRecord
-from core.template import Template
-from core.template_io import check_template_cycles, parse_template, template_to_dict
 from gateway.front import ClientLink
 from gateway.management import GatewayHook, ManagementTool, tool_result
-from templatizer import templatize
+
+if TYPE_CHECKING:
+    from core.template import Template
 
 __all__ = ["install", "reel_tool"]
 
@@ -57,10 +57,15 @@ def reel_tool(template: Template) -> dict[str, Any] | None:
 class _Catalogue:
     def __init__(self, hook: GatewayHook) -> None:
         self.hook = hook
-        self.store = hook.store
         self.listed: list[dict[str, Any]] = []
 
+    @property
+    def store(self) -> Any:
+        return self.hook.store
+
     def _current(self) -> list[dict[str, Any]]:
+        from core.template_io import parse_template
+
         tools = []
         for record in self.store.list_templates():
             try:
@@ -96,6 +101,10 @@ class _Catalogue:
         name = arguments.get("name")
         if not isinstance(name, str) or not name:
             raise TemplateError("'name' is required: the template's name", field="name")
+        from core.template_io import template_to_dict
+        from templatizer import templatize
+
+        await self.hook.ready_store()
         recordings = await self._recordings(arguments, link)
         result = templatize(
             recordings,
@@ -116,6 +125,8 @@ class _Catalogue:
         return tool_result(answer)
 
     def _save_checked(self, template: Template, definition: dict[str, Any], arguments: dict[str, Any]) -> Any:
+        from core.template_io import check_template_cycles
+
         check_template_cycles(template, self._lookup)
         return self.store.save_template(
             template.name,
@@ -125,6 +136,8 @@ class _Catalogue:
         )
 
     def _lookup(self, name: str) -> Template | None:
+        from core.template_io import parse_template
+
         try:
             return parse_template(self.store.get_template(name).definition)
         except NotFoundError:
@@ -150,6 +163,7 @@ class _Catalogue:
         return recordings
 
     async def list(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        await self.hook.ready_store()
         records = await anyio.to_thread.run_sync(self.store.list_templates)
         items = [
             {
@@ -168,6 +182,7 @@ class _Catalogue:
     async def get(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         name = str(arguments.get("name", ""))
         version = arguments.get("version")
+        await self.hook.ready_store()
         record = await anyio.to_thread.run_sync(self.store.get_template, name, version)
         return tool_result(
             {"name": record.name, "version": record.version, "hash": record.hash, "template": dict(record.definition)}
@@ -175,6 +190,7 @@ class _Catalogue:
 
     async def delete(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         name = str(arguments.get("name", ""))
+        await self.hook.ready_store()
         count = await anyio.to_thread.run_sync(self.store.delete_template, name)
         await self.refresh()
         return tool_result({"deleted": name, "versions": count})

@@ -12,7 +12,6 @@ import contextlib
 import enum
 import logging
 import os
-import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import IO, Any, Protocol, TypeVar
@@ -43,6 +42,7 @@ from mcp_types.version import LATEST_MODERN_VERSION
 from pydantic import BaseModel
 
 from core.errors import UpstreamError, UpstreamTimeout
+from gateway import prespawn
 from gateway.config import ServerConfig
 from gateway.stdio_upstream import FastLane, open_stdio_upstream
 
@@ -373,14 +373,17 @@ class Upstream:
     def _transport(self, lost: anyio.Event) -> contextlib.AbstractAsyncContextManager[tuple[Any, Any, FastLane | None]]:
         cfg = self.config
         if cfg.transport == "stdio":
-            assert cfg.command is not None
-            if self._stderr is None:
-                self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 - lives with us
-            self._stderr.seek(0)
-            self._stderr.truncate()
-            command, args = _with_parent_death_signal(cfg.command, list(cfg.args))
-            env = {**os.environ, **cfg.env}
-            return open_stdio_upstream(command, args, env, cfg.cwd, self._stderr, lost)
+            spawned = prespawn.take(self.name)
+            if spawned is not None:
+                self._stderr = spawned.stderr
+                process = spawned.process
+            else:
+                if self._stderr is None:
+                    self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 - lives with us
+                self._stderr.seek(0)
+                self._stderr.truncate()
+                process = prespawn.spawn(cfg, self._stderr)
+            return open_stdio_upstream(process, lost)
         assert cfg.url is not None
         if cfg.transport == "sse":
             opened = sse_client(cfg.url, headers=dict(cfg.headers), timeout=10.0, sse_read_timeout=24 * 3600)
@@ -508,13 +511,3 @@ async def _watch(
             finally:
                 tg.cancel_scope.cancel()
                 receive.close()
-
-
-def _with_parent_death_signal(command: str, args: list[str]) -> tuple[str, list[str]]:
-    """Run the child under `setpriv --pdeathsig SIGTERM` where available, so it ends even
-    when the gateway is SIGKILLed (no orphans); plain exit paths close it normally."""
-    setpriv = shutil.which("setpriv")
-    if setpriv is None or os.environ.get("TOOLREEL_NO_PDEATHSIG"):
-        return command, args
-    resolved = shutil.which(command) or command
-    return setpriv, ["--pdeathsig", "TERM", "--", resolved, *args]

@@ -7,22 +7,24 @@ session; the gateway calls `begin` before forwarding and `end` with the result.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 
 from core.errors import StoreError
 from core.secrets import Redactor
-from core.store import Store
 from recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
 from recorder._writer import StoreWriter
+
+if TYPE_CHECKING:
+    from core.store import Store
 
 __all__ = ["EXECUTION_META", "STEP_META", "LiveStep", "Recorder", "RecordingSession", "StoreWriter"]
 
 
 class Recorder:
-    def __init__(self, store: Store, *, secret_values: Iterable[str] = ()) -> None:
-        self.store = store
+    def __init__(self, store: Store | None = None, *, secret_values: Iterable[str] = ()) -> None:
         self.redactor = Redactor(secret_values)
         self.writer = StoreWriter(store, on_error=self._failed)
         self.sessions: dict[str, RecordingSession] = {}
@@ -30,6 +32,9 @@ class Recorder:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         await self.writer.run(task_status=task_status)
+
+    def attach(self, store: Store) -> None:
+        self.writer.attach(store)
 
     def session(self, key: str) -> RecordingSession:
         session = self.sessions.get(key)

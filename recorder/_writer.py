@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import anyio.abc
 
 from core.errors import StoreError
 from core.model import Execution, StepRecord
-from core.store import Store
+
+if TYPE_CHECKING:
+    from core.store import Store
 
 __all__ = ["StoreWriter"]
 
@@ -41,8 +43,11 @@ class StoreWriter:
     (sooner when BATCH are waiting or someone flushes), so a call never pays a task
     switch for its recording."""
 
-    def __init__(self, store: Store, *, on_error: Callable[[StoreError], None] | None = None) -> None:
+    def __init__(self, store: Store | None = None, *, on_error: Callable[[StoreError], None] | None = None) -> None:
         self.store = store
+        self._attached = anyio.Event()
+        if store is not None:
+            self._attached.set()
         self._on_error = on_error
         self._queue: list[Record] = []
         self._wake = anyio.Event()
@@ -50,6 +55,11 @@ class StoreWriter:
         self._written = 0
         self._progress = anyio.Event()
         self._created: set[str] = set()  # executions already written: a retried batch skips them
+
+    def attach(self, store: Store) -> None:
+        """The store, once open: records queued before this are written then."""
+        self.store = store
+        self._attached.set()
 
     def submit(self, record: Record) -> None:
         self._submitted += 1
@@ -67,6 +77,7 @@ class StoreWriter:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        await self._attached.wait()
         try:
             while True:
                 with anyio.move_on_after(LINGER):
@@ -102,6 +113,7 @@ class StoreWriter:
             return
 
     def _write(self, batch: list[Record]) -> None:
+        assert self.store is not None
         steps: list[StepRecord] = []
         for record in batch:
             if isinstance(record, Execution):

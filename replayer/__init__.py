@@ -1,20 +1,27 @@
 """toolreel's replayer: runs saved templates in auto mode, without the LLM (SPEC §7, §8).
 
-    async with Engine(store, caller) as engine:          # caller: core.caller.ToolCaller
-        execution = await engine.run_template(template, {"repo": "a/b"})
-        engine.start(template, inputs, deadline=None) -> id    # pending, inputs checked
-        engine.run(id, progress=None) -> Execution             # drive to the end or a pause
+    async with Engine(store, caller) as engine:        # caller: core.caller.ToolCaller (the gateway's hub)
+        engine.start(template, inputs, deadline=None) -> id          # `pending`, inputs checked, tools listed
+        engine.run(id, progress=None) -> Execution                   # drive to the end or a pause
         engine.run_template(template, inputs, wait=True, deadline=None, progress=None) -> Execution
-        engine.cancel(id) -> Execution                         # `cancelled` within a second, from any process
-        engine.resume(id, response=None) -> Execution          # paused (response yes/no) or interrupted
-        engine.recover(limit=64) -> [id]                       # resume orphaned runs in the background
-        engine.get(id) / engine.view(id) -> Execution / dict   # `execution_view` of it
-    load_template(store, name, version=None) -> Template     # the default template loader
-    Worker(engine).run(stop_event)                           # `toolreel worker`
+        engine.cancel(id) -> Execution                               # `cancelled` within 1 s, from any process
+        engine.resume(id, response=None, progress=None) -> Execution # paused (response yes/no) or interrupted
+        engine.recover(limit=64) -> [id]                             # drive orphaned runs in the background
+        engine.get(id) -> Execution; engine.view(id) -> dict         # the `toolreel__get_execution` JSON
+        engine.aclose(grace=0)                                       # shutdown: runs left resumable
+    Worker(engine).run(stop_event)                                 # the loop of `toolreel worker`
+    execution_view(execution, steps) -> dict; load_template(store, name, version=None) -> Template
+
+`deadline` is epoch seconds; past it the run fails with `deadline_exceeded: ...`. `progress` gets
+(steps finished, steps in the template, "name: status") after each step. `Engine(..., approver=)`
+asks approvals (None: the run pauses), `observer=` sees every step row (the CLI's live view),
+`secret_values=` are redacted from stored rows (secret inputs always are).
 
 Semantics chosen where the SPEC is silent:
 - A step runs once all its dependencies finished (succeeded or skipped): a step whose dependency
   was skipped runs, and refs to the skipped step give null. A `for_each` over null iterates nothing.
+- `max_concurrency` bounds upstream calls in flight (for_each items included); approvals, returns
+  and child templates do not hold a slot (a child waiting for slots its parent holds would deadlock).
 - A step failing fails the execution at once: steps not started stay unstarted (its direct
   dependents are recorded `failed`, naming it), in-flight steps are cancelled upstream and recorded
   `cancelled`. `include_failed` steps may fail without failing the execution; a ref into them
@@ -23,17 +30,22 @@ Semantics chosen where the SPEC is silent:
   steps are cancelled, steps not started are recorded `skipped`.
 - `when` comparisons between incompatible types are false; `exists` means "resolves to non-null".
 - A paused execution asks one question at a time: `resume(id, response)` answers the oldest
-  waiting approval (a yes/no word); others keep waiting, and their prompts come next.
+  waiting approval (a yes/no word); others keep waiting, and their prompts come next. Resuming a
+  child execution resumes its root.
 - Retries count attempts within one drive: re-running an attempt cut short by a crash does not
-  spend the retry budget. Only successful results are stored under an idempotency key.
+  spend the retry budget. Only successful results are stored under an idempotency key; `global`
+  keys are shared by every template, `execution` keys by one run and its resumes.
+- A step's start row is written once it has run 50 ms (its result row carries the start anyway);
+  its result row is committed, with everything queued before it, before its dependents start.
 - A `template` step's child execution has a deterministic id, so a resumed parent adopts the
   child its crashed predecessor started; children are driven by their parents, never on their own.
 - If the task awaiting `run`/`run_template`/`resume` is cancelled, the execution is cancelled.
   `Engine.aclose()` (shutdown) instead interrupts: the execution stays `running`, claim released.
 """
 
-from replayer._engine import MAX_DEPTH, Engine, TemplateLoader, child_execution_id, definition_hash, load_template
+from replayer._engine import Engine, TemplateLoader
 from replayer._inputs import bind_inputs, parse_cli_value
+from replayer._ledger import MAX_DEPTH, child_execution_id, definition_hash, load_template
 from replayer._policy import retry_delay
 from replayer._view import execution_view
 from replayer._worker import Worker

@@ -8,15 +8,12 @@ executions driven here (every `poll_interval`, at most ~50 executions a tick).
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import inspect
 import logging
 import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
@@ -27,14 +24,22 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from core.caller import Approver, ProgressFn, ToolCaller
-from core.errors import ExecutionError, NotFoundError, StaleClaimError, TemplateError, ToolreelError
-from core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus, new_id
+from core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError
+from core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepRecord, new_id
 from core.secrets import REDACTED
 from core.store import Store
 from core.template import Template
-from core.template_io import parse_template, template_hash, template_to_dict
+from core.template_io import parse_template
 from replayer._inputs import bind_inputs, redact_inputs
-from replayer._policy import parse_answer
+from replayer._ledger import (
+    MAX_DEPTH,
+    ClaimedElsewhere,
+    Ledger,
+    check_cancellable,
+    child_execution_id,
+    definition_hash,
+    load_template,
+)
 from replayer._run import Run, RunContext
 from replayer._state import ChildRequest, Outcome
 from replayer._view import execution_view
@@ -44,14 +49,9 @@ __all__ = ["MAX_DEPTH", "Engine", "TemplateLoader", "child_execution_id", "defin
 logger = logging.getLogger("toolreel.replayer")
 
 TemplateLoader = Callable[[str, "int | None"], Template]
-MAX_DEPTH = 8
 _T = TypeVar("_T")
 _CANCEL_WAIT = 1.0  # how long `cancel` waits for a driver to record the cancellation
 _POLL_BATCH = 50
-
-
-class _ClaimedElsewhere(ExecutionError):
-    pass
 
 
 @dataclass(eq=False)
@@ -84,6 +84,7 @@ class Engine:
         approver: Approver | None = None,
         template_loader: TemplateLoader | None = None,
         observer: Callable[[StepRecord], None] | None = None,
+        secret_values: Iterable[str] = (),
         poll_interval: float = 0.1,
     ) -> None:
         if max_concurrency < 1:
@@ -92,6 +93,7 @@ class Engine:
         self.caller = caller
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds
+        self._ledger = Ledger(store, self.owner, lease_seconds)
         self._approver = approver
         self._loader = template_loader or partial(load_template, store)
         self._poll_interval = poll_interval
@@ -101,15 +103,16 @@ class Engine:
             limiter=anyio.CapacityLimiter(max_concurrency),
             max_concurrency=max_concurrency,
             approver=approver,
-            write_rows=self._write_rows,
+            write_rows=self._ledger.write_rows,
             run_child=self._run_child,
             observer=observer,
+            secret_values=tuple(secret_values),
         )
         self._active: dict[str, _Slot] = {}
         self._inputs: dict[str, Mapping[str, JSON]] = {}  # in clear, for runs started here (secrets)
         self._unsaved: dict[str, Template] = {}  # templates run without being saved, by execution id
+        self._clear: dict[str, dict[str, JSON]] = {}  # outputs stored redacted, by execution id and step row
         self._tg: TaskGroup | None = None
-        self._fenced_batches = "fence" in _parameters(store.put_steps)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -185,10 +188,10 @@ class Engine:
                 await slot.done.wait()
             return await self.get(execution_id)
         execution = await self.get(execution_id)
-        _check_cancellable(execution)
-        claimed = await self._thread(self._claim_or_none, execution_id)
+        check_cancellable(execution)
+        claimed = await self._thread(self._ledger.claim_or_none, execution_id)
         if claimed is not None:
-            return await self._thread(self._cancel_undriven, claimed)
+            return await self._thread(self._ledger.cancel_undriven, claimed)
         # Another live process drives it: it sees the status at its next poll and cancels its steps.
         await self._thread(
             partial(
@@ -210,7 +213,8 @@ class Engine:
         execution = await self.get(execution_id)
         while execution.parent_id is not None:
             execution = await self.get(execution.parent_id)
-        await self._thread(self._check_resumable, execution, response)
+        Ledger.check_resumable(execution, response, can_ask=self._approver is not None)
+        await self._thread(self._template_of, execution)
         return await self._drive(execution.id, response=response, progress=progress, parent_reason=_exit_reason(True))
 
     async def recover(self, *, limit: int = 64) -> list[str]:
@@ -223,9 +227,12 @@ class Engine:
         )
         started = []
         for execution in claimed:
-            if execution.parent_id is not None:
-                await self._thread(self._settle_orphan, execution)
-            elif execution.id not in self._active:
+            slot = self._active.get(execution.id)
+            if slot is not None and slot.run is not None:
+                slot.run.adopt(execution)  # our own lease had lapsed: carry on under the new claim
+            elif execution.parent_id is not None:
+                await self._thread(self._ledger.settle_orphan, execution)
+            else:
                 started.append(execution.id)
                 self._background(execution.id)
         return started
@@ -341,19 +348,19 @@ class Engine:
         parent_reason: Callable[[], str | None] | None,
         ancestry: tuple[str, ...] | None,
     ) -> Execution:
-        execution = await self._thread(self._claim, execution_id)
+        execution = await self._thread(self._ledger.claim, execution_id)
         if execution.status.finished or (
             execution.status == ExecutionStatus.PAUSED and response is None and self._approver is None
         ):
-            return await self._thread(self._release, execution)
+            return await self._thread(self._ledger.release, execution)
         try:
             template, inputs = await self._thread(self._prepare, execution)
         except ExecutionError as exc:
-            return await self._thread(self._conclude, execution, Outcome("failed", error=str(exc)))
+            return await self._thread(self._ledger.conclude, execution, Outcome("failed", error=str(exc)))
         records = await self._thread(partial(self.store.get_steps, execution_id, all_attempts=True))
-        execution = await self._thread(self._mark_running, execution)
+        execution = await self._thread(self._ledger.mark_running, execution)
         if ancestry is None:
-            ancestry = await self._thread(self._ancestry, execution)
+            ancestry = await self._thread(self._ledger.ancestry, execution)
         run = Run(
             self._ctx,
             execution,
@@ -364,6 +371,7 @@ class Engine:
             response=response,
             progress=progress,
             parent_reason=parent_reason,
+            clear=self._clear.setdefault(execution_id, {}),
         )
         slot.run = run
         if slot.requested is not None or execution.status == ExecutionStatus.CANCELLED:
@@ -372,29 +380,13 @@ class Engine:
             await run.drive()
         finally:
             with anyio.CancelScope(shield=True):
-                final = await self._thread(self._conclude, execution, run.outcome or Outcome("interrupted"))
-        return final
-
-    def _claim(self, execution_id: str) -> Execution:
-        execution = self._claim_or_none(execution_id)
-        if execution is None:
-            current = self.store.get_execution(execution_id)
-            raise _ClaimedElsewhere(
-                f"execution {execution_id} is being driven by {current.claimed_by} (lease until "
-                f"{time.strftime('%H:%M:%S', time.localtime(current.lease_until or 0))}); cancel it there, or wait "
-                "for that lease to expire if the process died",
-                execution_id=execution_id,
-            )
-        return execution
-
-    def _claim_or_none(self, execution_id: str) -> Execution | None:
-        return self.store.claim_execution(execution_id, self.owner, lease_seconds=self.lease_seconds, now=time.time())
-
-    def _release(self, execution: Execution) -> Execution:
-        try:
-            return self.store.update_execution(execution.id, fence=execution.fence, claimed_by=None, lease_until=None)
-        except StaleClaimError:
-            return self.store.get_execution(execution.id)
+                outcome = run.outcome or Outcome("interrupted")
+                final = await self._thread(self._ledger.conclude, execution, outcome, run.redact)
+                if final.status.finished:
+                    self._forget(execution_id)
+        if outcome.kind != final.status:
+            return final
+        return final.replace(output=outcome.output, error=outcome.error, prompt=outcome.prompt)  # in clear
 
     def _prepare(self, execution: Execution) -> tuple[Template, Mapping[str, JSON]]:
         template = self._template_of(execution)
@@ -435,35 +427,6 @@ class Engine:
             )
         return template
 
-    def _mark_running(self, execution: Execution) -> Execution:
-        current = self.store.get_execution(execution.id)
-        if current.status == ExecutionStatus.CANCELLED:
-            return current
-        return self.store.update_execution(
-            execution.id, fence=execution.fence, status=ExecutionStatus.RUNNING, prompt=None
-        )
-
-    def _ancestry(self, execution: Execution) -> tuple[str, ...]:
-        names = [execution.template or ""]
-        current = execution
-        while current.parent_id is not None and len(names) <= MAX_DEPTH + 1:
-            current = self.store.get_execution(current.parent_id)
-            names.append(current.template or "")
-        return tuple(reversed(names))
-
-    def _conclude(self, execution: Execution, outcome: Outcome) -> Execution:
-        """Record how the drive ended and release the claim; a cancellation recorded meanwhile stands."""
-        if outcome.kind == "stale":
-            return self.store.get_execution(execution.id)
-        fields: dict[str, Any] = {"claimed_by": None, "lease_until": None}
-        current = self.store.get_execution(execution.id)
-        if current.status != ExecutionStatus.CANCELLED and outcome.kind != "interrupted":
-            fields.update(_outcome_fields(outcome))
-        try:
-            return self.store.update_execution(execution.id, fence=execution.fence, **fields)
-        except StaleClaimError:
-            return self.store.get_execution(execution.id)
-
     # ------------------------------------------------------------------ children
 
     async def _run_child(self, request: ChildRequest) -> Execution:
@@ -493,7 +456,7 @@ class Engine:
                 parent_reason=request.parent_reason,
                 ancestry=(*request.ancestry, name),
             )
-        except _ClaimedElsewhere:
+        except ClaimedElsewhere:
             return await self._wait_settled(child_id)
 
     def _child_execution(self, request: ChildRequest, child_id: str) -> Execution:
@@ -528,77 +491,6 @@ class Engine:
                 return execution
             await anyio.sleep(self._poll_interval * 2)
 
-    def _settle_orphan(self, execution: Execution) -> None:
-        """A child claimed by `recover`: its parent drives it, unless the parent is over (then it is cancelled)."""
-        assert execution.parent_id is not None
-        parent = self.store.get_execution(execution.parent_id)
-        if parent.status.finished:
-            self._cancel_undriven(execution)
-        else:
-            self._release(execution)
-
-    # ------------------------------------------------------------------ cancel / resume helpers
-
-    def _cancel_undriven(self, execution: Execution) -> Execution:
-        """Cancel an execution nobody drives (paused, pending, or orphaned), and its unfinished children."""
-        now = time.time()
-        rows = [
-            row.replace(status=StepStatus.CANCELLED, ended_at=now, error="cancelled by request")
-            for row in self.store.get_steps(execution.id)
-            if row.status == StepStatus.RUNNING
-        ]
-        if rows:
-            self._write_rows(rows, execution.fence)
-        for row in rows:
-            if row.kind == StepKind.TEMPLATE:
-                self._cancel_child(child_execution_id(execution.id, row.name))
-        return self.store.update_execution(
-            execution.id,
-            fence=execution.fence,
-            status=ExecutionStatus.CANCELLED,
-            error="cancelled by request",
-            prompt=None,
-            claimed_by=None,
-            lease_until=None,
-        )
-
-    def _cancel_child(self, child_id: str) -> None:
-        try:
-            child = self.store.claim_execution(child_id, self.owner, lease_seconds=self.lease_seconds, now=time.time())
-        except NotFoundError:
-            return
-        if child is not None and not child.status.finished:
-            self._cancel_undriven(child)
-
-    def _check_resumable(self, execution: Execution, response: str | None) -> None:
-        status = execution.status
-        if execution.mode != ExecutionMode.AUTO:
-            raise ExecutionError(f"execution {execution.id} is a recording, not an auto-mode run: nothing to resume")
-        if status.finished:
-            raise ExecutionError(
-                f"execution {execution.id} already {status} at {_clock(execution.updated_at)}"
-                f"{f' ({execution.error})' if execution.error else ''}: there is nothing to resume",
-                execution_id=execution.id,
-            )
-        if status == ExecutionStatus.PAUSED:
-            if response is None and self._approver is None:
-                raise ExecutionError(
-                    f"execution {execution.id} is paused asking {execution.prompt!r}: "
-                    "resume it with a response (yes or no)",
-                    execution_id=execution.id,
-                )
-            if response is not None:
-                try:
-                    parse_answer(response)
-                except ValueError as exc:
-                    raise ExecutionError(f"execution {execution.id}: {exc}", execution_id=execution.id) from exc
-        elif response is not None:
-            raise ExecutionError(
-                f"execution {execution.id} is {status}, not paused: there is no question to answer",
-                execution_id=execution.id,
-            )
-        self._template_of(execution)
-
     # ------------------------------------------------------------------ heartbeat and remote cancels
 
     async def _monitor(self) -> None:
@@ -617,21 +509,12 @@ class Engine:
             offset = offset % len(ids)
             batch = (ids[offset:] + ids[:offset])[:_POLL_BATCH]
             offset += _POLL_BATCH
-            cancelled = await self._guarded(partial(self._cancelled_among, batch))
-            for execution_id in cancelled or ():
+            fences = {i: slot.run.execution.fence for i in batch if (slot := self._active.get(i)) and slot.run}
+            stops = await self._guarded(partial(self._ledger.stops_among, fences))
+            for execution_id, reason in (stops or {}).items():
                 slot = self._active.get(execution_id)
                 if slot is not None:
-                    slot.stop("cancel")
-
-    def _cancelled_among(self, ids: Sequence[str]) -> list[str]:
-        found = []
-        for execution_id in ids:
-            try:
-                if self.store.get_execution(execution_id).status == ExecutionStatus.CANCELLED:
-                    found.append(execution_id)
-            except NotFoundError:
-                continue
-        return found
+                    slot.stop(reason)
 
     async def _guarded(self, call: Callable[[], _T]) -> _T | None:
         try:
@@ -642,14 +525,11 @@ class Engine:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _write_rows(self, rows: Sequence[StepRecord], fence: int) -> None:
-        if self._fenced_batches:
-            put_steps: Callable[..., None] = self.store.put_steps  # a Store whose batches take a fence
-            put_steps(rows, fence=fence)
-            return
-        latest = {(row.execution_id, row.name, row.attempt): row for row in rows}
-        for row in latest.values():
-            self.store.put_step(row, fence=fence)
+    def _forget(self, execution_id: str) -> None:
+        """What this process held for a run that can no longer be resumed."""
+        self._inputs.pop(execution_id, None)
+        self._unsaved.pop(execution_id, None)
+        self._clear.pop(execution_id, None)
 
     async def _all_done(self) -> None:
         while self._active:
@@ -660,54 +540,6 @@ class Engine:
         return await anyio.to_thread.run_sync(partial(func, *args, **kwargs))
 
 
-def load_template(store: Store, name: str, version: int | None = None) -> Template:
-    """A saved template (the latest version unless `version`), with its version and hash set."""
-    record = store.get_template(name, version)
-    template = parse_template(record.definition, source=f"template {name!r} version {record.version}")
-    return dataclasses.replace(template, version=record.version, hash=record.hash)
-
-
-def definition_hash(template: Template) -> str:
-    """The hash stored with an execution and checked on resume: of the canonical definition."""
-    return template_hash(template_to_dict(template))
-
-
-def child_execution_id(parent_id: str, store_name: str) -> str:
-    """Deterministic, so a resumed parent finds the child its crashed predecessor started."""
-    return hashlib.sha256(f"{parent_id}/{store_name}".encode()).hexdigest()[:32]
-
-
-def _outcome_fields(outcome: Outcome) -> dict[str, Any]:
-    if outcome.kind == "succeeded":
-        return {"status": ExecutionStatus.SUCCEEDED, "output": outcome.output, "error": None, "prompt": None}
-    if outcome.kind == "paused":
-        return {"status": ExecutionStatus.PAUSED, "prompt": outcome.prompt}
-    if outcome.kind == "cancelled":
-        return {"status": ExecutionStatus.CANCELLED, "error": outcome.error, "prompt": None}
-    return {"status": ExecutionStatus.FAILED, "error": outcome.error, "prompt": None}
-
-
-def _clock(epoch: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
-
-
-def _check_cancellable(execution: Execution) -> None:
-    if execution.mode != ExecutionMode.AUTO:
-        raise ExecutionError(f"execution {execution.id} is a recording, not an auto-mode run: it cannot be cancelled")
-    if execution.status.finished:
-        raise ExecutionError(
-            f"execution {execution.id} already {execution.status}: there is nothing to cancel",
-            execution_id=execution.id,
-        )
-
-
 def _exit_reason(cancel: bool) -> Callable[[], str | None]:
     reason = "cancel" if cancel else None
     return lambda: reason
-
-
-def _parameters(func: Callable[..., Any]) -> Mapping[str, Any]:
-    try:
-        return inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return {}

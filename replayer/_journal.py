@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import deque
 from collections.abc import Callable, Sequence
 
 import anyio
@@ -19,7 +20,7 @@ import anyio.to_thread
 from core.errors import StoreError
 from core.model import StepRecord
 
-__all__ = ["Journal"]
+__all__ = ["Announcer", "Journal"]
 
 WriteFn = Callable[[Sequence[StepRecord]], None]
 
@@ -37,6 +38,7 @@ class Journal:
         self._error: BaseException | None = None
         self._closing = False
         self._stopped = False
+        self._writing = False
 
     @property
     def error(self) -> BaseException | None:
@@ -54,9 +56,14 @@ class Journal:
         await self.wait(self.submit(rows))
 
     async def wait(self, ticket: int) -> None:
-        if self._durable < ticket and self._error is None:
+        while self._durable < ticket and self._error is None:
             if self._stopped:
                 raise StoreError("the run's step journal is closed; these rows were not written")
+            if not self._writing:
+                # Nobody is writing: write ourselves rather than wake the writer task and wait for it
+                # (a chain of steps saves two trips through the event loop per step).
+                await self._write_batch()
+                continue
             # Only the waiters a batch covers are woken: a 1,000-wide fan-out must not wake 1,000 tasks per batch.
             event = anyio.Event()
             heapq.heappush(self._waiters, (ticket, next(self._order), event))
@@ -65,34 +72,40 @@ class Journal:
             raise self._error
 
     async def run(self) -> None:
-        """The writer loop; returns after `close()` once the queue is empty, or on the first failed write."""
+        """The writer of rows nobody waits for; returns after `close()` once the queue is empty, or on
+        the first failed write."""
         try:
-            await self._write_batches()
+            while self._error is None:
+                if self._queue and not self._writing:
+                    await self._write_batch()
+                elif self._closing and not self._queue and not self._writing:
+                    return
+                else:
+                    self._wake = anyio.Event()
+                    await self._wake.wait()
         finally:
             self._stopped = True
             if self._durable < self._queued and self._error is None:
                 self._error = StoreError("the run's step journal stopped with rows still queued")
             self._notify()
 
-    async def _write_batches(self) -> None:
-        while self._error is None:
-            if not self._queue:
-                if self._closing:
-                    return
-                self._wake = anyio.Event()
-                await self._wake.wait()
-                continue
-            batch = self._queue[: self._max_batch]
-            del self._queue[: len(batch)]
-            try:
-                # Shielded: a batch that reached the database must be counted, even if the run is cancelled.
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._write, batch)
-            except Exception as exc:
-                self._error = exc
-            else:
-                self._durable += len(batch)
-            self._notify()
+    async def _write_batch(self) -> None:
+        """One transaction of the oldest queued rows; one batch at a time, so rows land in queue order."""
+        batch = self._queue[: self._max_batch]
+        del self._queue[: len(batch)]
+        self._writing = True
+        try:
+            # Shielded: a batch that reached the database must be counted, even if its writer is cancelled.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._write, batch)
+        except Exception as exc:
+            self._error = exc
+        else:
+            self._durable += len(batch)
+        finally:
+            self._writing = False
+        self._notify()
+        self._wake.set()  # the writer task takes over what was queued meanwhile
 
     def close(self) -> None:
         """Let `run` return once what is queued is written."""
@@ -103,3 +116,45 @@ class Journal:
         waiters = self._waiters
         while waiters and (self._error is not None or waiters[0][0] <= self._durable):
             heapq.heappop(waiters)[2].set()
+
+
+class Announcer:
+    """Start rows, written once an attempt has run for `after` seconds.
+
+    A quick step's result row (which carries its start) replaces its start row anyway, so the
+    start is written only for the slow ones, where `get_execution` must show them running;
+    recovery needs no start row (a step without a finished row is run again).
+    """
+
+    def __init__(self, journal: Journal, current: Callable[[StepRecord], bool], *, after: float = 0.05) -> None:
+        self._journal = journal
+        self._current = current  # is this attempt still in flight?
+        self._after = after
+        self._queue: deque[tuple[float, StepRecord]] = deque()
+        self._wake = anyio.Event()
+        self._scope = anyio.CancelScope()
+
+    def announce(self, record: StepRecord) -> None:
+        self._queue.append((anyio.current_time() + self._after, record))
+        self._wake.set()
+
+    def close(self) -> None:
+        self._scope.cancel()
+
+    async def run(self) -> None:
+        with self._scope:
+            while True:
+                if not self._queue:
+                    self._wake = anyio.Event()
+                    await self._wake.wait()
+                    continue
+                wait = self._queue[0][0] - anyio.current_time()
+                if wait > 0:
+                    await anyio.sleep(wait)
+                    continue
+                due = []
+                while self._queue and self._queue[0][0] <= anyio.current_time():
+                    record = self._queue.popleft()[1]
+                    if self._current(record):
+                        due.append(record)
+                self._journal.submit(due)

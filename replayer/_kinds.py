@@ -86,15 +86,21 @@ async def _call(run: Run, spec: StepSpec, args: dict[str, Any]) -> tuple[dict[st
     assert spec.tool is not None
     timeout = spec.timeout
     backstop = anyio.fail_after(timeout + _TIMEOUT_GRACE) if timeout else contextlib.nullcontext()
-    async with run.ctx.limiter:
-        try:
-            with backstop:
-                return await run.ctx.caller.call_tool(spec.tool, args, timeout=timeout), None
-        except TimeoutError:
-            server = run.ctx.caller.server_of(spec.tool) or spec.tool.partition("__")[0]
-            return None, UpstreamTimeout(server=server, tool=spec.tool, seconds=timeout or 0.0)
-        except UpstreamError as exc:
-            return None, exc
+    limiter = run.ctx.limiter
+    try:
+        limiter.acquire_nowait()  # a free slot: no trip through the event loop
+    except anyio.WouldBlock:
+        await limiter.acquire()
+    try:
+        with backstop:
+            return await run.ctx.caller.call_tool(spec.tool, args, timeout=timeout), None
+    except TimeoutError:
+        server = run.ctx.caller.server_of(spec.tool) or spec.tool.partition("__")[0]
+        return None, UpstreamTimeout(server=server, tool=spec.tool, seconds=timeout or 0.0)
+    except UpstreamError as exc:
+        return None, exc
+    finally:
+        limiter.release()
 
 
 async def _remember(run: Run, spec: StepSpec, key: str, result: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -27,19 +27,18 @@ from core.refs import resolve
 from core.secrets import Redactor
 from core.store import Store
 from core.template import StepSpec, Template, When
-from core.template_io import dependencies
 from replayer import _kinds
 from replayer._inputs import secret_values
-from replayer._journal import Journal
+from replayer._journal import Announcer, Journal
 from replayer._policy import compare
-from replayer._state import AWAITING, ChildRequest, Outcome, RunScope, StepState, awaiting_of, failed
-from replayer._view import item_name, split_item_name
+from replayer._state import ChildRequest, Outcome, RunScope, StepState, awaiting_of, build_states, failed, load_rows
+from replayer._view import item_name
 
 __all__ = ["Run", "RunContext"]
 
 logger = logging.getLogger("toolreel.replayer")
 
-_ANNOUNCE_AFTER = 0.05  # seconds an attempt runs before its start row is written
+_V = TypeVar("_V")
 _KINDS = {"tool": StepKind.TOOL, "return": StepKind.RETURN, "approve": StepKind.APPROVE, "template": StepKind.TEMPLATE}
 # Why a run stopped early -> the child outcome when a parent stops for that reason.
 _CHILD_REASON = {"cancel": "cancel", "failed": "cancel", "return": "cancel", "deadline": "deadline"}
@@ -57,6 +56,7 @@ class RunContext:
     write_rows: Callable[[Sequence[StepRecord], int], None]
     run_child: Callable[[ChildRequest], Awaitable[Execution]]
     observer: Callable[[StepRecord], None] | None = None
+    secret_values: tuple[str, ...] = ()
 
 
 class Run:
@@ -72,6 +72,7 @@ class Run:
         response: str | None = None,
         progress: ProgressFn | None = None,
         parent_reason: Callable[[], str | None] | None = None,
+        clear: dict[str, JSON] | None = None,
     ) -> None:
         self.ctx = ctx
         self.execution = execution
@@ -79,29 +80,25 @@ class Run:
         self.inputs = inputs
         self.ancestry = ancestry
         self.response = response
-        self.answer_for: str | None = None  # the waiting step `response` answers
         self.outcome: Outcome | None = None
         self._progress = progress
         self._parent_reason = parent_reason
-        self._redactor = Redactor(secret_values(template, inputs))
-        self._steps = _build_states(template)
+        self._redactor = Redactor([*ctx.secret_values, *secret_values(template, inputs)])
+        self.clear = clear if clear is not None else {}  # outputs stored redacted, in clear, by step row name
+        self._steps = build_states(template)
         self.scope = RunScope(self._steps, inputs)
         self._journal = Journal(self._write)
+        self._announcer = Announcer(self._journal, lambda record: self.running.get(record.name) is record)
         self.running: dict[str, StepRecord] = {}  # attempt rows in flight, by store name
         self._waiting: dict[str, StepRecord] = {}
-        self._reuse: set[str] = set()  # waiting rows that a relaunch replaces (same attempt)
         self._stop: tuple[str, str] | None = None
         self._cancel: anyio.CancelScope | None = None
         self._tg: TaskGroup | None = None
         self._returned: JSON = None
-        self._order: dict[str, int] = {}
         self._servers: dict[str, tuple[str | None, str | None]] = {}
-        self._announcements: deque[tuple[float, StepRecord]] = deque()
-        self._announce_wake = anyio.Event()
-        self._announcing = anyio.CancelScope()
-        self._seq = 0
-        self._done = 0
-        self._opening = self._load(records)
+        loaded = load_rows(self._steps, records, self.clear)
+        self._seq, self._done, self._order = loaded.seq, loaded.done, loaded.order
+        self._opening, self._reuse, self.answer_for = loaded.opening, loaded.reuse, loaded.answer_for
 
     # ------------------------------------------------------------------ public surface
 
@@ -112,6 +109,10 @@ class Run:
     @property
     def stop_reason(self) -> str | None:
         return self._stop[0] if self._stop else None
+
+    def adopt(self, claimed: Execution) -> None:
+        """This process claimed the execution again (its lease had lapsed): write with the new fence."""
+        self.execution = self.execution.replace(fence=claimed.fence)
 
     def stop(self, reason: str, message: str = "") -> None:
         """End the run early: `cancel`, `failed`, `return`, `deadline`, `interrupt` or `stale`. First reason wins."""
@@ -124,14 +125,14 @@ class Run:
         try:
             async with anyio.create_task_group() as outer:
                 outer.start_soon(self._write_loop)
-                outer.start_soon(self._announcer)
+                outer.start_soon(self._announcer.run)
                 try:
                     await self._drive_steps()
                 except anyio.get_cancelled_exc_class():
                     self._external_stop()
                     raise
                 finally:
-                    self._announcing.cancel()
+                    self._announcer.close()
                     self.submit(self._closing_rows())
                     self._journal.close()
         finally:
@@ -142,57 +143,6 @@ class Run:
         # Shielded: the closing rows of a run cancelled from outside must still reach the store.
         with anyio.CancelScope(shield=True):
             await self._journal.run()
-
-    # ------------------------------------------------------------------ loading
-
-    def _load(self, records: Sequence[StepRecord]) -> list[StepRecord]:
-        """Rebuild state from stored rows; returns the rows to write first (attempts cut short by a crash)."""
-        latest: dict[str, StepRecord] = {}
-        for record in sorted(records, key=lambda r: (r.attempt, r.seq)):
-            self._seq = max(self._seq, record.seq)
-            latest[record.name] = record
-        opening = []
-        waiting: list[StepRecord] = []
-        for record in sorted(latest.values(), key=lambda r: (r.ended_at or 0.0, r.seq)):
-            if record.status.finished:
-                self._load_finished(record)
-            elif awaiting_of(record) is not None:
-                waiting.append(record)
-                self._reuse.add(record.name)
-            elif record.status == StepStatus.RUNNING:
-                opening.append(_interrupted(record))
-            self._load_attempt(record)
-        # A response answers the oldest waiting approval (or paused child); a for_each row only
-        # aggregates its waiting items, so the answer goes to an item.
-        answerable = sorted(
-            (r for r in waiting if (awaiting_of(r) or {}).get(AWAITING) != "items"), key=lambda r: r.seq
-        )
-        if answerable:
-            self.answer_for = answerable[0].name
-        for state in self._steps.values():
-            state.blocked = sum(1 for dep in state.deps if not self._steps[dep].finished)
-        return opening
-
-    def _load_finished(self, record: StepRecord) -> None:
-        split = split_item_name(record.name)
-        if split is not None:
-            state = self._steps.get(split[0])
-            if state is not None and record.status == StepStatus.SUCCEEDED:
-                state.item_outputs[split[1]] = record.output
-            return
-        state = self._steps.get(record.name)
-        if state is not None:
-            state.finish(record)
-            self._order[record.name] = len(self._order)
-            self._done += 1
-
-    def _load_attempt(self, record: StepRecord) -> None:
-        split = split_item_name(record.name)
-        if split is None:
-            if record.name in self._steps:
-                self._steps[record.name].attempt = record.attempt
-        elif split[0] in self._steps:
-            self._steps[split[0]].item_attempts[split[1]] = record.attempt
 
     # ------------------------------------------------------------------ scheduling
 
@@ -396,7 +346,6 @@ class Run:
     ) -> StepRecord:
         """A row for a step that finishes without being launched (skipped, returned, failed to resolve)."""
         state.attempt += 1
-        clear, paths = self._redactor.redact(resolved)
         now = time.time()
         return self.record(
             state,
@@ -404,8 +353,7 @@ class Run:
             state.attempt,
             status=status,
             output=output,
-            resolved_input=clear,
-            redacted=paths,
+            resolved_input=resolved,
             error=error,
             started_at=now,
             ended_at=now,
@@ -418,10 +366,7 @@ class Run:
         else:
             state.attempt += 1
         resolved = {"for_each": state.items} if state.items is not None else state.args
-        clear, paths = self._redactor.redact(resolved)
-        record = self.record(
-            state, name, state.attempt, resolved_input=clear, redacted=paths, idempotency_key=state.key
-        )
+        record = self.record(state, name, state.attempt, resolved_input=resolved, idempotency_key=state.key)
         self.running[name] = record
         self._announce(record)
 
@@ -431,10 +376,7 @@ class Run:
             self._reuse.discard(name)
         else:
             state.item_attempts[index] = state.item_attempts.get(index, 0) + 1
-        clear, paths = self._redactor.redact(args)
-        record = self.record(
-            state, name, state.item_attempts[index], resolved_input=clear, redacted=paths, idempotency_key=key
-        )
+        record = self.record(state, name, state.item_attempts[index], resolved_input=args, idempotency_key=key)
         self.running[name] = record
         self._announce(record)
         return record
@@ -480,34 +422,33 @@ class Run:
         return True
 
     def _announce(self, record: StepRecord) -> None:
-        """A start row is written once the attempt has run for `_ANNOUNCE_AFTER`: a quick step's
-        result row (which carries its start) replaces it anyway, so it is written only for slow ones."""
         if self.ctx.observer is not None:
             self.ctx.observer(record)
-        self._announcements.append((anyio.current_time() + _ANNOUNCE_AFTER, record))
-        self._announce_wake.set()
-
-    async def _announcer(self) -> None:
-        with self._announcing:
-            while True:
-                if not self._announcements:
-                    self._announce_wake = anyio.Event()
-                    await self._announce_wake.wait()
-                    continue
-                wait = self._announcements[0][0] - anyio.current_time()
-                if wait > 0:
-                    await anyio.sleep(wait)
-                    continue
-                due = []
-                while self._announcements and self._announcements[0][0] <= anyio.current_time():
-                    record = self._announcements.popleft()[1]
-                    if self.running.get(record.name) is record:
-                        due.append(record)
-                if due:
-                    self._journal.submit(due)
+        self._announcer.announce(record)
 
     def _write(self, rows: Sequence[StepRecord]) -> None:
-        self.ctx.write_rows(rows, self.execution.fence)
+        """On the writer's thread: secrets are redacted here, off the event loop."""
+        self.ctx.write_rows([self._redacted(row) for row in rows], self.execution.fence)
+
+    def _redacted(self, record: StepRecord) -> StepRecord:
+        redact = self._redactor.redact
+        resolved, paths = redact(record.resolved_input)
+        output, _ = redact(record.output)
+        if output is not record.output:
+            self.clear[record.name] = record.output  # what later steps of this process must still see
+        return record.replace(
+            input=redact(record.input)[0],
+            resolved_input=resolved,
+            result=redact(record.result)[0],
+            output=output,
+            error=self.redact(record.error),
+            redacted=paths,
+        )
+
+    def redact(self, value: _V) -> _V:
+        """`value` without the secrets this run knows (config values, secret inputs, secret-looking keys)."""
+        clean: _V = self._redactor.redact(value)[0]
+        return clean
 
     # ------------------------------------------------------------------ ending
 
@@ -583,23 +524,6 @@ class Run:
         except Exception:  # a client that went away must not fail the run
             logger.warning("execution %s: progress callback failed; no more progress is sent", self.execution_id)
             self._progress = None
-
-
-def _build_states(template: Template) -> dict[str, StepState]:
-    names = {spec.name for spec in template.steps}
-    states = {spec.name: StepState(spec, frozenset(dependencies(spec) & names)) for spec in template.steps}
-    for state in states.values():
-        for dep in state.deps:
-            states[dep].dependents.append(state.spec.name)
-    return states
-
-
-def _interrupted(record: StepRecord) -> StepRecord:
-    return record.replace(
-        status=StepStatus.CANCELLED,
-        ended_at=time.time(),
-        error="interrupted: the process driving the execution stopped during this attempt; it is run again",
-    )
 
 
 def _closing_note(reason: str, message: str) -> str:

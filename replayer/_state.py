@@ -14,9 +14,23 @@ from typing import Any, Literal
 
 from core.errors import RefError
 from core.model import JSON, Execution, StepRecord, StepStatus
-from core.template import StepSpec
+from core.template import StepSpec, Template
+from core.template_io import dependencies
+from replayer._view import split_item_name
 
-__all__ = ["AWAITING", "ChildRequest", "Outcome", "RunScope", "StepState", "awaiting_of", "failed", "succeeded"]
+__all__ = [
+    "AWAITING",
+    "ChildRequest",
+    "Loaded",
+    "Outcome",
+    "RunScope",
+    "StepState",
+    "awaiting_of",
+    "build_states",
+    "failed",
+    "load_rows",
+    "succeeded",
+]
 
 AWAITING = "awaiting"
 """Key in a `running` row's `result` marking a step that waits for a person (approval) or a paused child."""
@@ -150,3 +164,85 @@ class RunScope:
 
     def for_item(self, item: JSON, index: int) -> RunScope:
         return RunScope(self._steps, self._inputs, item=item, index=index, in_loop=True)
+
+
+def build_states(template: Template) -> dict[str, StepState]:
+    names = {spec.name for spec in template.steps}
+    states = {spec.name: StepState(spec, frozenset(dependencies(spec) & names)) for spec in template.steps}
+    for state in states.values():
+        for dep in state.deps:
+            states[dep].dependents.append(state.spec.name)
+    return states
+
+
+@dataclass(slots=True)
+class Loaded:
+    """What a resumed run starts from, besides the step states `load_rows` filled in."""
+
+    seq: int = 0  # the highest row seq so far
+    opening: list[StepRecord] = field(default_factory=list)  # attempts a crash cut short, now recorded so
+    reuse: set[str] = field(default_factory=set)  # waiting rows a relaunch replaces (same attempt)
+    answer_for: str | None = None  # the waiting row a resume response answers
+    order: dict[str, int] = field(default_factory=dict)  # finish order of finished steps
+    done: int = 0
+
+
+def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], clear: Mapping[str, JSON]) -> Loaded:
+    """Rebuild step states from stored rows (latest attempt of each): finished rows are final, waiting
+    rows are relaunched, rows left `running` by a dead process are recorded cancelled and run again."""
+    loaded = Loaded()
+    latest: dict[str, StepRecord] = {}
+    for record in sorted(records, key=lambda r: (r.attempt, r.seq)):
+        loaded.seq = max(loaded.seq, record.seq)
+        latest[record.name] = record
+    waiting: list[StepRecord] = []
+    for record in sorted(latest.values(), key=lambda r: (r.ended_at or 0.0, r.seq)):
+        if record.name in clear:
+            record = record.replace(output=clear[record.name])
+        if record.status.finished:
+            _load_finished(steps, record, loaded)
+        elif awaiting_of(record) is not None:
+            waiting.append(record)
+            loaded.reuse.add(record.name)
+        elif record.status == StepStatus.RUNNING:
+            loaded.opening.append(_interrupted(record))
+        _load_attempt(steps, record)
+    # A response answers the oldest waiting approval (or paused child); a for_each row only
+    # aggregates its waiting items, so the answer goes to an item.
+    answerable = [r for r in waiting if (awaiting_of(r) or {}).get(AWAITING) != "items"]
+    if answerable:
+        loaded.answer_for = min(answerable, key=lambda r: r.seq).name
+    for state in steps.values():
+        state.blocked = sum(1 for dep in state.deps if not steps[dep].finished)
+    return loaded
+
+
+def _load_finished(steps: Mapping[str, StepState], record: StepRecord, loaded: Loaded) -> None:
+    split = split_item_name(record.name)
+    if split is not None:
+        state = steps.get(split[0])
+        if state is not None and record.status == StepStatus.SUCCEEDED:
+            state.item_outputs[split[1]] = record.output
+        return
+    state = steps.get(record.name)
+    if state is not None:
+        state.finish(record)
+        loaded.order[record.name] = len(loaded.order)
+        loaded.done += 1
+
+
+def _load_attempt(steps: Mapping[str, StepState], record: StepRecord) -> None:
+    split = split_item_name(record.name)
+    if split is None:
+        if record.name in steps:
+            steps[record.name].attempt = record.attempt
+    elif split[0] in steps:
+        steps[split[0]].item_attempts[split[1]] = record.attempt
+
+
+def _interrupted(record: StepRecord) -> StepRecord:
+    return record.replace(
+        status=StepStatus.CANCELLED,
+        ended_at=time.time(),
+        error="interrupted: the process driving the execution stopped during this attempt; it is run again",
+    )

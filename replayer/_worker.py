@@ -32,7 +32,7 @@ class Worker:
         self.on_claim = on_claim
         self.capacity = capacity
         self.poll_interval = poll_interval
-        self.claimed: list[str] = []  # every execution this worker started driving, in order
+        self.claimed = 0  # how many executions this worker started driving
 
     async def run(self, stop: anyio.Event, *, ready: anyio.Event | None = None) -> None:
         """Claim and drive until `stop` is set; the engine's `aclose(grace=...)` then bounds the shutdown."""
@@ -46,7 +46,7 @@ class Worker:
                 except ToolreelError as exc:  # the store is briefly unavailable: try again at the next tick
                     logger.warning("worker %s: claiming failed: %s", self.engine.owner, exc)
                     started = []
-                self.claimed += started
+                self.claimed += len(started)
                 for execution_id in started:
                     if self.on_claim is not None:
                         self.on_claim(execution_id)

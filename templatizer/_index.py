@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from core.model import JSON
 from core.refs import format_ref
@@ -39,23 +39,35 @@ class Occurrence(NamedTuple):
 
 
 class Bucket(NamedTuple):
-    """How many times a value was produced, and a sample of where: the first and the latest few.
-
-    Immutable (replaced on every add): tuples of plain values are not tracked by the cyclic
-    garbage collector, which would otherwise rescan every bucket of a large index, again and again.
-    """
+    """How many times a value was produced, and a sample of where: the first and the latest few."""
 
     seen: int = 0
     first: tuple[Occurrence, ...] = ()
     latest: tuple[Occurrence, ...] = ()
 
-    def add(self, occurrence: Occurrence) -> Bucket:
-        if len(self.first) < _SAMPLE:
-            return Bucket(self.seen + 1, (*self.first, occurrence), self.latest)
-        return Bucket(self.seen + 1, self.first, (*self.latest[1 - _SAMPLE :], occurrence))
-
     def sample(self) -> tuple[Occurrence, ...]:
         return self.first + self.latest if self.latest else self.first
+
+
+# Stored as exact tuples, not the NamedTuples above: the cyclic garbage collector stops tracking a
+# tuple of plain values after one look, but never a tuple subclass, and rescanning tens of thousands
+# of index entries on every full collection made a large recording cost more than linear time.
+_Raw = tuple[Any, ...]  # (seen, first raw occurrences, latest raw occurrences)
+_EMPTY_RAW: Final[_Raw] = (0, (), ())
+
+
+def _added(raw: _Raw, occurrence: _Raw) -> _Raw:
+    seen, first, latest = raw
+    if len(first) < _SAMPLE:
+        return (seen + 1, (*first, occurrence), latest)
+    return (seen + 1, first, (*latest[1 - _SAMPLE :], occurrence))
+
+
+def _view(raw: _Raw | None) -> Bucket:
+    if raw is None:
+        return _EMPTY
+    seen, first, latest = raw
+    return Bucket(seen, tuple(map(Occurrence._make, first)), tuple(map(Occurrence._make, latest)))
 
 
 _EMPTY = Bucket()
@@ -64,21 +76,24 @@ _EMPTY = Bucket()
 class OutputIndex:
     def __init__(self) -> None:
         self.interner = Interner()
-        self.by_id: dict[tuple[int, bool], Bucket] = {}  # (value id, under a cursor key) -> where produced
-        self.strings: dict[str, Bucket] = {}
-        self.numbers: dict[str, Bucket] = {}  # by the text of the number
+        self.by_id: dict[int, _Raw] = {}  # 2 * value id + (1 under a cursor key) -> where produced
+        self.strings: dict[str, _Raw] = {}
+        self.numbers: dict[str, _Raw] = {}  # by the text of the number
         # Texts shorter than _PREFIX by themselves; longer ones by their first _PREFIX characters, with
         # the longest length seen under that prefix (so a lookup tries only ends that can match).
         self.short_texts: set[str] = set()
         self.long_texts: dict[str, tuple[set[str], int]] = {}
-        self.first_input: dict[int, int] = {}  # value id -> order of the first step whose input held it
+        self.first_input: list[int] = []  # by value id: order of the first step whose input held it
 
     # ------------------------------------------------------------------ building
 
     def note_input(self, order: int, ids: Mapping[Keys, int]) -> None:
         """Note what the agent itself sent at step `order` (ids of its nodes from `interner`)."""
+        first = self.first_input
+        first.extend([_NEVER] * (self.interner.size - len(first)))
         for node_id in ids.values():
-            self.first_input.setdefault(node_id, order)
+            if first[node_id] > order:
+                first[node_id] = order
 
     def add_output(self, step: str, tool: str, order: int, output: JSON) -> None:
         """Index every node of a step's output, except echoes (values the agent had already sent:
@@ -86,13 +101,13 @@ class OutputIndex:
         for keys, node, node_id in self.interner.nodes(output, skip=is_volatile_key):
             if node is None or node is True or node is False or node == "" or node == [] or node == {}:
                 continue
-            if self.first_input.get(node_id, _NEVER) <= order:
+            if node_id < len(self.first_input) and self.first_input[node_id] <= order:
                 continue
             key = next((k for k in reversed(keys) if isinstance(k, str)), None)
             cursor = is_cursor_key(key)
-            occurrence = Occurrence(step, tool, order, keys, key, cursor)
-            by_id = self.by_id
-            by_id[node_id, cursor] = by_id.get((node_id, cursor), _EMPTY).add(occurrence)
+            occurrence = (step, tool, order, keys, key, cursor)  # an Occurrence, stored as a plain tuple
+            slot = 2 * node_id + cursor
+            self.by_id[slot] = _added(self.by_id.get(slot, _EMPTY_RAW), occurrence)
             if cursor:
                 continue  # a cursor is passed whole, never spliced into a string
             if isinstance(node, str):
@@ -100,8 +115,8 @@ class OutputIndex:
             elif (text := number_text(node)) is not None:
                 self._add_text(text, occurrence, self.numbers)
 
-    def _add_text(self, text: str, occurrence: Occurrence, table: dict[str, Bucket]) -> None:
-        table[text] = table.get(text, _EMPTY).add(occurrence)
+    def _add_text(self, text: str, occurrence: _Raw, table: dict[str, _Raw]) -> None:
+        table[text] = _added(table.get(text, _EMPTY_RAW), occurrence)
         if len(text) < MIN_SUBSTRING:
             return
         if len(text) < _PREFIX:
@@ -114,18 +129,18 @@ class OutputIndex:
     # ------------------------------------------------------------------ lookups
 
     def exact(self, node_id: int | None, cursor: bool) -> Bucket:
-        return self.by_id.get((node_id, cursor), _EMPTY) if node_id is not None else _EMPTY
+        return _view(self.by_id.get(2 * node_id + cursor)) if node_id is not None else _EMPTY
 
     def coerced(self, value: JSON) -> Bucket:
         """Numbers whose text is this string, or strings that are this number's text."""
         if isinstance(value, str):
-            return self.numbers.get(value, _EMPTY)
+            return _view(self.numbers.get(value))
         text = number_text(value)
-        return self.strings.get(text, _EMPTY) if text is not None else _EMPTY
+        return _view(self.strings.get(text)) if text is not None else _EMPTY
 
     def texts(self, text: str) -> list[Bucket]:
         """Strings equal to `text`, and numbers whose text it is."""
-        return [b for b in (self.strings.get(text), self.numbers.get(text)) if b is not None]
+        return [_view(raw) for raw in (self.strings.get(text), self.numbers.get(text)) if raw is not None]
 
     def substrings(self, text: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, found): indexed texts inside `text` (not all of it) that do not cut a word.

@@ -20,7 +20,7 @@ from core.model import JSON, StepRecord
 from core.refs import MappingScope, escape_literal, refs_in, resolve
 from core.secrets import REDACTED
 from templatizer._index import Occurrence, OutputIndex
-from templatizer._inputs import InputTable, Literal_
+from templatizer._inputs import InputTable, Unexplained
 from templatizer._result import HIGH, MEDIUM, Confidence, Inference, InferenceKind, confidence_of
 from templatizer._values import (
     Keys,
@@ -90,7 +90,7 @@ class StepResult:
     template_input: JSON
     applied: list[tuple[Keys, Inference]] = field(default_factory=list)
     candidates: list[Inference] = field(default_factory=list)
-    literals: list[Literal_] = field(default_factory=list)
+    literals: list[Unexplained] = field(default_factory=list)
 
 
 class StepInferrer:
@@ -131,11 +131,11 @@ class StepInferrer:
         return self._leaf(keys, value)
 
     def _container(self, keys: Keys, value: dict[str, JSON] | list[JSON], written: JSON) -> JSON:
-        per_run = self._per_run(keys, value)
-        cands = self._exact(keys, value)
-        chosen = self._decide(keys, value, cands, per_run, allow_input=False)
-        if chosen is not None:
-            return chosen
+        if keys:  # the arguments themselves stay an object: a tool call's shape is not a coincidence to find
+            per_run = self._per_run(keys, value)
+            chosen = self._decide(keys, value, self._exact(keys, value), per_run, allow_input=False)
+            if chosen is not None:
+                return chosen
         if isinstance(value, dict):
             w = written if isinstance(written, dict) else {}
             return {k: self._node((*keys, k), v, w.get(k, v)) for k, v in value.items()}
@@ -151,7 +151,7 @@ class StepInferrer:
         if chosen is not None:
             return chosen
         if isinstance(value, str) and not is_trivial(value):
-            self.result.literals.append(Literal_(self.record.name, keys, value))
+            self.result.literals.append(Unexplained(self.record.name, keys, value))
         return literal(value)
 
     # ------------------------------------------------------------------ deciding

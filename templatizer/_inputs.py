@@ -102,7 +102,7 @@ class InputTable:
 
 
 @dataclass(frozen=True, slots=True)
-class Literal_:
+class Unexplained:
     """A string left literal in a kept step's input."""
 
     step: str
@@ -110,9 +110,9 @@ class Literal_:
     value: str
 
 
-def likely_inputs(literals: Sequence[Literal_], taken: set[str]) -> list[LikelyInput]:
+def likely_inputs(literals: Sequence[Unexplained], taken: set[str]) -> list[LikelyInput]:
     """Group unexplained literals by value; report the user-chosen-looking ones, paths by common root."""
-    by_value: dict[str, list[Literal_]] = {}
+    by_value: dict[str, list[Unexplained]] = {}
     for literal in literals:
         if _looks_chosen(literal):
             by_value.setdefault(literal.value, []).append(literal)
@@ -126,12 +126,12 @@ def likely_inputs(literals: Sequence[Literal_], taken: set[str]) -> list[LikelyI
     return found
 
 
-def _likely(name: str, value: str, uses: Sequence[Literal_], reason: str) -> LikelyInput:
+def _likely(name: str, value: str, uses: Sequence[Unexplained], reason: str) -> LikelyInput:
     used_at = tuple(dict.fromkeys((lit.step, json_path(lit.keys)) for lit in uses))
     return LikelyInput(name=name, value=value, type="string", used_at=used_at, reason=reason)
 
 
-def _why(uses: Sequence[Literal_]) -> str:
+def _why(uses: Sequence[Unexplained]) -> str:
     steps = len({lit.step for lit in uses})
     base = "no earlier output explains it, and it looks chosen by the user"
     return f"{base}; the same value is used by {steps} steps" if steps > 1 else base
@@ -155,7 +155,7 @@ class _Names:
         return name
 
 
-def _looks_chosen(literal: Literal_) -> bool:
+def _looks_chosen(literal: Unexplained) -> bool:
     """Names, e-mails, paths, sentences: yes. Enum-like lowercase words (`asc`, `person`): settings."""
     value = literal.value.strip()
     if len(value) < 2:

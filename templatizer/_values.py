@@ -95,7 +95,12 @@ class Interner:
     """
 
     def __init__(self) -> None:
-        self._ids: dict[tuple[object, ...], int] = {}
+        self._ids: dict[object, int] = {}
+
+    @property
+    def size(self) -> int:
+        """Ids given so far: they are 0 .. size - 1."""
+        return len(self._ids)
 
     def intern_tree(self, value: JSON) -> dict[Keys, int]:
         """The id of every node of `value`, by path."""
@@ -116,17 +121,18 @@ class Interner:
         skip: Callable[[str], bool] | None,
         hidden: bool,
     ) -> int:
-        key: tuple[object, ...]
-        if isinstance(value, dict):
-            parts = sorted(
-                (k, self._intern(v, (*keys, k), out, skip, hidden or (skip is not None and skip(k))))
-                for k, v in value.items()
-            )
-            key = ("object", tuple(parts))
+        key: object
+        if isinstance(value, str):
+            key = value  # the commonest node: its own key (no other key is a str)
+        elif isinstance(value, dict):
+            flat: list[object] = ["object"]
+            for k in sorted(value):
+                flat += (k, self._intern(value[k], (*keys, k), out, skip, hidden or (skip is not None and skip(k))))
+            key = tuple(flat)
         elif isinstance(value, list):
-            key = ("array", tuple(self._intern(v, (*keys, i), out, skip, hidden) for i, v in enumerate(value)))
+            key = ("array", *(self._intern(v, (*keys, i), out, skip, hidden) for i, v in enumerate(value)))
         else:
-            key = (type(value).__name__, value)
+            key = (type(value).__name__, value)  # typed: 1, 1.0 and True are equal as dict keys
         found = self._ids.get(key)
         if found is None:
             found = self._ids[key] = len(self._ids)

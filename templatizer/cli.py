@@ -232,10 +232,16 @@ def delete_command(
 @templates_app.command("validate")
 def validate_command(
     file: Annotated[Path, typer.Argument(help="A template file (YAML or JSON).")],
+    db: Annotated[
+        str | None, typer.Option("--db", help="Also check `template` steps for cycles through this store's templates.")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Check a template file without saving it; exit 2 with the first problem if it is invalid."""
     template = _validated(file)
+    if db is not None:
+        with _store(db) as store:
+            check_template_cycles(template, _lookup(store))
     summary = {
         "file": str(file),
         "name": template.name,

@@ -33,6 +33,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
+from fixtures import servers
+
 __all__ = [
     "MODES",
     "PYTHON",
@@ -50,11 +52,13 @@ __all__ = [
     "descendants",
     "direct_fixture",
     "fixture_entry",
+    "fixture_http_server",
     "free_port",
     "gateway_env",
     "http_gateway",
     "http_transport",
     "line_transport",
+    "npm_available",
     "npm_command",
     "pypi_command",
     "result_dict",
@@ -72,7 +76,6 @@ REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 VENV_BIN = Path(sys.executable).parent
 TOOLREEL = VENV_BIN / "toolreel"
-NPM_BIN = REPO / ".tools" / "npm" / "node_modules" / ".bin"
 MODES = ("legacy", "auto")  # handshake era, and 2026-07-28 (the SDK fixtures speak it, so auto lands there)
 STOP_SECONDS = 10.0
 
@@ -109,22 +112,22 @@ def gateway_env(db_url: str, **extra: str) -> dict[str, str]:
 
 
 def npm_command(name: str) -> list[str]:
-    """`server-everything` etc.: from fixtures.servers when it exists, else the .tools/npm bin."""
-    try:
-        from fixtures import servers  # type: ignore[attr-defined]
-
-        return list(servers.npm_server_command(name))
-    except (ImportError, AttributeError):
-        return [str(NPM_BIN / f"mcp-{name}")]
+    """`everything`, `filesystem`, `memory`: the npm reference servers .ci/run installs (ServerNotInstalled if not)."""
+    return servers.npm_server_command(name)
 
 
 def pypi_command(name: str) -> list[str]:
-    try:
-        from fixtures import servers  # type: ignore[attr-defined]
+    """`time`, `git`: mcp-server-time / mcp-server-git from this venv."""
+    return servers.pypi_server_command(name)
 
-        return list(servers.pypi_server_command(name))
-    except (ImportError, AttributeError):
-        return [str(VENV_BIN / name)]
+
+def npm_available() -> bool:
+    try:
+        for name in servers.NPM_SERVERS:
+            servers.npm_server_command(name)
+    except servers.ServerNotInstalled:
+        return False
+    return True
 
 
 # --- processes -----------------------------------------------------------------------------------------------
@@ -244,7 +247,9 @@ async def spawn_gateway(
 @contextlib.asynccontextmanager
 async def line_transport(
     process: anyio.abc.Process,
-) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+]:
     """Newline-delimited JSON-RPC over a process's stdout/stdin; ending it does not touch the process."""
     assert process.stdin is not None and process.stdout is not None
     stdin, stdout = process.stdin, process.stdout
@@ -365,7 +370,9 @@ class Probe:
     def of_type(self, kind: type) -> list[Any]:
         return [n for n in self.notifications if isinstance(n, kind)]
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0, what: str = "a notification") -> None:
+    async def wait_for(
+        self, predicate: Callable[[], bool], timeout: float = 10.0, what: str = "a notification"
+    ) -> None:
         try:
             with anyio.fail_after(timeout):
                 while not predicate():
@@ -376,9 +383,7 @@ class Probe:
             ) from None
 
 
-def client_for(
-    transport: Any, mode: str, probe: Probe, *, client_name: str | None = None, **options: Any
-) -> Client:
+def client_for(transport: Any, mode: str, probe: Probe, *, client_name: str | None = None, **options: Any) -> Client:
     return Client(
         transport,
         mode=mode,
@@ -472,21 +477,33 @@ class HttpGateway:
         mode: str = "legacy",
         probe: Probe | None = None,
         headers: Mapping[str, str] | None = None,
+        max_event: int | None = None,
         **options: Any,
     ) -> AsyncIterator[Connected]:
         probe = probe or Probe()
-        async with client_for(http_transport(self.url, headers), mode, probe, **options) as client:
+        transport = http_transport(self.url, headers, max_event=max_event)
+        async with client_for(transport, mode, probe, **options) as client:
             yield Connected(client, probe, self.gateway)
 
 
 @contextlib.asynccontextmanager
-async def http_transport(url: str, headers: Mapping[str, str] | None = None) -> AsyncIterator[Any]:
+async def http_transport(
+    url: str, headers: Mapping[str, str] | None = None, *, max_event: int | None = None
+) -> AsyncIterator[Any]:
     timeout = httpx2.Timeout(30.0, read=300.0)
+    extra: dict[str, Any] = {} if max_event is None else {"max_sse_event_size": max_event}
     async with (
         httpx2.AsyncClient(headers=dict(headers or {}), timeout=timeout) as http,
-        streamable_http_client(url, http_client=http) as streams,
+        streamable_http_client(url, http_client=http, **extra) as streams,
     ):
         yield streams
+
+
+def fixture_http_server(
+    module: str, env: Mapping[str, str] | None = None
+) -> contextlib.AbstractAsyncContextManager[str]:
+    """`python -m fixtures.<module> --http 0`; yields its URL once it announced it."""
+    return servers.http_fixture(module, env=env)
 
 
 async def _port_open(port: int) -> bool:
@@ -499,7 +516,9 @@ async def _port_open(port: int) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def http_gateway(args: Sequence[str], env: Mapping[str, str], *, port: int | None = None) -> AsyncIterator[HttpGateway]:
+async def http_gateway(
+    args: Sequence[str], env: Mapping[str, str], *, port: int | None = None
+) -> AsyncIterator[HttpGateway]:
     """`toolreel serve --http 127.0.0.1:PORT ARGS`, ready when the port accepts connections."""
     port = port or free_port()
     gateway = await spawn_gateway(["--http", f"127.0.0.1:{port}", *args], env, stdin=subprocess.DEVNULL)

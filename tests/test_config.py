@@ -36,17 +36,26 @@ def _error(tmp_path: Path, data: Any, environ: dict[str, str] | None = None) -> 
 
 
 def test_mcp_servers_shape_gives_stdio_http_and_sse_servers(tmp_path: Path) -> None:
-    cfg = _load(tmp_path, {"mcpServers": {
-        "fs": {"command": "npx", "args": ["-y", "server-filesystem", "/tmp"], "env": {"A": "1"}, "cwd": "/tmp"},
-        "api": {"url": "https://example.test/mcp", "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}},
-        "old": {"url": "https://example.test/sse", "type": "sse"},
-        "legacy": {"url": "https://example.test/sse2", "transport": "sse"},
-    }})
+    cfg = _load(
+        tmp_path,
+        {
+            "mcpServers": {
+                "fs": {"command": "npx", "args": ["-y", "server-filesystem", "/tmp"], "env": {"A": "1"}, "cwd": "/tmp"},
+                "api": {"url": "https://example.test/mcp", "headers": {"Authorization": "Bearer ${env:API_TOKEN}"}},
+                "old": {"url": "https://example.test/sse", "type": "sse"},
+                "legacy": {"url": "https://example.test/sse2", "transport": "sse"},
+            }
+        },
+    )
     by_name = {s.name: s for s in cfg.servers}
     assert [s.name for s in cfg.servers] == ["fs", "api", "old", "legacy"]
     fs = by_name["fs"]
     assert (fs.transport, fs.command, fs.args, dict(fs.env), fs.cwd) == (
-        "stdio", "npx", ("-y", "server-filesystem", "/tmp"), {"A": "1"}, "/tmp"
+        "stdio",
+        "npx",
+        ("-y", "server-filesystem", "/tmp"),
+        {"A": "1"},
+        "/tmp",
     )
     assert by_name["api"].transport == "http"
     assert dict(by_name["api"].headers) == {"Authorization": "Bearer tok-123"}
@@ -55,21 +64,33 @@ def test_mcp_servers_shape_gives_stdio_http_and_sse_servers(tmp_path: Path) -> N
 
 
 def test_vscode_servers_shape_with_types(tmp_path: Path) -> None:
-    cfg = _load(tmp_path, {"servers": {
-        "local": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"]},
-        "remote": {"type": "http", "url": "http://127.0.0.1:9/mcp"},
-        "events": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
-    }})
+    cfg = _load(
+        tmp_path,
+        {
+            "servers": {
+                "local": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"]},
+                "remote": {"type": "http", "url": "http://127.0.0.1:9/mcp"},
+                "events": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+            }
+        },
+    )
     assert [(s.name, s.transport) for s in cfg.servers] == [("local", "stdio"), ("remote", "http"), ("events", "sse")]
     assert cfg.servers[0].args == ("mcp-server-time",)
 
 
 def test_env_references_in_both_spellings_are_expanded_everywhere(tmp_path: Path) -> None:
-    cfg = _load(tmp_path, {"mcpServers": {"s": {
-        "command": "${HOME_DIR}/bin/server",
-        "args": ["--token", "${env:API_TOKEN}", "mixed-${API_TOKEN}-end"],
-        "env": {"TOKEN": "${env:API_TOKEN}"},
-    }}})
+    cfg = _load(
+        tmp_path,
+        {
+            "mcpServers": {
+                "s": {
+                    "command": "${HOME_DIR}/bin/server",
+                    "args": ["--token", "${env:API_TOKEN}", "mixed-${API_TOKEN}-end"],
+                    "env": {"TOKEN": "${env:API_TOKEN}"},
+                }
+            }
+        },
+    )
     server = cfg.servers[0]
     assert server.command == "/home/me/bin/server"
     assert server.args == ("--token", "tok-123", "mixed-tok-123-end")
@@ -85,11 +106,16 @@ def test_missing_env_variable_names_variable_file_and_path(tmp_path: Path) -> No
 
 
 def test_extension_keys_timeout_tools_disabled(tmp_path: Path) -> None:
-    cfg = _load(tmp_path, {"mcpServers": {
-        "a": {"command": "x", "timeout": 2.5, "tools": ["echo", "add"], "disabled": False},
-        "b": {"command": "y", "disabled": True},
-        "c": {"command": "z"},
-    }})
+    cfg = _load(
+        tmp_path,
+        {
+            "mcpServers": {
+                "a": {"command": "x", "timeout": 2.5, "tools": ["echo", "add"], "disabled": False},
+                "b": {"command": "y", "disabled": True},
+                "c": {"command": "z"},
+            }
+        },
+    )
     a, b, c = cfg.servers
     assert a.timeout == 2.5 and a.tools == frozenset({"echo", "add"}) and not a.disabled
     assert b.disabled and [s.name for s in cfg.enabled] == ["a", "c"]
@@ -199,7 +225,9 @@ def test_config_check_lists_tools_of_a_fixture_server(tmp_path: Path) -> None:
 
 
 def test_config_check_reports_a_server_that_cannot_start(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path / "ok.json", {"feat": fixture_entry("features"), "broken": fixture_entry("crash_at_start")})
+    cfg = write_config(
+        tmp_path / "ok.json", {"feat": fixture_entry("features"), "broken": fixture_entry("crash_at_start")}
+    )
     done = _run(["config", "check", "--timeout", "20", str(cfg)], tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "feat__echo" in done.stdout

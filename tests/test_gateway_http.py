@@ -175,15 +175,23 @@ async def test_each_http_session_is_its_own_execution(gateway: HttpGateway) -> N
         a2 = await call(first, "feat__echo", {"text": "@echo_1"})
     meta_a1, meta_b1, meta_a2 = (r.meta or {} for r in (a1, b1, a2))
     assert meta_a1["toolreel/execution"] == meta_a2["toolreel/execution"] != meta_b1["toolreel/execution"]
-    assert (meta_a1["toolreel/step"], meta_b1["toolreel/step"], meta_a2["toolreel/step"]) == ("echo_1", "echo_1", "echo_2")
+    assert (meta_a1["toolreel/step"], meta_b1["toolreel/step"], meta_a2["toolreel/step"]) == (
+        "echo_1",
+        "echo_1",
+        "echo_2",
+    )
     assert text_of(a2) == "a"  # @echo_1 of this session, not the other one's
 
 
 async def test_foreign_origin_is_refused(gateway: HttpGateway) -> None:
     async with httpx2.AsyncClient(timeout=10) as http:
         refused = await http.post(gateway.url, json=INIT, headers={**HEADERS, "origin": "http://evil.example"})
-        local = await http.post(gateway.url, json=INIT, headers={**HEADERS, "origin": f"http://127.0.0.1:{gateway.port}"})
-        rebinding = await http.post(gateway.url, json=INIT, headers={**HEADERS, "origin": "http://127.0.0.1.evil.example"})
+        local = await http.post(
+            gateway.url, json=INIT, headers={**HEADERS, "origin": f"http://127.0.0.1:{gateway.port}"}
+        )
+        rebinding = await http.post(
+            gateway.url, json=INIT, headers={**HEADERS, "origin": "http://127.0.0.1.evil.example"}
+        )
     assert refused.status_code == 403
     assert rebinding.status_code == 403
     assert local.status_code == 200, local.text

@@ -57,7 +57,9 @@ async def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         {"feat": fixture_entry("features", timeout=TIMEOUT, env=feat_env), "ids": fixture_entry("ids")},
     )
     async with (
-        stdio_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp / 'store.db'}"), mode=request.param) as gw,
+        stdio_gateway(
+            ["--config", str(config)], gateway_env(f"sqlite:///{tmp / 'store.db'}"), mode=request.param
+        ) as gw,
         direct_fixture("features", mode=request.param) as direct,
     ):
         yield Env(gw, direct, cancel_log, request.param)
@@ -309,7 +311,9 @@ async def test_resource_subscription_delivers_updates(env: Env) -> None:
     try:
         await call(env.gw, "feat__bump")
         await env.gw.probe.wait_for(
-            lambda: any(n.params.uri == "test://counter" for n in env.gw.probe.of_type(types.ResourceUpdatedNotification)),
+            lambda: any(
+                n.params.uri == "test://counter" for n in env.gw.probe.of_type(types.ResourceUpdatedNotification)
+            ),
             what="notifications/resources/updated",
         )
     finally:
@@ -432,8 +436,14 @@ async def test_malformed_json_and_unknown_methods_get_jsonrpc_errors_and_serving
             return replies.pop(request_id)
 
         init = {
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
         }
         await send(json.dumps(init).encode() + b"\n")
         assert (await reply(1))["result"]["serverInfo"]["name"] == "toolreel"
@@ -446,10 +456,23 @@ async def test_malformed_json_and_unknown_methods_get_jsonrpc_errors_and_serving
         await send(b'{"jsonrpc":"2.0","id":3,"method":"no/such/method","params":{}}\n')
         assert (await reply(3))["error"]["code"] == -32601
 
-        await send(b'[1, 2, 3]\n')
+        await send(b"[1, 2, 3]\n")
         invalid = await reply(None)
         assert invalid["error"]["code"] in (-32700, -32600)
 
-        await send(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"feat__echo","arguments":{"text":"still here"}}}\n')
+        await send(
+            b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"feat__echo","arguments":{"text":"still here"}}}\n'
+        )
         answer = await reply(4)
         assert answer["result"]["content"] == [{"type": "text", "text": "still here"}]
+
+
+async def test_list_changed_reaches_a_client_that_only_called_tools(tmp_path: Path) -> None:
+    """A client that calls a tool straight after initialize (its tool list cached from an earlier
+    session) must still hear about list changes."""
+    config = write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
+    async with stdio_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp_path / 's.db'}")) as gw:
+        assert text_of(await call(gw, "feat__toggle_tool")) == "extra added"
+        await gw.probe.wait_for(
+            lambda: bool(gw.probe.of_type(types.ToolListChangedNotification)), what="tools/list_changed"
+        )

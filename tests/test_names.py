@@ -15,7 +15,18 @@ import pytest
 
 from core.store import open_store
 from gateway.names import MAX_NAME, listed_name, split_prefixed
-from tests.gw import PYTHON, REPO, call, fixture_entry, gateway_env, status, stdio_gateway, text_of, wait_until, write_config
+from tests.gw import (
+    PYTHON,
+    REPO,
+    call,
+    fixture_entry,
+    gateway_env,
+    status,
+    stdio_gateway,
+    text_of,
+    wait_until,
+    write_config,
+)
 
 LEGAL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 LONG_SERVER = "a_rather_long_server_name_that_pushes_every_tool_over_the_limit"  # 63 chars, legal
@@ -144,7 +155,9 @@ async def test_wrap_mode_with_prefix_and_derived_name(tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_config_mode_with_no_prefix_lists_bare_names(tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.json", {"feat": fixture_entry("features"), "ids": fixture_entry("ids")})
-    async with stdio_gateway(["--config", str(config), "--no-prefix"], gateway_env(f"sqlite:///{tmp_path / 's.db'}")) as gw:
+    async with stdio_gateway(
+        ["--config", str(config), "--no-prefix"], gateway_env(f"sqlite:///{tmp_path / 's.db'}")
+    ) as gw:
         names = {t.name for t in (await gw.client.list_tools()).tools}
         created = await call(gw, "create_user", {"name": "Ann", "email": "ann@example.com"})
     assert {"echo", "create_user", "toolreel__status"} <= names

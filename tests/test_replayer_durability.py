@@ -46,19 +46,24 @@ def chain(name: str, links: int, pause: float) -> dict[str, Any]:
     return {"name": name, "steps": steps, "output": f"@c{links}.count"}
 
 
-def write_config(tmp: Path) -> Path:
+def write_config(tmp: Path, label: str = "") -> Path:
+    """A config with the `features` server. Each process gets its own counter file (`label`): the
+    fixture's read-modify-write of the file is atomic within one server, not across servers."""
     command, *args = fixture_command("features")
-    config = {
-        "mcpServers": {"features": {"command": command, "args": args, "cwd": str(REPO_ROOT), "env": fixture_env(tmp)}}
-    }
-    path = tmp / "config.json"
+    env = {**fixture_env(tmp), "FIXTURE_COUNTER_FILE": str(tmp / f"counts{label}.json")}
+    config = {"mcpServers": {"features": {"command": command, "args": args, "cwd": str(REPO_ROOT), "env": env}}}
+    path = tmp / f"config{label}.json"
     path.write_text(json.dumps(config))
     return path
 
 
 def counts(tmp: Path) -> dict[str, int]:
-    path = tmp / "counts.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    """Every call counted, summed over the counter files of all processes."""
+    total: dict[str, int] = {}
+    for path in tmp.glob("counts*.json"):
+        for key, count in json.loads(path.read_text()).items():
+            total[key] = total.get(key, 0) + count
+    return total
 
 
 @contextmanager
@@ -206,11 +211,13 @@ def pg_db(pg_cluster: pg.PgCluster) -> Iterator[str]:
 
 @pytest.mark.postgres
 async def test_a_second_worker_takes_over_when_the_first_dies(tmp_path: Path, pg_db: str) -> None:
-    config = write_config(tmp_path)
     store = open_store(pg_db)
     (execution_id,) = await create_unclaimed(store, saved(store, chain("handover", 4, 0.4)), [{}])
-    common = ["worker", "--config", str(config), "--db", pg_db, "--lease-seconds", LEASE, "--poll", "0.1"]
-    with replayer_process(tmp_path, "a", *common) as a, replayer_process(tmp_path, "b", *common) as b:
+    common = ["worker", "--db", pg_db, "--lease-seconds", LEASE, "--poll", "0.1"]
+    with (
+        replayer_process(tmp_path, "a", *common, "--config", str(write_config(tmp_path, "a"))) as a,
+        replayer_process(tmp_path, "b", *common, "--config", str(write_config(tmp_path, "b"))) as b,
+    ):
         await wait_until(lambda: "c2" in finished_steps(store, execution_id), timeout=60)
         owner = store.get_execution(execution_id).claimed_by or ""
         first, second = (a, b) if f":{a.pid}:" in owner else (b, a)
@@ -232,7 +239,6 @@ async def test_a_second_worker_takes_over_when_the_first_dies(tmp_path: Path, pg
 
 @pytest.mark.postgres
 async def test_two_workers_share_200_executions_each_run_once(tmp_path: Path, pg_db: str) -> None:
-    config = write_config(tmp_path)
     store = open_store(pg_db)
     t = saved(
         store,
@@ -243,8 +249,11 @@ async def test_two_workers_share_200_executions_each_run_once(tmp_path: Path, pg
         },
     )
     ids = await create_unclaimed(store, t, [{"n": n} for n in range(200)])
-    common = ["worker", "--config", str(config), "--db", pg_db, "--lease-seconds", "5", "--poll", "0.05"]
-    with replayer_process(tmp_path, "a", *common) as a, replayer_process(tmp_path, "b", *common) as b:
+    common = ["worker", "--db", pg_db, "--lease-seconds", "5", "--poll", "0.05"]
+    with (
+        replayer_process(tmp_path, "a", *common, "--config", str(write_config(tmp_path, "a"))) as a,
+        replayer_process(tmp_path, "b", *common, "--config", str(write_config(tmp_path, "b"))) as b,
+    ):
         await wait_until(
             lambda: len(store.list_executions(status=ExecutionStatus.SUCCEEDED, limit=500)[0]) == 200, timeout=120
         )
@@ -255,3 +264,21 @@ async def test_two_workers_share_200_executions_each_run_once(tmp_path: Path, pg
     assert driven["a"] + driven["b"] == 200 and min(driven.values()) > 0, driven
     assert all(len(store.get_steps(i, all_attempts=True)) == 1 for i in ids)
     store.close()
+
+
+async def test_a_process_that_lost_its_claim_stops_without_writing(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        t = saved(
+            h.store, {"name": "hold", "steps": [{"name": "wait", "tool": "features__slow", "input": {"seconds": 30}}]}
+        )
+        started = await h.engine.run_template(t, {}, wait=False)
+        await wait_until(lambda: h.store.get_steps(started.id) != [])  # the start row is written
+        # Our lease lapses (a long GC pause, a partition) and another process claims the execution.
+        h.store.update_execution(started.id, lease_until=time.time() - 1)
+        newer = h.store.claim_execution(started.id, "newer", lease_seconds=60, now=time.time())
+        assert newer is not None and newer.fence > started.fence
+        await wait_until(lambda: h.engine.driving == 0, timeout=5)
+        await wait_until(lambda: bool(h.cancellations()))  # its upstream call was cancelled too
+        (row,) = h.store.get_steps(started.id, all_attempts=True)
+        assert row.status == StepStatus.RUNNING  # the stale process wrote nothing after losing the claim
+        assert h.store.get_execution(started.id).claimed_by == "newer"

@@ -1,0 +1,243 @@
+"""The store side of driving executions: claims, status transitions, checks, fenced step writes.
+
+Synchronous (the engine calls it through worker threads). Every write that could race a newer
+driver carries the claim's fence; a cancellation written by another process always stands.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from core.errors import ExecutionError, NotFoundError, StaleClaimError
+from core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
+from core.store import Store
+from core.template import Template
+from core.template_io import parse_template, template_hash, template_to_dict
+from replayer._policy import parse_answer
+from replayer._state import Outcome
+
+__all__ = [
+    "MAX_DEPTH",
+    "ClaimedElsewhere",
+    "Ledger",
+    "check_cancellable",
+    "child_execution_id",
+    "definition_hash",
+    "load_template",
+]
+
+MAX_DEPTH = 8
+
+
+class ClaimedElsewhere(ExecutionError):
+    """Another live process holds the execution's claim."""
+
+
+class Ledger:
+    def __init__(self, store: Store, owner: str, lease_seconds: float) -> None:
+        self.store = store
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+        self._fenced_batches = "fence" in _parameters(store.put_steps)
+
+    def claim(self, execution_id: str) -> Execution:
+        execution = self.claim_or_none(execution_id)
+        if execution is None:
+            current = self.store.get_execution(execution_id)
+            raise ClaimedElsewhere(
+                f"execution {execution_id} is being driven by {current.claimed_by} (lease until "
+                f"{time.strftime('%H:%M:%S', time.localtime(current.lease_until or 0))}); cancel it there, or wait "
+                "for that lease to expire if the process died",
+                execution_id=execution_id,
+            )
+        return execution
+
+    def claim_or_none(self, execution_id: str) -> Execution | None:
+        return self.store.claim_execution(execution_id, self.owner, lease_seconds=self.lease_seconds, now=time.time())
+
+    def release(self, execution: Execution) -> Execution:
+        try:
+            return self.store.update_execution(execution.id, fence=execution.fence, claimed_by=None, lease_until=None)
+        except StaleClaimError:
+            return self.store.get_execution(execution.id)
+
+    def mark_running(self, execution: Execution) -> Execution:
+        current = self.store.get_execution(execution.id)
+        if current.status == ExecutionStatus.CANCELLED:
+            return current
+        return self.store.update_execution(
+            execution.id, fence=execution.fence, status=ExecutionStatus.RUNNING, prompt=None
+        )
+
+    def ancestry(self, execution: Execution) -> tuple[str, ...]:
+        names = [execution.template or ""]
+        current = execution
+        while current.parent_id is not None and len(names) <= MAX_DEPTH + 1:
+            current = self.store.get_execution(current.parent_id)
+            names.append(current.template or "")
+        return tuple(reversed(names))
+
+    def conclude(self, execution: Execution, outcome: Outcome, redact: Callable[[Any], Any] | None = None) -> Execution:
+        """Record how the drive ended (secrets redacted) and release the claim; a cancellation recorded
+        meanwhile stands."""
+        if outcome.kind == "stale":
+            return self.store.get_execution(execution.id)
+        fields: dict[str, Any] = {"claimed_by": None, "lease_until": None}
+        current = self.store.get_execution(execution.id)
+        if current.status != ExecutionStatus.CANCELLED and outcome.kind != "interrupted":
+            fields.update(_outcome_fields(outcome))
+            for name in ("output", "error", "prompt"):
+                if redact is not None and name in fields:
+                    fields[name] = redact(fields[name])
+        try:
+            return self.store.update_execution(execution.id, fence=execution.fence, **fields)
+        except StaleClaimError:
+            return self.store.get_execution(execution.id)
+
+    def settle_orphan(self, execution: Execution) -> None:
+        """A child claimed by `recover`: its parent drives it, unless the parent is over (then it is cancelled)."""
+        assert execution.parent_id is not None
+        parent = self.store.get_execution(execution.parent_id)
+        if parent.status.finished:
+            self.cancel_undriven(execution)
+        else:
+            self.release(execution)
+
+    # ------------------------------------------------------------------ cancel / resume helpers
+
+    def cancel_undriven(self, execution: Execution) -> Execution:
+        """Cancel an execution nobody drives (paused, pending, or orphaned), and its unfinished children."""
+        now = time.time()
+        rows = [
+            row.replace(status=StepStatus.CANCELLED, ended_at=now, error="cancelled by request")
+            for row in self.store.get_steps(execution.id)
+            if row.status == StepStatus.RUNNING
+        ]
+        if rows:
+            self.write_rows(rows, execution.fence)
+        for row in rows:
+            if row.kind == StepKind.TEMPLATE:
+                self.cancel_child(child_execution_id(execution.id, row.name))
+        return self.store.update_execution(
+            execution.id,
+            fence=execution.fence,
+            status=ExecutionStatus.CANCELLED,
+            error="cancelled by request",
+            prompt=None,
+            claimed_by=None,
+            lease_until=None,
+        )
+
+    def cancel_child(self, child_id: str) -> None:
+        try:
+            child = self.store.claim_execution(child_id, self.owner, lease_seconds=self.lease_seconds, now=time.time())
+        except NotFoundError:
+            return
+        if child is not None and not child.status.finished:
+            self.cancel_undriven(child)
+
+    @staticmethod
+    def check_resumable(execution: Execution, response: str | None, *, can_ask: bool) -> None:
+        status = execution.status
+        if execution.mode != ExecutionMode.AUTO:
+            raise ExecutionError(f"execution {execution.id} is a recording, not an auto-mode run: nothing to resume")
+        if status.finished:
+            raise ExecutionError(
+                f"execution {execution.id} already {status} at {_clock(execution.updated_at)}"
+                f"{f' ({execution.error})' if execution.error else ''}: there is nothing to resume",
+                execution_id=execution.id,
+            )
+        if status == ExecutionStatus.PAUSED:
+            if response is None and not can_ask:
+                raise ExecutionError(
+                    f"execution {execution.id} is paused asking {execution.prompt!r}: "
+                    "resume it with a response (yes or no)",
+                    execution_id=execution.id,
+                )
+            if response is not None:
+                try:
+                    parse_answer(response)
+                except ValueError as exc:
+                    raise ExecutionError(f"execution {execution.id}: {exc}", execution_id=execution.id) from exc
+        elif response is not None:
+            raise ExecutionError(
+                f"execution {execution.id} is {status}, not paused: there is no question to answer",
+                execution_id=execution.id,
+            )
+
+    def stops_among(self, fences: Mapping[str, int]) -> dict[str, str]:
+        """Executions driven here (id -> the fence of our claim) that must stop: `cancel` when another
+        process cancelled them, `stale` when another process claimed them (our lease lapsed)."""
+        stops = {}
+        for execution_id, fence in fences.items():
+            try:
+                current = self.store.get_execution(execution_id)
+            except NotFoundError:
+                continue
+            if current.status == ExecutionStatus.CANCELLED:
+                stops[execution_id] = "cancel"
+            elif current.fence != fence:
+                stops[execution_id] = "stale"
+        return stops
+
+    def write_rows(self, rows: Sequence[StepRecord], fence: int) -> None:
+        if self._fenced_batches:
+            put_steps: Callable[..., None] = self.store.put_steps  # a Store whose batches take a fence
+            put_steps(rows, fence=fence)
+            return
+        latest = {(row.execution_id, row.name, row.attempt): row for row in rows}
+        for row in latest.values():
+            self.store.put_step(row, fence=fence)
+
+
+def load_template(store: Store, name: str, version: int | None = None) -> Template:
+    """A saved template (the latest version unless `version`), with its version and hash set."""
+    record = store.get_template(name, version)
+    template = parse_template(record.definition, source=f"template {name!r} version {record.version}")
+    return dataclasses.replace(template, version=record.version, hash=record.hash)
+
+
+def definition_hash(template: Template) -> str:
+    """The hash stored with an execution and checked on resume: of the canonical definition."""
+    return template_hash(template_to_dict(template))
+
+
+def child_execution_id(parent_id: str, store_name: str) -> str:
+    """Deterministic, so a resumed parent finds the child its crashed predecessor started."""
+    return hashlib.sha256(f"{parent_id}/{store_name}".encode()).hexdigest()[:32]
+
+
+def _outcome_fields(outcome: Outcome) -> dict[str, Any]:
+    if outcome.kind == "succeeded":
+        return {"status": ExecutionStatus.SUCCEEDED, "output": outcome.output, "error": None, "prompt": None}
+    if outcome.kind == "paused":
+        return {"status": ExecutionStatus.PAUSED, "prompt": outcome.prompt}
+    if outcome.kind == "cancelled":
+        return {"status": ExecutionStatus.CANCELLED, "error": outcome.error, "prompt": None}
+    return {"status": ExecutionStatus.FAILED, "error": outcome.error, "prompt": None}
+
+
+def _clock(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+
+
+def check_cancellable(execution: Execution) -> None:
+    if execution.mode != ExecutionMode.AUTO:
+        raise ExecutionError(f"execution {execution.id} is a recording, not an auto-mode run: it cannot be cancelled")
+    if execution.status.finished:
+        raise ExecutionError(
+            f"execution {execution.id} already {execution.status}: there is nothing to cancel",
+            execution_id=execution.id,
+        )
+
+
+def _parameters(func: Callable[..., Any]) -> Mapping[str, Any]:
+    try:
+        return inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return {}

@@ -8,6 +8,7 @@ routing of server-to-client requests, and notifications are keyed on.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import logging
@@ -148,6 +149,7 @@ class Front(ClientRouter):
         self.bus = InMemorySubscriptionBus()
         self._inflight: dict[str, list[_Call]] = {}
         self.exchanges = Exchanges()
+        self._subscribers: collections.Counter[str] = collections.Counter()
         self._tg: anyio.abc.TaskGroup | None = None
         self._extra_instructions = instructions
         self.server = self._build_server()
@@ -158,7 +160,7 @@ class Front(ClientRouter):
             "toolreel",
             version="0.1.0",
             instructions=INSTRUCTIONS,
-            on_subscriptions_listen=ListenHandler(self.bus),
+            on_subscriptions_listen=_Listen(self),
             # Aggregated lists change whenever an upstream does: never fresh for longer than now.
             cache_hints={method: CacheHint(ttl_ms=0) for method in get_args(CacheableMethod)},
         )
@@ -226,7 +228,12 @@ class Front(ClientRouter):
             await self.hub.wait_started(START_TIMEOUT)
             self.server.instructions = self._instructions()
             return await call_next(ctx)
-        if ctx.request_id is not None and method != "server/discover":
+        if method == "server/discover":
+            caps = _capabilities_of(ctx) or types.ClientCapabilities()
+            self.hub.set_client_capabilities(caps, modern=True)
+            await self.hub.wait_started(START_TIMEOUT)
+            self.server.instructions = self._instructions()
+        elif ctx.request_id is not None:
             self.link_for(ctx)
         return await call_next(ctx)
 
@@ -328,14 +335,38 @@ class Front(ClientRouter):
         return _era(ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/read", ctx))
 
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
-        self.link_for(ctx).subscriptions.add(params.uri)
-        return _era(ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/subscribe", ctx))
+        link = self.link_for(ctx)
+        if params.uri not in link.subscriptions:
+            await self.subscribe_upstream(params.uri)
+            link.subscriptions.add(params.uri)
+        return _era(ctx, {})
 
     async def _unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
-        self.link_for(ctx).subscriptions.discard(params.uri)
-        return _era(
-            ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/unsubscribe", ctx)
-        )
+        link = self.link_for(ctx)
+        if params.uri in link.subscriptions:
+            link.subscriptions.discard(params.uri)
+            await self.unsubscribe_upstream(params.uri)
+        return _era(ctx, {})
+
+    async def subscribe_upstream(self, uri: str) -> None:
+        """Upstream subscriptions are shared: one per URI while any client wants it."""
+        self._subscribers[uri] += 1
+        if self._subscribers[uri] == 1:
+            try:
+                await self.hub.resource_upstream(uri).subscribe(uri)
+            except UpstreamError as exc:
+                self._subscribers[uri] -= 1
+                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+            except MCPError:
+                self._subscribers[uri] -= 1
+                raise
+
+    async def unsubscribe_upstream(self, uri: str) -> None:
+        self._subscribers[uri] -= 1
+        if self._subscribers[uri] <= 0:
+            del self._subscribers[uri]
+            with contextlib.suppress(UpstreamError, MCPError):
+                await self.hub.resource_upstream(uri).unsubscribe(uri)
 
     async def _get_prompt(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         route = self.hub.prompt_route(params.name)
@@ -480,6 +511,30 @@ async def _send_quietly(session: ServerSession, notification: Any) -> None:
         await session.send_notification(notification)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError) as exc:
         logger.debug("notification dropped: %s", exc)
+
+
+class _Listen:
+    """`subscriptions/listen` (stateless era): the SDK's handler, plus the upstream
+    subscriptions for the resources the stream asks to hear about."""
+
+    def __init__(self, front: Front) -> None:
+        self.front = front
+        self.inner = ListenHandler(front.bus)
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        uris = list(params.notifications.resource_subscriptions or ())
+        subscribed: list[str] = []
+        try:
+            for uri in uris:
+                await self.front.subscribe_upstream(uri)
+                subscribed.append(uri)
+            return await self.inner(ctx, params)
+        finally:
+            with anyio.CancelScope(shield=True):
+                for uri in subscribed:
+                    await self.front.unsubscribe_upstream(uri)
 
 
 def _client_envelope(ctx: ServerRequestContext[Any, Any] | None) -> dict[str, Any]:

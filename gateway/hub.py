@@ -130,7 +130,8 @@ class Hub:
     def upstream_changed(self, upstream: Upstream) -> None:
         before = (set(self._tools), set(self._prompts))
         self._rebuild()
-        if (set(self._tools), set(self._prompts)) != before:
+        # Before every upstream had its first start, nobody has listed anything yet: no news.
+        if self.started.is_set() and (set(self._tools), set(self._prompts)) != before:
             self.router.lists_changed(frozenset({"tools", "prompts", "resources"}))
 
     # names --------------------------------------------------------------------------

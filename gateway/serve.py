@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 import mcp_types as types
+from mcp.server.runner import serve_dual_era_loop
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -101,8 +102,9 @@ async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
 
 
 async def _serve_stdio(front: Front) -> None:
-    async with serve_stdio_streams(front.fast_call) as (read, write):
-        await front.server.run(read, write, front.server.create_initialization_options())
+    async with serve_stdio_streams(front.fast_call) as (read, write), front.server.lifespan(front.server) as state:
+        # No fixed init options: the handshake answers with what the upstreams said by then.
+        await serve_dual_era_loop(front.server, read, write, lifespan_state=state, init_options=None)
 
 
 async def _serve_http(front: Front, options: HttpOptions) -> None:

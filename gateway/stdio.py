@@ -96,8 +96,8 @@ async def _pipe_streams(in_fd: int, out_fd: int, fast_call: FastCall | None) -> 
                     continue
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except Exception as exc:  # malformed input becomes a parse error for the server loop
-                    await to_server.send(exc)
+                except ValueError:  # pydantic's ValidationError included
+                    writer.write(_invalid(line))
                     continue
                 await to_server.send(SessionMessage(message))
 
@@ -177,6 +177,19 @@ class _FastFront:
                 self.scopes.pop(request_id, None)
         if response is not None and not scope.cancelled_caught:  # a cancelled request gets no response
             self.writer.write(json.dumps(response, ensure_ascii=False).encode() + b"\n")
+
+
+def _invalid(line: bytes) -> bytes:
+    """The JSON-RPC error for a line that is not JSON (-32700) or not a JSON-RPC message (-32600)."""
+    logger.warning("malformed message from the client: %r", line[:200])
+    raw = _loads(line)
+    if raw is None:
+        error = {"code": -32700, "message": "Parse error: the line is not valid JSON"}
+        request_id = None
+    else:
+        error = {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 request, notification or response"}
+        request_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str | int) else None
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode() + b"\n"
 
 
 def _loads(line: bytes) -> Any:

@@ -36,7 +36,7 @@ from mcp.shared.inbound import (
 )
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import SessionMessage
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from mcp_types.version import LATEST_MODERN_VERSION
 from pydantic import BaseModel
@@ -109,6 +109,8 @@ class Upstream:
         self._dispatcher: JSONRPCDispatcher[Any] | None = None
         self._lane: FastLane | None = None
         self._envelope: dict[str, Any] | None = None  # stateless era: the _meta every request carries
+        self._tg: anyio.abc.TaskGroup | None = None  # stateless era: the listen streams
+        self._resource_streams: dict[str, anyio.CancelScope] = {}
         self._headers: dict[str, str] = {}
         self._stderr: IO[str] | None = None
         self._ready = anyio.Event()
@@ -288,11 +290,13 @@ class Upstream:
             with anyio.fail_after(START_TIMEOUT):
                 await self.refresh()
             if self.modern:
-                tg = await stack.enter_async_context(anyio.create_task_group())
-                tg.start_soon(self._listen, session)
+                self._tg = await stack.enter_async_context(anyio.create_task_group())
+                self._tg.start_soon(self._listen, session)
             try:
                 yield
             finally:
+                self._tg = None
+                self._resource_streams.clear()
                 self._session = self._dispatcher = self._lane = None
 
     async def _handshake(self, session: ClientSession, capabilities: types.ClientCapabilities) -> None:
@@ -354,6 +358,51 @@ class Upstream:
                         await self._bridge.upstream_notification(self, method, None)
         except (MCPError, ListenNotSupportedError, SubscriptionLost) as exc:
             logger.info("server %s: no change notifications (%s)", self.name, exc)
+
+    async def subscribe(self, uri: str) -> None:
+        """Hear of changes to `uri`: `resources/subscribe`, or in the stateless era a listen stream."""
+        if not self.modern:
+            await self.request("resources/subscribe", {"uri": uri})
+            return
+        if self._tg is None or self._session is None:
+            raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
+        if uri not in self._resource_streams:
+            self._resource_streams[uri] = scope = anyio.CancelScope()
+            await self._tg.start(self._listen_resource, self._session, uri, scope)
+
+    async def unsubscribe(self, uri: str) -> None:
+        if not self.modern:
+            await self.request("resources/unsubscribe", {"uri": uri})
+            return
+        scope = self._resource_streams.pop(uri, None)
+        if scope is not None:
+            scope.cancel()
+
+    async def _listen_resource(
+        self,
+        session: ClientSession,
+        uri: str,
+        scope: anyio.CancelScope,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        started = False
+        with scope:
+            try:
+                async with listen(session, resource_subscriptions=[uri]) as subscription:
+                    task_status.started()
+                    started = True
+                    async for event in subscription:
+                        if isinstance(event, ResourceUpdated):
+                            await self._bridge.upstream_notification(
+                                self, "notifications/resources/updated", {"uri": event.uri}
+                            )
+            except (MCPError, ListenNotSupportedError, SubscriptionLost) as exc:
+                logger.info("server %s: subscription to %s ended (%s)", self.name, uri, exc)
+        if not started:
+            task_status.started()
+        if self._resource_streams.get(uri) is scope:
+            del self._resource_streams[uri]
 
     @property
     def modern(self) -> bool:

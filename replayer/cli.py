@@ -70,7 +70,7 @@ def run(
     name: Annotated[str, typer.Argument(help="A saved template's name.")],
     inputs: Annotated[list[str] | None, typer.Option("--input", "-i", help="key=value (repeatable).")] = None,
     inputs_file: Annotated[Path | None, typer.Option("--inputs", help="A JSON or YAML file of inputs.")] = None,
-    version: Annotated[int | None, typer.Option("--template-version", help="Default: the latest.")] = None,
+    version: Annotated[int | None, typer.Option("--version", help="Template version (default: the latest).")] = None,
     config: ConfigOption = None,
     json_out: JsonOption = False,
     db: DbOption = None,

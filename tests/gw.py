@@ -32,6 +32,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
+from pydantic import FileUrl
 
 from fixtures import servers
 
@@ -334,7 +335,7 @@ class Probe:
         self.roots_asked = 0
         self.elicit: Elicit = _default_elicit
         self.sample: Sample = _default_sample
-        self.roots = [types.Root(uri="file:///tmp/probe-root", name=f"{name}-root")]
+        self.roots = [types.Root(uri=FileUrl("file:///tmp/probe-root"), name=f"{name}-root")]
         self._changed = anyio.Event()
 
     def _bump(self) -> None:
@@ -379,7 +380,8 @@ class Probe:
                     await self._changed.wait()
         except TimeoutError:
             raise AssertionError(
-                f"timed out after {timeout:g} s waiting for {what}; got {[type(n).__name__ for n in self.notifications]}"
+                f"timed out after {timeout:g} s waiting for {what}; "
+                f"got {[type(n).__name__ for n in self.notifications]}"
             ) from None
 
 
@@ -519,9 +521,10 @@ async def _port_open(port: int) -> bool:
 async def http_gateway(
     args: Sequence[str], env: Mapping[str, str], *, port: int | None = None
 ) -> AsyncIterator[HttpGateway]:
-    """`toolreel serve --http 127.0.0.1:PORT ARGS`, ready when the port accepts connections."""
+    """`toolreel serve --http PORT ARGS` (the default host, which must be 127.0.0.1), ready when the port
+    accepts connections."""
     port = port or free_port()
-    gateway = await spawn_gateway(["--http", f"127.0.0.1:{port}", *args], env, stdin=subprocess.DEVNULL)
+    gateway = await spawn_gateway(["--http", str(port), *args], env, stdin=subprocess.DEVNULL)
     try:
 
         async def ready() -> bool:

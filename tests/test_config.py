@@ -203,6 +203,23 @@ def test_serve_with_missing_config_file_exits_2(tmp_path: Path) -> None:
     assert "nope.json" in done.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["serve", "--name", "bad__name", "--", "python", "-m", "fixtures.features"],
+        ["serve", "--config", "client.json", "--", "python", "-m", "fixtures.features"],
+        ["serve"],
+        ["serve", "--http", "not-a-port", "--", "python", "-m", "fixtures.features"],
+    ],
+)
+def test_serve_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
+    write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
+    args = [str(tmp_path / a) if a == "client.json" else a for a in args]
+    done = _run(args, tmp_path)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stderr.strip() and done.stdout == ""
+
+
 def test_config_check_of_bad_config_exits_2(tmp_path: Path) -> None:
     bad = write_config(tmp_path / "bad.json", {"a__b": {"command": "x"}})
     done = _run(["config", "check", str(bad)], tmp_path)
@@ -216,12 +233,19 @@ def test_config_check_lists_tools_of_a_fixture_server(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     for name in ("feat__echo", "feat__add", "ids__create_user"):
         assert name in done.stdout
-    as_json = _run(["config", "check", "--json", str(cfg)], tmp_path)
-    report = json.loads(as_json.stdout)
+
+
+def test_config_check_json_honours_tools_allowlist_and_disabled(tmp_path: Path) -> None:
+    narrow = {**fixture_entry("features"), "tools": ["echo", "add"]}
+    off = {**fixture_entry("ids"), "disabled": True}
+    cfg = write_config(tmp_path / "ok.json", {"feat": fixture_entry("features"), "narrow": narrow, "off": off})
+    done = _run(["config", "check", "--json", str(cfg)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
     servers = {s["name"]: s for s in report["servers"]}
-    assert servers["feat"]["state"] == "ready"
-    assert "feat__slow" in servers["feat"]["tools"]
-    assert "ids__search" in servers["ids"]["tools"]
+    assert servers["feat"]["state"] == "ready" and "feat__slow" in servers["feat"]["tools"]
+    assert sorted(servers["narrow"]["tools"]) == ["narrow__add", "narrow__echo"]
+    assert servers["off"]["state"] == "disabled" and not servers["off"].get("tools")
 
 
 def test_config_check_reports_a_server_that_cannot_start(tmp_path: Path) -> None:

@@ -383,6 +383,12 @@ async def test_client_cancellation_reaches_the_upstream(env: Env) -> None:
         tg.cancel_scope.cancel()
     await wait_until(lambda: len(_cancel_lines(env)) > len(before), 10, "the upstream to log the cancellation")
     assert _cancel_lines(env)[-1].startswith("hang cancelled")
+
+    async def settled() -> bool:
+        steps = [s for s in (await status(env.gw))["steps"] if s["tool"] == "feat__hang"]
+        return steps[-1]["status"] in ("failed", "cancelled")
+
+    await wait_until(settled, 10, "the cancelled step to be recorded as failed or cancelled")
     # the session is still usable after a cancellation
     assert text_of(await call(env.gw, "feat__echo", {"text": "after"})) == "after"
 
@@ -396,6 +402,8 @@ async def test_per_call_timeout_is_a_tool_error_naming_server_tool_and_seconds(e
     assert "'feat'" in text and "'slow'" in text and f"{TIMEOUT} s" in text, text
     await wait_until(lambda: len(_cancel_lines(env)) > len(before), 10, "the timed-out call to be cancelled upstream")
     assert _cancel_lines(env)[-1].startswith("slow cancelled")
+    step = [s for s in (await status(env.gw))["steps"] if s["tool"] == "feat__slow"][-1]
+    assert step["status"] == "failed" and step["name"] == (result.meta or {}).get("toolreel/step")
 
 
 async def test_hanging_tool_times_out(env: Env) -> None:
@@ -408,7 +416,7 @@ def _cancel_lines(env: Env) -> list[str]:
     return env.cancel_log.read_text().splitlines() if env.cancel_log.exists() else []
 
 
-# --- bad input on the wire ------------------------------------------------------------------------------------------------
+# --- bad input on the wire --------------------------------------------------------------------------------
 
 
 async def test_malformed_json_and_unknown_methods_get_jsonrpc_errors_and_serving_goes_on(tmp_path: Path) -> None:
@@ -425,7 +433,7 @@ async def test_malformed_json_and_unknown_methods_get_jsonrpc_errors_and_serving
 
         async def reply(request_id: Any) -> dict[str, Any]:
             assert process.stdout is not None
-            with anyio.fail_after(30):
+            with anyio.fail_after(10):
                 while request_id not in replies:
                     buffer.extend(await process.stdout.receive())
                     while b"\n" in buffer:
@@ -461,7 +469,8 @@ async def test_malformed_json_and_unknown_methods_get_jsonrpc_errors_and_serving
         assert invalid["error"]["code"] in (-32700, -32600)
 
         await send(
-            b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"feat__echo","arguments":{"text":"still here"}}}\n'
+            b'{"jsonrpc":"2.0","id":4,"method":"tools/call",'
+            b'"params":{"name":"feat__echo","arguments":{"text":"still here"}}}\n'
         )
         answer = await reply(4)
         assert answer["result"]["content"] == [{"type": "text", "text": "still here"}]

@@ -108,20 +108,22 @@ async def test_no_orphans_however_the_gateway_ends(tmp_path: Path, how: str) -> 
     config = write_config(tmp_path / "c.json", {"feat": fixture_entry("features"), "ids": fixture_entry("ids")})
     gateway = await spawn_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp_path / 's.db'}"))
     try:
-        async with line_transport(gateway.process) as streams:
-            async with client_for(Streams(streams), "legacy", Probe()) as client:
-                assert not (await client.call_tool("feat__echo", {"text": "up"})).is_error
-                assert not (await client.call_tool("ids__note", {"text": "up"})).is_error
-                children = gateway.descendants()
-                fixtures = _fixture_children(gateway.pid)
-                assert len(fixtures) == 2, [cmdline(pid) for pid in children]
-                if how == "stdin closed":
-                    assert gateway.process.stdin is not None
-                    await gateway.process.stdin.aclose()
-                else:
-                    os.kill(gateway.pid, getattr(signal, how))
-                with anyio.fail_after(15):
-                    code = await gateway.process.wait()
+        async with (
+            line_transport(gateway.process) as streams,
+            client_for(Streams(streams), "legacy", Probe()) as client,
+        ):
+            assert not (await client.call_tool("feat__echo", {"text": "up"})).is_error
+            assert not (await client.call_tool("ids__note", {"text": "up"})).is_error
+            children = gateway.descendants()
+            fixtures = _fixture_children(gateway.pid)
+            assert len(fixtures) == 2, [cmdline(pid) for pid in children]
+            if how == "stdin closed":
+                assert gateway.process.stdin is not None
+                await gateway.process.stdin.aclose()
+            else:
+                os.kill(gateway.pid, getattr(signal, how))
+            with anyio.fail_after(15):
+                code = await gateway.process.wait()
         await wait_until(
             lambda: not any(alive(pid) for pid in children),
             15,

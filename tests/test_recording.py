@@ -22,7 +22,6 @@ from core.model import ExecutionMode, ExecutionStatus, StepKind, StepRecord, Ste
 from core.store import Store, open_store
 from tests.gw import (
     TOOLREEL,
-    Connected,
     HttpGateway,
     call,
     fixture_entry,
@@ -283,6 +282,21 @@ async def test_refs_into_failed_steps_and_out_of_range_indexes_are_explained(rec
     assert text_of(in_range) == "20"
 
 
+async def test_ref_to_a_step_still_running_is_refused(rec: Rec) -> None:
+    async with rec.gateway.connect() as s:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, s, "feat__slow", {"seconds": 1.5})
+
+            async def running() -> bool:
+                return any(st["name"] == "slow_1" for st in (await status(s))["steps"])
+
+            await wait_until(running, 10, "slow_1 to start")
+            early = await call(s, "feat__echo", {"text": "{{@slow_1}}"})
+        late = await call(s, "feat__echo", {"text": "{{@slow_1}}"})
+    assert early.is_error and "slow_1" in text_of(early)
+    assert text_of(late) == "slept 1.5s"
+
+
 # --- failures, meta, annotations --------------------------------------------------------------------------------
 
 
@@ -497,10 +511,10 @@ async def test_annotate_appends_a_text_item_naming_the_step(stdio_env: tuple[Pat
         second = await call(s, "feat__echo", {"text": "{{@add_1.sum}}"})
         instructions = s.client.instructions or ""
     assert [c.type for c in first.content] == ["text", "text"]
-    assert "add_1" in first.content[-1].text  # type: ignore[union-attr]
+    assert "add_1" in first.content[-1].text
     assert first.structured_content == {"sum": 2.0, "operands": {"a": 1.0, "b": 1.0}}
-    assert first.content[0].text != first.content[-1].text  # type: ignore[union-attr]
-    assert "echo_1" in second.content[-1].text and second.content[0].text == "2.0"  # type: ignore[union-attr]
+    assert first.content[0].text != first.content[-1].text
+    assert "echo_1" in second.content[-1].text and second.content[0].text == "2.0"
     assert _meta(first)[1] == _meta(second)[1]  # one stdio connection, one execution
     assert "@" in instructions
 
@@ -536,35 +550,22 @@ async def test_no_record_forwards_without_steps(stdio_env: tuple[Path, dict[str,
     assert report["steps"] == []
 
 
+async def _cli(rec: Rec, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return await anyio.run_process([str(TOOLREEL), *args], env=gateway_env(rec.db_url), check=False)
+
+
 async def test_executions_cli_lists_and_shows_recordings(rec: Rec) -> None:
-    help_text = subprocess.run(
-        [str(TOOLREEL), "executions", "--help"], capture_output=True, text=True, timeout=60, env=gateway_env(rec.db_url)
-    ).stdout
+    help_text = (await _cli(rec, "executions", "--help")).stdout.decode()
     if " list " not in help_text and "│ list" not in help_text:
         pytest.skip("`toolreel executions list` is not registered yet")
     async with rec.gateway.connect() as s:
         execution_id = _meta(await call(s, "feat__echo", {"text": "for the cli"}))[1]
     await _steps(rec, execution_id, 1)
-    env = gateway_env(rec.db_url)
-    listed = subprocess.run(
-        [str(TOOLREEL), "executions", "list", "--json", "--limit", "500"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert listed.returncode == 0, listed.stderr
-    assert execution_id in listed.stdout
-    shown = subprocess.run(
-        [str(TOOLREEL), "executions", "show", execution_id, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert shown.returncode == 0, shown.stderr
-    assert "echo_1" in shown.stdout and "for the cli" in shown.stdout
-    missing = subprocess.run(
-        [str(TOOLREEL), "executions", "show", "nope-nope"], capture_output=True, text=True, env=env, timeout=60
-    )
-    assert missing.returncode != 0 and "nope-nope" in missing.stderr
+    listed = await _cli(rec, "executions", "list", "--json", "--limit", "500")
+    assert listed.returncode == 0, listed.stderr.decode()
+    assert execution_id in listed.stdout.decode()
+    shown = await _cli(rec, "executions", "show", execution_id, "--json")
+    assert shown.returncode == 0, shown.stderr.decode()
+    assert "echo_1" in shown.stdout.decode() and "for the cli" in shown.stdout.decode()
+    missing = await _cli(rec, "executions", "show", "nope-nope")
+    assert missing.returncode != 0 and "nope-nope" in missing.stderr.decode()

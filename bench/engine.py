@@ -165,9 +165,9 @@ async def measure(url: str, *, bars: bool) -> list[Figure]:
 
     try:
         await timed_run(store, chain(50))  # warm-up: imports, statement caches, the thread pool
-        per_step("1,000-step chain", await best_of(store, chain(1000)), 1000)
-        per_step("1,000-wide fan-out", await best_of(store, fan_out(1000)), 1002)
-        small = await best_of(store, dag(10, 100))
+        per_step("1,000-step chain", await best_of(store, chain(1000), runs=5), 1000)
+        per_step("1,000-wide fan-out", await best_of(store, fan_out(1000), runs=5), 1002)
+        small = await best_of(store, dag(10, 100), runs=5)
         per_step("1,000-step DAG", small, 1000)
         large = await best_of(store, dag(100, 100))
         per_step("10,000-step DAG", large, 10_000)

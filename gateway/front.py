@@ -467,20 +467,26 @@ class Front(ClientRouter):
         return max(self.links.values(), key=lambda link: link.last_active, default=None)
 
     async def notify_clients(self, upstream: Upstream, method: str, params: dict[str, Any] | None) -> None:
+        try:
+            notification = types.server_notification_adapter.validate_python({"method": method, "params": params})
+        except ValueError:  # an upstream's malformed notification is dropped, not fatal
+            logger.warning("server %s sent a malformed %s; dropped", upstream.name, method)
+            return
         if method == "notifications/resources/updated" and params is not None:
             uri = params.get("uri", "")
             await self.bus.publish(ResourceUpdated(uri=uri))
-            targets = [link for link in self.links.values() if uri in link.subscriptions and not link.modern]
-        else:
-            call = self._caller_of(upstream)
-            targets = [call.link] if call is not None else list(self.links.values())
-        try:
-            notification = types.server_notification_adapter.validate_python({"method": method, "params": params})
-        except Exception:  # an upstream's malformed notification is dropped, not fatal
-            logger.warning("server %s sent a malformed %s; dropped", upstream.name, method)
+            for link in [link for link in self.links.values() if uri in link.subscriptions and not link.modern]:
+                if link.session is not None:
+                    await _send_quietly(link.session, notification)
             return
-        for link in targets:
-            if link.session is not None:
+        call = self._caller_of(upstream)
+        if call is not None and call.ctx is not None:
+            # on the call's own channel: its response stream over HTTP, the only one a
+            # stateless-era client has (and there only when it opted in to logs)
+            await _send_quietly(call.ctx.session, notification, related=call.ctx.request_id)
+            return
+        for link in [call.link] if call is not None else list(self.links.values()):
+            if link.session is not None and not link.modern:
                 await _send_quietly(link.session, notification)
 
     def lists_changed(self, kinds: frozenset[str]) -> None:
@@ -505,10 +511,14 @@ class Front(ClientRouter):
                     await _send_quietly(link.session, notifications[kind])
 
 
-async def _send_quietly(session: ServerSession, notification: Any) -> None:
+async def _send_quietly(session: ServerSession, notification: Any, related: Any = None) -> None:
     """Notifications to a client that went away are dropped: the client is gone, not the gateway."""
     try:
-        await session.send_notification(notification)
+        if isinstance(notification, types.LoggingMessageNotification):
+            params = notification.params
+            await session.send_log_message(params.level, params.data, params.logger, related_request_id=related)
+        else:
+            await session.send_notification(notification, related_request_id=related)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError) as exc:
         logger.debug("notification dropped: %s", exc)
 

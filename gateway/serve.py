@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -162,14 +163,16 @@ class _Guard:
 
     def _problem(self, headers: dict[str, str]) -> tuple[int, str] | None:
         origin = headers.get("origin")
-        if origin and origin != "null":
-            host = urlsplit(origin).hostname or ""
+        if origin is not None:
+            host = urlsplit(origin).hostname or ""  # "null" (sandboxed pages, file://) has none: refused
             allowed = LOOPBACK if self.options.host in LOOPBACK else LOOPBACK | {self.options.host}
             if host not in allowed:
                 return 403, f"Origin {origin} is not allowed: toolreel only accepts local origins"
         if self.options.token is not None:
-            expected = f"Bearer {self.options.token}"
-            if headers.get("authorization") != expected:
+            scheme, _, token = headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not secrets.compare_digest(
+                token.strip().encode(), self.options.token.encode()
+            ):
                 return 401, "missing or wrong bearer token (Authorization: Bearer <token from --token-env>)"
         return None
 

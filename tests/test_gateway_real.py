@@ -315,3 +315,38 @@ async def test_filesystem_session_reads_a_file_chosen_from_an_earlier_step(real:
     assert read_step.resolved_input == {"path": f"{root}/notes.txt"}
     assert read_step.output == {"content": "first line\nsecond line\n"}
     assert steps[names[0]].output == {"content": text_of(listed)}
+
+
+@pytest.mark.npm
+@needs_npm
+async def test_modern_client_in_front_of_a_handshake_only_server(tmp_path: Path) -> None:
+    """server-everything speaks 2025-11-25 only; a 2026-07-28 client cannot receive pushed requests, so the
+    gateway must translate its elicitation/sampling/roots into input-required results (the client retries)."""
+    config = write_config(tmp_path / "client.json", {"everything": _entry(npm_command("everything"))})
+    probe = Probe("modern")
+
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Modern Mo"})
+
+    probe.elicit = answer
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async with stdio_gateway(
+        ["--config", str(config)], gateway_env(f"sqlite:///{tmp_path / 's.db'}"), mode="auto", probe=probe
+    ) as gw:
+        assert gw.client.protocol_version == "2026-07-28"
+        names = {t.name for t in (await gw.client.list_tools()).tools}
+        echoed = await call(gw, "everything__echo", {"message": "hi"})
+        progressed = await call(
+            gw, "everything__trigger-long-running-operation", {"duration": 0.3, "steps": 3}, progress_callback=on_progress
+        )
+        elicited = await call(gw, "everything__trigger-elicitation-request", {})
+        sampled = await call(gw, "everything__trigger-sampling-request", {"prompt": "ping", "maxTokens": 5})
+    assert "everything__trigger-elicitation-request" in names
+    assert "hi" in text_of(echoed)
+    assert not progressed.is_error and len(seen) == 3
+    assert "Modern Mo" in text_of(elicited), text_of(elicited)
+    assert "sampled: " in text_of(sampled), text_of(sampled)

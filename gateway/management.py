@@ -65,6 +65,7 @@ class GatewayHook(ToolHook):
         self._open_store = open_store
         self._store: Store | None = None
         self.store_ready = anyio.Event()
+        self.secret_values = tuple(secret_values)
         self.recorder = Recorder(secret_values=secret_values)
         self.annotate = annotate
         self.record = record

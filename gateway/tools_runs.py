@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -35,11 +34,9 @@ _caller_link: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar
 
 
 def load_saved(store: Store, name: str, version: int | None = None) -> Template:
-    from core.template_io import parse_template
+    from replayer import load_template  # the replayer (and SQLAlchemy) load on first use
 
-    record = store.get_template(name, version)
-    template = parse_template(record.definition, source=f"template {name!r} v{record.version}")
-    return dataclasses.replace(template, version=record.version, hash=record.hash)
+    return load_template(store, name, version)
 
 
 class _Approver:
@@ -86,6 +83,7 @@ class _Runs:
             max_concurrency=self.max_concurrency,
             approver=_Approver(self.hook),
             template_loader=lambda name, version: load_saved(store, name, version),
+            secret_values=self.hook.secret_values,
         )
         async with engine:
             self.engine = engine

@@ -389,6 +389,20 @@ def test_an_expired_lease_is_taken_over_and_the_old_owner_is_fenced_off(store: S
     assert [(s.name, s.output) for s in store.get_steps("e1")] == [("done", "new")]
 
 
+def test_a_fenced_batch_is_written_whole_or_refused_whole(store: SQLStore) -> None:
+    store.create_execution(execution("e1", status=ExecutionStatus.RUNNING))
+    (old,) = store.claim_executions("A", lease_seconds=10, limit=1, now=T0)
+    store.put_steps([step("a", 1), step("b", 2)], fence=old.fence)
+    (new,) = store.claim_executions("B", lease_seconds=10, limit=1, now=T0 + 11)
+    with pytest.raises(StaleClaimError, match="driven by B"):
+        store.put_steps([step("a", 1, output="stale"), step("c", 3)], fence=old.fence)
+    assert [(s.name, s.output) for s in store.get_steps("e1")] == [("a", None), ("b", None)]
+    store.put_steps([step("c", 3, output="new")], fence=new.fence)
+    assert [s.name for s in store.get_steps("e1")] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="one execution"):
+        store.put_steps([step("a", 1), step("x", 1, execution_id="other")], fence=new.fence)
+
+
 def test_a_fenced_write_to_an_unknown_execution_is_not_found(store: SQLStore) -> None:
     with pytest.raises(NotFoundError, match="ghost"):
         store.put_step(step("x", 1, execution_id="ghost"), fence=1)

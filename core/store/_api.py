@@ -43,8 +43,9 @@ class Store(Protocol):
         """Insert or replace the row (execution_id, name, attempt)."""
         ...
 
-    def put_steps(self, steps: Sequence[StepRecord]) -> None:
-        """Several rows in one transaction (the recorder's batched writer)."""
+    def put_steps(self, steps: Sequence[StepRecord], *, fence: int | None = None) -> None:
+        """Several rows in one transaction (the recorder's batched writer); with `fence`, the
+        steps of one execution, refused (StaleClaimError) unless the fence is current."""
         ...
 
     def get_steps(self, execution_id: str, *, all_attempts: bool = False) -> list[StepRecord]:

@@ -161,13 +161,25 @@ class SQLStore:
             elif conn.execute(self._upsert_step_fenced, {**row, _FENCE: fence}).rowcount != 1:
                 raise self._not_written(conn, step.execution_id, fence)
 
-    def put_steps(self, steps: Sequence[StepRecord]) -> None:
+    def put_steps(self, steps: Sequence[StepRecord], *, fence: int | None = None) -> None:
         # Later records of one (execution, name, attempt) replace earlier ones, as sequential put_step would;
         # PostgreSQL refuses one statement touching a row twice, so only the last survives here.
         rows = list({(s.execution_id, s.name, s.attempt): step_to_row(s) for s in steps}.values())
         if not rows:
             return
+        executions = {s.execution_id for s in steps}
+        if fence is not None and len(executions) != 1:
+            raise ValueError("a fenced put_steps writes the steps of one execution")
         with self._db.write(f"writing {len(rows)} steps") as conn:
+            if fence is not None:
+                # The fence is read under a share lock (PostgreSQL; SQLite's write transaction is
+                # exclusive already), so a claim cannot slip in between this check and the write.
+                (execution_id,) = executions
+                current = conn.execute(
+                    select(E.fence).where(E.id == execution_id).with_for_update(read=True)
+                ).scalar_one_or_none()
+                if current != fence:
+                    raise self._not_written(conn, execution_id, fence)
             conn.execute(self._upsert_step, rows)
 
     def get_steps(self, execution_id: str, *, all_attempts: bool = False) -> list[StepRecord]:

@@ -42,6 +42,11 @@ _SEPARATORS_RE: Final = re.compile(r"[^a-z0-9]+")
 # An Authorization-style value: the scheme is public, the credentials after it are the secret.
 _SCHEME_RE: Final = re.compile(r"^(?:bearer|basic|token|digest|bot|apikey)\s+(\S.*)$", re.IGNORECASE | re.DOTALL)
 _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A word every SECRET_KEY_RE match contains, looked for anywhere in a JSON text (so also in values:
+# the check may say "maybe" too often, never "no" wrongly).
+_KEY_WORDS_RE: Final = re.compile(
+    r"pass|pwd|secret|token|key|auth|credential|cookie|session|bearer|jwt", re.IGNORECASE
+)
 
 
 @lru_cache(maxsize=4096)
@@ -80,6 +85,23 @@ class Redactor:
         kept = sorted((v for v in values if len(v) >= min_length and v != REDACTED), key=len, reverse=True)
         # Longest first, so `Bearer abc` is replaced whole rather than leaving `Bearer ` behind.
         self._pattern: re.Pattern[str] | None = re.compile("|".join(map(re.escape, kept))) if kept else None
+        # The quick check reads JSON text: it can only vouch for values JSON writes as they are.
+        self._checkable = all(json.dumps(v, ensure_ascii=False)[1:-1] == v for v in kept)
+
+    def might_hold_secrets(self, value: JSON) -> bool:
+        """A quick, conservative check: False means `redact(value)` would change nothing.
+
+        One JSON dump and two scans instead of a walk: every secret key contains one of a few
+        words, and known values appear verbatim in the JSON text (see `_checkable`)."""
+        if not self._checkable:
+            return True
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return True
+        if _KEY_WORDS_RE.search(text) is not None:
+            return True
+        return self._pattern is not None and self._pattern.search(text) is not None
 
     def redact(self, value: JSON) -> tuple[JSON, tuple[str, ...]]:
         """(`value` with its secrets replaced, the JSON paths replaced); `value` itself if none."""

@@ -231,6 +231,9 @@ class RecordingSession:
 
 
 def redacted(record: StepRecord, redactor: Redactor) -> StepRecord:
+    # The output is read from the result, so checking the result covers it.
+    if not redactor.might_hold_secrets([record.input, record.resolved_input, record.result]):
+        return record
     redact = redactor.redact
     resolved, paths = redact(record.resolved_input)
     written, _ = redact(record.input)

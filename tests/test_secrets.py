@@ -102,3 +102,31 @@ def test_is_redacted_finds_redacted_material_anywhere() -> None:
     assert is_redacted(REDACTED)
     assert is_redacted({"a": [f"Bearer {REDACTED}"]})
     assert not is_redacted({"a": ["Bearer x", 1, None]})
+
+
+_WORDS = st.sampled_from(["message", "apiKey", "password", "name", "max_tokens", "s3cr3t-value-42", "hello", "id"])
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | _WORDS | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_WORDS | st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES)
+def test_the_quick_check_never_clears_a_value_that_holds_a_secret(value: Any) -> None:
+    redactor = Redactor(["s3cr3t-value-42", 'quote"d-secret'])
+    plain = Redactor(["s3cr3t-value-42"])
+    for each in (redactor, plain):
+        if not each.might_hold_secrets(value):
+            redacted, paths = each.redact(value)
+            assert redacted is value and paths == ()
+
+
+def test_the_quick_check_clears_ordinary_values_and_flags_secrets() -> None:
+    redactor = Redactor(["s3cr3t-value-42"])
+    ordinary = {"content": [{"type": "text", "text": "Echo: hello"}], "isError": False}
+    assert not redactor.might_hold_secrets([{"message": "hello"}, ordinary])
+    assert redactor.might_hold_secrets({"apiKey": "x"})
+    assert redactor.might_hold_secrets({"note": "uses s3cr3t-value-42 inside"})
+    assert Redactor(['with "quotes" inside']).might_hold_secrets({"message": "hello"})  # cannot vouch: says maybe

@@ -19,6 +19,7 @@ from typing import Any, get_args
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import mcp_types as types
 from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -93,6 +94,33 @@ class ClientLink:
     @property
     def modern(self) -> bool:
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+class _ProgressOrder:
+    """Progress notifications are delivered by tasks of their own: the result must wait for
+    the ones already under way, or the last progress could reach the client after it."""
+
+    def __init__(self, report: Any) -> None:
+        self.report = report
+        self.running = 0
+        self.idle = anyio.Event()
+        self.idle.set()
+
+    async def __call__(self, value: float, total: float | None, message: str | None) -> None:
+        self.running += 1
+        if self.running == 1:
+            self.idle = anyio.Event()
+        try:
+            await self.report(value, total, message)
+        finally:
+            self.running -= 1
+            if self.running == 0:
+                self.idle.set()
+
+    async def drain(self) -> None:
+        await anyio.lowlevel.checkpoint()  # a delivery spawned with the result starts first
+        with anyio.move_on_after(2):
+            await self.idle.wait()
 
 
 @dataclass(eq=False)
@@ -285,6 +313,7 @@ class Front(ClientRouter):
         upstream = route.upstream
 
         client = _client_envelope(ctx) if link.modern and upstream.modern else None
+        tracker = _ProgressOrder(progress) if progress is not None else None
 
         async def send(resolved: dict[str, Any]) -> dict[str, Any]:
             forwarded: dict[str, Any] = {"name": route.name, "arguments": resolved}
@@ -296,9 +325,12 @@ class Front(ClientRouter):
             inflight = self._inflight.setdefault(upstream.name, [])
             inflight.append(entry)
             try:
-                return await upstream.request(
-                    "tools/call", forwarded, on_progress=progress, tool=route.name, client=client
+                result = await upstream.request(
+                    "tools/call", forwarded, on_progress=tracker, tool=route.name, client=client
                 )
+                if tracker is not None:
+                    await tracker.drain()
+                return result
             except UpstreamError as exc:
                 return error_result(str(exc))
             finally:

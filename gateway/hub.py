@@ -28,6 +28,8 @@ __all__ = ["ClientRouter", "Hub", "Route", "open_hub"]
 
 logger = logging.getLogger("toolreel.hub")
 
+READY_BUDGET = 5.0  # seconds the first answers wait for slow upstreams
+
 ALL_CLIENT_CAPABILITIES = types.ClientCapabilities(
     sampling=types.SamplingCapability(),
     elicitation=types.ElicitationCapability(
@@ -94,7 +96,15 @@ class Hub:
                 tg.start_soon(self._start_one, tg, upstream)
             if not self.upstreams:
                 self.started.set()
+            tg.start_soon(self._ready_budget)
             task_status.started()
+
+    async def _ready_budget(self) -> None:
+        """A server that takes too long to start does not hold the others hostage: after
+        READY_BUDGET the gateway answers with what is up, and announces the rest when it comes."""
+        with anyio.move_on_after(READY_BUDGET):
+            await self.started.wait()
+        self.started.set()
 
     async def _start_one(self, tg: anyio.abc.TaskGroup, upstream: Upstream) -> None:
         await tg.start(upstream.serve)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from core.store import Store
 
 __all__ = ["GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
+
+logger = logging.getLogger("toolreel.gateway")
+STORE_RETRY = 5.0
 
 Handler = Callable[[dict[str, Any], Any, ClientLink], Awaitable[dict[str, Any]]]
 
@@ -83,13 +87,25 @@ class GatewayHook(ToolHook):
             task_status.started()
             # Opened off the loop and after serving started: the store (SQLAlchemy) takes as long
             # to import as a server takes to start, and the first answers do not need it.
-            store = await anyio.to_thread.run_sync(self._open_store)
+            store = await self._open_until_done()
             self._store = store
             self.recorder.attach(store)
             self.store_ready.set()
             for service in self.services:
                 await stack.enter_async_context(service())
             await anyio.sleep_forever()
+
+    async def _open_until_done(self) -> Store:
+        """Open the store; a store that cannot be opened is reported and retried, and the
+        gateway goes on forwarding meanwhile (recordings wait in memory)."""
+        while True:
+            try:
+                with anyio.CancelScope(shield=True):  # finished even at shutdown: queued steps need it
+                    return await anyio.to_thread.run_sync(self._open_store)
+            except StoreError as exc:
+                logger.error("%s; retrying in %g s", exc, STORE_RETRY)
+                self.recorder.pending_errors.append(str(exc))
+            await anyio.sleep(STORE_RETRY)
 
     @property
     def store(self) -> Store:
@@ -98,9 +114,9 @@ class GatewayHook(ToolHook):
         return self._store
 
     async def ready_store(self, timeout: float = 30.0) -> Store:
-        with anyio.fail_after(timeout):
+        with anyio.move_on_after(timeout):
             await self.store_ready.wait()
-        return self.store
+        return self.store  # StoreError (said what to do) if it is still not open
 
     def add(self, tool: ManagementTool) -> None:
         self.tools[tool.name] = tool

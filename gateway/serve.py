@@ -113,7 +113,8 @@ async def _serve_http(front: Front, options: HttpOptions) -> None:
 
     manager = StreamableHTTPSessionManager(
         app=front.server,
-        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # _Guard does it
+        max_request_body_size=256 * 1024 * 1024,  # large arguments are legitimate, as on stdio
     )
     app = Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(manager))])
     guarded = _Guard(app, options)

@@ -53,6 +53,7 @@ logger = logging.getLogger("toolreel.upstream")
 PAGE_LIMIT = 100  # pages followed per list call; a server that pages forever is cut off
 START_TIMEOUT = 30.0  # spawn + initialize + listings
 STDERR_TAIL = 2000
+MAX_MESSAGE = 256 * 1024 * 1024  # the largest message taken from an HTTP upstream (stdio: the same per line)
 INPUT_ROUNDS = 10  # InputRequiredResult rounds per request, as the SDK's own client allows
 _ResultT = TypeVar("_ResultT", bound=BaseModel)
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -530,7 +531,8 @@ def _describe(exc: BaseException) -> str:
 
 @contextlib.asynccontextmanager
 async def _http_transport(url: str, client: httpx2.AsyncClient) -> AsyncIterator[tuple[Any, Any]]:
-    async with client, streamable_http_client(url, http_client=client) as (read, write):
+    # Tool results of many megabytes are legitimate: the SDK's 1 MiB event cap is not ours.
+    async with client, streamable_http_client(url, http_client=client, max_sse_event_size=MAX_MESSAGE) as (read, write):
         yield read, write
 
 

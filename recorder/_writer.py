@@ -77,8 +77,8 @@ class StoreWriter:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
-        await self._attached.wait()
         try:
+            await self._attached.wait()
             while True:
                 with anyio.move_on_after(LINGER):
                     await self._wake.wait()
@@ -88,8 +88,9 @@ class StoreWriter:
                     await self._write_until_done(batch)
         finally:
             # On shutdown, write what is still queued (bounded) so a clean exit loses nothing.
-            with anyio.move_on_after(5, shield=True):
+            with anyio.move_on_after(10, shield=True):
                 if self._queue:
+                    await self._attached.wait()  # a store still opening at shutdown is waited for
                     batch, self._queue = self._queue, []
                     await self._write_until_done(batch, attempts=1)
 

@@ -213,6 +213,15 @@ class Hub:
         )
 
     # ToolCaller ---------------------------------------------------------------------
+    def read_only_tools(self) -> set[str]:
+        """`server__tool` names of tools that declare `readOnlyHint`: templates may replay them in parallel."""
+        return {
+            listed_name(upstream.name, tool["name"])
+            for upstream in self.upstreams.values()
+            for tool in upstream.listing.tools
+            if (tool.get("annotations") or {}).get("readOnlyHint") is True
+        }
+
     def canonical_route(self, name: str) -> Route | None:
         """A tool by its `server__tool` name (templates), else by its listed name."""
         return self._canonical.get(name) or self._tools.get(name)

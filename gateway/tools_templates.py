@@ -113,6 +113,7 @@ class _Catalogue:
             inputs=arguments.get("inputs"),
             steps=arguments.get("steps"),
             include_failed=bool(arguments.get("include_failed", False)),
+            read_only=self.hook.hub.read_only_tools(),
         )
         answer = result.to_json()
         if not arguments.get("dry_run"):

@@ -7,7 +7,7 @@ reproduce the recorded argument), the `steps=[...]` subset, and validation of th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from core.errors import RefError, TemplateError
 from core.model import JSON, StepKind, StepRecord, StepStatus
@@ -32,13 +32,17 @@ def templatize(
     steps: Sequence[str] | None = None,
     include_failed: bool = False,
     keep_order: bool = True,
+    read_only: Collection[str] = (),
 ) -> TemplatizeResult:
     """Turn one or more recordings of a task into a template (SPEC §6 save_template, issue 4).
 
     `recordings[0]` is the one templatized; the others (same task, other values) confirm or
     refute its mappings. `inputs` names literal values that become `@input.<name>`. `steps`
-    keeps a subset (plus what it depends on). `keep_order` chains each step to the previous
-    one with `depends_on`, so a replay keeps the recorded order of side effects.
+    keeps a subset (plus what it depends on). `keep_order` adds `depends_on` so a replay keeps
+    the recorded order of side effects: each step waits for the last step before it that may
+    write, and a step that may write also waits for the reads since then. Tools named in
+    `read_only` (`server__tool`, MCP's `readOnlyHint`) are reads, so reads between two writes
+    replay in parallel; with no such knowledge every step is a write and the order is the recording's.
     """
     if not recordings or not recordings[0]:
         raise TemplateError("nothing to templatize: the recording has no steps", template=name)
@@ -55,7 +59,8 @@ def templatize(
     dropped = _verify(kept, results, runs[0])
     names = _subset(kept, results, steps, name)
     left_out += [(r.name, "not among the steps asked for, nor needed by them") for r in kept if r.name not in names]
-    template = _build(name, description or _describe(kept), kept, results, names, table, keep_order)
+    reads = frozenset(read_only)
+    template = _build(name, description or _describe(kept), kept, results, names, table, keep_order, reads)
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
     likely = likely_inputs(literals, set(template.inputs)) if len(runs) == 1 else []
@@ -225,9 +230,11 @@ def _build(
     names: set[str],
     table: InputTable,
     keep_order: bool,
+    read_only: frozenset[str],
 ) -> Template:
     specs: list[StepSpec] = []
-    previous: str | None = None
+    last_write: str | None = None
+    reads_since: list[str] = []
     used: dict[str, list[str]] = {}
     for record in kept:
         if record.name not in names:
@@ -236,7 +243,10 @@ def _build(
         for ref in refs_in(result.template_input):
             if ref.root == "input" and ref.path:
                 used.setdefault(_input_of(ref.path), []).append(record.name)
-        order = (previous,) if keep_order and previous is not None and previous not in _deps(result) else ()
+        reads = _listed(record) in read_only
+        wanted = ([last_write] if last_write else []) + ([] if reads else reads_since)
+        data = _deps(result)
+        order = tuple(step for step in wanted if step not in data) if keep_order else ()
         specs.append(
             StepSpec(
                 name=record.name,
@@ -246,7 +256,10 @@ def _build(
                 include_failed=not _ok(record),
             )
         )
-        previous = record.name
+        if reads:
+            reads_since.append(record.name)
+        else:
+            last_write, reads_since = record.name, []
     table.used_by = {k: list(dict.fromkeys(v)) for k, v in used.items()}
     draft = Template(name=name, description=description, steps=tuple(specs), inputs=table.final_specs(names))
     return parse_template(template_to_dict(draft))

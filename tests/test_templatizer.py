@@ -354,6 +354,26 @@ def test_steps_keep_the_recorded_order_for_side_effects() -> None:
     assert unordered.template.step("note_1").depends_on == ()
 
 
+def test_reads_between_two_writes_replay_in_parallel() -> None:
+    session = Session()
+    session.call("write_file", {"path": "/a.txt", "text": "hello"}, "ok")
+    session.call("read_file", {"path": "/a.txt"}, "hello")
+    session.call("stat", {"path": "/a.txt"}, {"size": 5})
+    session.call("write_file", {"path": "/b.txt", "text": "bye"}, "ok")
+    session.call("read_file", {"path": "/b.txt"}, "bye")
+    result = templatize([session.steps], name="t", read_only={"svc__read_file", "svc__stat"})
+    depends = {step.name: step.depends_on for step in result.template.steps}
+    assert depends == {
+        "write_file_1": (),
+        "read_file_1": ("write_file_1",),
+        "stat_1": ("write_file_1",),  # not after read_file_1: both only read
+        "write_file_2": ("write_file_1", "read_file_1", "stat_1"),  # the reads saw the state before it
+        "read_file_2": ("write_file_2",),
+    }
+    everything_writes = templatize([session.steps], name="t")
+    assert everything_writes.template.step("stat_1").depends_on == ("read_file_1",)
+
+
 def test_the_result_has_the_save_template_shape() -> None:
     report = templatize([_order_session().steps], name="orders").to_json()
     assert set(report) == {"template", "inferred", "candidates", "likely_inputs", "dropped", "left_out"}

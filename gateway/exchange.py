@@ -95,7 +95,15 @@ class Exchanges:
             exchange = Exchange(token=secrets.token_urlsafe(16))
             self._open[exchange.token] = exchange
             tg.start_soon(self._drive, exchange, run)
-        return await self._next(exchange)
+        try:
+            return await self._next(exchange)
+        except anyio.get_cancelled_exc_class():
+            # The client cancelled its request: the call goes too, unless it is parked on a
+            # question the client's retry will answer (then the retry carries it on).
+            if not exchange.waiting:
+                exchange.scope.cancel()
+                self._open.pop(exchange.token, None)
+            raise
 
     async def _drive(self, exchange: Exchange, run: Callable[[Exchange], Awaitable[dict[str, Any]]]) -> None:
         with exchange.scope:

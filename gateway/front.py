@@ -42,7 +42,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from core.errors import UpstreamError
 from gateway.exchange import Exchange, Exchanges
 from gateway.hub import ClientRouter, Hub, error_result
-from gateway.upstream import START_TIMEOUT, Upstream
+from gateway.upstream import START_TIMEOUT, AskFn, Upstream
 
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
 
@@ -88,6 +88,7 @@ class ClientLink:
     protocol_version: str | None = None
     client_info: dict[str, Any] | None = None
     subscriptions: set[str] = field(default_factory=set)
+    log_level: str | None = None  # set by logging/setLevel
     last_active: float = field(default_factory=time.monotonic)
     state: dict[str, Any] = field(default_factory=dict)  # per-client state of the layers above (recording)
 
@@ -312,21 +313,22 @@ class Front(ClientRouter):
         meta = {k: v for k, v in (params.get("_meta") or {}).items() if k not in _HOP_META}
         upstream = route.upstream
 
-        client = _client_envelope(ctx) if link.modern and upstream.modern else None
+        passthrough = link.modern and upstream.modern
+        envelope, ask = self._how_to_ask(link, ctx, passthrough)
         tracker = _ProgressOrder(progress) if progress is not None else None
 
         async def send(resolved: dict[str, Any]) -> dict[str, Any]:
             forwarded: dict[str, Any] = {"name": route.name, "arguments": resolved}
             if meta:
                 forwarded["_meta"] = meta
-            if client is not None:  # the stateless era's retry of an input-required call
+            if passthrough:  # the stateless era's retry of an input-required call
                 forwarded.update({k: params[k] for k in ("inputResponses", "requestState") if k in params})
             entry = _Call(ctx, link, exchange)
             inflight = self._inflight.setdefault(upstream.name, [])
             inflight.append(entry)
             try:
                 result = await upstream.request(
-                    "tools/call", forwarded, on_progress=tracker, tool=route.name, client=client
+                    "tools/call", forwarded, on_progress=tracker, tool=route.name, envelope=envelope, ask=ask
                 )
                 if tracker is not None:
                     await tracker.drain()
@@ -337,6 +339,22 @@ class Front(ClientRouter):
                 inflight.remove(entry)
 
         return await self.hook.call_upstream(link, name, upstream, route.name, arguments, send)
+
+    def _how_to_ask(self, link: ClientLink, ctx: Any, passthrough: bool) -> tuple[dict[str, Any], AskFn | None]:
+        """For a stateless-era upstream: what to say of the caller, and who answers its questions.
+        A stateless-era caller answers them itself (passed through); any other is asked by us."""
+        if passthrough:
+            return _client_envelope(ctx), None
+        session = ctx.session if ctx is not None else link.session
+        related = ctx.request_id if ctx is not None else None
+
+        async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            if session is None:
+                raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
+            return await self._ask_client(link, session, related, method, params)
+
+        # a handshake-era client hears every log unless it set a level: as that era's servers do
+        return {LOG_LEVEL_META_KEY: link.log_level or "debug"}, ask
 
     def _finish(self, link: ClientLink, result: dict[str, Any]) -> dict[str, Any]:
         if link.modern and "resultType" not in result:
@@ -418,7 +436,10 @@ class Front(ClientRouter):
         return _era(ctx, await self._upstream_call(self.hub.resource_upstream(ref.uri), "completion/complete", ctx))
 
     async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        self.link_for(ctx).log_level = params.level  # stamped on calls to stateless-era servers
         for upstream in self.hub.upstreams.values():
+            if upstream.modern:
+                continue
             if upstream.capabilities is not None and upstream.capabilities.logging is not None:
                 try:
                     await upstream.request("logging/setLevel", {"level": params.level})
@@ -441,8 +462,9 @@ class Front(ClientRouter):
         if override:
             params.update(override)
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        envelope, ask = self._how_to_ask(self.link_for(ctx), ctx, modern and upstream.modern)
         try:
-            return await upstream.request(method, params, client=_client_envelope(ctx) if modern else None)
+            return await upstream.request(method, params, envelope=envelope, ask=ask)
         except UpstreamError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
 

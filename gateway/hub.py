@@ -66,7 +66,6 @@ class Hub:
         self.upstreams: dict[str, Upstream] = {s.name: Upstream(s, self) for s in config.servers}
         self.started = anyio.Event()  # every upstream had its first start attempt
         self._capabilities: types.ClientCapabilities | None = None
-        self.client_modern = False
         self._capabilities_known = anyio.Event()
         self._tools: dict[str, Route] = {}
         self._canonical: dict[str, Route] = {}  # always server__tool: what recordings and templates name
@@ -77,11 +76,9 @@ class Hub:
 
     # capabilities -----------------------------------------------------------------
     def set_client_capabilities(self, capabilities: types.ClientCapabilities, *, modern: bool = False) -> None:
-        """The first client decides what upstreams are told (once): its capabilities, and its
-        protocol era for upstreams that speak both (so stateless-era results pass through)."""
+        """The first client's capabilities are what upstreams are told (once)."""
         if not self._capabilities_known.is_set():
             self._capabilities = capabilities
-            self.client_modern = modern
             self._capabilities_known.set()
 
     async def client_capabilities(self) -> types.ClientCapabilities:
@@ -242,9 +239,14 @@ class Hub:
         if route is None:
             raise UpstreamError(self.unknown_tool_message(name), server=_server_hint(name), transient=True)
         params = {"name": route.name, "arguments": dict(arguments)}
+        upstream = route.upstream
+
+        async def ask(method: str, request: dict[str, Any]) -> dict[str, Any]:
+            return await self.router.to_client(upstream, method, request)
+
         try:
-            return await route.upstream.request(
-                "tools/call", params, timeout=timeout, on_progress=progress, tool=route.name
+            return await upstream.request(
+                "tools/call", params, timeout=timeout, on_progress=progress, tool=route.name, ask=ask
             )
         except MCPError as exc:
             return error_result(f"server {route.upstream.name!r}, tool {route.name!r}: {exc.message}")

@@ -57,6 +57,8 @@ MAX_MESSAGE = 256 * 1024 * 1024  # the largest message taken from an HTTP upstre
 INPUT_ROUNDS = 10  # InputRequiredResult rounds per request, as the SDK's own client allows
 _ResultT = TypeVar("_ResultT", bound=BaseModel)
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+AskFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+"""Puts a server's request (elicitation, sampling, roots) to the client a call came from."""
 
 
 class UpstreamState(enum.StrEnum):
@@ -81,8 +83,6 @@ class Listing:
 
 class Bridge(Protocol):
     """The gateway side of an upstream: where server-to-client traffic goes."""
-
-    client_modern: bool
 
     async def client_capabilities(self) -> types.ClientCapabilities: ...
 
@@ -175,13 +175,18 @@ class Upstream:
         timeout: float | None = None,
         on_progress: ProgressFn | None = None,
         tool: str | None = None,
-        client: Mapping[str, Any] | None = None,
+        envelope: Mapping[str, Any] | None = None,
+        ask: AskFn | None = None,
     ) -> dict[str, Any]:
-        """`client`: a stateless-era caller's envelope (capabilities, info): sent on as its
-        own, and an input-required result is then returned for that client to answer."""
+        """One request. To a stateless-era server it carries our envelope (plus `envelope`, what
+        a stateless-era caller says of itself); an `InputRequiredResult` is answered through
+        `ask` (the calling client, pushed) and retried, or returned as is when `ask` is None,
+        for a stateless-era client to answer itself."""
         if self.state is not UpstreamState.READY:
             raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
-        return await self._send(method, params, timeout=timeout, on_progress=on_progress, tool=tool, client=client)
+        return await self._send(
+            method, params, timeout=timeout, on_progress=on_progress, tool=tool, envelope=envelope, ask=ask
+        )
 
     async def _send(
         self,
@@ -191,19 +196,45 @@ class Upstream:
         timeout: float | None = None,
         on_progress: ProgressFn | None = None,
         tool: str | None = None,
-        client: Mapping[str, Any] | None = None,
+        envelope: Mapping[str, Any] | None = None,
+        ask: AskFn | None = None,
     ) -> dict[str, Any]:
-        dispatcher = self._dispatcher
+        limit = self.config.timeout if timeout is None else timeout
+        if self._envelope is None:
+            return await self._once(method, params, limit, on_progress, tool, None)
+        out = dict(params or {})
+        out["_meta"] = {**(out.get("_meta") or {}), **self._envelope, **(envelope or {})}
+        headers = {MCP_METHOD_HEADER: method}
+        name = out.get(NAME_BEARING_METHODS.get(method, ""))
+        if isinstance(name, str):
+            headers[MCP_NAME_HEADER] = encode_header_value(name)
+        for _ in range(INPUT_ROUNDS):
+            result = await self._once(method, out, limit, on_progress, tool, headers)
+            if result.get("resultType") != "input_required" or ask is None:
+                return result
+            requests = result.get("inputRequests") or {}
+            responses = {key: await ask(req["method"], req.get("params") or {}) for key, req in requests.items()}
+            out = {**out, "inputResponses": responses, "requestState": result.get("requestState")}
+        raise UpstreamError(
+            f"server {self.name!r} kept asking for input past {INPUT_ROUNDS} rounds during {method}", server=self.name
+        )
+
+    async def _once(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        limit: float,
+        on_progress: ProgressFn | None,
+        tool: str | None,
+        headers: dict[str, str] | None,
+    ) -> dict[str, Any]:
+        dispatcher, lane = self._dispatcher, self._lane
         if dispatcher is None:
             raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
-        limit = self.config.timeout if timeout is None else timeout
-        if self._envelope is not None:
-            return await self._modern_request(dispatcher, method, dict(params or {}), limit, on_progress, tool, client)
-        lane = self._lane
         try:
             if lane is not None and on_progress is None:
                 return await lane.request(method, params, limit)
-            return await dispatcher.send_raw_request(method, params, self._options(limit, on_progress))
+            return await dispatcher.send_raw_request(method, params, self._options(limit, on_progress, headers))
         except MCPError as exc:
             raise self._convert(exc, method, tool, limit) from None
 
@@ -216,43 +247,6 @@ class Upstream:
         if on_progress is not None:
             opts["on_progress"] = on_progress  # type: ignore[typeddict-item]  # same call shape as ProgressFnT
         return opts
-
-    async def _modern_request(
-        self,
-        dispatcher: JSONRPCDispatcher[Any],
-        method: str,
-        params: dict[str, Any],
-        limit: float,
-        on_progress: ProgressFn | None,
-        tool: str | None,
-        client: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
-        """A stateless-era request: the envelope in `_meta`, and an `InputRequiredResult`
-        answered by asking our client (pushed) and retrying, as the era prescribes, or
-        returned as is to a stateless-era client (`client`), whose retry comes back here."""
-        assert self._envelope is not None
-        params["_meta"] = {**(params.get("_meta") or {}), **self._envelope, **(client or {})}
-        headers = {MCP_METHOD_HEADER: method}
-        name = params.get(NAME_BEARING_METHODS.get(method, ""))
-        if isinstance(name, str):
-            headers[MCP_NAME_HEADER] = encode_header_value(name)
-        for _ in range(INPUT_ROUNDS):
-            try:
-                result = await dispatcher.send_raw_request(method, params, self._options(limit, on_progress, headers))
-            except MCPError as exc:
-                raise self._convert(exc, method, tool, limit) from None
-            if result.get("resultType") != "input_required" or client is not None:
-                return result
-            requests = result.get("inputRequests") or {}
-            responses = {}
-            for key, request in requests.items():
-                responses[key] = await self._bridge.upstream_request(
-                    self, request["method"], request.get("params") or {}
-                )
-            params = {**params, "inputResponses": responses, "requestState": result.get("requestState")}
-        raise UpstreamError(
-            f"server {self.name!r} kept asking for input past {INPUT_ROUNDS} rounds during {method}", server=self.name
-        )
 
     def _convert(self, exc: MCPError, method: str, tool: str | None, limit: float) -> Exception:
         if exc.code == types.REQUEST_TIMEOUT:
@@ -301,23 +295,19 @@ class Upstream:
                 self._session = self._dispatcher = self._lane = None
 
     async def _handshake(self, session: ClientSession, capabilities: types.ClientCapabilities) -> None:
-        """The handshake era where the server speaks it (pushed requests, notifications); the
-        stateless era for servers that refuse `initialize` or are configured `protocol: modern`."""
+        """The stateless era where the server speaks it: what it asks during a call comes back
+        on that call's own response, so it reaches exactly the client that made the call (the
+        handshake era's pushed requests say nothing of the call that caused them). The
+        handshake for servers that know no other (the npm ones) or with `protocol: legacy`."""
         self._envelope = None
-        if self.config.protocol == "legacy" or (self.config.protocol == "auto" and not self._bridge.client_modern):
-            try:
-                await self._initialize(session)
-                return
-            except MCPError:
-                if self.config.protocol == "legacy":
-                    raise
-                logger.info("server %s refused initialize; trying the stateless era", self.name)
+        if self.config.protocol == "legacy":
+            await self._initialize(session)
+            return
         try:
             found = await session.discover()
         except MCPError:
-            if self.config.protocol != "auto" or not self._bridge.client_modern:
+            if self.config.protocol != "auto":
                 raise
-            # A handshake-only server (the npm reference servers): speak its era instead.
             await self._initialize(session)
             return
         version = session.protocol_version or LATEST_MODERN_VERSION

@@ -385,14 +385,17 @@ class Probe:
             ) from None
 
 
-def client_for(transport: Any, mode: str, probe: Probe, *, client_name: str | None = None, **options: Any) -> Client:
+def client_for(
+    transport: Any, mode: str, probe: Probe, *, client_name: str | None = None, answers: bool = True, **options: Any
+) -> Client:
+    """`answers=False`: a client that declares no sampling, elicitation or roots capability."""
     return Client(
         transport,
         mode=mode,
         cache=None,
-        sampling_callback=probe.on_sample,
-        elicitation_callback=probe.on_elicit,
-        list_roots_callback=probe.on_roots,
+        sampling_callback=probe.on_sample if answers else None,
+        elicitation_callback=probe.on_elicit if answers else None,
+        list_roots_callback=probe.on_roots if answers else None,
         logging_callback=probe.on_log,
         message_handler=probe.on_message,
         log_level="debug",

@@ -16,6 +16,7 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.gw import (
     MODES,
@@ -26,7 +27,9 @@ from tests.gw import (
     fixture_entry,
     gateway_env,
     http_gateway,
+    status,
     text_of,
+    wait_until,
     write_config,
 )
 
@@ -42,9 +45,15 @@ HEADERS = {"accept": "application/json, text/event-stream", "content-type": "app
 
 
 @pytest.fixture(scope="module")
-async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[HttpGateway]:
+def cancel_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("http-cancel") / "cancel.log"
+
+
+@pytest.fixture(scope="module")
+async def gateway(tmp_path_factory: pytest.TempPathFactory, cancel_log: Path) -> AsyncIterator[HttpGateway]:
     tmp = tmp_path_factory.mktemp("http")
-    config = write_config(tmp / "client.json", {"feat": fixture_entry("features")})
+    feat = fixture_entry("features", env={"FIXTURE_CANCEL_LOG": str(cancel_log)})
+    config = write_config(tmp / "client.json", {"feat": feat})
     async with http_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp / 'store.db'}")) as gw:
         yield gw
 
@@ -152,6 +161,64 @@ async def test_log_messages_reach_a_single_http_client(gateway: HttpGateway, mod
         assert text_of(result) == "logged error: over http"
         await probe.wait_for(lambda: bool(probe.logs), what="the log message")
     assert [(log.level, log.data) for log in probe.logs] == [("error", "over http")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_list_changed_reaches_http_clients(gateway: HttpGateway, mode: str) -> None:
+    async with gateway.connect(mode=mode) as client:
+        try:
+            if client.modern:
+                async with client.client.listen(tools_list_changed=True) as subscription:
+                    assert text_of(await call(client, "feat__toggle_tool")) == "extra added"
+                    with anyio.fail_after(10):
+                        event = await subscription.__anext__()
+                    assert type(event).__name__ == "ToolsListChanged"
+            else:
+                await client.client.list_tools()
+                assert text_of(await call(client, "feat__toggle_tool")) == "extra added"
+                await client.probe.wait_for(
+                    lambda: bool(client.probe.of_type(types.ToolListChangedNotification)), what="tools/list_changed"
+                )
+
+            async def listed() -> bool:
+                return "feat__extra" in {t.name for t in (await client.client.list_tools()).tools}
+
+            await wait_until(listed, 10, "feat__extra to be listed")
+        finally:
+            assert text_of(await call(client, "feat__toggle_tool")) == "extra removed"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancellation_over_http_reaches_the_upstream(gateway: HttpGateway, cancel_log: Path, mode: str) -> None:
+    def lines() -> list[str]:
+        return cancel_log.read_text().splitlines() if cancel_log.exists() else []
+
+    before = len(lines())
+    async with gateway.connect(mode=mode) as client:
+
+        async def running() -> bool:
+            steps = (await status(client))["steps"]
+            return any(s["tool"] == "feat__hang" and s["status"] == "running" for s in steps)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, client, "feat__hang", {})
+            await wait_until(running, 10, "the hang call to be in flight")
+            tg.cancel_scope.cancel()
+        await wait_until(lambda: len(lines()) > before, 10, "the upstream to log the cancellation")
+        assert text_of(await call(client, "feat__echo", {"text": "after"})) == "after"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_client_without_elicitation_gets_an_error_not_a_hang(gateway: HttpGateway, mode: str) -> None:
+    async with gateway.connect(mode=mode, answers=False) as client:
+        with anyio.fail_after(15):
+            try:
+                result = await call(client, "feat__ask_user", {"question": "anyone?"})
+            except MCPError as exc:  # a JSON-RPC error is an acceptable answer too
+                assert "elicit" in exc.error.message.lower()
+                return
+        assert result.is_error, text_of(result)
+        assert "elicit" in text_of(result).lower()
 
 
 async def test_each_http_session_is_its_own_execution(gateway: HttpGateway) -> None:

@@ -341,7 +341,10 @@ async def test_modern_client_in_front_of_a_handshake_only_server(tmp_path: Path)
         names = {t.name for t in (await gw.client.list_tools()).tools}
         echoed = await call(gw, "everything__echo", {"message": "hi"})
         progressed = await call(
-            gw, "everything__trigger-long-running-operation", {"duration": 0.3, "steps": 3}, progress_callback=on_progress
+            gw,
+            "everything__trigger-long-running-operation",
+            {"duration": 0.3, "steps": 3},
+            progress_callback=on_progress,
         )
         elicited = await call(gw, "everything__trigger-elicitation-request", {})
         sampled = await call(gw, "everything__trigger-sampling-request", {"prompt": "ping", "maxTokens": 5})

@@ -541,6 +541,27 @@ async def test_ten_megabyte_output_is_recorded_and_resolvable(stdio_env: tuple[P
     assert steps[2].resolved_input == {"text": blob}
 
 
+async def test_a_store_that_cannot_be_written_is_reported_and_calls_still_complete(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
+    broken = "sqlite:////proc/no-such-dir/toolreel.db"  # cannot be created, not even by root
+    reported: list[str] = []
+    async with stdio_gateway(["--config", str(config)], gateway_env(broken)) as s:
+
+        async def reports() -> bool:
+            result = await call(s, "feat__echo", {"text": "still works"})
+            assert not result.is_error and text_of(result) == "still works"
+            error = (result.meta or {}).get("toolreel/error")
+            if error:
+                reported.append(error)
+            return bool(reported)
+
+        await wait_until(reports, 20, "a result that reports the store error")
+        assert s.gateway is not None
+        stderr = s.gateway.stderr()
+    assert "/proc/no-such-dir" in reported[0]
+    assert "/proc/no-such-dir" in stderr
+
+
 async def test_no_record_forwards_without_steps(stdio_env: tuple[Path, dict[str, str]]) -> None:
     config, env = stdio_env
     async with stdio_gateway(["--config", str(config), "--no-record"], env) as s:

@@ -5,7 +5,6 @@ session is recorded, saved as a template over MCP, and replayed with new inputs 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -137,13 +136,10 @@ async def test_toolreel_run_replays_a_saved_template_from_the_command_line(tmp_p
     assert report["status"] == "succeeded"
     memory = (tmp_path / "memory.jsonl").read_text(encoding="utf-8")
     assert '"Barbara"' in memory and "likes engines" in memory
-    listing = subprocess.run(
-        [sys.executable, "-m", "gateway", "executions", "list", "--json", "--template", "remember"],
-        env=gateway_env(db),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    with anyio.fail_after(60):
+        listing = await anyio.run_process(
+            [sys.executable, "-m", "gateway", "executions", "list", "--json", "--template", "remember"],
+            env=gateway_env(db),
+            cwd=REPO,
+        )
     assert [e["status"] for e in json.loads(listing.stdout)["executions"]] == ["succeeded"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -106,16 +107,29 @@ class _Runs:
         inputs = arguments.get("inputs") or {}
         if not isinstance(inputs, dict):
             raise ExecutionError("'inputs' must be an object of input name -> value")
-        execution = await self._start(template, inputs, ctx, link, wait=bool(arguments.get("wait", True)))
+        seconds = arguments.get("deadline")
+        if seconds is not None and (not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds <= 0):
+            raise ExecutionError("'deadline' is a positive number of seconds the run may take")
+        deadline = time.time() + float(seconds) if seconds is not None else None
+        wait = bool(arguments.get("wait", True))
+        execution = await self._start(template, inputs, ctx, link, wait=wait, deadline=deadline)
         return tool_result(_summary(execution))
 
     async def _start(
-        self, template: Template, inputs: dict[str, Any], ctx: Any, link: ClientLink, *, wait: bool
+        self,
+        template: Template,
+        inputs: dict[str, Any],
+        ctx: Any,
+        link: ClientLink,
+        *,
+        wait: bool,
+        deadline: float | None = None,
     ) -> Execution:
         token = _caller_link.set(link)
         try:
             progress = _progress_fn(ctx)
-            return await self._engine().run_template(template, inputs, wait=wait, progress=progress)
+            engine = self._engine()
+            return await engine.run_template(template, inputs, wait=wait, progress=progress, deadline=deadline)
         finally:
             _caller_link.reset(token)
 
@@ -192,6 +206,7 @@ def install(hook: GatewayHook, *, max_concurrency: int = 16, **_: Any) -> None:
                     "inputs": {**obj, "description": "Input name -> value."},
                     "version": {"type": "integer", "minimum": 1},
                     "wait": {"type": "boolean", "description": "Wait for the end (default true)."},
+                    "deadline": {"type": "number", "description": "Seconds the run may take; past them it fails."},
                 },
                 "required": ["name"],
             },

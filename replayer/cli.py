@@ -76,6 +76,9 @@ def run(
     db: DbOption = None,
     max_concurrency: ConcurrencyOption = 16,
     lease_seconds: LeaseOption = 15.0,
+    deadline: Annotated[
+        float | None, typer.Option("--deadline", help="Seconds the run may take; past them it fails.", min=0.001)
+    ] = None,
 ) -> None:
     """Run a saved template in auto mode, starting the upstreams it needs; a live view of its steps."""
 
@@ -85,7 +88,8 @@ def run(
         view = None if json_out else _LiveView()
         async with _engine(store, config, template, max_concurrency, lease_seconds, view) as engine:
             try:
-                execution_id = await engine.start(template, given)
+                until = time.time() + deadline if deadline is not None else None
+                execution_id = await engine.start(template, given, deadline=until)
             except (ExecutionError, TemplateError) as exc:
                 raise _Usage(str(exc)) from exc
             return await _watch(engine, execution_id, view, lambda: engine.run(execution_id))

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import hashlib
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, get_args
 
 import anyio
@@ -36,12 +34,25 @@ from mcp.shared.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY
+from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core.errors import UpstreamError
 from gateway.exchange import Exchange, Exchanges
 from gateway.hub import ClientRouter, Hub, error_result
+from gateway.links import (
+    HOP_META,
+    Call,
+    ClientLink,
+    ProgressOrder,
+    capabilities_of,
+    client_envelope,
+    era_result,
+    link_key,
+    quiet_progress,
+    require_capability,
+    send_quietly,
+)
 from gateway.upstream import START_TIMEOUT, AskFn, Upstream
 
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
@@ -59,79 +70,11 @@ in the text, else the text. A literal leading @ is written @@. Tool results carr
 _meta["toolreel/step"]. toolreel__status lists the steps so far; toolreel__save_template saves the session \
 as a reusable template."""
 
-# Per-hop _meta: the progress token is the gateway's own upstream, the envelope keys of the
-# stateless era describe the client's connection to the gateway, not the gateway's to the server.
-_HOP_META = frozenset(
-    {
-        "progressToken",
-        "io.modelcontextprotocol/protocolVersion",
-        "io.modelcontextprotocol/clientInfo",
-        "io.modelcontextprotocol/clientCapabilities",
-        "io.modelcontextprotocol/logLevel",
-    }
-)
-
 _SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
     "sampling/createMessage": (types.CreateMessageRequest, types.CreateMessageResult),
     "elicitation/create": (types.ElicitRequest, types.ElicitResult),
     "roots/list": (types.ListRootsRequest, types.ListRootsResult),
 }
-
-
-@dataclass(eq=False)
-class ClientLink:
-    """One client connection (stdio), HTTP session, or stateless client group."""
-
-    key: str
-    session: ServerSession | None = None
-    capabilities: types.ClientCapabilities | None = None
-    protocol_version: str | None = None
-    client_info: dict[str, Any] | None = None
-    subscriptions: set[str] = field(default_factory=set)
-    log_level: str | None = None  # set by logging/setLevel
-    last_active: float = field(default_factory=time.monotonic)
-    state: dict[str, Any] = field(default_factory=dict)  # per-client state of the layers above (recording)
-
-    @property
-    def modern(self) -> bool:
-        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
-
-
-class _ProgressOrder:
-    """Progress notifications are delivered by tasks of their own: the result must wait for
-    the ones already under way, or the last progress could reach the client after it."""
-
-    def __init__(self, report: Any) -> None:
-        self.report = report
-        self.running = 0
-        self.idle = anyio.Event()
-        self.idle.set()
-
-    async def __call__(self, value: float, total: float | None, message: str | None) -> None:
-        self.running += 1
-        if self.running == 1:
-            self.idle = anyio.Event()
-        try:
-            await self.report(value, total, message)
-        finally:
-            self.running -= 1
-            if self.running == 0:
-                self.idle.set()
-
-    async def drain(self) -> None:
-        await anyio.lowlevel.checkpoint()  # a delivery spawned with the result starts first
-        with anyio.move_on_after(2):
-            await self.idle.wait()
-
-
-@dataclass(eq=False)
-class _Call:
-    """A forwarded tools/call in flight: whom to ask when its server asks something."""
-
-    ctx: ServerRequestContext[Any, Any] | None
-    link: ClientLink
-    exchange: Exchange | None
-    asking: int = 0
 
 
 class ToolHook:
@@ -176,7 +119,7 @@ class Front(ClientRouter):
         self.hook = hook or ToolHook()
         self.links: dict[str, ClientLink] = {}
         self.bus = InMemorySubscriptionBus()
-        self._inflight: dict[str, list[_Call]] = {}
+        self._inflight: dict[str, list[Call]] = {}
         self.exchanges = Exchanges()
         self._subscribers: collections.Counter[str] = collections.Counter()
         self._tg: anyio.abc.TaskGroup | None = None
@@ -223,7 +166,7 @@ class Front(ClientRouter):
 
     # links ------------------------------------------------------------------------------
     def link_for(self, ctx: ServerRequestContext[Any, Any]) -> ClientLink:
-        key = _link_key(ctx)
+        key = link_key(ctx)
         link = self.links.get(key)
         if link is None:
             link = self.links[key] = ClientLink(key=key)
@@ -233,7 +176,7 @@ class Front(ClientRouter):
         if link.protocol_version is None:
             link.protocol_version = ctx.protocol_version
         if link.capabilities is None:
-            link.capabilities = _capabilities_of(ctx)
+            link.capabilities = capabilities_of(ctx)
         if link.capabilities is not None:
             self.hub.set_client_capabilities(link.capabilities, modern=link.modern)
         return link
@@ -258,7 +201,7 @@ class Front(ClientRouter):
             self.server.instructions = self._instructions()
             return await call_next(ctx)
         if method == "server/discover":
-            caps = _capabilities_of(ctx) or types.ClientCapabilities()
+            caps = capabilities_of(ctx) or types.ClientCapabilities()
             self.hub.set_client_capabilities(caps, modern=True)
             await self.hub.wait_started(START_TIMEOUT)
             self.server.instructions = self._instructions()
@@ -277,7 +220,7 @@ class Front(ClientRouter):
         params: Mapping[str, Any] = ctx.params or {}
         link = self.link_for(ctx)
         meta = params.get("_meta") or {}
-        progress = _quiet(ctx.session.report_progress) if meta.get("progressToken") is not None else None
+        progress = quiet_progress(ctx.session.report_progress) if meta.get("progressToken") is not None else None
         route = self.hub.tool_route(str(params.get("name")))
         passthrough = link.modern and route is not None and route.upstream.modern
         if not link.modern or passthrough or self._tg is None:
@@ -310,12 +253,12 @@ class Front(ClientRouter):
             route = self.hub.tool_route(name)
         if route is None:
             return error_result(self.hub.unknown_tool_message(name))
-        meta = {k: v for k, v in (params.get("_meta") or {}).items() if k not in _HOP_META}
+        meta = {k: v for k, v in (params.get("_meta") or {}).items() if k not in HOP_META}
         upstream = route.upstream
 
         passthrough = link.modern and upstream.modern
         envelope, ask = self._how_to_ask(link, ctx, passthrough)
-        tracker = _ProgressOrder(progress) if progress is not None else None
+        tracker = ProgressOrder(progress) if progress is not None else None
 
         async def send(resolved: dict[str, Any]) -> dict[str, Any]:
             forwarded: dict[str, Any] = {"name": route.name, "arguments": resolved}
@@ -323,7 +266,7 @@ class Front(ClientRouter):
                 forwarded["_meta"] = meta
             if passthrough:  # the stateless era's retry of an input-required call
                 forwarded.update({k: params[k] for k in ("inputResponses", "requestState") if k in params})
-            entry = _Call(ctx, link, exchange)
+            entry = Call(ctx, link, exchange)
             inflight = self._inflight.setdefault(upstream.name, [])
             inflight.append(entry)
             try:
@@ -344,7 +287,7 @@ class Front(ClientRouter):
         """For a stateless-era upstream: what to say of the caller, and who answers its questions.
         A stateless-era caller answers them itself (passed through); any other is asked by us."""
         if passthrough:
-            return _client_envelope(ctx), None
+            return client_envelope(ctx), None
         session = ctx.session if ctx is not None else link.session
         related = ctx.request_id if ctx is not None else None
 
@@ -364,39 +307,39 @@ class Front(ClientRouter):
     # list handlers ------------------------------------------------------------------------
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return _era(ctx, {"tools": [*self.hub.listed_tools(), *self.hook.extra_tools()]})
+        return era_result(ctx, {"tools": [*self.hub.listed_tools(), *self.hook.extra_tools()]})
 
     async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return _era(ctx, {"resources": [r for u in self.hub.upstreams.values() for r in u.listing.resources]})
+        return era_result(ctx, {"resources": [r for u in self.hub.upstreams.values() for r in u.listing.resources]})
 
     async def _list_resource_templates(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return _era(
+        return era_result(
             ctx, {"resourceTemplates": [t for u in self.hub.upstreams.values() for t in u.listing.resource_templates]}
         )
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return _era(ctx, {"prompts": self.hub.listed_prompts()})
+        return era_result(ctx, {"prompts": self.hub.listed_prompts()})
 
     # routed requests ------------------------------------------------------------------------
     async def _read_resource(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
-        return _era(ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/read", ctx))
+        return era_result(ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/read", ctx))
 
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         link = self.link_for(ctx)
         if params.uri not in link.subscriptions:
             await self.subscribe_upstream(params.uri)
             link.subscriptions.add(params.uri)
-        return _era(ctx, {})
+        return era_result(ctx, {})
 
     async def _unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         link = self.link_for(ctx)
         if params.uri in link.subscriptions:
             link.subscriptions.discard(params.uri)
             await self.unsubscribe_upstream(params.uri)
-        return _era(ctx, {})
+        return era_result(ctx, {})
 
     async def subscribe_upstream(self, uri: str) -> None:
         """Upstream subscriptions are shared: one per URI while any client wants it."""
@@ -423,7 +366,7 @@ class Front(ClientRouter):
         if route is None:
             known = ", ".join(p["name"] for p in self.hub.listed_prompts()) or "none"
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {params.name!r}; prompts: {known}")
-        return _era(ctx, await self._upstream_call(route.upstream, "prompts/get", ctx, {"name": route.name}))
+        return era_result(ctx, await self._upstream_call(route.upstream, "prompts/get", ctx, {"name": route.name}))
 
     async def _complete(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         ref = params.ref
@@ -432,8 +375,10 @@ class Front(ClientRouter):
             if route is None:
                 raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {ref.name!r}")
             override = {"ref": {"type": "ref/prompt", "name": route.name}}
-            return _era(ctx, await self._upstream_call(route.upstream, "completion/complete", ctx, override))
-        return _era(ctx, await self._upstream_call(self.hub.resource_upstream(ref.uri), "completion/complete", ctx))
+            return era_result(ctx, await self._upstream_call(route.upstream, "completion/complete", ctx, override))
+        return era_result(
+            ctx, await self._upstream_call(self.hub.resource_upstream(ref.uri), "completion/complete", ctx)
+        )
 
     async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         self.link_for(ctx).log_level = params.level  # stamped on calls to stateless-era servers
@@ -445,7 +390,7 @@ class Front(ClientRouter):
                     await upstream.request("logging/setLevel", {"level": params.level})
                 except (UpstreamError, MCPError) as exc:
                     logger.warning("server %s: logging/setLevel failed: %s", upstream.name, exc)
-        return _era(ctx, {})
+        return era_result(ctx, {})
 
     async def _roots_changed(self, ctx: ServerRequestContext[Any, Any], params: Any) -> None:
         for upstream in self.hub.upstreams.values():
@@ -479,7 +424,7 @@ class Front(ClientRouter):
         call.asking += 1
         try:
             if call.exchange is not None:
-                _require_capability(call.link, method)
+                require_capability(call.link, method)
                 return await call.exchange.ask(method, params)
             session = call.ctx.session if call.ctx is not None else call.link.session
             if session is None:
@@ -489,7 +434,7 @@ class Front(ClientRouter):
         finally:
             call.asking -= 1
 
-    def _caller_of(self, upstream: Upstream) -> _Call | None:
+    def _caller_of(self, upstream: Upstream) -> Call | None:
         """The call a server-to-client request belongs to. The handshake era's wire does not say
         (on stdio nothing links the two), so the oldest call to that server that is not already
         waiting on a question gets it: exact with one caller at a time, and for handlers that
@@ -504,7 +449,7 @@ class Front(ClientRouter):
         self, link: ClientLink, session: ServerSession, related: Any, method: str, params: dict[str, Any]
     ) -> dict[str, Any]:
         request_type, result_type = _SERVER_REQUESTS[method]
-        _require_capability(link, method)
+        require_capability(link, method)
         request = request_type.model_validate({"method": method, "params": params})
         metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
         try:
@@ -531,17 +476,17 @@ class Front(ClientRouter):
             await self.bus.publish(ResourceUpdated(uri=uri))
             for link in [link for link in self.links.values() if uri in link.subscriptions and not link.modern]:
                 if link.session is not None:
-                    await _send_quietly(link.session, notification)
+                    await send_quietly(link.session, notification)
             return
         call = self._caller_of(upstream)
         if call is not None and call.ctx is not None:
             # on the call's own channel: its response stream over HTTP, the only one a
             # stateless-era client has (and there only when it opted in to logs)
-            await _send_quietly(call.ctx.session, notification, related=call.ctx.request_id)
+            await send_quietly(call.ctx.session, notification, related=call.ctx.request_id)
             return
         for link in [call.link] if call is not None else list(self.links.values()):
             if link.session is not None and not link.modern:
-                await _send_quietly(link.session, notification)
+                await send_quietly(link.session, notification)
 
     def lists_changed(self, kinds: frozenset[str]) -> None:
         if self._tg is not None:
@@ -562,19 +507,7 @@ class Front(ClientRouter):
             await self.bus.publish(events[kind])
             for link in list(self.links.values()):
                 if link.session is not None and not link.modern:
-                    await _send_quietly(link.session, notifications[kind])
-
-
-async def _send_quietly(session: ServerSession, notification: Any, related: Any = None) -> None:
-    """Notifications to a client that went away are dropped: the client is gone, not the gateway."""
-    try:
-        if isinstance(notification, types.LoggingMessageNotification):
-            params = notification.params
-            await session.send_log_message(params.level, params.data, params.logger, related_request_id=related)
-        else:
-            await session.send_notification(notification, related_request_id=related)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError) as exc:
-        logger.debug("notification dropped: %s", exc)
+                    await send_quietly(link.session, notifications[kind])
 
 
 class _Listen:
@@ -599,63 +532,3 @@ class _Listen:
             with anyio.CancelScope(shield=True):
                 for uri in subscribed:
                     await self.front.unsubscribe_upstream(uri)
-
-
-def _client_envelope(ctx: ServerRequestContext[Any, Any] | None) -> dict[str, Any]:
-    """What a stateless-era caller says of itself, passed on so the upstream answers it as it is."""
-    meta: Mapping[str, Any] = (ctx.meta if ctx is not None else None) or {}
-    keys = (CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY)
-    return {key: meta[key] for key in keys if key in meta}
-
-
-def _era(ctx: ServerRequestContext[Any, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """Results of the stateless era must say they are complete; handler dicts are not typed models."""
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
-        return {**result, "resultType": "complete"}
-    return result
-
-
-def _quiet(progress: Any) -> Any:
-    """Progress for a request the client may have stopped waiting for (a call that went on in
-    the background): a closed channel drops the notification instead of failing the call."""
-
-    async def report(value: float, total: float | None, message: str | None) -> None:
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
-            await progress(value, total, message)
-
-    return report
-
-
-def _require_capability(link: ClientLink, method: str) -> None:
-    caps = link.capabilities
-    have = {
-        "sampling/createMessage": caps is not None and caps.sampling is not None,
-        "elicitation/create": caps is not None and caps.elicitation is not None,
-        "roots/list": caps is not None and caps.roots is not None,
-    }[method]
-    if not have:
-        raise MCPError(
-            code=types.INVALID_REQUEST, message=f"the client connected to toolreel does not support {method}"
-        )
-
-
-def _capabilities_of(ctx: ServerRequestContext[Any, Any]) -> types.ClientCapabilities | None:
-    client_params = ctx.session.client_params
-    if client_params is not None:
-        return client_params.capabilities
-    raw = (ctx.meta or {}).get(CLIENT_CAPABILITIES_META_KEY)
-    return types.ClientCapabilities.model_validate(raw) if isinstance(raw, dict) else None
-
-
-def _link_key(ctx: ServerRequestContext[Any, Any]) -> str:
-    request = ctx.request
-    headers = getattr(request, "headers", None)
-    if headers is None:
-        return "stdio"
-    session_id = headers.get("mcp-session-id")
-    if session_id:
-        return f"http:{session_id}"
-    # Stateless era: group by who the client is (client info and credentials).
-    info = (ctx.meta or {}).get(CLIENT_INFO_META_KEY)
-    fingerprint = f"{info}|{headers.get('authorization', '')}"
-    return "client:" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16]

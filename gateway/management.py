@@ -20,8 +20,9 @@ import anyio.abc
 from core.errors import RefError, StoreError, ToolreelError
 from core.model import ExecutionStatus
 from gateway.config import GatewayConfig
-from gateway.front import ClientLink, ToolHook
+from gateway.front import ToolHook
 from gateway.hub import Hub, error_result
+from gateway.links import ClientLink
 from gateway.upstream import Upstream
 from recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession
 

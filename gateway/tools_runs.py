@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from core.errors import ExecutionError
 from core.model import Execution, ExecutionStatus
-from gateway.front import ClientLink
+from gateway.links import ClientLink
 from gateway.management import GatewayHook, ManagementTool, tool_result
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import anyio
 
 from core.errors import NotFoundError, TemplateError
 from core.model import StepRecord
-from gateway.front import ClientLink
+from gateway.links import ClientLink
 from gateway.management import GatewayHook, ManagementTool, tool_result
 
 if TYPE_CHECKING:

@@ -1,0 +1,181 @@
+"""The client side of the gateway: one `ClientLink` per client connection, and the small
+rules of talking to clients (which `_meta` is per hop, era-specific result fields, how a
+client is recognised, notifications to a client that may be gone).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from gateway.exchange import Exchange
+
+__all__ = [
+    "HOP_META",
+    "Call",
+    "ClientLink",
+    "ProgressOrder",
+    "capabilities_of",
+    "client_envelope",
+    "era_result",
+    "link_key",
+    "quiet_progress",
+    "require_capability",
+    "send_quietly",
+]
+
+logger = logging.getLogger("toolreel.front")
+
+# Per-hop _meta: the progress token is the gateway's own upstream, the envelope keys of the
+# stateless era describe the client's connection to the gateway, not the gateway's to the server.
+HOP_META = frozenset(
+    {
+        "progressToken",
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientInfo",
+        "io.modelcontextprotocol/clientCapabilities",
+        "io.modelcontextprotocol/logLevel",
+    }
+)
+
+
+@dataclass(eq=False)
+class ClientLink:
+    """One client connection (stdio), HTTP session, or stateless client group."""
+
+    key: str
+    session: ServerSession | None = None
+    capabilities: types.ClientCapabilities | None = None
+    protocol_version: str | None = None
+    client_info: dict[str, Any] | None = None
+    subscriptions: set[str] = field(default_factory=set)
+    log_level: str | None = None  # set by logging/setLevel
+    last_active: float = field(default_factory=time.monotonic)
+    state: dict[str, Any] = field(default_factory=dict)  # per-client state of the layers above (recording)
+
+    @property
+    def modern(self) -> bool:
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+class ProgressOrder:
+    """Progress notifications are delivered by tasks of their own: the result must wait for
+    the ones already under way, or the last progress could reach the client after it."""
+
+    def __init__(self, report: Any) -> None:
+        self.report = report
+        self.running = 0
+        self.idle = anyio.Event()
+        self.idle.set()
+
+    async def __call__(self, value: float, total: float | None, message: str | None) -> None:
+        self.running += 1
+        if self.running == 1:
+            self.idle = anyio.Event()
+        try:
+            await self.report(value, total, message)
+        finally:
+            self.running -= 1
+            if self.running == 0:
+                self.idle.set()
+
+    async def drain(self) -> None:
+        await anyio.lowlevel.checkpoint()  # a delivery spawned with the result starts first
+        with anyio.move_on_after(2):
+            await self.idle.wait()
+
+
+@dataclass(eq=False)
+class Call:
+    """A forwarded tools/call in flight: whom to ask when its server asks something."""
+
+    ctx: ServerRequestContext[Any, Any] | None
+    link: ClientLink
+    exchange: Exchange | None
+    asking: int = 0
+
+
+async def send_quietly(session: ServerSession, notification: Any, related: Any = None) -> None:
+    """Notifications to a client that went away are dropped: the client is gone, not the gateway."""
+    try:
+        if isinstance(notification, types.LoggingMessageNotification):
+            params = notification.params
+            await session.send_log_message(params.level, params.data, params.logger, related_request_id=related)
+        else:
+            await session.send_notification(notification, related_request_id=related)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError) as exc:
+        logger.debug("notification dropped: %s", exc)
+
+
+def client_envelope(ctx: ServerRequestContext[Any, Any] | None) -> dict[str, Any]:
+    """What a stateless-era caller says of itself, passed on so the upstream answers it as it is."""
+    meta: Mapping[str, Any] = (ctx.meta if ctx is not None else None) or {}
+    keys = (CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY)
+    return {key: meta[key] for key in keys if key in meta}
+
+
+def era_result(ctx: ServerRequestContext[Any, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """Results of the stateless era must say they are complete; handler dicts are not typed models."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
+        return {**result, "resultType": "complete"}
+    return result
+
+
+def quiet_progress(progress: Any) -> Any:
+    """Progress for a request the client may have stopped waiting for (a call that went on in
+    the background): a closed channel drops the notification instead of failing the call."""
+
+    async def report(value: float, total: float | None, message: str | None) -> None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
+            await progress(value, total, message)
+
+    return report
+
+
+def require_capability(link: ClientLink, method: str) -> None:
+    caps = link.capabilities
+    have = {
+        "sampling/createMessage": caps is not None and caps.sampling is not None,
+        "elicitation/create": caps is not None and caps.elicitation is not None,
+        "roots/list": caps is not None and caps.roots is not None,
+    }[method]
+    if not have:
+        raise MCPError(
+            code=types.INVALID_REQUEST, message=f"the client connected to toolreel does not support {method}"
+        )
+
+
+def capabilities_of(ctx: ServerRequestContext[Any, Any]) -> types.ClientCapabilities | None:
+    client_params = ctx.session.client_params
+    if client_params is not None:
+        return client_params.capabilities
+    raw = (ctx.meta or {}).get(CLIENT_CAPABILITIES_META_KEY)
+    return types.ClientCapabilities.model_validate(raw) if isinstance(raw, dict) else None
+
+
+def link_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return "stdio"
+    session_id = headers.get("mcp-session-id")
+    if session_id:
+        return f"http:{session_id}"
+    # Stateless era: group by who the client is (client info and credentials).
+    info = (ctx.meta or {}).get(CLIENT_INFO_META_KEY)
+    fingerprint = f"{info}|{headers.get('authorization', '')}"
+    return "client:" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16]

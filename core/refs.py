@@ -568,14 +568,21 @@ _KINDS: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
 # --------------------------------------------------------------------------- step outputs and names
 
 
+def _refuse_constant(constant: str) -> JSON:
+    raise ValueError(constant)
+
+
+_STRICT_JSON: Final = json.JSONDecoder(parse_constant=_refuse_constant)  # one decoder, not one per call
+_JSON_START: Final = frozenset('{["-0123456789tfn')
+
+
 def _loads_strict(text: str) -> tuple[bool, JSON]:
     """(True, value) when `text` is JSON; NaN and Infinity are not (they are not JSON)."""
-
-    def refuse(constant: str) -> JSON:
-        raise ValueError(constant)
-
+    stripped = text.lstrip()
+    if not stripped or stripped[0] not in _JSON_START:  # most plain text is refused without parsing
+        return False, None
     try:
-        return True, json.loads(text, parse_constant=refuse)
+        return True, _STRICT_JSON.decode(text)
     except ValueError:
         return False, None
 

@@ -83,6 +83,12 @@ class SQLStore:
         # SQLAlchemy keeps an INSERT's rowcount only when asked: 0 rows written is how a stale fence shows.
         self._upsert_step_fenced = _upsert(fenced, step_key).execution_options(preserve_rowcount=True)
         self._upsert_idempotent = _upsert(insert(IDEMPOTENCY), [K.key])
+        # Batches of steps (the recorder's) skip SQLAlchemy's per-row parameter processing: the
+        # statement compiled once for this dialect, rows handed to the driver's executemany.
+        columns = [c.name for c in STEPS.c]
+        self._step_columns = columns
+        self._upsert_steps_sql = str(self._upsert_step.compile(dialect=self._db.engine.dialect))
+        self._positional = self._db.engine.dialect.paramstyle in ("qmark", "format", "numeric")
         self._insert_execution = insert(EXECUTIONS)
         self._insert_template = insert(TEMPLATES)
 
@@ -180,7 +186,11 @@ class SQLStore:
                 ).scalar_one_or_none()
                 if current != fence:
                     raise self._not_written(conn, execution_id, fence)
-            conn.execute(self._upsert_step, rows)
+            if self._positional:
+                columns = self._step_columns
+                conn.exec_driver_sql(self._upsert_steps_sql, [tuple(row[c] for c in columns) for row in rows])
+            else:
+                conn.execute(self._upsert_step, rows)
 
     def get_steps(self, execution_id: str, *, all_attempts: bool = False) -> list[StepRecord]:
         query = select(STEPS).where(S.execution_id == execution_id).order_by(S.seq, S.attempt)

@@ -273,6 +273,7 @@ class Front(ClientRouter):
                 result = await upstream.request(
                     "tools/call", forwarded, on_progress=tracker, tool=route.name, envelope=envelope, ask=ask
                 )
+                await upstream.settle()
                 if tracker is not None:
                     await tracker.drain()
                 return result

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from core import store_peek
 from core.errors import RefError, StoreError, ToolreelError
 from core.model import ExecutionStatus
+from core.store_peek import Peek
 from gateway.config import GatewayConfig
 from gateway.front import ToolHook
 from gateway.hub import Hub, error_result
@@ -33,6 +35,7 @@ __all__ = ["GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
 
 logger = logging.getLogger("toolreel.gateway")
 STORE_RETRY = 5.0
+PEEK_EVERY = 5.0  # seconds between looks at an idle store for templates or runs from other processes
 
 Handler = Callable[[dict[str, Any], Any, ClientLink], Awaitable[dict[str, Any]]]
 
@@ -64,10 +67,18 @@ def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
 
 class GatewayHook(ToolHook):
     def __init__(
-        self, hub: Hub, open_store: Callable[[], Store], *, secret_values: list[str], annotate: bool, record: bool
+        self,
+        hub: Hub,
+        open_store: Callable[[], Store],
+        *,
+        secret_values: list[str],
+        annotate: bool,
+        record: bool,
+        peek: Callable[[], Peek | None] | None = None,
     ) -> None:
         self.hub = hub
         self._open_store = open_store
+        self._peek = peek
         self._store: Store | None = None
         self.store_ready = anyio.Event()
         self.secret_values = tuple(secret_values)
@@ -88,6 +99,7 @@ class GatewayHook(ToolHook):
             task_status.started()
             # Opened off the loop and after serving started: the store (SQLAlchemy) takes as long
             # to import as a server takes to start, and the first answers do not need it.
+            await self._until_store_needed()
             store = await self._open_until_done()
             self._store = store
             self.recorder.attach(store)
@@ -95,6 +107,29 @@ class GatewayHook(ToolHook):
             for service in self.services:
                 await stack.enter_async_context(service())
             await anyio.sleep_forever()
+
+    async def _until_store_needed(self) -> None:
+        """Return at once, unless a look at the store says it holds nothing to list or resume:
+        then wait until something needs it (a step to record, a management tool, another
+        process saving a template or starting a run), so an idle gateway never loads SQLAlchemy."""
+        if self._peek is None:
+            return
+        look = await anyio.to_thread.run_sync(self._peek)
+        if look is None or not look.idle:
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._peek_until_busy)
+            await self.recorder.writer.wanted.wait()
+            tg.cancel_scope.cancel()
+
+    async def _peek_until_busy(self) -> None:
+        assert self._peek is not None
+        while True:
+            await anyio.sleep(PEEK_EVERY)
+            look = await anyio.to_thread.run_sync(self._peek)
+            if look is None or not look.idle:
+                self.recorder.writer.wanted.set()
+                return
 
     async def _open_until_done(self) -> Store:
         """Open the store; a store that cannot be opened is reported and retried, and the
@@ -115,6 +150,7 @@ class GatewayHook(ToolHook):
         return self._store
 
     async def ready_store(self, timeout: float = 30.0) -> Store:
+        self.recorder.writer.wanted.set()
         with anyio.move_on_after(timeout):
             await self.store_ready.wait()
         return self.store  # StoreError (said what to do) if it is still not open
@@ -310,7 +346,14 @@ def hook_factory(
         return open_store(db)
 
     def build(hub: Hub) -> GatewayHook:
-        hook = GatewayHook(hub, opener, secret_values=config.secret_values(), annotate=annotate, record=record)
+        hook = GatewayHook(
+            hub,
+            opener,
+            secret_values=config.secret_values(),
+            annotate=annotate,
+            record=record,
+            peek=lambda: store_peek.peek(db),
+        )
         _install_extensions(hook, max_concurrency=max_concurrency)
         return hook
 

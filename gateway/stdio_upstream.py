@@ -16,7 +16,7 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -100,7 +100,7 @@ class FastLane:
 
 @contextlib.asynccontextmanager
 async def open_stdio_upstream(
-    process: subprocess.Popen[bytes], lost: anyio.Event
+    process: subprocess.Popen[bytes], lost: anyio.Event, on_log: Callable[[], None] | None = None
 ) -> AsyncIterator[tuple[Any, Any, FastLane]]:
     """Talk MCP to a spawned process over its pipes; stop it (and its group) on exit."""
     assert process.stdin is not None and process.stdout is not None
@@ -125,7 +125,7 @@ async def open_stdio_upstream(
                     line = await stdout.readuntil(b"\n")
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                     break
-                await _route(line, lane, to_session)
+                await _route(line, lane, to_session, on_log)
         lane.close()
         lost.set()
 
@@ -155,7 +155,7 @@ async def open_stdio_upstream(
             read_transport.close()
 
 
-async def _route(line: bytes, lane: FastLane, to_session: Any) -> None:
+async def _route(line: bytes, lane: FastLane, to_session: Any, on_log: Callable[[], None] | None) -> None:
     if not line.strip():
         return
     try:
@@ -170,6 +170,8 @@ async def _route(line: bytes, lane: FastLane, to_session: Any) -> None:
     except Exception as exc:  # a malformed message is reported to the session, not fatal
         await to_session.send(exc)
         return
+    if on_log is not None and raw.get("method") == "notifications/message":
+        on_log()  # a log takes the long way round; the lane's responses must not overtake it
     await to_session.send(SessionMessage(message))
 
 

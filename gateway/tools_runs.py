@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["install", "load_saved"]
 
 REEL_PREFIX = "reel__"
+ENGINE_WAIT = 30.0  # seconds a run waits for the engine of a gateway that is still starting
 _caller_link: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar("toolreel_caller_link", default=None)
 
 
@@ -72,6 +73,7 @@ class _Runs:
         self.hook = hook
         self.max_concurrency = max_concurrency
         self.engine: Engine | None = None
+        self._up = anyio.Event()
 
     @contextlib.asynccontextmanager
     async def service(self) -> AsyncIterator[None]:
@@ -88,6 +90,7 @@ class _Runs:
         )
         async with engine:
             self.engine = engine
+            self._up.set()
             await self.hook.hub.wait_started(30.0)
             await engine.recover()
             try:
@@ -95,7 +98,10 @@ class _Runs:
             finally:
                 self.engine = None
 
-    def _engine(self) -> Engine:
+    async def _engine(self) -> Engine:
+        await self.hook.ready_store()  # a store opened lazily: the engine starts right after it
+        with anyio.move_on_after(ENGINE_WAIT):
+            await self._up.wait()
         if self.engine is None:
             raise ExecutionError("auto mode is not running in this gateway yet; try again in a moment")
         return self.engine
@@ -128,20 +134,20 @@ class _Runs:
         token = _caller_link.set(link)
         try:
             progress = _progress_fn(ctx)
-            engine = self._engine()
+            engine = await self._engine()
             return await engine.run_template(template, inputs, wait=wait, progress=progress, deadline=deadline)
         finally:
             _caller_link.reset(token)
 
     async def cancel(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
-        execution = await self._engine().cancel(_required(arguments, "id"))
+        execution = await (await self._engine()).cancel(_required(arguments, "id"))
         return tool_result(_summary(execution))
 
     async def resume(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         token = _caller_link.set(link)
         try:
             response = arguments.get("response")
-            execution = await self._engine().resume(
+            execution = await (await self._engine()).resume(
                 _required(arguments, "id"), None if response is None else str(response), progress=_progress_fn(ctx)
             )
         finally:

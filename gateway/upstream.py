@@ -54,6 +54,7 @@ PAGE_LIMIT = 100  # pages followed per list call; a server that pages forever is
 START_TIMEOUT = 30.0  # spawn + initialize + listings
 STDERR_TAIL = 2000
 MAX_MESSAGE = 256 * 1024 * 1024  # the largest message taken from an HTTP upstream (stdio: the same per line)
+SETTLE_LIMIT = 0.5  # seconds a response waits for the logs read before it
 INPUT_ROUNDS = 10  # InputRequiredResult rounds per request, as the SDK's own client allows
 _ResultT = TypeVar("_ResultT", bound=BaseModel)
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -112,6 +113,8 @@ class Upstream:
         self._envelope: dict[str, Any] | None = None  # stateless era: the _meta every request carries
         self._tg: anyio.abc.TaskGroup | None = None  # stateless era: the listen streams
         self._resource_streams: dict[str, anyio.CancelScope] = {}
+        self._logs_in_transit = 0  # logs read but not yet handed to the bridge
+        self._logs_settled = anyio.Event()
         self._headers: dict[str, str] = {}
         self._stderr: IO[str] | None = None
         self._ready = anyio.Event()
@@ -423,7 +426,7 @@ class Upstream:
                 self._stderr.seek(0)
                 self._stderr.truncate()
                 process = prespawn.spawn(cfg, self._stderr)
-            return open_stdio_upstream(process, lost)
+            return open_stdio_upstream(process, lost, self._log_queued)
         assert cfg.url is not None
         if cfg.transport == "sse":
             opened = sse_client(cfg.url, headers=dict(cfg.headers), timeout=10.0, sse_read_timeout=24 * 3600)
@@ -503,8 +506,29 @@ class Upstream:
         root = getattr(message, "root", message)
         dumped = root.model_dump(by_alias=True, mode="json", exclude_none=True)
         method = dumped.get("method")
-        if isinstance(method, str):
-            await self._bridge.upstream_notification(self, method, dumped.get("params"))
+        try:
+            if isinstance(method, str):
+                await self._bridge.upstream_notification(self, method, dumped.get("params"))
+        finally:
+            if method == "notifications/message" and self._logs_in_transit:
+                self._logs_in_transit -= 1
+                if not self._logs_in_transit:
+                    self._logs_settled.set()
+
+    def _log_queued(self) -> None:
+        if not self._logs_in_transit:
+            self._logs_settled = anyio.Event()
+        self._logs_in_transit += 1
+
+    async def settle(self) -> None:
+        """Wait (briefly) for logs read before a response to reach the bridge: responses on the
+        fast lane arrive sooner than notifications, and a call's logs belong to its caller."""
+        if self._logs_in_transit:
+            with anyio.move_on_after(SETTLE_LIMIT) as late:
+                await self._logs_settled.wait()
+            if late.cancelled_caught:  # a log the session dropped (malformed): stop waiting for it
+                self._logs_in_transit = 0
+                self._logs_settled.set()
 
 
 def _describe(exc: BaseException) -> str:

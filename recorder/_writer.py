@@ -69,6 +69,7 @@ class StoreWriter:
         self._written = 0
         self._progress = anyio.Event()
         self._created: set[str] = set()  # executions already written: a retried batch skips them
+        self.wanted = anyio.Event()  # set by the first record: a store opened lazily is needed now
 
     def attach(self, store: Store) -> None:
         """The store, once open: records queued before this are written then."""
@@ -76,6 +77,8 @@ class StoreWriter:
         self._attached.set()
 
     def submit(self, record: Record) -> None:
+        if not self.wanted.is_set():
+            self.wanted.set()
         self._submitted += 1
         self._queue.append(record)
         if len(self._queue) >= BATCH:

@@ -30,6 +30,15 @@ LINE_LIMIT = 256 * 1024 * 1024
 STOP_GRACE = 2.0
 
 
+class _Expired(Exception):
+    """A lane request's timeout passed."""
+
+
+def _expire(future: asyncio.Future[dict[str, Any]]) -> None:
+    if not future.done():
+        future.set_exception(_Expired())
+
+
 class FastLane:
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
@@ -42,16 +51,19 @@ class FastLane:
         if self.closed:
             raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
         request_id = f"tr-{next(self._ids)}"
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending[request_id] = future
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
+        # A timer handle, not a cancel scope: this is every forwarded call's path, and the
+        # deadline only ever fails the future (the caller's own cancellation still works).
+        timer = loop.call_later(timeout, _expire, future)
         try:
             self._writer.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
-            with anyio.fail_after(timeout):
-                return await future
-        except TimeoutError:
+            return await future
+        except _Expired:
             await self._cancel(request_id, f"timed out after {timeout:g}s")
             raise MCPError(code=types.REQUEST_TIMEOUT, message=f"Request {method!r} timed out") from None
         except anyio.get_cancelled_exc_class():
@@ -59,6 +71,7 @@ class FastLane:
                 await self._cancel(request_id, "caller cancelled")
             raise
         finally:
+            timer.cancel()
             self._pending.pop(request_id, None)
 
     async def _cancel(self, request_id: str, reason: str) -> None:

@@ -180,28 +180,14 @@ class Upstream:
         tool: str | None = None,
         envelope: Mapping[str, Any] | None = None,
         ask: AskFn | None = None,
+        starting: bool = False,
     ) -> dict[str, Any]:
         """One request. To a stateless-era server it carries our envelope (plus `envelope`, what
         a stateless-era caller says of itself); an `InputRequiredResult` is answered through
         `ask` (the calling client, pushed) and retried, or returned as is when `ask` is None,
-        for a stateless-era client to answer itself."""
-        if self.state is not UpstreamState.READY:
+        for a stateless-era client to answer itself. `starting`: allowed before READY (listings)."""
+        if self.state is not UpstreamState.READY and not starting:
             raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
-        return await self._send(
-            method, params, timeout=timeout, on_progress=on_progress, tool=tool, envelope=envelope, ask=ask
-        )
-
-    async def _send(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressFn | None = None,
-        tool: str | None = None,
-        envelope: Mapping[str, Any] | None = None,
-        ask: AskFn | None = None,
-    ) -> dict[str, Any]:
         limit = self.config.timeout if timeout is None else timeout
         if self._envelope is None:
             return await self._once(method, params, limit, on_progress, tool, None)
@@ -455,7 +441,7 @@ class Upstream:
         items: list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(PAGE_LIMIT):
-            page = await self._send(method, {"cursor": cursor} if cursor else None)
+            page = await self.request(method, {"cursor": cursor} if cursor else None, starting=True)
             items.extend(page.get(key) or [])
             cursor = page.get("nextCursor")
             if not cursor:

@@ -25,7 +25,7 @@ __all__ = ["StoreWriter"]
 
 logger = logging.getLogger("toolreel.recorder")
 
-BATCH = 256
+BATCH = 2048
 RETRY_DELAY = 1.0
 
 
@@ -37,7 +37,7 @@ class Deferred(Protocol):
 
 Record = Execution | StepRecord | Deferred
 BUILD_SLICE = 32
-LINGER = 0.05  # seconds a batch waits for company: one transaction per many steps
+LINGER = 0.25  # seconds a batch waits for company: one transaction per many steps
 
 
 async def _built(batch: list[Record]) -> list[Record]:

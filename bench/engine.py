@@ -1,4 +1,4 @@
-"""Replayer benchmark: engine overhead per step, concurrency and cancel latency (issue 5).
+"""Replayer benchmark: engine overhead per step, concurrency and cancel latency.
 
     python bench/engine.py [--postgres] [--json]
 

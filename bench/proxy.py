@@ -2,7 +2,7 @@
 
 For server-everything `echo` and mcp-server-time `get_current_time`: sequential latency (p50/p90/p99) and
 throughput at 8 in flight; then gateway RSS with 5 idle upstreams and ready time against the slowest upstream.
-Prints everything, then the bars (issue 2); exits 1 if a bar is missed. `--quick` for a short run.
+Prints everything, then the bars; exits 1 if a bar is missed. `--quick` for a short run.
 Run: .venv/bin/python bench/proxy.py [--quick]
 """
 
@@ -57,7 +57,7 @@ from _common import (
 from mcp import ClientSession
 from mcp import types as mt
 
-# Bars of issue 2.
+# The bars.
 P50_BARS = {"echo": 2.0, "get_current_time": 1.3}
 THROUGHPUT_BAR = 0.5
 RSS_BAR_MB = 80.0

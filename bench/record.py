@@ -1,6 +1,6 @@
 """Recording overhead: `toolreel serve` recording vs `--no-record` on server-everything `echo`, and store writes.
 
-One run: sequential p50 and throughput at 8 in flight, both targets alternating, ratios on/off (issue 3 bars:
+One run: sequential p50 and throughput at 8 in flight, both targets alternating, ratios on/off (bars:
 p50 <= 1.05x, throughput >= 0.95x); then `Store.put_step` of a typical recorded step on SQLite (bar: p50 <= 0.2 ms)
 and on a throwaway PostgreSQL cluster (tests/pg.py) when its binaries are installed. Exits 1 if a bar is missed.
 Run: .venv/bin/python bench/record.py [--quick]

@@ -1,4 +1,4 @@
-"""The templatizer's quality and speed (issue 4): `.venv/bin/python bench/templatize.py [--quick]`.
+"""The templatizer's quality and speed: `.venv/bin/python bench/templatize.py [--quick]`.
 
 Quality, per corpus recording (fixtures/recordings/*.json, real sessions with hand-written expectations):
 - refs: templatize with the inputs a careful person names (none for a set of several recordings, whose

@@ -34,7 +34,7 @@ def templatize(
     keep_order: bool = True,
     read_only: Collection[str] = (),
 ) -> TemplatizeResult:
-    """Turn one or more recordings of a task into a template (SPEC §6 save_template, issue 4).
+    """Turn one or more recordings of a task into a template (the save_template of the management tools).
 
     `recordings[0]` is the one templatized; the others (same task, other values) confirm or
     refute its mappings. `inputs` names literal values that become `@input.<name>`. `steps`

@@ -6,7 +6,6 @@ errors. stdout carries only the MCP protocol (serve over stdio) or requested out
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -126,15 +125,14 @@ def config_check(
 
 
 async def _check(cfg: GatewayConfig, start: bool, timeout: float) -> dict[str, Any]:
-    from gateway.hub import open_hub
-    from gateway.serve import _ALL_CAPABILITIES
+    from gateway.hub import ALL_CLIENT_CAPABILITIES, open_hub
 
     servers: list[dict[str, Any]] = []
     if not start:
         for s in cfg.servers:
             servers.append({"name": s.name, "transport": s.transport, "target": s.describe(), "state": "not started"})
         return {"file": cfg.source, "servers": servers}
-    async with open_hub(cfg, prefix=True, capabilities=_ALL_CAPABILITIES, wait=timeout) as hub:
+    async with open_hub(cfg, prefix=True, capabilities=ALL_CLIENT_CAPABILITIES, wait=timeout) as hub:
         for upstream in hub.upstreams.values():
             listed = [t["name"] for t in hub.listed_tools() if hub.server_of(t["name"]) == upstream.name]
             servers.append(
@@ -179,24 +177,22 @@ def _logging(verbose: bool) -> None:
     logging.basicConfig(stream=sys.stderr, level=level, format="toolreel: %(name)s: %(message)s")
 
 
-def _register_optional() -> None:
-    """Commands of the recorder, templatizer and replayer packages."""
-    for module_name in ("recorder.cli", "templatizer.cli", "replayer.cli"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(app)
-        commands = getattr(module, "executions_commands", None)
-        if commands is not None:
-            commands(executions_app)
+def _register_commands() -> None:
+    """Commands of the recorder, templatizer and replayer packages (imported here, not at the
+    top: `serve` needs none of them and starts faster without)."""
+    from recorder import cli as recorder_cli
+    from replayer import cli as replayer_cli
+    from templatizer import cli as templatizer_cli
+
+    templatizer_cli.register(app)
+    replayer_cli.register(app)
+    recorder_cli.executions_commands(executions_app)
+    replayer_cli.executions_commands(executions_app)
 
 
 def main() -> None:
     argv = sys.argv[1:]
     prespawn(argv)
     if not argv or argv[0] != "serve":  # serve needs none of them: it starts faster without
-        _register_optional()
+        _register_commands()
     app()

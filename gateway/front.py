@@ -178,7 +178,7 @@ class Front(ClientRouter):
         if link.capabilities is None:
             link.capabilities = capabilities_of(ctx)
         if link.capabilities is not None:
-            self.hub.set_client_capabilities(link.capabilities, modern=link.modern)
+            self.hub.set_client_capabilities(link.capabilities)
         return link
 
     def _expire_idle(self) -> None:
@@ -202,7 +202,7 @@ class Front(ClientRouter):
             return await call_next(ctx)
         if method == "server/discover":
             caps = capabilities_of(ctx) or types.ClientCapabilities()
-            self.hub.set_client_capabilities(caps, modern=True)
+            self.hub.set_client_capabilities(caps)
             await self.hub.wait_started(START_TIMEOUT)
             self.server.instructions = self._instructions()
         elif ctx.request_id is not None:
@@ -257,7 +257,9 @@ class Front(ClientRouter):
         upstream = route.upstream
 
         passthrough = link.modern and upstream.modern
-        envelope, ask = self._how_to_ask(link, ctx, passthrough)
+        # Only a stateless-era upstream reads an envelope or asks through `ask`: the handshake
+        # era's fast path builds neither.
+        envelope, ask = self._how_to_ask(link, ctx, passthrough) if upstream.modern else (None, None)
         tracker = ProgressOrder(progress) if progress is not None else None
 
         async def send(resolved: dict[str, Any]) -> dict[str, Any]:

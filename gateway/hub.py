@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +75,7 @@ class Hub:
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
-    def set_client_capabilities(self, capabilities: types.ClientCapabilities, *, modern: bool = False) -> None:
+    def set_client_capabilities(self, capabilities: types.ClientCapabilities) -> None:
         """The first client's capabilities are what upstreams are told (once)."""
         if not self._capabilities_known.is_set():
             self._capabilities = capabilities
@@ -275,7 +275,6 @@ async def open_hub(
     prefix: bool = True,
     capabilities: types.ClientCapabilities | None = None,
     wait: float = 0.0,
-    on_ready: Callable[[Hub], None] | None = None,
 ) -> AsyncIterator[Hub]:
     """Start every upstream of `config` in parallel and stop them all on exit."""
     hub = Hub(config, prefix=prefix)
@@ -285,8 +284,6 @@ async def open_hub(
         await tg.start(hub.run)
         if wait:
             await hub.wait_started(wait)
-        if on_ready is not None:
-            on_ready(hub)
         try:
             yield hub
         finally:

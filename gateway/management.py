@@ -193,7 +193,7 @@ class GatewayHook(ToolHook):
             return error_result(f"{exc} — nothing was sent to {upstream.name!r}")
         try:
             result = await send(live.resolved_input)
-        except BaseException:
+        except BaseException:  # cancellation included: the step is recorded, then it goes on
             session.end(live, None, error="the call was cancelled before it finished")
             raise
         session.end(live, result)

@@ -15,7 +15,6 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -31,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from core.errors import ConfigError
 from gateway.config import GatewayConfig
 from gateway.front import Front, ToolHook
-from gateway.hub import ALL_CLIENT_CAPABILITIES, Hub, open_hub
+from gateway.hub import Hub, open_hub
 from gateway.stdio import serve_stdio_streams
 
 __all__ = ["HttpOptions", "open_upstreams", "parse_http", "run_gateway"]
@@ -197,4 +196,3 @@ async def _plain(send: Send, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-_ALL_CAPABILITIES: Any = ALL_CLIENT_CAPABILITIES

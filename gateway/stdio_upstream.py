@@ -122,7 +122,7 @@ async def open_stdio_upstream(
         stdout = asyncio.StreamReader(limit=LINE_LIMIT)
         read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), process.stdout)
         write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, process.stdin)
-    except BaseException:
+    except BaseException:  # cleanup only, re-raised: a process we cannot talk to is stopped
         with anyio.CancelScope(shield=True):
             await _stop(process)
         raise

@@ -117,7 +117,6 @@ class Upstream:
         self._logs_settled = anyio.Event()
         self._headers: dict[str, str] = {}
         self._stderr: IO[str] | None = None
-        self._ready = anyio.Event()
 
     # lifecycle ----------------------------------------------------------------------
     async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -151,11 +150,6 @@ class Upstream:
             self.restarts += 1
             await anyio.sleep(min(30.0, 0.5 * 2 ** min(failures - 1, 6)))
             self._set_state(UpstreamState.STARTING, self.last_error)
-
-    async def wait_ready(self, timeout: float) -> bool:
-        with anyio.move_on_after(timeout):
-            await self._ready.wait()
-        return self.state is UpstreamState.READY
 
     def stderr_tail(self) -> str:
         if self._stderr is None:
@@ -451,11 +445,8 @@ class Upstream:
     def _set_state(self, state: UpstreamState, error: str | None) -> None:
         self.state = state
         self.last_error = error
-        if state is UpstreamState.READY:
-            self._ready.set()
-        elif state is UpstreamState.FAILED:
+        if state is UpstreamState.FAILED:
             self.listing = Listing()
-            self._ready.set()  # a failed first start also ends the wait for readiness
         self._bridge.upstream_changed(self)
 
     def _describe_failure(self, exc: BaseException) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import RefError, StoreError
+from core.errors import RefError
 from core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus, new_id, now
 from core.refs import RESERVED_ROOTS, STEP_NAME_RE, MappingScope, ref_roots, resolve, step_name_for, step_output
 from core.secrets import Redactor
@@ -268,7 +268,3 @@ def _listed(server: str | None, tool: str) -> str:
 
 def _unprefixed(tool: str) -> str:
     return tool.rpartition("__")[2] or tool
-
-
-def store_error_text(exc: StoreError) -> str:
-    return f"the recording could not be saved: {exc}"

@@ -70,7 +70,7 @@ class SQLStore:
         self._db = Database(parsed, self.url)
         try:
             upgrade(self._db)
-        except BaseException:
+        except BaseException:  # cleanup only, re-raised: no half-opened engine is left behind
             self._db.close()
             raise
         self._prepare_statements()

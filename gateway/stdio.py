@@ -25,6 +25,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from gateway.pipes import PipeEnd
+
 __all__ = ["FastCall", "serve_stdio_streams"]
 
 logger = logging.getLogger("toolreel.stdio")
@@ -68,12 +70,12 @@ async def serve_stdio_streams(fast_call: FastCall | None = None) -> AsyncIterato
 async def _pipe_streams(in_fd: int, out_fd: int, fast_call: FastCall | None) -> AsyncIterator[tuple[Any, Any]]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    read_transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(in_fd, "rb", buffering=0)
-    )
-    write_transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
-    )
+    read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), PipeEnd(in_fd))
+    try:
+        write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, PipeEnd(out_fd))
+    except BaseException:  # cleanup only, re-raised
+        read_transport.close()
+        raise
     writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)

@@ -24,6 +24,8 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from gateway.pipes import adopt
+
 __all__ = ["FastLane", "open_stdio_upstream"]
 
 LINE_LIMIT = 256 * 1024 * 1024
@@ -120,8 +122,9 @@ async def open_stdio_upstream(
     loop = asyncio.get_running_loop()
     try:
         stdout = asyncio.StreamReader(limit=LINE_LIMIT)
-        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), process.stdout)
-        write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, process.stdin)
+        out_end, in_end = adopt(process.stdout), adopt(process.stdin)
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), out_end)
+        write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, in_end)
     except BaseException:  # cleanup only, re-raised: a process we cannot talk to is stopped
         with anyio.CancelScope(shield=True):
             await _stop(process)

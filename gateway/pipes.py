@@ -1,0 +1,54 @@
+"""Pipe ends handed to event-loop transports, closed exactly once.
+
+asyncio's pipe transports close the object they are given; uvloop's close the descriptor
+in libuv and then close the object too. Given a plain file object, uvloop therefore closes
+the descriptor twice, and the second close(2) can land on a descriptor another thread has
+just been given the same number for (an import in a worker thread then fails with EBADF
+halfway through listing a directory). A `PipeEnd` closes its descriptor only when the
+running loop's transports do not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import IO
+
+__all__ = ["PipeEnd", "adopt"]
+
+
+def _loop_closes_descriptors() -> bool:
+    return type(asyncio.get_running_loop()).__module__.partition(".")[0] == "uvloop"
+
+
+class PipeEnd:
+    """A descriptor for `connect_read_pipe` / `connect_write_pipe` that owns it alone."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._closed = False
+        self._loop_closes = _loop_closes_descriptors()
+
+    def fileno(self) -> int:
+        return self._fd
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if not self._loop_closes:
+            os.close(self._fd)
+
+    def __repr__(self) -> str:
+        return f"<PipeEnd fd={self._fd}{' closed' if self._closed else ''}>"
+
+
+def adopt(file: IO[bytes]) -> PipeEnd:
+    """Take a file object's descriptor over: the file is closed, a duplicate kept."""
+    end = PipeEnd(os.dup(file.fileno()))
+    file.close()
+    return end

@@ -1,8 +1,10 @@
 """Recording overhead: `toolreel serve` recording vs `--no-record` on server-everything `echo`, and store writes.
 
-One run: sequential p50 and throughput at 8 in flight, both targets alternating, ratios on/off (bars:
-p50 <= 1.05x, throughput >= 0.95x); then `Store.put_step` of a typical recorded step on SQLite (bar: p50 <= 0.2 ms)
-and on a throwaway PostgreSQL cluster (tests/pg.py) when its binaries are installed. Exits 1 if a bar is missed.
+One run: sequential p50 and throughput at 8 in flight, targets alternating, ratios on/off (bars:
+p50 <= 1.05x, throughput >= 0.95x), the gateway process's CPU per call and the CPU its recorder process
+(`recorder.drain`, which builds and writes the rows at nice 19) spent; then `Store.put_step` of a typical
+recorded step on SQLite (bar: p50 <= 0.2 ms) and on a throwaway PostgreSQL cluster (tests/pg.py) when its
+binaries are installed. Exits 1 if a bar is missed.
 Run: .venv/bin/python bench/record.py [--quick]
 """
 
@@ -27,8 +29,10 @@ from _common import (
     REPO,
     Bars,
     Latency,
+    child_pids,
     concurrent,
     connect,
+    descendants,
     failure,
     median_latency,
     ms,
@@ -70,6 +74,9 @@ class Figures:
     latency: list[Latency] = field(default_factory=list)
     throughput: list[float] = field(default_factory=list)
     calls: int = 0
+    gateway_cpu: float = 0.0  # seconds of the gateway process's CPU over the measured calls
+    measured: int = 0
+    recorder_cpu: float = 0.0  # seconds of CPU of the gateway's recorder process (recording on), whole run
 
     @property
     def summary(self) -> Latency:
@@ -94,21 +101,37 @@ async def measure_gateway(plan: Plan, db_url: str, log_path: Path) -> dict[str, 
     with log_path.open("w") as log:
         async with contextlib.AsyncExitStack() as stack:
             sessions: dict[str, ClientSession] = {}
+            pids: dict[str, int] = {}
             for label, command in commands.items():
+                before = child_pids(os.getpid())
                 sessions[label] = await stack.enter_async_context(
                     connect(command, log, read_timeout_seconds=CALL_TIMEOUT)
                 )
+                (pids[label],) = child_pids(os.getpid()) - before
             for label, session in sessions.items():
                 await warm_up(session, ECHO, plan.warm)
                 figures[label].calls += 2 * plan.warm
             for r in range(plan.rounds):
                 for label in rotated(list(sessions), r):
+                    before = process_cpu(pids[label])
                     figures[label].latency.append(Latency.of(await sequential(sessions[label], ECHO, plan.per_round)))
-                for label in rotated(list(sessions), r):
                     figures[label].throughput.append(await concurrent(sessions[label], ECHO, plan.per_round))
+                    figures[label].gateway_cpu += process_cpu(pids[label]) - before
+                    figures[label].measured += 2 * plan.per_round
                 for fig in figures.values():
                     fig.calls += 2 * plan.per_round
+            for label, pid in pids.items():
+                figures[label].recorder_cpu = sum(process_cpu(child) for child in descendants(pid))
     return figures
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of one process (/proc/PID/stat), 0.0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def recorded_steps(db_url: str) -> int:
@@ -132,11 +155,26 @@ def gateway_table(figures: dict[str, Figures]) -> str:
                 f"{fig.calls_per_s:.0f}",
                 f"{lat.p50 / off.summary.p50:.3f}x",
                 f"{fig.calls_per_s / off.calls_per_s:.3f}x",
+                f"{fig.gateway_cpu / max(1, fig.measured) * 1e6:.0f} us",
             ]
         )
-    header = ["toolreel serve", "p50 ms", "p90 ms", "p99 ms", f"calls/s @{IN_FLIGHT}", "p50/off", "calls/s/off"]
+    header = [
+        "toolreel serve",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        f"calls/s @{IN_FLIGHT}",
+        "p50/off",
+        "calls/s/off",
+        "gateway CPU/call",
+    ]
     rounds = p50_rounds({label: fig.latency for label, fig in figures.items()})
-    return f"server-everything echo through toolreel (wrap mode)\n{table(header, rows)}\n{rounds}"
+    on = figures["recording on"]
+    drain = (
+        f"  the recording gateway's recorder process (nice 19): {on.recorder_cpu:.2f} s CPU in all, "
+        f"{on.recorder_cpu / max(1, on.calls) * 1e6:.0f} us per recorded call"
+    )
+    return f"server-everything echo through toolreel (wrap mode)\n{table(header, rows)}\n{rounds}\n{drain}"
 
 
 # --- store writes -----------------------------------------------------------------------------------------------

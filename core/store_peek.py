@@ -64,3 +64,13 @@ def _default_path() -> str:
     import platformdirs  # light: no SQLAlchemy
 
     return f"sqlite:///{Path(platformdirs.user_data_dir('toolreel')) / 'toolreel.db'}"
+
+
+def in_memory(url: str | None) -> bool:
+    """An SQLite database in this process's memory (`sqlite://`, `:memory:`, `mode=memory`):
+    another process that opens the URL sees a database of its own."""
+    url = url or os.environ.get("TOOLREEL_DB") or ""
+    if not url.startswith("sqlite:"):
+        return False
+    rest = url.partition("://")[2].lstrip("/")
+    return rest in ("", ":memory:") or "mode=memory" in url

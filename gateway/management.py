@@ -75,14 +75,18 @@ class GatewayHook(ToolHook):
         annotate: bool,
         record: bool,
         peek: Callable[[], Peek | None] | None = None,
+        db: str | None = None,
     ) -> None:
         self.hub = hub
         self._open_store = open_store
         self._peek = peek
         self._store: Store | None = None
         self.store_ready = anyio.Event()
+        self.store_wanted = anyio.Event()  # something in this process needs the store: open it now
         self.secret_values = tuple(secret_values)
-        self.recorder = Recorder(secret_values=secret_values)
+        # A database in this process's memory is invisible to the drain process: written from here.
+        local = self.ready_store if store_peek.in_memory(db) else None
+        self.recorder = Recorder(db, secret_values=secret_values, local_store=local)
         self.annotate = annotate
         self.record = record
         self.tools: dict[str, ManagementTool] = {}
@@ -102,7 +106,6 @@ class GatewayHook(ToolHook):
             await self._until_store_needed()
             store = await self._open_until_done()
             self._store = store
-            self.recorder.attach(store)
             self.store_ready.set()
             for service in self.services:
                 await stack.enter_async_context(service())
@@ -119,7 +122,7 @@ class GatewayHook(ToolHook):
             return
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._peek_until_busy)
-            await self.recorder.writer.wanted.wait()
+            await self.store_wanted.wait()
             tg.cancel_scope.cancel()
 
     async def _peek_until_busy(self) -> None:
@@ -128,7 +131,7 @@ class GatewayHook(ToolHook):
             await anyio.sleep(PEEK_EVERY)
             look = await anyio.to_thread.run_sync(self._peek)
             if look is None or not look.idle:
-                self.recorder.writer.wanted.set()
+                self.store_wanted.set()
                 return
 
     async def _open_until_done(self) -> Store:
@@ -138,9 +141,10 @@ class GatewayHook(ToolHook):
             try:
                 with anyio.CancelScope(shield=True):  # finished even at shutdown: queued steps need it
                     return await anyio.to_thread.run_sync(self._open_store)
-            except StoreError as exc:
-                logger.error("%s; retrying in %g s", exc, STORE_RETRY)
-                self.recorder.pending_errors.append(str(exc))
+            except (StoreError, OSError) as exc:  # the file system's errors too: a full disk, a lost mount
+                message = str(exc) if isinstance(exc, StoreError) else f"the store could not be opened: {exc}"
+                logger.error("%s; retrying in %g s", message, STORE_RETRY)
+                self.recorder.pending_errors.append(message)
             await anyio.sleep(STORE_RETRY)
 
     @property
@@ -150,7 +154,7 @@ class GatewayHook(ToolHook):
         return self._store
 
     async def ready_store(self, timeout: float = 30.0) -> Store:
-        self.recorder.writer.wanted.set()
+        self.store_wanted.set()
         with anyio.move_on_after(timeout):
             await self.store_ready.wait()
         return self.store  # StoreError (said what to do) if it is still not open
@@ -353,6 +357,7 @@ def hook_factory(
             annotate=annotate,
             record=record,
             peek=lambda: store_peek.peek(db),
+            db=db,
         )
         _install_extensions(hook, max_concurrency=max_concurrency)
         return hook

@@ -25,7 +25,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from gateway.pipes import PipeEnd
+from gateway.pipes import Coalescer, PipeEnd
 
 __all__ = ["FastCall", "serve_stdio_streams"]
 
@@ -79,7 +79,8 @@ async def _pipe_streams(in_fd: int, out_fd: int, fast_call: FastCall | None) -> 
     writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
-    lane = _FastFront(writer, fast_call)
+    out = Coalescer(writer)
+    lane = _FastFront(out, fast_call)
 
     async def read_lines() -> None:
         async with to_server:
@@ -99,7 +100,7 @@ async def _pipe_streams(in_fd: int, out_fd: int, fast_call: FastCall | None) -> 
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                 except ValueError:  # pydantic's ValidationError included
-                    writer.write(_invalid(line))
+                    out.write(_invalid(line))
                     continue
                 await to_server.send(SessionMessage(message))
 
@@ -107,8 +108,8 @@ async def _pipe_streams(in_fd: int, out_fd: int, fast_call: FastCall | None) -> 
         async with from_server:
             async for session_message in from_server:
                 data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                writer.write(data.encode() + b"\n")
-                await writer.drain()
+                out.write(data.encode() + b"\n")
+                await out.drain()
 
     try:
         async with anyio.create_task_group() as tg:
@@ -131,7 +132,7 @@ class _FastFront:
     SDK's server loop. A `notifications/cancelled` naming a fast request cancels it.
     """
 
-    def __init__(self, writer: asyncio.StreamWriter, fast_call: FastCall | None) -> None:
+    def __init__(self, writer: Coalescer, fast_call: FastCall | None) -> None:
         self.writer = writer
         self.fast_call = fast_call
         self.handshake = False

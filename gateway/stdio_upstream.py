@@ -24,7 +24,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from gateway.pipes import adopt
+from gateway.pipes import Coalescer, adopt
 
 __all__ = ["FastLane", "open_stdio_upstream"]
 
@@ -42,7 +42,7 @@ def _expire(future: asyncio.Future[dict[str, Any]]) -> None:
 
 
 class FastLane:
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: Coalescer) -> None:
         self._writer = writer
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -130,7 +130,8 @@ async def open_stdio_upstream(
             await _stop(process)
         raise
     stdin = asyncio.StreamWriter(write_transport, protocol, None, loop)
-    lane = FastLane(stdin)
+    out = Coalescer(stdin)
+    lane = FastLane(out)
     to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -150,8 +151,8 @@ async def open_stdio_upstream(
             async for session_message in from_session:
                 data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                 try:
-                    stdin.write(data.encode() + b"\n")
-                    await stdin.drain()
+                    out.write(data.encode() + b"\n")
+                    await out.drain()
                 except (ConnectionError, RuntimeError):
                     return
 

@@ -1,12 +1,13 @@
 """Recording mode: client sessions become executions, tool calls become steps.
 
-`Recorder` owns the background `StoreWriter` and one `RecordingSession` per client
-session; the gateway calls `begin` before forwarding and `end` with the result.
+`Recorder` owns the background `StoreWriter` (which feeds the drain process, `recorder.drain`)
+and one `RecordingSession` per client session; the gateway calls `begin` before forwarding
+and `end` with the result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -24,17 +25,21 @@ __all__ = ["EXECUTION_META", "STEP_META", "LiveStep", "Recorder", "RecordingSess
 
 
 class Recorder:
-    def __init__(self, store: Store | None = None, *, secret_values: Iterable[str] = ()) -> None:
-        self.redactor = Redactor(secret_values)
-        self.writer = StoreWriter(store, on_error=self._failed)
+    def __init__(
+        self,
+        db: str | None = None,
+        *,
+        secret_values: Iterable[str] = (),
+        local_store: Callable[[], Awaitable[Store]] | None = None,
+    ) -> None:
+        values = list(secret_values)
+        self.redactor = Redactor(values)
+        self.writer = StoreWriter(db, values, on_error=self._failed, local_store=local_store)
         self.sessions: dict[str, RecordingSession] = {}
         self.pending_errors: list[str] = []  # reported to the agent with its next result
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         await self.writer.run(task_status=task_status)
-
-    def attach(self, store: Store) -> None:
-        self.writer.attach(store)
 
     def session(self, key: str) -> RecordingSession:
         session = self.sessions.get(key)

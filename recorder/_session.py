@@ -1,25 +1,29 @@
 """Recording mode: every upstream tool call of a client session becomes a step.
 
 A `RecordingSession` resolves the agent's `@refs` against the steps it has recorded,
-names steps `<tool>_<n>`, and hands finished steps to the `StoreWriter` (secrets
-redacted). Nothing here waits for the disk.
+names steps `<tool>_<n>`, and hands finished steps to the `StoreWriter` as plain tuples
+(the drain process builds and redacts the rows). Nothing here waits for the disk, and the
+call path does as little as it can: most calls hold no ref and most outputs are never read.
 """
 
 from __future__ import annotations
 
-import json
+import marshal
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from core.errors import RefError
-from core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus, new_id, now
+from core.model import JSON, StepStatus, new_id
 from core.refs import RESERVED_ROOTS, STEP_NAME_RE, MappingScope, ref_roots, resolve, step_name_for, step_output
 from core.secrets import Redactor
+from recorder._rows import ExecutionEntry, PresetEntry, StepEntry, error_text
 from recorder._writer import StoreWriter
 
-__all__ = ["LazyOutputs", "LiveStep", "RecordingSession", "redacted"]
+__all__ = ["LazyOutputs", "LiveStep", "RecordingSession"]
 
+_RUNNING = StepStatus.RUNNING.value
 STEP_META = "toolreel/step"
 EXECUTION_META = "toolreel/execution"
 
@@ -33,26 +37,35 @@ class LiveStep:
     input: JSON
     resolved_input: JSON
     started_at: float
+    execution_id: str
     status: StepStatus = StepStatus.RUNNING
 
 
 class LazyOutputs(Mapping[str, JSON]):
     """Step outputs computed from raw results the first time a ref reads them: most
-    outputs are never referenced, and the call path should not pay for parsing them."""
+    outputs are never referenced, and the call path should not pay for parsing them.
+
+    Results are kept marshalled: a session holds every result it may be asked for, and as
+    bytes they cost the garbage collector nothing (as dicts they were scanned again and
+    again, a few microseconds per call once a session held a hundred thousand)."""
 
     def __init__(self) -> None:
-        self._results: dict[str, Mapping[str, Any]] = {}
+        self._results: dict[str, bytes | Mapping[str, Any]] = {}
         self._outputs: dict[str, JSON] = {}
 
     def add(self, name: str, result: Mapping[str, Any]) -> None:
-        self._results[name] = result
+        try:
+            self._results[name] = marshal.dumps(cast(Any, result))
+        except ValueError:  # a value marshal does not know: kept as it is
+            self._results[name] = result
 
     def put(self, name: str, output: JSON) -> None:
         self._outputs[name] = output
 
     def __getitem__(self, name: str) -> JSON:
         if name not in self._outputs:
-            self._outputs[name] = step_output(self._results[name])
+            raw = self._results[name]
+            self._outputs[name] = step_output(marshal.loads(raw) if isinstance(raw, bytes) else raw)
         return self._outputs[name]
 
     def __contains__(self, name: object) -> bool:
@@ -65,60 +78,22 @@ class LazyOutputs(Mapping[str, JSON]):
         return len(set(self._results) | set(self._outputs))
 
 
-@dataclass(frozen=True, slots=True)
-class _Finished:
-    """A finished call as queued; `build` runs on the writer's thread."""
-
-    execution_id: str
-    live: LiveStep
-    result: Mapping[str, Any] | None
-    error: str | None
-    ended_at: float
-    redactor: Redactor
-
-    def build(self) -> StepRecord:
-        live, result, error = self.live, self.result, self.error
-        is_error = error is not None or result is None or bool(result.get("isError"))
-        output: JSON = None
-        if not is_error and result is not None:
-            try:
-                output = step_output(result)
-            except RefError as exc:
-                is_error, error = True, str(exc)
-        record = StepRecord(
-            execution_id=self.execution_id,
-            name=live.name,
-            seq=live.seq,
-            kind=StepKind.TOOL,
-            status=StepStatus.FAILED if is_error else StepStatus.SUCCEEDED,
-            server=live.server,
-            tool=live.tool,
-            input=live.input,
-            resolved_input=live.resolved_input,
-            result=dict(result) if result is not None else None,
-            output=output,
-            is_error=is_error,
-            error=(error or _error_text(result)) if is_error else None,
-            started_at=live.started_at,
-            ended_at=self.ended_at,
-        )
-        return redacted(record, self.redactor)
-
-
 @dataclass(slots=True)
 class _State:
     outputs: LazyOutputs = field(default_factory=lambda: LazyOutputs())
     failed: dict[str, str] = field(default_factory=dict)
     running: dict[str, LiveStep] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
-    summary: list[dict[str, Any]] = field(default_factory=list)
+    bases: dict[str, str] = field(default_factory=dict)  # tool -> step name base, computed once per tool
+    # name -> (listed tool, status), in start order; plain strings, so the collector skips it
+    summary: dict[str, tuple[str | None, str]] = field(default_factory=dict)
     seq: int = 0
 
 
 class RecordingSession:
     def __init__(self, key: str, writer: StoreWriter, redactor: Redactor) -> None:
         self.key = key
-        self.execution: Execution | None = None
+        self.execution: ExecutionEntry | None = None
         self._writer = writer
         self._redactor = redactor
         self._state = _State()
@@ -129,40 +104,48 @@ class RecordingSession:
 
     def steps(self) -> list[dict[str, Any]]:
         """name, tool, status of every step so far, in start order (toolreel__status)."""
-        return [dict(s) for s in self._state.summary]
+        return [{"name": name, "tool": tool, "status": status} for name, (tool, status) in self._state.summary.items()]
 
     # calls ----------------------------------------------------------------------------
     def begin(self, server: str | None, tool: str, arguments: Mapping[str, Any]) -> LiveStep:
         """Resolve refs and open a step. Raises RefError (nothing is forwarded then)."""
         resolved = self._resolve(arguments)
         state = self._state
-        self._ensure_execution()
-        name = step_name_for(tool, state.counts)
+        execution_id = self.execution.id if self.execution is not None else self._start_execution()
+        base = state.bases.get(tool)
+        if base is None:
+            base = state.bases[tool] = step_name_for(tool, {}).rpartition("_")[0]
+        count = state.counts[base] = state.counts.get(base, 0) + 1
+        name = f"{base}_{count}"
         state.seq += 1
-        live = LiveStep(name, state.seq, server, tool, dict(arguments), resolved, now())
+        live = LiveStep(name, state.seq, server, tool, arguments, resolved, time.time(), execution_id)
         state.running[name] = live
-        state.summary.append({"name": name, "tool": _listed(server, tool), "status": StepStatus.RUNNING.value})
+        state.summary[name] = (_listed(server, tool), _RUNNING)
         return live
 
     def end(self, live: LiveStep, result: Mapping[str, Any] | None, *, error: str | None = None) -> None:
         """Close a step with the upstream's result (or a transport error) and queue it.
 
         Only bookkeeping happens here; the output (SPEC §4), redaction and the row are
-        built by the writer's thread, and refs compute an output the first time they need it.
+        built by the drain process, and refs compute an output the first time they need it.
         """
         state = self._state
-        state.running.pop(live.name, None)
-        failed = error is not None or result is None or bool(result.get("isError"))
-        if failed:
-            state.failed[live.name] = error or _error_text(result)
+        del state.running[live.name]
+        if error is not None or result is None or result.get("isError"):
+            state.failed[live.name] = error or error_text(result)
+            live.status = StepStatus.FAILED
         else:
-            assert result is not None
             state.outputs.add(live.name, result)
-        live.status = StepStatus.FAILED if failed else StepStatus.SUCCEEDED
-        self._set_summary(live.seq, live.status)
-        self._writer.submit(_Finished(self._ensure_execution().id, live, result, error, now(), self._redactor))
+            live.status = StepStatus.SUCCEEDED
+        state.summary[live.name] = (state.summary[live.name][0], live.status.value)
+        self._writer.submit(
+            StepEntry(
+                "step", live.execution_id, live.name, live.seq, live.server, live.tool,
+                live.input, live.resolved_input, result, error, live.started_at, time.time(),
+            )
+        )  # fmt: skip
 
-    def preset(self, output: JSON, *, step: str | None = None, tool: str | None = None) -> StepRecord:
+    def preset(self, output: JSON, *, step: str | None = None, tool: str | None = None) -> PresetEntry:
         """toolreel__set_step_result: a step with a given output and no upstream call."""
         state = self._state
         if step is not None:
@@ -173,29 +156,20 @@ class RecordingSession:
             name = step
         else:
             name = step_name_for(_unprefixed(tool) if tool else "preset", state.counts)
+        execution_id = self.execution.id if self.execution is not None else self._start_execution()
         state.seq += 1
         state.outputs.put(name, output)
-        state.summary.append({"name": name, "tool": tool, "status": StepStatus.SUCCEEDED.value})
-        stamp = now()
         server, _, bare = (tool or "").rpartition("__")
-        record = StepRecord(
-            execution_id=self._ensure_execution().id,
-            name=name,
-            seq=state.seq,
-            kind=StepKind.PRESET,
-            status=StepStatus.SUCCEEDED,
-            server=server or None,
-            tool=bare or None,
-            output=output,
-            result={"structuredContent": output} if isinstance(output, dict) else None,
-            started_at=stamp,
-            ended_at=stamp,
-        )
-        self._writer.submit(redacted(record, self._redactor))
-        return record
+        stamp = time.time()
+        state.summary[name] = (_listed(server or None, bare or None), StepStatus.SUCCEEDED.value)
+        entry = PresetEntry("preset", execution_id, name, state.seq, server or None, bare or None, output, stamp)
+        self._writer.submit(entry)
+        return entry
 
     # helpers --------------------------------------------------------------------------
     def _resolve(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        if not _may_hold_refs(arguments):
+            return arguments if type(arguments) is dict else dict(arguments)
         state = self._state
         roots = ref_roots(dict(arguments))
         if not roots:
@@ -211,37 +185,21 @@ class RecordingSession:
         assert isinstance(resolved, dict)
         return resolved
 
-    def _ensure_execution(self) -> Execution:
-        if self.execution is None:
-            stamp = now()
-            self.execution = Execution(
-                id=new_id(),
-                mode=ExecutionMode.RECORD,
-                status=ExecutionStatus.RECORDING,
-                created_at=stamp,
-                updated_at=stamp,
-                session=self.key,
-            )
-            self._writer.submit(self.execution)
-        return self.execution
-
-    def _set_summary(self, seq: int, status: StepStatus) -> None:
-        # summary rows are appended in seq order, so seq - 1 is the row
-        self._state.summary[seq - 1]["status"] = status.value
+    def _start_execution(self) -> str:
+        self.execution = ExecutionEntry("execution", new_id(), time.time(), self.key)
+        self._writer.submit(self.execution)
+        return self.execution.id
 
 
-def redacted(record: StepRecord, redactor: Redactor) -> StepRecord:
-    # The output is read from the result, so checking the result covers it.
-    if not redactor.might_hold_secrets([record.input, record.resolved_input, record.result]):
-        return record
-    redact = redactor.redact
-    resolved, paths = redact(record.resolved_input)
-    written, _ = redact(record.input)
-    result, _ = redact(record.result)
-    output, _ = redact(record.output)
-    if not paths and resolved is record.resolved_input and result is record.result and output is record.output:
-        return record
-    return record.replace(input=written, resolved_input=resolved, result=result, output=output, redacted=paths)
+def _may_hold_refs(value: Any) -> bool:
+    """False when no string anywhere in `value` holds an `@`: nothing to resolve or unescape."""
+    if isinstance(value, str):
+        return "@" in value
+    if isinstance(value, dict):
+        return any(_may_hold_refs(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_may_hold_refs(item) for item in value)
+    return False
 
 
 def _unescaped(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -254,16 +212,8 @@ def _unescaped(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def _error_text(result: Mapping[str, Any] | None) -> str:
-    if not result:
-        return "no result"
-    texts = [c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict) and c.get("type") == "text"]
-    text = " ".join(t for t in texts if t).strip()
-    return (text[:500] if text else json.dumps(result)[:500]) or "the tool reported an error"
-
-
-def _listed(server: str | None, tool: str) -> str:
-    return f"{server}__{tool}" if server else tool
+def _listed(server: str | None, tool: str | None) -> str | None:
+    return f"{server}__{tool}" if server and tool else tool
 
 
 def _unprefixed(tool: str) -> str:

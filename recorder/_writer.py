@@ -1,22 +1,31 @@
-"""Writes recordings to the store off the request path.
+"""Hands recordings to the drain process, off the request path.
 
-Records are queued without waiting and written in batches by one task, in order (an
-execution before its steps). A failed write is never swallowed: `on_error` reports it
-(to the agent and on stderr) and the records stay queued for the next attempt.
+A call only appends a tuple to a list. Every LINGER seconds (sooner when BATCH wait or
+someone flushes) one task encodes the list as one frame and writes it to the drain
+(`recorder.drain`), a child process at the lowest CPU priority that builds the rows and
+writes them; so the gateway's CPU goes to forwarding, and parsing, redaction and SQL run
+when the machine has time. A batch stays in memory until the drain says it is committed:
+a drain that dies is started again and given every batch it had not confirmed. A failed
+write is never swallowed: `on_error` reports it (to the agent and on stderr).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from core.errors import StoreError
-from core.model import Execution, StepRecord
+from core.secrets import Redactor
+from recorder._journal import HEADER_SIZE, decode, encode, frame_length
+from recorder._rows import Entry, write_entries
 
 if TYPE_CHECKING:
     from core.store import Store
@@ -25,124 +34,180 @@ __all__ = ["StoreWriter"]
 
 logger = logging.getLogger("toolreel.recorder")
 
-BATCH = 2048
-RETRY_DELAY = 1.0
+BATCH = 4096
+LINGER = 0.05  # seconds a batch waits for company: one frame and one transaction per many steps
+RESTART_DELAYS = (0.2, 1.0, 5.0)
+SHUTDOWN_GRACE = 10.0
+DRAIN = (sys.executable, "-P", "-m", "recorder.drain")  # -P: never import a `recorder` from the cwd
 
 
-class Deferred(Protocol):
-    """A record whose row is built on the writer's thread (parsing, redaction)."""
-
-    def build(self) -> StepRecord: ...
-
-
-Record = Execution | StepRecord | Deferred
-BUILD_SLICE = 32
-LINGER = 0.25  # seconds a batch waits for company: one transaction per many steps
-
-
-async def _built(batch: list[Record]) -> list[Record]:
-    """Rows are built (outputs parsed, secrets redacted) on the event loop, in slices between
-    which calls go on: pure-Python work in a thread would fight the loop for the GIL, which
-    costs more than the work itself."""
-    built: list[Record] = []
-    for start in range(0, len(batch), BUILD_SLICE):
-        for record in batch[start : start + BUILD_SLICE]:
-            built.append(record if isinstance(record, Execution | StepRecord) else record.build())
-        await anyio.lowlevel.checkpoint()
-    return built
+class _DrainLost(Exception):
+    pass
 
 
 class StoreWriter:
-    """Queues records without waking anything; one task writes them every LINGER seconds
-    (sooner when BATCH are waiting or someone flushes), so a call never pays a task
-    switch for its recording."""
-
-    def __init__(self, store: Store | None = None, *, on_error: Callable[[StoreError], None] | None = None) -> None:
-        self.store = store
-        self._attached = anyio.Event()
-        if store is not None:
-            self._attached.set()
+    def __init__(
+        self,
+        db: str | None = None,
+        secret_values: Sequence[str] = (),
+        *,
+        on_error: Callable[[StoreError], None] | None = None,
+        local_store: Callable[[], Awaitable[Store]] | None = None,
+    ) -> None:
+        self._db = db
+        self._local_store = local_store  # a database only this process can see: written from here
+        self._secret_values = list(secret_values)
         self._on_error = on_error
-        self._queue: list[Record] = []
-        self._wake = anyio.Event()
+        self._queue: list[Entry] = []
+        self._unconfirmed: deque[tuple[int, bytes]] = deque()  # (entries, frame) sent, not yet committed
         self._submitted = 0
         self._written = 0
+        self._wake = anyio.Event()
         self._progress = anyio.Event()
-        self._created: set[str] = set()  # executions already written: a retried batch skips them
-        self.wanted = anyio.Event()  # set by the first record: a store opened lazily is needed now
+        self._last_error: str | None = None
+        self.wanted = anyio.Event()  # set by the first entry: the drain is started then
 
-    def attach(self, store: Store) -> None:
-        """The store, once open: records queued before this are written then."""
-        self.store = store
-        self._attached.set()
-
-    def submit(self, record: Record) -> None:
+    def submit(self, item: Entry) -> None:
         if not self.wanted.is_set():
             self.wanted.set()
         self._submitted += 1
-        self._queue.append(record)
+        self._queue.append(item)
         if len(self._queue) >= BATCH:
             self._wake.set()
 
-    async def flush(self, timeout: float = 10.0) -> None:
-        """Wait until everything submitted so far is written (tests, status, shutdown)."""
+    async def flush(self, timeout: float = 15.0) -> None:
+        """Wait until everything submitted so far is in the store (reads, tests, status)."""
         target = self._submitted
-        with anyio.fail_after(timeout):
+        with anyio.move_on_after(timeout):
             while self._written < target:
                 self._wake.set()
                 await self._progress.wait()
+            return
+        why = f": {self._last_error}" if self._last_error else " (the recorder process is still starting)"
+        raise StoreError(f"{target - self._written} recorded calls are not in the store yet{why}; try again shortly")
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
-        try:
-            await self._attached.wait()
-            while True:
-                with anyio.move_on_after(LINGER):
-                    await self._wake.wait()
-                self._wake = anyio.Event()
-                if self._queue:
-                    batch, self._queue = self._queue, []
-                    await self._write_until_done(batch)
-        finally:
-            # On shutdown, write what is still queued (bounded) so a clean exit loses nothing.
-            with anyio.move_on_after(10, shield=True):
-                if self._queue:
-                    await self._attached.wait()  # a store still opening at shutdown is waited for
-                    batch, self._queue = self._queue, []
-                    await self._write_until_done(batch, attempts=1)
-
-    async def _write_until_done(self, batch: list[Record], attempts: int | None = None) -> None:
-        batch = await _built(batch)
-        tries = 0
-        while True:
-            tries += 1
-            try:
-                await anyio.to_thread.run_sync(self._write, batch)
-            except StoreError as exc:
-                logger.error("recording not saved: %s", exc)
-                if self._on_error is not None:
-                    self._on_error(exc)
-                if attempts is not None and tries >= attempts:
-                    return
-                await anyio.sleep(RETRY_DELAY)
-                continue
-            self._written += len(batch)
-            self._progress.set()
-            self._progress = anyio.Event()
+        await self.wanted.wait()
+        if self._local_store is not None:
+            await self._write_here(self._local_store)
             return
+        failures = 0
+        try:
+            while True:
+                try:
+                    await self._feed_one_drain()
+                except _DrainLost as exc:
+                    self._report(f"the recorder process stopped ({exc}); starting it again")
+                failures += 1
+                await anyio.sleep(RESTART_DELAYS[min(failures, len(RESTART_DELAYS)) - 1])
+        finally:
+            unsaved = self._submitted - self._written
+            if unsaved:
+                logger.error("%d recorded calls were not saved before the gateway stopped", unsaved)
 
-    def _write(self, batch: list[Record]) -> None:
-        assert self.store is not None
-        steps: list[StepRecord] = []
-        for record in batch:
-            if isinstance(record, Execution):
-                if steps:
-                    self.store.put_steps(steps)
-                    steps = []
-                if record.id not in self._created:
-                    self.store.create_execution(record)
-                    self._created.add(record.id)
-            elif isinstance(record, StepRecord):
-                steps.append(record)
-        if steps:
-            self.store.put_steps(steps)
+    async def _write_here(self, local_store: Callable[[], Awaitable[Store]]) -> None:
+        """The drain's work in this process, for a database in this process's memory."""
+        redactor, created = Redactor(self._secret_values), set[str]()
+        while True:
+            with anyio.move_on_after(LINGER):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            if not self._queue:
+                continue
+            batch, self._queue = self._queue, []
+            while True:
+                try:
+                    store = await local_store()
+                    await anyio.to_thread.run_sync(write_entries, store, redactor, batch, created)
+                    break
+                except StoreError as exc:
+                    self._report(f"recording not saved: {exc}", store_error=str(exc))
+                    await anyio.sleep(RESTART_DELAYS[-1])
+            self._confirmed(len(batch))
+
+    # one drain process ----------------------------------------------------------------------
+    async def _feed_one_drain(self) -> None:
+        """Run one drain until it ends (raises _DrainLost) or we are cancelled (it is given
+        what is queued and SHUTDOWN_GRACE to write it)."""
+        process = await anyio.open_process(list(DRAIN), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+        assert process.stdin is not None and process.stdout is not None
+        stdin, replies = process.stdin, BufferedByteReceiveStream(process.stdout)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watch, replies, tg.cancel_scope)
+            try:
+                await stdin.send(encode(("hello", self._db, self._secret_values)))
+                for _, frame in self._unconfirmed:  # a new drain first gets what the last one left
+                    await stdin.send(frame)
+                await self._send_batches(stdin)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await anyio.sleep_forever()  # the drain is gone; the watch task sees it and ends this
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._hand_over(process)
+        raise _DrainLost(f"exit code {process.returncode}")
+
+    async def _send_batches(self, stdin: anyio.abc.ByteSendStream) -> None:
+        while True:
+            with anyio.move_on_after(LINGER):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            await self._send_queued(stdin)
+
+    async def _send_queued(self, stdin: anyio.abc.ByteSendStream) -> None:
+        if not self._queue:
+            return
+        batch, self._queue = self._queue, []
+        frame = encode(("batch", [tuple(item) for item in batch]))  # marshal takes plain tuples only
+        self._unconfirmed.append((len(batch), frame))  # kept until committed: a new drain gets it again
+        await stdin.send(frame)
+
+    async def _watch(self, replies: BufferedByteReceiveStream, scope: anyio.CancelScope) -> None:
+        # Shielded: confirmations are read until the drain ends, shutdown included.
+        with anyio.CancelScope(shield=True):
+            while (message := await _read(replies)) is not None:
+                self._on_reply(message)
+        scope.cancel()
+
+    def _on_reply(self, message: Sequence[Any]) -> None:
+        kind = message[0]
+        if kind == "done":
+            count, _ = self._unconfirmed.popleft()
+            self._confirmed(count)
+        elif kind == "error":
+            self._report(f"recording not saved: {message[1]}", store_error=str(message[1]))
+
+    async def _hand_over(self, process: anyio.abc.Process) -> None:
+        """Give the drain what is queued and end its input; wait (SHUTDOWN_GRACE at most) for
+        it to write everything and exit, else stop it."""
+        assert process.stdin is not None
+        with anyio.move_on_after(SHUTDOWN_GRACE):
+            try:
+                await self._send_queued(process.stdin)
+                await process.stdin.aclose()
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+    def _confirmed(self, count: int) -> None:
+        self._written += count
+        self._last_error = None
+        self._progress.set()
+        self._progress = anyio.Event()
+
+    def _report(self, message: str, *, store_error: str | None = None) -> None:
+        logger.error("%s", message)
+        self._last_error = store_error or message
+        if self._on_error is not None:
+            self._on_error(StoreError(store_error or message))
+
+
+async def _read(replies: BufferedByteReceiveStream) -> Sequence[Any] | None:
+    try:
+        header = await replies.receive_exactly(HEADER_SIZE)
+        return decode(await replies.receive_exactly(frame_length(header)))
+    except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return None

@@ -24,8 +24,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from core.errors import StoreError
 from core.secrets import Redactor
-from recorder._journal import HEADER_SIZE, decode, encode, frame_length
-from recorder._rows import Entry, write_entries
+from recorder._journal import HEADER_SIZE, decode, encode, frame_length, pack, unpack
+from recorder._rows import Entry, entry, write_entries
 
 if TYPE_CHECKING:
     from core.store import Store
@@ -58,7 +58,7 @@ class StoreWriter:
         self._local_store = local_store  # a database only this process can see: written from here
         self._secret_values = list(secret_values)
         self._on_error = on_error
-        self._queue: list[Entry] = []
+        self._queue: list[bytes] = []  # packed entries
         self._unconfirmed: deque[tuple[int, bytes]] = deque()  # (entries, frame) sent, not yet committed
         self._submitted = 0
         self._written = 0
@@ -71,7 +71,7 @@ class StoreWriter:
         if not self.wanted.is_set():
             self.wanted.set()
         self._submitted += 1
-        self._queue.append(item)
+        self._queue.append(pack(item))
         if len(self._queue) >= BATCH:
             self._wake.set()
 
@@ -119,7 +119,8 @@ class StoreWriter:
             while True:
                 try:
                     store = await local_store()
-                    await anyio.to_thread.run_sync(write_entries, store, redactor, batch, created)
+                    entries = [entry(unpack(packed)) for packed in batch]
+                    await anyio.to_thread.run_sync(write_entries, store, redactor, entries, created)
                     break
                 except StoreError as exc:
                     self._report(f"recording not saved: {exc}", store_error=str(exc))
@@ -158,7 +159,7 @@ class StoreWriter:
         if not self._queue:
             return
         batch, self._queue = self._queue, []
-        frame = encode(("batch", [tuple(item) for item in batch]))  # marshal takes plain tuples only
+        frame = encode(("batch", batch))
         self._unconfirmed.append((len(batch), frame))  # kept until committed: a new drain gets it again
         await stdin.send(frame)
 

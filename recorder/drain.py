@@ -93,6 +93,7 @@ def _open(db: str | None, reply: _Reply, parent: int) -> Store | None:
 
 
 def _drain(store: Store, redactor: Redactor, source: IO[bytes], reply: _Reply, parent: int) -> int:
+    from recorder._journal import unpack
     from recorder._rows import entry
 
     created: set[str] = set()
@@ -103,7 +104,7 @@ def _drain(store: Store, redactor: Redactor, source: IO[bytes], reply: _Reply, p
         if message[0] != "batch":
             logger.error("ignored an unknown message %r", message[0])
             continue
-        entries = [entry(values) for values in message[1]]
+        entries = [entry(unpack(packed)) for packed in message[1]]
         if not _write_until_done(store, redactor, entries, created, reply, parent):
             logger.error("%d recorded calls not saved: the store kept failing and the gateway is gone", len(entries))
             return 1

@@ -8,6 +8,7 @@ machine touches them all alike; a figure is the median over rounds.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -285,6 +286,22 @@ def child_pids(parent: int) -> set[int]:
         if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
             found.add(int(entry.name))
     return found
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of one process (/proc/PID/stat), 0.0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def vm_rss_mb(pid: int) -> float:

@@ -30,6 +30,7 @@ from _common import (
     Bars,
     Latency,
     child_pids,
+    cmdline,
     concurrent,
     connect,
     descendants,
@@ -38,6 +39,7 @@ from _common import (
     ms,
     p50_rounds,
     plan_line,
+    process_cpu,
     rotated,
     sequential,
     table,
@@ -121,25 +123,9 @@ async def measure_gateway(plan: Plan, db_url: str, log_path: Path) -> dict[str, 
                 for fig in figures.values():
                     fig.calls += 2 * plan.per_round
             for label, pid in pids.items():
-                drains = [child for child in descendants(pid) if "recorder.drain" in _cmdline(child)]
+                drains = [child for child in descendants(pid) if "recorder.drain" in cmdline(child)]
                 figures[label].recorder_cpu = sum(process_cpu(child) for child in drains)
     return figures
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of one process (/proc/PID/stat), 0.0 once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def recorded_steps(db_url: str) -> int:

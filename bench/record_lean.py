@@ -23,14 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import ECHO, IN_FLIGHT, REPO, rotated, table, via_toolreel
+from _common import ECHO, IN_FLIGHT, REPO, process_cpu, rotated, table, via_toolreel
 
 CALL = {"name": ECHO.tool, "arguments": dict(ECHO.arguments)}
-
-
-def process_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class LeanClient:

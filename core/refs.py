@@ -617,13 +617,17 @@ def step_output(result: Mapping[str, JSON]) -> JSON:
 _UNSAFE_NAME_CHAR: Final = re.compile(r"[^A-Za-z0-9_]")
 
 
+def step_name_base(tool: str) -> str:
+    """What `step_name_for` numbers: the tool name (without server prefix) made a legal name."""
+    base = _UNSAFE_NAME_CHAR.sub("_", tool) or "_"
+    return "_" + base if base[0].isdigit() else base
+
+
 def step_name_for(tool: str, counts: MutableMapping[str, int]) -> str:
     """The next step name for `tool` (without server prefix): `read_file_1`, `get_tiny_image_2`, ...
 
     `counts` holds the per-name counters of one execution and is updated.
     """
-    base = _UNSAFE_NAME_CHAR.sub("_", tool) or "_"
-    if base[0].isdigit():
-        base = "_" + base
+    base = step_name_base(tool)
     counts[base] = counts.get(base, 0) + 1
     return f"{base}_{counts[base]}"

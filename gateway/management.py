@@ -136,15 +136,15 @@ class GatewayHook(ToolHook):
 
     async def _open_until_done(self) -> Store:
         """Open the store; a store that cannot be opened is reported and retried, and the
-        gateway goes on forwarding meanwhile (recordings wait in memory)."""
+        gateway goes on forwarding meanwhile."""
         while True:
             try:
-                with anyio.CancelScope(shield=True):  # finished even at shutdown: queued steps need it
+                # finished even at shutdown: an in-memory store's queued steps are written through it
+                with anyio.CancelScope(shield=True):
                     return await anyio.to_thread.run_sync(self._open_store)
-            except (StoreError, OSError) as exc:  # the file system's errors too: a full disk, a lost mount
-                message = str(exc) if isinstance(exc, StoreError) else f"the store could not be opened: {exc}"
-                logger.error("%s; retrying in %g s", message, STORE_RETRY)
-                self.recorder.pending_errors.append(message)
+            except StoreError as exc:  # the store turns file-system errors into StoreError too
+                logger.error("%s; retrying in %g s", exc, STORE_RETRY)
+                self.recorder.pending_errors.append(str(exc))
             await anyio.sleep(STORE_RETRY)
 
     @property

@@ -24,11 +24,15 @@ _HEADER = struct.Struct(">I")
 MAX_FRAME = 1 << 31  # a batch holding a few very large outputs still fits
 
 
-def encode(message: tuple[Any, ...]) -> bytes:
+def _dumps(value: tuple[Any, ...]) -> bytes:
     try:
-        data = marshal.dumps(message, 4)
+        return marshal.dumps(value, 4)
     except ValueError:  # a value marshal does not know (a str subclass, say): JSON-typed it is
-        data = marshal.dumps(_plain(message), 4)
+        return marshal.dumps(_plain(value), 4)
+
+
+def encode(message: tuple[Any, ...]) -> bytes:
+    data = _dumps(message)
     if len(data) >= MAX_FRAME:
         raise ValueError(f"a recording batch of {len(data)} bytes is larger than {MAX_FRAME}")
     return _HEADER.pack(len(data)) + data
@@ -38,10 +42,7 @@ def pack(item: tuple[Any, ...]) -> bytes:
     """One recorded entry as bytes, at once: the call's dicts are freed with the call, and what
     waits for the next batch is one flat object (a queue of live dicts kept the allocator's
     working set large and cold, which cost more than the encoding)."""
-    try:
-        return marshal.dumps(tuple(item), 4)
-    except ValueError:
-        return marshal.dumps(_plain(tuple(item)), 4)
+    return _dumps(tuple(item))  # marshal takes plain tuples only, not named ones
 
 
 def unpack(data: bytes) -> Any:

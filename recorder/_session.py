@@ -16,7 +16,16 @@ from typing import Any, cast
 
 from core.errors import RefError
 from core.model import JSON, StepStatus, new_id
-from core.refs import RESERVED_ROOTS, STEP_NAME_RE, MappingScope, ref_roots, resolve, step_name_for, step_output
+from core.refs import (
+    RESERVED_ROOTS,
+    STEP_NAME_RE,
+    MappingScope,
+    ref_roots,
+    resolve,
+    step_name_base,
+    step_name_for,
+    step_output,
+)
 from core.secrets import Redactor
 from recorder._rows import ExecutionEntry, PresetEntry, StepEntry, error_text
 from recorder._writer import StoreWriter
@@ -38,7 +47,6 @@ class LiveStep:
     resolved_input: JSON
     started_at: float
     execution_id: str
-    status: StepStatus = StepStatus.RUNNING
 
 
 class LazyOutputs(Mapping[str, JSON]):
@@ -114,7 +122,7 @@ class RecordingSession:
         execution_id = self.execution.id if self.execution is not None else self._start_execution()
         base = state.bases.get(tool)
         if base is None:
-            base = state.bases[tool] = step_name_for(tool, {}).rpartition("_")[0]
+            base = state.bases[tool] = step_name_base(tool)
         count = state.counts[base] = state.counts.get(base, 0) + 1
         name = f"{base}_{count}"
         state.seq += 1
@@ -133,11 +141,11 @@ class RecordingSession:
         del state.running[live.name]
         if error is not None or result is None or result.get("isError"):
             state.failed[live.name] = error or error_text(result)
-            live.status = StepStatus.FAILED
+            status = StepStatus.FAILED
         else:
             state.outputs.add(live.name, result)
-            live.status = StepStatus.SUCCEEDED
-        state.summary[live.name] = (state.summary[live.name][0], live.status.value)
+            status = StepStatus.SUCCEEDED
+        state.summary[live.name] = (state.summary[live.name][0], status.value)
         self._writer.submit(
             StepEntry(
                 "step", live.execution_id, live.name, live.seq, live.server, live.tool,

@@ -18,8 +18,12 @@ import time
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from core.errors import StoreError
+from core.secrets import Redactor
+from recorder._journal import encode, read_frame, unpack
+from recorder._rows import entry, write_entries
+
 if TYPE_CHECKING:
-    from core.secrets import Redactor
     from core.store import Store
 
 __all__ = ["main"]
@@ -35,8 +39,6 @@ class _Reply:
 
     def __call__(self, *message: Any) -> bool:
         """Send a message to the gateway; False when it is gone (then the store is what matters)."""
-        from recorder._journal import encode
-
         try:
             self._stream.write(encode(message))
             self._stream.flush()
@@ -51,8 +53,6 @@ def main() -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     os.nice(19)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="toolreel recorder: %(message)s")
-    from recorder._journal import read_frame
-
     source, reply = sys.stdin.buffer, _Reply(sys.stdout.buffer)
     parent = os.getppid()
     hello = read_frame(source)
@@ -65,40 +65,29 @@ def main() -> int:
         return 1
     reply("ready")
     try:
-        return _drain(store, _redactor(secret_values), source, reply, parent)
+        return _drain(store, Redactor(secret_values), source, reply, parent)
     finally:
         store.close()
 
 
-def _redactor(secret_values: Sequence[str]) -> Redactor:
-    from core.secrets import Redactor
-
-    return Redactor(secret_values)
-
-
 def _open(db: str | None, reply: _Reply, parent: int) -> Store | None:
-    from core.errors import StoreError
-    from core.store import open_store
+    from core.store import open_store  # SQLAlchemy: loaded after the priority is lowered
 
     while True:
         try:
             return open_store(db)
-        except (StoreError, OSError) as exc:
-            message = str(exc) if isinstance(exc, StoreError) else f"the store could not be opened: {exc}"
-            if not reply("error", message):  # the gateway reports what it is told; else say it here
-                logger.error("%s; retrying in %g s", message, RETRY_DELAY)
+        except StoreError as exc:  # file-system errors included
+            if not reply("error", str(exc)):  # the gateway reports what it is told; else say it here
+                logger.error("%s; retrying in %g s", exc, RETRY_DELAY)
         if os.getppid() != parent:
             return None
         time.sleep(RETRY_DELAY)
 
 
 def _drain(store: Store, redactor: Redactor, source: IO[bytes], reply: _Reply, parent: int) -> int:
-    from recorder._journal import unpack
-    from recorder._rows import entry
-
     created: set[str] = set()
     while True:
-        message = read_frame_or_none(source)
+        message = _next_frame(source)
         if message is None:
             return 0
         if message[0] != "batch":
@@ -111,9 +100,7 @@ def _drain(store: Store, redactor: Redactor, source: IO[bytes], reply: _Reply, p
         reply("done", len(entries))
 
 
-def read_frame_or_none(source: IO[bytes]) -> Sequence[Any] | None:
-    from recorder._journal import read_frame
-
+def _next_frame(source: IO[bytes]) -> Sequence[Any] | None:
     try:
         return read_frame(source)
     except (ValueError, EOFError, TypeError) as exc:
@@ -124,9 +111,6 @@ def read_frame_or_none(source: IO[bytes]) -> Sequence[Any] | None:
 def _write_until_done(
     store: Store, redactor: Redactor, entries: list[Any], created: set[str], reply: _Reply, parent: int
 ) -> bool:
-    from core.errors import StoreError
-    from recorder._rows import write_entries
-
     tries_left: int | None = None
     while True:
         try:

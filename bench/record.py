@@ -1,10 +1,13 @@
 """Recording overhead: `toolreel serve` recording vs `--no-record` on server-everything `echo`, and store writes.
 
-One run: sequential p50 and throughput at 8 in flight, targets alternating, ratios on/off (bars:
-p50 <= 1.05x, throughput >= 0.95x), the gateway process's CPU per call and the CPU its recorder process
-(`recorder.drain`, which builds and writes the rows at nice 19) spent; then `Store.put_step` of a typical
-recorded step on SQLite (bar: p50 <= 0.2 ms) and on a throwaway PostgreSQL cluster (tests/pg.py) when its
-binaries are installed. Exits 1 if a bar is missed.
+One run, every round in fresh processes: sequential p50 (targets taking turns in bursts of 25 calls) and
+throughput at 8 in flight (blocks per target), ratios on/off (bars: p50 <= 1.05x, throughput >= 0.95x), the
+gateway process's CPU per call and the CPU its recorder process (`recorder.drain`, which builds and writes
+the rows at the lowest priority once a burst is over) spent; before each throughput block the bench waits
+until the recording gateway has stored every call so far (`unsaved` in toolreel__status), so no deferred
+write lands in another target's block. Then `Store.put_step` of a typical recorded step on SQLite (bar: p50
+<= 0.2 ms) and on a throwaway PostgreSQL cluster (tests/pg.py) when its binaries are installed. Exits 1 if a
+bar is missed.
 Run: .venv/bin/python bench/record.py [--quick]
 """
 
@@ -21,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import anyio
 from _common import (
@@ -28,7 +32,9 @@ from _common import (
     IN_FLIGHT,
     REPO,
     Bars,
+    Command,
     Latency,
+    call,
     child_pids,
     cmdline,
     concurrent,
@@ -41,7 +47,6 @@ from _common import (
     plan_line,
     process_cpu,
     rotated,
-    sequential,
     table,
     via_toolreel,
     warm_up,
@@ -56,6 +61,7 @@ THROUGHPUT_BAR = 0.95
 STORE_P50_BAR_MS = 0.2
 CALL_TIMEOUT = 60.0
 BATCH = 32
+BURST = 25  # sequential calls per target per turn
 CONTROL = "off again (noise)"
 
 
@@ -94,6 +100,9 @@ class Figures:
 
 async def measure_gateway(plan: Plan, db_url: str, log_path: Path) -> dict[str, Figures]:
     # A second, identical recording-off gateway shows in the same run how far two equal targets drift apart.
+    # Every round starts all three in fresh processes (as pyperf runs each sample in a fresh worker): a
+    # process keeps its CPU placement and memory layout for life, and two identical long-lived gateways
+    # measured up to 14% apart, more than the effect measured here.
     commands = {
         "recording off": via_toolreel(ECHO.server, "--no-record"),
         "recording on": via_toolreel(ECHO.server, "--db", db_url),
@@ -101,31 +110,75 @@ async def measure_gateway(plan: Plan, db_url: str, log_path: Path) -> dict[str, 
     }
     figures = {label: Figures() for label in commands}
     with log_path.open("w") as log:
-        async with contextlib.AsyncExitStack() as stack:
-            sessions: dict[str, ClientSession] = {}
-            pids: dict[str, int] = {}
-            for label, command in commands.items():
-                before = child_pids(os.getpid())
-                sessions[label] = await stack.enter_async_context(
-                    connect(command, log, read_timeout_seconds=CALL_TIMEOUT)
-                )
-                (pids[label],) = child_pids(os.getpid()) - before
-            for label, session in sessions.items():
-                await warm_up(session, ECHO, plan.warm)
-                figures[label].calls += 2 * plan.warm
-            for r in range(plan.rounds):
-                for label in rotated(list(sessions), r):
-                    before = process_cpu(pids[label])
-                    figures[label].latency.append(Latency.of(await sequential(sessions[label], ECHO, plan.per_round)))
-                    figures[label].throughput.append(await concurrent(sessions[label], ECHO, plan.per_round))
-                    figures[label].gateway_cpu += process_cpu(pids[label]) - before
-                    figures[label].measured += 2 * plan.per_round
-                for fig in figures.values():
-                    fig.calls += 2 * plan.per_round
-            for label, pid in pids.items():
-                drains = [child for child in descendants(pid) if "recorder.drain" in cmdline(child)]
-                figures[label].recorder_cpu = sum(process_cpu(child) for child in drains)
+        for r in range(plan.rounds):
+            await measure_round(commands, figures, plan, r, log)
     return figures
+
+
+async def measure_round(
+    commands: dict[str, Command], figures: dict[str, Figures], plan: Plan, r: int, log: TextIO
+) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        sessions: dict[str, ClientSession] = {}
+        pids: dict[str, int] = {}
+        for label in rotated(list(commands), r):
+            before = child_pids(os.getpid())
+            sessions[label] = await stack.enter_async_context(
+                connect(commands[label], log, read_timeout_seconds=CALL_TIMEOUT)
+            )
+            (pids[label],) = child_pids(os.getpid()) - before
+        for label, session in sessions.items():
+            await warm_up(session, ECHO, plan.warm)
+            figures[label].calls += 2 * plan.warm
+        recording = sessions["recording on"]
+        await recordings_saved(recording)
+        before = {label: process_cpu(pid) for label, pid in pids.items()}
+        latencies = await interleaved(sessions, r, plan.per_round)
+        for label, pid in pids.items():
+            figures[label].gateway_cpu += process_cpu(pid) - before[label]
+        for label in rotated(list(commands), r):
+            fig = figures[label]
+            fig.latency.append(Latency.of(latencies[label]))
+            # The recorder writes once a burst is over: that work is not left to land in the next block.
+            await recordings_saved(recording)
+            start = process_cpu(pids[label])
+            fig.throughput.append(await concurrent(sessions[label], ECHO, plan.per_round))
+            fig.gateway_cpu += process_cpu(pids[label]) - start
+            fig.measured += 2 * plan.per_round
+            fig.calls += 2 * plan.per_round
+        for label, pid in pids.items():
+            figures[label].recorder_cpu += sum(process_cpu(child) for child in recorders(pid))
+
+
+async def recordings_saved(session: ClientSession) -> None:
+    """Wait until the recording gateway has every call so far in the store (`unsaved` in toolreel__status)."""
+    with anyio.fail_after(30):
+        while True:
+            status = await session.call_tool("toolreel__status", {})
+            if not (status.structured_content or {}).get("unsaved"):
+                return
+            await anyio.sleep(0.05)
+
+
+async def interleaved(sessions: dict[str, ClientSession], r: int, count: int) -> dict[str, list[float]]:
+    """`count` sequential calls per target, in bursts of BURST taking turns (in rotating order). Blocks of
+    hundreds of calls per target saw the machine drift between them (two identical targets 14% apart); bursts
+    this short see the same machine, and are long enough that a burst's calls run on warm caches."""
+    samples: dict[str, list[float]] = {label: [] for label in sessions}
+    labels = list(sessions)
+    clock = time.perf_counter
+    for turn, first in enumerate(range(0, count, BURST)):
+        for label in rotated(labels, r + turn):
+            session, out = sessions[label], samples[label]
+            for _ in range(min(BURST, count - first)):
+                start = clock()
+                await call(session, ECHO)
+                out.append(clock() - start)
+    return samples
+
+
+def recorders(gateway: int) -> list[int]:
+    return [child for child in descendants(gateway) if "recorder.drain" in cmdline(child)]
 
 
 def recorded_steps(db_url: str) -> int:
@@ -165,8 +218,9 @@ def gateway_table(figures: dict[str, Figures]) -> str:
     rounds = p50_rounds({label: fig.latency for label, fig in figures.items()})
     on = figures["recording on"]
     drain = (
-        f"  the recording gateway's recorder process (nice 19): {on.recorder_cpu:.2f} s CPU in all for "
-        f"{on.calls} calls, its start (imports, store open: about 0.4 s) included"
+        f"  the recording gateways' recorder processes (lowest priority, writing after each burst): "
+        f"{on.recorder_cpu:.2f} s CPU in all for {on.calls} calls, their starts (imports, store open: about "
+        f"0.4 s each) included"
     )
     return f"server-everything echo through toolreel (wrap mode)\n{table(header, rows)}\n{rounds}\n{drain}"
 
@@ -275,7 +329,8 @@ def run(plan: Plan) -> int:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
         f"bench/record.py: mcp {importlib.metadata.version('mcp')} client over stdio; {os.cpu_count()} cores, "
-        f"load {load}\n{plan_line(plan.warm, plan.rounds, plan.per_round)}",
+        f"load {load}\n{plan_line(plan.warm, plan.rounds, plan.per_round)}\n"
+        "every round starts the three gateways afresh and warms each up first",
         flush=True,
     )
     bars = Bars()
@@ -316,7 +371,7 @@ def parse(argv: list[str]) -> Plan:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a short run (fewer calls and rounds)")
     parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 4000)")
-    parser.add_argument("--rounds", type=int, help="alternating rounds (default 8)")
+    parser.add_argument("--rounds", type=int, help="rounds, each in fresh processes (default 8)")
     args = parser.parse_args(argv)
     if args.quick:
         return Plan(calls=args.calls or 400, rounds=args.rounds or 2, warm=100, writes=300)

@@ -211,12 +211,9 @@ class GatewayHook(ToolHook):
         return session
 
     def _tagged(self, result: dict[str, Any], step: str, session: RecordingSession) -> dict[str, Any]:
-        meta = dict(result.get("_meta") or {})
-        meta[STEP_META] = step
-        meta[EXECUTION_META] = session.execution_id
-        errors = self.recorder.take_errors()
-        if errors:
-            meta["toolreel/error"] = "; ".join(errors)
+        meta = {**(result.get("_meta") or {}), STEP_META: step, EXECUTION_META: session.execution_id}
+        if self.recorder.pending_errors:
+            meta["toolreel/error"] = "; ".join(self.recorder.take_errors())
         tagged = {**result, "_meta": meta}
         if self.annotate:
             note = {"type": "text", "text": f"[toolreel] recorded as step {step}; pass it on as @{step}"}
@@ -294,6 +291,7 @@ class GatewayHook(ToolHook):
                 "name_mapping": [{"listed": m.listed, "server": m.server, "name": m.name} for m in self.hub.mappings()],
                 "execution_id": session.execution_id,
                 "recording": self.record,
+                "unsaved": self.recorder.writer.unsaved,  # records (steps, the execution) not in the store yet
                 "steps": session.steps(),
             }
         )

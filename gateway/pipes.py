@@ -11,10 +11,20 @@ running loop's transports do not.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["PipeEnd", "adopt"]
+__all__ = ["PipeEnd", "adopt", "json_line"]
+
+# One encoder for every message on the fast lanes: `json.dumps` with any option builds a new
+# encoder per call, a microsecond of each forwarded message's path.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def json_line(message: Any) -> bytes:
+    """A JSON-RPC message as one newline-delimited line (stdio framing)."""
+    return _ENCODER.encode(message).encode() + b"\n"
 
 
 def _loop_closes_descriptors() -> bool:

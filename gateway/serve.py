@@ -194,5 +194,3 @@ async def _plain(send: Send, status: int, message: str) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-

@@ -25,7 +25,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from gateway.pipes import Coalescer, PipeEnd
+from gateway.pipes import Coalescer, PipeEnd, json_line
 
 __all__ = ["FastCall", "serve_stdio_streams"]
 
@@ -179,7 +179,7 @@ class _FastFront:
             finally:
                 self.scopes.pop(request_id, None)
         if response is not None and not scope.cancelled_caught:  # a cancelled request gets no response
-            self.writer.write(json.dumps(response, ensure_ascii=False).encode() + b"\n")
+            self.writer.write(json_line(response))
 
 
 def _invalid(line: bytes) -> bytes:

@@ -24,7 +24,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from gateway.pipes import Coalescer, adopt
+from gateway.pipes import Coalescer, adopt, json_line
 
 __all__ = ["FastLane", "open_stdio_upstream"]
 
@@ -63,7 +63,7 @@ class FastLane:
         # deadline only ever fails the future (the caller's own cancellation still works).
         timer = loop.call_later(timeout, _expire, future)
         try:
-            self._writer.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+            self._writer.write(json_line(message))
             return await future
         except _Expired:
             await self._cancel(request_id, f"timed out after {timeout:g}s")

@@ -5,7 +5,8 @@ private to a gateway and the child it started, and carries JSON-typed values onl
 is the standard library's fastest codec for exactly those types (a batch of small steps
 encodes in about a microsecond each), and unlike pickle, loading it never runs code.
 
-Gateway to drain: `("hello", db_url, secret_values)` once, then `("batch", [packed entry, ...])`.
+Gateway to drain: `("hello", db_url, secret_values)` once, then `("batch", [packed entry, ...])`,
+and `("flush",)` when someone waits to read what was recorded (the drain writes at once).
 Drain to gateway: `("ready",)` once the store is open, `("done", count)` after each batch is
 committed, `("error", message)` when a write failed (the drain retries it).
 """
@@ -14,11 +15,14 @@ from __future__ import annotations
 
 import json
 import marshal
+import os
+import select
 import struct
+import time
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
-__all__ = ["MAX_FRAME", "decode", "encode", "pack", "read_frame", "unpack"]
+__all__ = ["MAX_FRAME", "FrameReader", "decode", "encode", "pack", "unpack"]
 
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 1 << 31  # a batch holding a few very large outputs still fits
@@ -61,16 +65,41 @@ def decode(data: bytes) -> Sequence[Any]:
     return message
 
 
-def read_frame(stream: IO[bytes]) -> Sequence[Any] | None:
-    """The next message from a blocking stream; None at end of file."""
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        return None
-    (length,) = _HEADER.unpack(header)
-    data = stream.read(length)
-    if len(data) < length:
-        return None
-    return decode(data)
+class FrameReader:
+    """Frames from a blocking file descriptor, with a timeout (the drain waits for input or
+    for a quiet moment, whichever comes first)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = bytearray()
+
+    def poll(self, timeout: float | None, *, limit: int | None = None) -> list[Sequence[Any]] | None:
+        """The messages that arrive within `timeout` seconds (None: wait for one): at least one,
+        or [] when the time is up; None at end of input. ValueError for a frame that is not a
+        journal message."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not (messages := self._complete(limit)):
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([self._fd], [], [], left)
+            if not readable:
+                return []
+            data = os.read(self._fd, 1 << 20)
+            if not data:
+                return None
+            self._buffer += data
+        return messages
+
+    def _complete(self, limit: int | None) -> list[Sequence[Any]]:
+        messages: list[Sequence[Any]] = []
+        buffer, at = self._buffer, 0
+        while len(buffer) - at >= _HEADER.size and (limit is None or len(messages) < limit):
+            (length,) = _HEADER.unpack_from(buffer, at)
+            if len(buffer) - at - _HEADER.size < length:
+                break
+            messages.append(decode(bytes(buffer[at + _HEADER.size : at + _HEADER.size + length])))
+            at += _HEADER.size + length
+        del buffer[:at]
+        return messages
 
 
 def frame_length(header: bytes) -> int:

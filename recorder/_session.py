@@ -8,11 +8,10 @@ call path does as little as it can: most calls hold no ref and most outputs are 
 
 from __future__ import annotations
 
-import marshal
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from core.errors import RefError
 from core.model import JSON, StepStatus, new_id
@@ -27,12 +26,16 @@ from core.refs import (
     step_output,
 )
 from core.secrets import Redactor
+from recorder._journal import pack, unpack
 from recorder._rows import ExecutionEntry, PresetEntry, StepEntry, error_text
 from recorder._writer import StoreWriter
 
 __all__ = ["LazyOutputs", "LiveStep", "RecordingSession"]
 
 _RUNNING = StepStatus.RUNNING.value
+_SUCCEEDED = StepStatus.SUCCEEDED.value
+_FAILED = StepStatus.FAILED.value
+_RESULT = StepEntry._fields.index("result")
 STEP_META = "toolreel/step"
 EXECUTION_META = "toolreel/execution"
 
@@ -53,37 +56,34 @@ class LazyOutputs(Mapping[str, JSON]):
     """Step outputs computed from raw results the first time a ref reads them: most
     outputs are never referenced, and the call path should not pay for parsing them.
 
-    Results are kept marshalled: a session holds every result it may be asked for, and as
-    bytes they cost the garbage collector nothing (as dicts they were scanned again and
-    again, a few microseconds per call once a session held a hundred thousand)."""
+    A finished call's result is kept inside its packed entry (`recorder._journal.pack`),
+    the very bytes queued for the store: one encoding per call, and as bytes a session's
+    results cost the garbage collector nothing (as dicts they were scanned again and again,
+    a few microseconds per call once a session held a hundred thousand)."""
 
     def __init__(self) -> None:
-        self._results: dict[str, bytes | Mapping[str, Any]] = {}
+        self._packed: dict[str, bytes] = {}  # name -> packed StepEntry
         self._outputs: dict[str, JSON] = {}
 
-    def add(self, name: str, result: Mapping[str, Any]) -> None:
-        try:
-            self._results[name] = marshal.dumps(cast(Any, result))
-        except ValueError:  # a value marshal does not know: kept as it is
-            self._results[name] = result
+    def add_packed(self, name: str, packed: bytes) -> None:
+        self._packed[name] = packed
 
     def put(self, name: str, output: JSON) -> None:
         self._outputs[name] = output
 
     def __getitem__(self, name: str) -> JSON:
         if name not in self._outputs:
-            raw = self._results[name]
-            self._outputs[name] = step_output(marshal.loads(raw) if isinstance(raw, bytes) else raw)
+            self._outputs[name] = step_output(unpack(self._packed[name])[_RESULT])
         return self._outputs[name]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._outputs or name in self._results
+        return name in self._outputs or name in self._packed
 
     def __iter__(self) -> Iterator[str]:
-        return iter({**dict.fromkeys(self._results), **dict.fromkeys(self._outputs)})
+        return iter({**dict.fromkeys(self._packed), **dict.fromkeys(self._outputs)})
 
     def __len__(self) -> int:
-        return len(set(self._results) | set(self._outputs))
+        return len(set(self._packed) | set(self._outputs))
 
 
 @dataclass(slots=True)
@@ -139,19 +139,18 @@ class RecordingSession:
         """
         state = self._state
         del state.running[live.name]
+        packed = pack(
+            ("step", live.execution_id, live.name, live.seq, live.server, live.tool,
+             live.input, live.resolved_input, result, error, live.started_at, time.time())
+        )  # fmt: skip
         if error is not None or result is None or result.get("isError"):
             state.failed[live.name] = error or error_text(result)
-            status = StepStatus.FAILED
+            status = _FAILED
         else:
-            state.outputs.add(live.name, result)
-            status = StepStatus.SUCCEEDED
-        state.summary[live.name] = (state.summary[live.name][0], status.value)
-        self._writer.submit(
-            StepEntry(
-                "step", live.execution_id, live.name, live.seq, live.server, live.tool,
-                live.input, live.resolved_input, result, error, live.started_at, time.time(),
-            )
-        )  # fmt: skip
+            state.outputs.add_packed(live.name, packed)
+            status = _SUCCEEDED
+        state.summary[live.name] = (state.summary[live.name][0], status)
+        self._writer.submit_packed(packed)
 
     def preset(self, output: JSON, *, step: str | None = None, tool: str | None = None) -> PresetEntry:
         """toolreel__set_step_result: a step with a given output and no upstream call."""

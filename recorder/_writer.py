@@ -3,10 +3,11 @@
 A call only appends a tuple to a list. Every LINGER seconds (sooner when BATCH wait or
 someone flushes) one task encodes the list as one frame and writes it to the drain
 (`recorder.drain`), a child process at the lowest CPU priority that builds the rows and
-writes them; so the gateway's CPU goes to forwarding, and parsing, redaction and SQL run
-when the machine has time. A batch stays in memory until the drain says it is committed:
-a drain that dies is started again and given every batch it had not confirmed. A failed
-write is never swallowed: `on_error` reports it (to the agent and on stderr).
+writes them once a burst of calls is over (or when someone flushes); so the gateway's CPU
+goes to forwarding, and parsing, redaction and SQL run when the machine has time. A batch
+stays in memory until the drain says it is committed: a drain that dies is started again
+and given every batch it had not confirmed. A failed write is never swallowed: `on_error`
+reports it (to the agent and on stderr).
 """
 
 from __future__ import annotations
@@ -65,21 +66,33 @@ class StoreWriter:
         self._wake = anyio.Event()
         self._progress = anyio.Event()
         self._last_error: str | None = None
+        self._flush_wanted = False  # someone waits: the drain is asked to write at once
         self.wanted = anyio.Event()  # set by the first entry: the drain is started then
 
     def submit(self, item: Entry) -> None:
+        self.submit_packed(pack(item))
+
+    def submit_packed(self, packed: bytes) -> None:
+        """Queue an entry packed with `recorder._journal.pack` (a call's path packs it once
+        and keeps the bytes for its refs too)."""
         if not self.wanted.is_set():
             self.wanted.set()
         self._submitted += 1
-        self._queue.append(pack(item))
+        self._queue.append(packed)
         if len(self._queue) >= BATCH:
             self._wake.set()
+
+    @property
+    def unsaved(self) -> int:
+        """Records (steps, executions) submitted and not yet confirmed in the store."""
+        return self._submitted - self._written
 
     async def flush(self, timeout: float = 15.0) -> None:
         """Wait until everything submitted so far is in the store (reads, tests, status)."""
         target = self._submitted
         with anyio.move_on_after(timeout):
             while self._written < target:
+                self._flush_wanted = True
                 self._wake.set()
                 await self._progress.wait()
             return
@@ -154,6 +167,9 @@ class StoreWriter:
                 await self._wake.wait()
             self._wake = anyio.Event()
             await self._send_queued(stdin)
+            if self._flush_wanted:
+                self._flush_wanted = False
+                await stdin.send(encode(("flush",)))
 
     async def _send_queued(self, stdin: anyio.abc.ByteSendStream) -> None:
         if not self._queue:

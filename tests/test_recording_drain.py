@@ -89,3 +89,23 @@ async def test_an_in_memory_store_is_written_by_the_gateway_itself(config: Path)
         execution = (first.meta or {})["toolreel/execution"]
         assert await _stored_names(s, execution) == ["echo_1", "echo_2"]
         assert _drains(s) == []  # another process could not see this database
+
+
+async def test_status_counts_unsaved_calls_until_the_recorder_has_written_them(config: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    async with stdio_gateway(["--config", str(config)], gateway_env(f"sqlite:///{db}")) as s:
+        for n in range(5):
+            await call(s, "feat__echo", {"text": f"call {n}"})
+
+        async def all_saved() -> bool:
+            status = await call(s, "toolreel__status", {})
+            assert isinstance(status.structured_content, dict)
+            count = status.structured_content["unsaved"]
+            assert isinstance(count, int) and 0 <= count <= 6  # 5 steps and their execution
+            return count == 0
+
+        await wait_until(all_saved, 15, "toolreel__status to report every call saved")
+        # Once status says nothing is unsaved, every call is in the store, read by another process.
+        with open_store(f"sqlite:///{db}") as store:
+            executions, _ = store.list_executions()
+            assert [len(store.get_steps(e.id)) for e in executions] == [5]

@@ -8,6 +8,7 @@ one `TemplateError` naming the template, step and field. `template_to_dict` is c
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import heapq
 import json
@@ -19,7 +20,7 @@ from typing import Any
 import yaml
 
 from core.errors import TemplateError
-from core.model import JSON
+from core.model import JSON, TemplateRecord
 from core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, is_ref, ref_roots, refs_in
 from core.template import InputSpec, RetryPolicy, StepSpec, Template, When
 from core.template_schema import (
@@ -41,6 +42,7 @@ __all__ = [
     "load_template_file",
     "load_template_text",
     "parse_template",
+    "stored_template",
     "template_hash",
     "template_json_schema",
     "template_to_dict",
@@ -62,6 +64,12 @@ def parse_template(data: Mapping[str, Any], *, source: str | None = None) -> Tem
     template = _build(model)
     _Checker(template, source).check()
     return template
+
+
+def stored_template(record: TemplateRecord) -> Template:
+    """A template as saved in a store, with its version and definition hash set."""
+    template = parse_template(record.definition, source=f"template {record.name!r} version {record.version}")
+    return dataclasses.replace(template, version=record.version, hash=record.hash)
 
 
 def load_template_text(text: str, *, source: str | None = None) -> Template:

@@ -192,7 +192,7 @@ def _invalid(line: bytes) -> bytes:
     else:
         error = {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 request, notification or response"}
         request_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str | int) else None
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode() + b"\n"
+    return json_line({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
 def _loads(line: bytes) -> Any:

@@ -85,7 +85,7 @@ class FastLane:
             "params": {"requestId": request_id, "reason": reason},
         }
         with contextlib.suppress(ConnectionError, RuntimeError):
-            self._writer.write(json.dumps(note).encode() + b"\n")
+            self._writer.write(json_line(note))
 
     def resolve(self, message: dict[str, Any]) -> bool:
         """Deliver a response addressed to the lane; False if it is not one of ours."""

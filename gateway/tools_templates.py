@@ -64,12 +64,12 @@ class _Catalogue:
         return self.hook.store
 
     def _current(self) -> list[dict[str, Any]]:
-        from core.template_io import parse_template
+        from core.template_io import stored_template
 
         tools = []
         for record in self.store.list_templates():
             try:
-                template = parse_template(record.definition, source=f"template {record.name!r}")
+                template = stored_template(record)
             except TemplateError:
                 continue  # a stored template this version cannot read is not offered as a tool
             tool = reel_tool(template)
@@ -137,10 +137,10 @@ class _Catalogue:
         )
 
     def _lookup(self, name: str) -> Template | None:
-        from core.template_io import parse_template
+        from core.template_io import stored_template
 
         try:
-            return parse_template(self.store.get_template(name).definition)
+            return stored_template(self.store.get_template(name))
         except NotFoundError:
             return None
 

@@ -140,8 +140,10 @@ class RecordingSession:
         state = self._state
         del state.running[live.name]
         packed = pack(
-            ("step", live.execution_id, live.name, live.seq, live.server, live.tool,
-             live.input, live.resolved_input, result, error, live.started_at, time.time())
+            StepEntry(
+                "step", live.execution_id, live.name, live.seq, live.server, live.tool,
+                live.input, live.resolved_input, result, error, live.started_at, time.time(),
+            )
         )  # fmt: skip
         if error is not None or result is None or result.get("isError"):
             state.failed[live.name] = error or error_text(result)

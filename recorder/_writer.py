@@ -1,6 +1,6 @@
 """Hands recordings to the drain process, off the request path.
 
-A call only appends a tuple to a list. Every LINGER seconds (sooner when BATCH wait or
+A call only appends its packed entry to a list. Every LINGER seconds (sooner when BATCH wait or
 someone flushes) one task encodes the list as one frame and writes it to the drain
 (`recorder.drain`), a child process at the lowest CPU priority that builds the rows and
 writes them once a burst of calls is over (or when someone flushes); so the gateway's CPU

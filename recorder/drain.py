@@ -11,7 +11,7 @@ places a waking process). And it holds what it reads while calls are streaming i
 once the input has been quiet for QUIET, the oldest held call is MAX_DELAY old, MAX_HELD
 calls are held, or the gateway asks for a flush: even at the lowest priority, a process
 that works during a burst of calls on two cores moved the gateway's processes between
-them and cost a fifth of the burst's throughput. Holding costs no safety: the gateway
+them and cost up to a fifth of the burst's throughput. Holding costs no safety: the gateway
 keeps every batch until its write is confirmed, and at end of input everything is written.
 """
 

@@ -6,7 +6,6 @@ driver carries the claim's fence; a cancellation written by another process alwa
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import inspect
 import time
@@ -17,7 +16,7 @@ from core.errors import ExecutionError, NotFoundError, StaleClaimError
 from core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
 from core.store import Store
 from core.template import Template
-from core.template_io import parse_template, template_hash, template_to_dict
+from core.template_io import stored_template, template_hash, template_to_dict
 from replayer._policy import parse_answer
 from replayer._state import Outcome
 
@@ -197,9 +196,7 @@ class Ledger:
 
 def load_template(store: Store, name: str, version: int | None = None) -> Template:
     """A saved template (the latest version unless `version`), with its version and hash set."""
-    record = store.get_template(name, version)
-    template = parse_template(record.definition, source=f"template {name!r} version {record.version}")
-    return dataclasses.replace(template, version=record.version, hash=record.hash)
+    return stored_template(store.get_template(name, version))
 
 
 def definition_hash(template: Template) -> str:

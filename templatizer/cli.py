@@ -24,7 +24,7 @@ from core.template_io import (
     check_template_cycles,
     dump_template_yaml,
     load_template_file,
-    parse_template,
+    stored_template,
     template_json_schema,
     template_to_dict,
     to_mermaid,
@@ -75,24 +75,10 @@ def _store(db: str | None) -> Iterator[Store]:
         store.close()
 
 
-def _parsed(record: TemplateRecord) -> Template:
-    template = parse_template(record.definition, source=f"stored template {record.name!r} v{record.version}")
-    return Template(
-        name=template.name,
-        steps=template.steps,
-        description=template.description,
-        inputs=template.inputs,
-        output=template.output,
-        has_output=template.has_output,
-        version=record.version,
-        hash=record.hash,
-    )
-
-
 def _lookup(store: Store) -> Any:
     def lookup(name: str) -> Template | None:
         try:
-            return _parsed(store.get_template(name))
+            return stored_template(store.get_template(name))
         except NotFoundError:
             return None
 
@@ -161,7 +147,7 @@ def show_command(
     """A template's definition (YAML), its DAG (--mermaid), or its record (--json)."""
     with _store(db) as store:
         record = store.get_template(name, version)
-        template = _parsed(record)
+        template = stored_template(record)
     if as_json:
         typer.echo(json.dumps(_record_json(record, definition=True), indent=2, ensure_ascii=False))
     elif mermaid:
@@ -181,7 +167,7 @@ def export_command(
 ) -> None:
     """Write a template as a file that `templates import` reads back."""
     with _store(db) as store:
-        template = _parsed(store.get_template(name, version))
+        template = stored_template(store.get_template(name, version))
     use_json = as_json or (output is not None and output.suffix == ".json")
     text = (
         json.dumps(template_to_dict(template), indent=2, ensure_ascii=False) + "\n"

@@ -26,6 +26,7 @@ from mcp.client.stdio import stdio_client
 REPO = Path(__file__).resolve().parents[1]
 FASTMCP_PYTHON = REPO / ".tools" / "fastmcp-venv" / "bin" / "python"
 FASTMCP_PROXY = REPO / "bench" / "_fastmcp_proxy.py"
+RELAY = REPO / "bench" / "_relay.py"
 IN_FLIGHT = 8
 
 T = TypeVar("T")
@@ -123,6 +124,11 @@ def via_fastmcp(server: Command) -> Command:
     return Command((str(FASTMCP_PYTHON), str(FASTMCP_PROXY), *server.argv), server.env, server.cwd)
 
 
+def via_relay(server: Command) -> Command:
+    """A byte relay in front of one stdio server: the cost of the extra process alone (bench/_relay.py)."""
+    return Command((sys.executable, str(RELAY), *server.argv), server.env, server.cwd)
+
+
 def fastmcp_missing() -> str | None:
     """Why FastMCP cannot run here, or None."""
     if not FASTMCP_PYTHON.exists():
@@ -158,6 +164,28 @@ async def sequential(session: ClientSession, work: Workload, count: int) -> list
         start = clock()
         await call(session, work)
         samples.append(clock() - start)
+    return samples
+
+
+BURST = 25  # sequential calls per target per turn of `interleaved`
+
+
+async def interleaved(
+    sessions: Mapping[str, ClientSession], work: Workload, shift: int, count: int
+) -> dict[str, list[float]]:
+    """`count` sequential calls per target, in bursts of BURST taking turns (in rotating order). Blocks of
+    hundreds of calls per target saw the machine drift between them (two identical targets 14% apart); bursts
+    this short see the same machine, and are long enough that a burst's calls run on warm caches."""
+    samples: dict[str, list[float]] = {label: [] for label in sessions}
+    labels = list(sessions)
+    clock = time.perf_counter
+    for turn, first in enumerate(range(0, count, BURST)):
+        for label in rotated(labels, shift + turn):
+            session, out = sessions[label], samples[label]
+            for _ in range(min(BURST, count - first)):
+                start = clock()
+                await call(session, work)
+                out.append(clock() - start)
     return samples
 
 
@@ -214,8 +242,9 @@ def median_latency(rounds: Sequence[Latency]) -> Latency:
 
 def plan_line(warm: int, rounds: int, per_round: int) -> str:
     return (
-        f"per target: {warm} sequential + {warm} concurrent warm-up calls, then {rounds} rounds of {per_round} "
-        f"sequential calls and {per_round} at {IN_FLIGHT} in flight, targets in rotating order; medians over rounds"
+        f"{rounds} rounds, each in fresh processes; per target and round: {warm} sequential + {warm} concurrent "
+        f"warm-up calls, {per_round} sequential calls (targets taking turns in bursts of {BURST}) and {per_round} "
+        f"at {IN_FLIGHT} in flight; medians over rounds"
     )
 
 

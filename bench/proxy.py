@@ -1,7 +1,8 @@
 """Gateway overhead: direct vs `toolreel serve --no-record` vs FastMCP's proxy, over stdio, in one run.
 
 For server-everything `echo` and mcp-server-time `get_current_time`: sequential latency (p50/p90/p99) and
-throughput at 8 in flight; then gateway RSS with 5 idle upstreams and ready time against the slowest upstream.
+throughput at 8 in flight, each round in fresh processes; a byte relay (bench/_relay.py) shows what the extra
+process alone costs on this machine; then gateway RSS with 5 idle upstreams and ready time against the slowest upstream.
 Prints everything, then the bars; exits 1 if a bar is missed. `--quick` for a short run.
 Run: .venv/bin/python bench/proxy.py [--quick]
 """
@@ -38,6 +39,7 @@ from _common import (
     descendants,
     failure,
     fastmcp_missing,
+    interleaved,
     median_latency,
     ms,
     npm_server,
@@ -45,10 +47,10 @@ from _common import (
     plan_line,
     pypi_server,
     rotated,
-    sequential,
     table,
     toolreel_bin,
     via_fastmcp,
+    via_relay,
     via_toolreel,
     vm_rss_mb,
     warm_up,
@@ -99,7 +101,11 @@ class Figures:
 
 def targets(work: Workload) -> tuple[dict[str, Command], dict[str, str]]:
     """The commands to measure, and why a target is left out."""
-    commands = {"direct": work.server, "toolreel": via_toolreel(work.server, "--no-record")}
+    commands = {
+        "direct": work.server,
+        "byte relay": via_relay(work.server),
+        "toolreel": via_toolreel(work.server, "--no-record"),
+    }
     skipped: dict[str, str] = {}
     if (reason := fastmcp_missing()) is None:
         commands["fastmcp"] = via_fastmcp(work.server)
@@ -109,34 +115,39 @@ def targets(work: Workload) -> tuple[dict[str, Command], dict[str, str]]:
 
 
 async def open_sessions(
-    stack: contextlib.AsyncExitStack, commands: dict[str, Command], log: TextIO, skipped: dict[str, str]
+    stack: contextlib.AsyncExitStack, commands: dict[str, Command], log: TextIO, skipped: dict[str, str], r: int
 ) -> dict[str, ClientSession]:
     sessions: dict[str, ClientSession] = {}
-    for label, command in commands.items():
+    for label in rotated(list(commands), r):
+        if label in skipped:
+            continue
         try:
-            sessions[label] = await stack.enter_async_context(connect(command, log, read_timeout_seconds=CALL_TIMEOUT))
+            sessions[label] = await stack.enter_async_context(
+                connect(commands[label], log, read_timeout_seconds=CALL_TIMEOUT)
+            )
         except Exception as exc:  # FastMCP is optional: a reference, not the subject; the others must start
             if label != "fastmcp":
                 raise
             skipped[label] = f"failed to start: {exc!r}"
-    return sessions
+    return {label: sessions[label] for label in commands if label in sessions}
 
 
 async def measure(work: Workload, plan: Plan, log: TextIO) -> tuple[dict[str, Figures], dict[str, str]]:
+    """Every round starts every target afresh (as pyperf runs each sample in a fresh worker): a process keeps
+    its CPU placement and memory layout for life, and two identical long-lived gateways measured up to 14%
+    apart. Sequential calls take turns in short bursts; throughput is a block per target."""
     commands, skipped = targets(work)
-    async with contextlib.AsyncExitStack() as stack:
-        sessions = await open_sessions(stack, commands, log, skipped)
-        labels = list(sessions)
-        for label in labels:
-            await warm_up(sessions[label], work, plan.warm)
-        figures = {label: Figures() for label in labels}
-        for r in range(plan.rounds):
-            for label in rotated(labels, r):
-                samples = await sequential(sessions[label], work, plan.per_round)
-                figures[label].latency.append(Latency.of(samples))
-            for label in rotated(labels, r):
+    figures = {label: Figures() for label in commands}
+    for r in range(plan.rounds):
+        async with contextlib.AsyncExitStack() as stack:
+            sessions = await open_sessions(stack, commands, log, skipped, r)
+            for session in sessions.values():
+                await warm_up(session, work, plan.warm)
+            latencies = await interleaved(sessions, work, r, plan.per_round)
+            for label in rotated(list(sessions), r):
+                figures[label].latency.append(Latency.of(latencies[label]))
                 figures[label].throughput.append(await concurrent(sessions[label], work, plan.per_round))
-    return figures, skipped
+    return {label: fig for label, fig in figures.items() if label not in skipped}, skipped
 
 
 def workload_table(work: Workload, figures: dict[str, Figures], skipped: dict[str, str]) -> str:
@@ -158,6 +169,9 @@ def workload_table(work: Workload, figures: dict[str, Figures], skipped: dict[st
     header = ["target", "p50 ms", "p90 ms", "p99 ms", f"calls/s @{IN_FLIGHT}", "p50/direct", "calls/s/direct"]
     lines = [f"{work.source} {work.tool} {dict(work.arguments)}", table(header, rows)]
     lines.append(p50_rounds({label: fig.latency for label, fig in figures.items()}))
+    if "byte relay" in figures:
+        relay = figures["byte relay"]
+        lines.append(f"  toolreel / byte relay: p50 {figures['toolreel'].p50 / relay.p50:.2f}x")
     lines += [f"{label}: unavailable ({reason})" for label, reason in skipped.items()]
     return "\n".join(lines)
 
@@ -370,13 +384,13 @@ async def run_five(bars: Bars, plan: Plan, log: TextIO, settle: float) -> None:
 def parse(argv: list[str]) -> tuple[Plan, float]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a short run (fewer calls and rounds)")
-    parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 2000)")
-    parser.add_argument("--rounds", type=int, help="alternating rounds (default 5)")
+    parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 4000)")
+    parser.add_argument("--rounds", type=int, help="rounds, each in fresh processes (default 8)")
     args = parser.parse_args(argv)
     if args.quick:
-        plan = Plan(calls=args.calls or 300, rounds=args.rounds or 2, warm=100, ready_rounds=1)
+        plan = Plan(calls=args.calls or 400, rounds=args.rounds or 2, warm=100, ready_rounds=1)
     else:
-        plan = Plan(calls=args.calls or 2000, rounds=args.rounds or 5, warm=1000, ready_rounds=3)
+        plan = Plan(calls=args.calls or 4000, rounds=args.rounds or 8, warm=500, ready_rounds=3)
     return plan, (0.2 if args.quick else 1.0)
 
 

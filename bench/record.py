@@ -34,13 +34,13 @@ from _common import (
     Bars,
     Command,
     Latency,
-    call,
     child_pids,
     cmdline,
     concurrent,
     connect,
     descendants,
     failure,
+    interleaved,
     median_latency,
     ms,
     p50_rounds,
@@ -61,7 +61,6 @@ THROUGHPUT_BAR = 0.95
 STORE_P50_BAR_MS = 0.2
 CALL_TIMEOUT = 60.0
 BATCH = 32
-BURST = 25  # sequential calls per target per turn
 CONTROL = "off again (noise)"
 
 
@@ -132,10 +131,10 @@ async def measure_round(
             figures[label].calls += 2 * plan.warm
         recording = sessions["recording on"]
         await recordings_saved(recording)
-        before = {label: process_cpu(pid) for label, pid in pids.items()}
-        latencies = await interleaved(sessions, r, plan.per_round)
+        cpu_before = {label: process_cpu(pid) for label, pid in pids.items()}
+        latencies = await interleaved(sessions, ECHO, r, plan.per_round)
         for label, pid in pids.items():
-            figures[label].gateway_cpu += process_cpu(pid) - before[label]
+            figures[label].gateway_cpu += process_cpu(pid) - cpu_before[label]
         for label in rotated(list(commands), r):
             fig = figures[label]
             fig.latency.append(Latency.of(latencies[label]))
@@ -158,23 +157,6 @@ async def recordings_saved(session: ClientSession) -> None:
             if not (status.structured_content or {}).get("unsaved"):
                 return
             await anyio.sleep(0.05)
-
-
-async def interleaved(sessions: dict[str, ClientSession], r: int, count: int) -> dict[str, list[float]]:
-    """`count` sequential calls per target, in bursts of BURST taking turns (in rotating order). Blocks of
-    hundreds of calls per target saw the machine drift between them (two identical targets 14% apart); bursts
-    this short see the same machine, and are long enough that a burst's calls run on warm caches."""
-    samples: dict[str, list[float]] = {label: [] for label in sessions}
-    labels = list(sessions)
-    clock = time.perf_counter
-    for turn, first in enumerate(range(0, count, BURST)):
-        for label in rotated(labels, r + turn):
-            session, out = sessions[label], samples[label]
-            for _ in range(min(BURST, count - first)):
-                start = clock()
-                await call(session, ECHO)
-                out.append(clock() - start)
-    return samples
 
 
 def recorders(gateway: int) -> list[int]:

@@ -64,7 +64,7 @@ class LeanClient:
         request_id = next(self._ids)
         future = self._waiting[request_id] = asyncio.get_running_loop().create_future()
         self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        response = await asyncio.wait_for(future, 60)
+        response: dict[str, Any] = await asyncio.wait_for(future, 60)
         if "result" not in response or response["result"].get("isError"):
             raise RuntimeError(f"the call failed: {str(response)[:300]}")
         return response

@@ -1,5 +1,5 @@
 """`python -m gateway` is `toolreel`."""
 
-from gateway.cli import main
+from gateway.launch import main
 
 main()

@@ -18,7 +18,6 @@ import typer
 
 from core.errors import ConfigError, ToolreelError
 from gateway.config import GatewayConfig, load_config, wrap_config
-from gateway.prespawn import prespawn
 
 __all__ = ["app", "main"]
 
@@ -192,7 +191,6 @@ def _register_commands() -> None:
 
 def main() -> None:
     argv = sys.argv[1:]
-    prespawn(argv)
     if not argv or argv[0] != "serve":  # serve needs none of them: it starts faster without
         _register_commands()
     app()

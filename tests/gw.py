@@ -70,6 +70,7 @@ __all__ = [
     "strip_toolreel_meta",
     "text_of",
     "wait_until",
+    "without_name",
     "write_config",
 ]
 
@@ -558,6 +559,13 @@ def result_dict(result: Any) -> dict[str, Any]:
 
 # Stamped by whichever server answers (the gateway, or the fixture when direct): not forwarded content.
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+
+
+def without_name(item: Any) -> dict[str, Any]:
+    """A listed tool or prompt, dumped, without its name (which the gateway prefixes)."""
+    dumped = result_dict(item)
+    dumped.pop("name")
+    return dumped
 
 
 def strip_toolreel_meta(result: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from tests.gw import (
     strip_toolreel_meta,
     text_of,
     wait_until,
+    without_name,
     write_config,
 )
 
@@ -66,13 +67,9 @@ async def test_the_upstream_is_ready_on_sse(env: Env) -> None:
 
 
 async def test_tools_are_listed_as_they_are_directly(env: Env) -> None:
-    through = {t.name: result_dict(t) for t in (await env.gw.client.list_tools()).tools}
+    through = {t.name: t for t in (await env.gw.client.list_tools()).tools}
     for tool in (await env.direct.client.list_tools()).tools:
-        listed = through[f"web__{tool.name}"]
-        listed.pop("name")
-        direct = result_dict(tool)
-        direct.pop("name")
-        assert listed == direct
+        assert without_name(through[f"web__{tool.name}"]) == without_name(tool)
 
 
 @pytest.mark.parametrize(
@@ -137,16 +134,13 @@ async def test_cancellation_reaches_the_sse_upstream(env: Env) -> None:
     def lines(path: Path) -> list[str]:
         return path.read_text().splitlines() if path.exists() else []
 
-    def cancelled() -> list[str]:
-        return lines(env.cancel_log)
-
     # Each client message is its own POST here: a cancellation can reach the server before the
     # handler of the call it cancels has started, and then nothing runs to log it. Cancel once it runs.
-    before, started = len(cancelled()), len(lines(env.start_log))
+    before, started = len(lines(env.cancel_log)), len(lines(env.start_log))
     async with anyio.create_task_group() as tg:
         tg.start_soon(call, env.gw, "web__hang", {})
         await wait_until(lambda: len(lines(env.start_log)) > started, 10, "the upstream to run the hang call")
         tg.cancel_scope.cancel()
-    await wait_until(lambda: len(cancelled()) > before, 10, "the upstream to log the cancellation")
-    assert cancelled()[-1].startswith("hang cancelled")
+    await wait_until(lambda: len(lines(env.cancel_log)) > before, 10, "the upstream to log the cancellation")
+    assert lines(env.cancel_log)[-1].startswith("hang cancelled")
     assert text_of(await call(env.gw, "web__echo", {"text": "after"})) == "after"

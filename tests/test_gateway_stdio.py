@@ -31,6 +31,7 @@ from tests.gw import (
     strip_toolreel_meta,
     text_of,
     wait_until,
+    without_name,
     write_config,
 )
 
@@ -65,12 +66,6 @@ async def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         yield Env(gw, direct, cancel_log, request.param)
 
 
-def _without_name(item: Any) -> dict[str, Any]:
-    dumped = result_dict(item)
-    dumped.pop("name")
-    return dumped
-
-
 async def _same_result(env: Env, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     through = result_dict(await call(env.gw, f"feat__{tool}", arguments))
     direct = result_dict(await call(env.direct, tool, arguments))
@@ -100,7 +95,7 @@ async def test_tools_are_listed_as_server__tool_with_everything_else_unchanged(e
     direct = (await env.direct.client.list_tools()).tools
     for tool in direct:
         assert f"feat__{tool.name}" in through, sorted(through)
-        assert _without_name(through[f"feat__{tool.name}"]) == _without_name(tool)
+        assert without_name(through[f"feat__{tool.name}"]) == without_name(tool)
     assert "ids__create_user" in through
     assert {"toolreel__status", "toolreel__set_step_result"} <= set(through)
 
@@ -350,7 +345,7 @@ async def test_resources_list_changed_reaches_the_client(env: Env) -> None:
 async def test_prompts_are_listed_prefixed_and_get_is_routed(env: Env) -> None:
     prompts = {p.name: p for p in (await env.gw.client.list_prompts()).prompts}
     direct = (await env.direct.client.list_prompts()).prompts[0]
-    assert _without_name(prompts["feat__greet"]) == _without_name(direct)
+    assert without_name(prompts["feat__greet"]) == without_name(direct)
     through = await env.gw.client.get_prompt("feat__greet", {"name": "alice", "style": "formal"})
     straight = await env.direct.client.get_prompt("greet", {"name": "alice", "style": "formal"})
     assert strip_toolreel_meta(result_dict(through)) == strip_toolreel_meta(result_dict(straight))

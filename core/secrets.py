@@ -44,9 +44,7 @@ _SCHEME_RE: Final = re.compile(r"^(?:bearer|basic|token|digest|bot|apikey)\s+(\S
 _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A word every SECRET_KEY_RE match contains, looked for anywhere in a JSON text (so also in values:
 # the check may say "maybe" too often, never "no" wrongly).
-_KEY_WORDS_RE: Final = re.compile(
-    r"pass|pwd|secret|token|key|auth|credential|cookie|session|bearer|jwt", re.IGNORECASE
-)
+_KEY_WORDS_RE: Final = re.compile(r"pass|pwd|secret|token|key|auth|credential|cookie|session|bearer|jwt", re.IGNORECASE)
 
 
 @lru_cache(maxsize=4096)

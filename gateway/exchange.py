@@ -5,10 +5,14 @@ Such a client cannot receive a pushed `elicitation/create`, `sampling/createMess
 background, the client gets an `InputRequiredResult` carrying the request, and its retry
 (`inputResponses` + `requestState`) answers the upstream and waits again — for the result
 or for the next request.
+
+Each retry is a new client request with its own progress token and channel, so the
+call's progress and logs follow the request waiting on it now, not the one that started it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import secrets
 import time
@@ -19,6 +23,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types as types
+from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 __all__ = ["Exchange", "Exchanges"]
@@ -37,7 +42,23 @@ class Exchange:
     asked: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # key -> (method, params) not yet sent
     waiting: dict[str, Any] = field(default_factory=dict)  # key -> memory send stream for the answer
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    ctx: ServerRequestContext[Any, Any] | None = None  # the client request waiting on the call now
+    unsent: tuple[float, float | None, str | None] | None = None  # progress made while none waited
     _keys: Any = field(default_factory=lambda: itertools.count(1))
+
+    async def progress(self, value: float, total: float | None, message: str | None) -> None:
+        """The upstream's progress, to the request waiting now; the latest is kept for the next
+        retry when none is (between an input-required answer and the client's retry)."""
+        if self.ctx is None:
+            self.unsent = (value, total, message)
+            return
+        await _report(self.ctx, value, total, message)
+
+    async def attach(self, ctx: ServerRequestContext[Any, Any] | None) -> None:
+        self.ctx = ctx
+        if ctx is not None and self.unsent is not None:
+            unsent, self.unsent = self.unsent, None
+            await _report(ctx, *unsent)
 
     async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Called on behalf of the upstream: park until the client's retry answers."""
@@ -78,6 +99,7 @@ class Exchanges:
         tg: anyio.abc.TaskGroup,
         params: Mapping[str, Any],
         run: Callable[[Exchange], Awaitable[dict[str, Any]]],
+        ctx: ServerRequestContext[Any, Any] | None = None,
     ) -> dict[str, Any]:
         """Start `run` (or continue the exchange a retry names) and wait for its next news."""
         self._expire()
@@ -96,6 +118,7 @@ class Exchanges:
             self._open[exchange.token] = exchange
             tg.start_soon(self._drive, exchange, run)
         try:
+            await exchange.attach(ctx)
             return await self._next(exchange)
         except anyio.get_cancelled_exc_class():
             # The client cancelled its request: the call goes too, unless it is parked on a
@@ -104,6 +127,9 @@ class Exchanges:
                 exchange.scope.cancel()
                 self._open.pop(exchange.token, None)
             raise
+        finally:
+            if exchange.ctx is ctx:
+                exchange.ctx = None
 
     async def _drive(self, exchange: Exchange, run: Callable[[Exchange], Awaitable[dict[str, Any]]]) -> None:
         with exchange.scope:
@@ -134,3 +160,9 @@ class Exchanges:
             if exchange.created < cutoff:
                 exchange.scope.cancel()
                 del self._open[token]
+
+
+async def _report(ctx: ServerRequestContext[Any, Any], value: float, total: float | None, message: str | None) -> None:
+    # A request with no progress token makes this a no-op; a client gone drops it.
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
+        await ctx.session.report_progress(value, total, message)

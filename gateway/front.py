@@ -227,9 +227,11 @@ class Front(ClientRouter):
             return self._finish(link, await self.forward_call(link, params, progress=progress, ctx=ctx))
 
         async def run(exchange: Exchange) -> dict[str, Any]:
-            return await self.forward_call(link, params, progress=progress, ctx=ctx, exchange=exchange)
+            # progress goes to whichever of the client's retries is waiting when it comes
+            follow = exchange.progress if progress is not None else None
+            return await self.forward_call(link, params, progress=follow, ctx=ctx, exchange=exchange)
 
-        return self._finish(link, await self.exchanges.call(self._tg, params, run))
+        return self._finish(link, await self.exchanges.call(self._tg, params, run, ctx))
 
     async def fast_call(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """tools/call from the stdio fast lane (a handshake-era client, no progress token)."""
@@ -482,10 +484,14 @@ class Front(ClientRouter):
                     await send_quietly(link.session, notification)
             return
         call = self._caller_of(upstream)
-        if call is not None and call.ctx is not None:
+        channel = call.channel if call is not None else None
+        if channel is not None:
             # on the call's own channel: its response stream over HTTP, the only one a
             # stateless-era client has (and there only when it opted in to logs)
-            await send_quietly(call.ctx.session, notification, related=call.ctx.request_id)
+            await send_quietly(channel.session, notification, related=channel.request_id)
+            return
+        if call is not None and call.exchange is not None:
+            logger.debug("a log of %s came while no retry of its call waited; dropped", upstream.name)
             return
         for link in [call.link] if call is not None else list(self.links.values()):
             if link.session is not None and not link.modern:

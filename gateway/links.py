@@ -108,6 +108,11 @@ class Call:
     exchange: Exchange | None
     asking: int = 0
 
+    @property
+    def channel(self) -> ServerRequestContext[Any, Any] | None:
+        """The client request the call's logs go to: with an exchange, the retry waiting now."""
+        return self.exchange.ctx if self.exchange is not None else self.ctx
+
 
 async def send_quietly(session: ServerSession, notification: Any, related: Any = None) -> None:
     """Notifications to a client that went away are dropped: the client is gone, not the gateway."""

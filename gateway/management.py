@@ -278,6 +278,7 @@ class GatewayHook(ToolHook):
                     "name": upstream.name,
                     "state": upstream.state.value,
                     "transport": upstream.config.transport,
+                    "protocol": upstream.protocol_version,  # the era negotiated with it
                     "tools": len(upstream.listing.tools),
                     "last_error": upstream.last_error,
                     "restarts": upstream.restarts,

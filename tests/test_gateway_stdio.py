@@ -263,6 +263,34 @@ async def test_roots_are_answered_by_the_client(env: Env) -> None:
     assert roots["roots"] == [{"uri": "file:///tmp/probe-root", "name": "probe-root"}]
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_handshake_only_upstream_reports_to_the_request_waiting_now(tmp_path: Path, mode: str) -> None:
+    """In front of a server that knows only the handshake era, a stateless-era client gets the
+    server's question as an input-required result and retries: what the server sends after the
+    answer (progress, a log) belongs to the retry, the request still waiting."""
+    entry = fixture_entry("features")
+    entry["args"].append("--handshake-only")
+    config = write_config(tmp_path / "client.json", {"old": entry})
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"answer": "teal"})
+
+    async with stdio_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp_path / 's.db'}"), mode=mode) as gw:
+        upstream = (await status(gw))["upstreams"][0]
+        assert upstream["protocol"] == "2025-11-25", upstream
+        gw.probe.elicit = answer
+        arguments = {"question": "Colour?", "report": True}
+        result = await call(gw, "old__ask_user", arguments, progress_callback=on_progress)
+        await gw.probe.wait_for(lambda: bool(gw.probe.logs), what="the log sent after the answer")
+    assert text_of(result) == "teal"
+    assert seen == [(1, "asking"), (2, "answered")]
+    assert gw.probe.logs[-1].data == "answered: Colour?"
+
+
 # --- resources, prompts, completions --------------------------------------------------------------------------------
 
 

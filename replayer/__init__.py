@@ -39,6 +39,13 @@ Semantics chosen where the SPEC is silent:
   its result row is committed, with everything queued before it, before its dependents start.
 - A `template` step's child execution has a deterministic id, so a resumed parent adopts the
   child its crashed predecessor started; children are driven by their parents, never on their own.
+- `timeout` and `retry` apply to `template` steps (and to each for_each item of one) per attempt:
+  each attempt runs a new child (its id keyed by the attempt, so recovery adopts that attempt's
+  child, never an earlier failed one, which stays as it was). Past `timeout` the child is cancelled
+  with its upstream calls (its error names the parent step's timeout) and the attempt fails as
+  `timeout`; a `failed` child is a `tool_error`; a child that cannot start because no upstream
+  lists one of its tools is `transient`. Time a child spends `paused` does not count: the parent's
+  drive ends when the child pauses, and the resumed attempt gets what was left of its timeout.
 - If the task awaiting `run`/`run_template`/`resume` is cancelled, the execution is cancelled.
   `Engine.aclose()` (shutdown) instead interrupts: the execution stays `running`, claim released.
 """

@@ -41,7 +41,7 @@ from replayer._ledger import (
     load_template,
 )
 from replayer._run import Run, RunContext
-from replayer._state import ChildRequest, Outcome
+from replayer._state import ChildRequest, Outcome, StopCause
 from replayer._view import execution_view
 
 __all__ = ["MAX_DEPTH", "Engine", "TemplateLoader", "child_execution_id", "definition_hash", "load_template"]
@@ -325,7 +325,7 @@ class Engine:
         *,
         response: str | None = None,
         progress: ProgressFn | None = None,
-        parent_reason: Callable[[], str | None] | None = None,
+        parent_reason: Callable[[], StopCause | None] | None = None,
         ancestry: tuple[str, ...] | None = None,
     ) -> Execution:
         if execution_id in self._active:
@@ -345,7 +345,7 @@ class Engine:
         execution_id: str,
         response: str | None,
         progress: ProgressFn | None,
-        parent_reason: Callable[[], str | None] | None,
+        parent_reason: Callable[[], StopCause | None] | None,
         ancestry: tuple[str, ...] | None,
     ) -> Execution:
         execution = await self._thread(self._ledger.claim, execution_id)
@@ -440,7 +440,7 @@ class Engine:
                 f"nesting too deep: running {name!r} would make depth {request.parent.depth + 1}, "
                 f"the limit is {MAX_DEPTH} ({' -> '.join(request.ancestry)})"
             )
-        child_id = child_execution_id(request.parent.id, request.store_name)
+        child_id = child_execution_id(request.parent.id, request.key)
         child = await self._thread(self._child_execution, request, child_id)
         if child_id in self._active:
             await self._active[child_id].done.wait()
@@ -540,6 +540,6 @@ class Engine:
         return await anyio.to_thread.run_sync(partial(func, *args, **kwargs))
 
 
-def _exit_reason(cancel: bool) -> Callable[[], str | None]:
-    reason = "cancel" if cancel else None
-    return lambda: reason
+def _exit_reason(cancel: bool) -> Callable[[], StopCause | None]:
+    cause: StopCause | None = ("cancel", "") if cancel else None
+    return lambda: cause

@@ -1,6 +1,6 @@
 """What each launched step kind does: tool calls with timeout, retry and idempotency; for_each;
-approvals; child templates. Each returns the step's final row (or a `running` row marked
-`awaiting` when it waits for a person); rows of attempts and items are queued on the way.
+approvals; child templates (`replayer._child`). Each returns the step's final row (or a `running`
+row marked `awaiting` when it waits for a person); rows of attempts and items are queued on the way.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from core.errors import RefError, ToolreelError, UpstreamError, UpstreamTimeout
-from core.model import JSON, ExecutionStatus, StepRecord, StepStatus
+from core.errors import RefError, UpstreamError, UpstreamTimeout
+from core.model import JSON, StepRecord, StepStatus
 from core.refs import resolve, step_output
 from core.template import StepSpec
+from replayer._child import template_step
 from replayer._policy import (
     NO_RETRY,
     attempt_failure_kind,
@@ -26,7 +27,7 @@ from replayer._policy import (
     retry_delay,
     should_retry,
 )
-from replayer._state import AWAITING, ChildRequest, StepState, awaiting_of, failed, succeeded
+from replayer._state import AWAITING, StepState, awaiting_of, failed, succeeded
 
 if TYPE_CHECKING:
     from replayer._run import Run
@@ -47,7 +48,7 @@ async def execute(run: Run, state: StepState) -> StepRecord:
     if spec.for_each is not None:
         return await _for_each(run, state, record)
     if spec.template is not None:
-        return await _child(run, state, record, state.args)
+        return await template_step(run, state, record, state.args)
     return await _tool(run, spec, record, state.args, state.key)
 
 
@@ -156,36 +157,6 @@ async def _ask(run: Run, prompt: str) -> bool | None:
         return None
 
 
-# ---------------------------------------------------------------------- child templates
-
-
-async def _child(run: Run, state: StepState, record: StepRecord, args: JSON) -> StepRecord:
-    response = None
-    if run.answer_for == record.name and run.response is not None:
-        response, run.response = run.response, None
-    request = ChildRequest(
-        parent=run.execution,
-        ancestry=run.ancestry,
-        step=state.spec,
-        store_name=record.name,
-        inputs=args,
-        response=response,
-        parent_reason=lambda: run.stop_reason,
-    )
-    try:
-        child = await run.ctx.run_child(request)
-    except ToolreelError as exc:
-        return failed(record, f"template {state.spec.template!r}: {exc}")
-    result = {"execution_id": child.id}
-    if child.status == ExecutionStatus.SUCCEEDED:
-        return succeeded(record, child.output, result)
-    if child.status == ExecutionStatus.PAUSED:
-        return record.replace(result={AWAITING: "child", "execution_id": child.id, "prompt": child.prompt})
-    return failed(
-        record, f"child execution {child.id} of template {child.template!r} {child.status}: {child.error}", result
-    )
-
-
 # ---------------------------------------------------------------------- for_each
 
 
@@ -250,7 +221,7 @@ async def _item(run: Run, state: StepState, index: int, item: JSON) -> StepRecor
         return failed(run.begin_item(state, index, None, None), f"input: {exc}")
     record = run.begin_item(state, index, args, key)
     if spec.template is not None:
-        return await _child(run, state, record, args)
+        return await template_step(run, state, record, args)
     return await _tool(run, spec, record, args, key)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from core.store import Store
 from core.template import Template
 from core.template_io import stored_template, template_hash, template_to_dict
 from replayer._policy import parse_answer
-from replayer._state import Outcome
+from replayer._state import Outcome, child_key
 
 __all__ = [
     "MAX_DEPTH",
@@ -112,16 +113,18 @@ class Ledger:
     def cancel_undriven(self, execution: Execution) -> Execution:
         """Cancel an execution nobody drives (paused, pending, or orphaned), and its unfinished children."""
         now = time.time()
+        stored = self.store.get_steps(execution.id)
         rows = [
             row.replace(status=StepStatus.CANCELLED, ended_at=now, error="cancelled by request")
-            for row in self.store.get_steps(execution.id)
+            for row in stored
             if row.status == StepStatus.RUNNING
         ]
         if rows:
             self.write_rows(rows, execution.fence)
+        failures = Counter(row.name for row in stored if row.status == StepStatus.FAILED)
         for row in rows:
             if row.kind == StepKind.TEMPLATE:
-                self.cancel_child(child_execution_id(execution.id, row.name))
+                self.cancel_child(_child_of(execution.id, row, failures[row.name] + 1))
         return self.store.update_execution(
             execution.id,
             fence=execution.fence,
@@ -207,6 +210,13 @@ def definition_hash(template: Template) -> str:
 def child_execution_id(parent_id: str, store_name: str) -> str:
     """Deterministic, so a resumed parent finds the child its crashed predecessor started."""
     return hashlib.sha256(f"{parent_id}/{store_name}".encode()).hexdigest()[:32]
+
+
+def _child_of(parent_id: str, row: StepRecord, number: int) -> str:
+    """The child a template step's row started: the row names it once it waits on it; before, the
+    child's id follows from how many attempts of the row failed (a retry's child is its own)."""
+    recorded = row.result.get("execution_id") if isinstance(row.result, dict) else None
+    return recorded if isinstance(recorded, str) else child_execution_id(parent_id, child_key(row.name, number))
 
 
 def _outcome_fields(outcome: Outcome) -> dict[str, Any]:

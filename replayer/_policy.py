@@ -9,12 +9,26 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from core.errors import UpstreamError, UpstreamTimeout
+from core.errors import TemplateError, ToolreelError, UpstreamError, UpstreamTimeout
+from core.model import ExecutionStatus
 from core.template import RetryPolicy, When
 
-__all__ = ["attempt_failure_kind", "compare", "idempotency_store_key", "parse_answer", "retry_delay", "should_retry"]
+__all__ = [
+    "CHILD_TIMEOUT",
+    "attempt_failure_kind",
+    "child_failure_kind",
+    "child_start_failure_kind",
+    "compare",
+    "idempotency_store_key",
+    "parse_answer",
+    "retry_delay",
+    "should_retry",
+]
 
 NO_RETRY = RetryPolicy(max_attempts=1)
+
+CHILD_TIMEOUT = "the parent step's timeout of"
+"""Opens the reason recorded on a child execution cancelled because its parent step's timeout passed."""
 
 
 def retry_delay(policy: RetryPolicy, attempt: int, *, rng: random.Random | None = None) -> float:
@@ -41,6 +55,30 @@ def attempt_failure_kind(error: BaseException | None, *, is_error: bool) -> str 
         return "transient" if error.transient else None
     if error is None and is_error:
         return "tool_error"
+    return None
+
+
+def child_failure_kind(status: ExecutionStatus, error: str | None) -> str | None:
+    """The `retry_on` kind of a `template` step attempt whose child execution ended without success.
+
+    A cancelled child is a `timeout` only when its parent step's timeout cancelled it (a parent that
+    crashed right after cancelling it finds it so); a child cancelled by a person stays cancelled.
+    """
+    if status == ExecutionStatus.FAILED:
+        return "tool_error"
+    if status == ExecutionStatus.CANCELLED and CHILD_TIMEOUT in (error or ""):
+        return "timeout"
+    return None
+
+
+def child_start_failure_kind(error: ToolreelError) -> str | None:
+    """The `retry_on` kind of a child execution that could not start: `transient` when an upstream is
+    unreachable (no server lists one of its tools: it is down or restarting, as the hub treats an unlisted
+    tool); None for what another attempt cannot fix (no such template, a cycle, too deep, bad inputs)."""
+    if isinstance(error, UpstreamError):
+        return attempt_failure_kind(error, is_error=False)
+    if isinstance(error, TemplateError) and error.field == "tool":
+        return "transient"
     return None
 
 

@@ -31,7 +31,17 @@ from replayer import _kinds
 from replayer._inputs import secret_values
 from replayer._journal import Announcer, Journal
 from replayer._policy import compare
-from replayer._state import ChildRequest, Outcome, RunScope, StepState, awaiting_of, build_states, failed, load_rows
+from replayer._state import (
+    ChildRequest,
+    Outcome,
+    RunScope,
+    StepState,
+    StopCause,
+    awaiting_of,
+    build_states,
+    failed,
+    load_rows,
+)
 from replayer._view import item_name
 
 __all__ = ["Run", "RunContext"]
@@ -40,8 +50,15 @@ logger = logging.getLogger("toolreel.replayer")
 
 _V = TypeVar("_V")
 _KINDS = {"tool": StepKind.TOOL, "return": StepKind.RETURN, "approve": StepKind.APPROVE, "template": StepKind.TEMPLATE}
-# Why a run stopped early -> the child outcome when a parent stops for that reason.
-_CHILD_REASON = {"cancel": "cancel", "failed": "cancel", "return": "cancel", "deadline": "deadline"}
+# Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
+# parent's template step ran past its timeout).
+_CHILD_REASON = {
+    "cancel": "cancel",
+    "failed": "cancel",
+    "return": "cancel",
+    "deadline": "deadline",
+    "timeout": "cancel",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +88,7 @@ class Run:
         ancestry: tuple[str, ...],
         response: str | None = None,
         progress: ProgressFn | None = None,
-        parent_reason: Callable[[], str | None] | None = None,
+        parent_reason: Callable[[], StopCause | None] | None = None,
         clear: dict[str, JSON] | None = None,
     ) -> None:
         self.ctx = ctx
@@ -99,6 +116,8 @@ class Run:
         loaded = load_rows(self._steps, records, self.clear)
         self._seq, self._done, self._order = loaded.seq, loaded.done, loaded.order
         self._opening, self._reuse, self.answer_for = loaded.opening, loaded.reuse, loaded.answer_for
+        self.failures = loaded.failures  # failed attempt rows by row name: a retry's child is keyed by it
+        self.elapsed = loaded.elapsed  # timeout spent before a pause, by waiting row name
 
     # ------------------------------------------------------------------ public surface
 
@@ -106,9 +125,15 @@ class Run:
     def execution_id(self) -> str:
         return self.execution.id
 
-    @property
-    def stop_reason(self) -> str | None:
-        return self._stop[0] if self._stop else None
+    def stop_cause(self) -> StopCause | None:
+        """Why this run stops, as its children see it (no message of theirs: they say their parent stopped).
+        A child not stopped itself answers for its parent: a grandchild unwinds before its parent adopts
+        the reason."""
+        if self._stop is not None:
+            return (self._stop[0], "")
+        if self.execution.parent_id is None or self._parent_reason is None:
+            return None
+        return self._parent_reason()
 
     def adopt(self, claimed: Execution) -> None:
         """This process claimed the execution again (its lease had lapsed): write with the new fence."""
@@ -456,12 +481,14 @@ class Run:
         """Cancelled from outside (a parent run stopping, the engine shutting down): adopt the reason."""
         if self._stop is not None:
             return
-        parent = self._parent_reason() if self._parent_reason else None
-        reason = _CHILD_REASON.get(parent or "", "interrupt")
-        if self.execution.parent_id is None:
+        cause = self._parent_reason() if self._parent_reason else None
+        reason = _CHILD_REASON.get(cause[0], "interrupt") if cause else "interrupt"
+        if cause is not None and cause[1]:
+            message = cause[1]
+        elif self.execution.parent_id is None:
             message = "the caller stopped waiting for the execution"
         else:
-            message = f"the parent execution {self.execution.parent_id} stopped ({parent})"
+            message = f"the parent execution {self.execution.parent_id} stopped ({cause[0] if cause else None})"
         self._stop = (reason, message)
 
     def _closing_rows(self) -> list[StepRecord]:

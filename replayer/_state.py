@@ -20,13 +20,16 @@ from replayer._view import split_item_name
 
 __all__ = [
     "AWAITING",
+    "ELAPSED",
     "ChildRequest",
     "Loaded",
     "Outcome",
     "RunScope",
     "StepState",
+    "StopCause",
     "awaiting_of",
     "build_states",
+    "child_key",
     "failed",
     "load_rows",
     "succeeded",
@@ -34,8 +37,14 @@ __all__ = [
 
 AWAITING = "awaiting"
 """Key in a `running` row's `result` marking a step that waits for a person (approval) or a paused child."""
+ELAPSED = "elapsed"
+"""Key in a waiting `template` row's `result`: seconds of the step's timeout its attempt used before the pause."""
 
 OutcomeKind = Literal["succeeded", "failed", "cancelled", "paused", "interrupted", "stale"]
+
+StopCause = tuple[str, str]
+"""Why a run stops: (reason, message). What a child asks its parent when it is cancelled from outside;
+the reason `timeout` (the parent step's timeout passed) comes with the message the child records."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +68,14 @@ class ChildRequest:
     store_name: str  # the step's name, or `name[i]` for a for_each item
     inputs: JSON
     response: str | None  # a resume response this child's waiting step must receive
-    parent_reason: Callable[[], str | None]
+    parent_reason: Callable[[], StopCause | None]
+    number: int = 1  # which child of this step row: 1 + the failed attempts before this one
+
+    @property
+    def key(self) -> str:
+        """What the child's id is derived from: the first child keeps the plain row name (ids of runs
+        stored before retries had children stay valid); a retry's child has its own (step names hold no `#`)."""
+        return child_key(self.store_name, self.number)
 
 
 @dataclass(slots=True)
@@ -175,6 +191,11 @@ def build_states(template: Template) -> dict[str, StepState]:
     return states
 
 
+def child_key(store_name: str, number: int) -> str:
+    """What the id of a template step's `number`-th child is derived from (see `ChildRequest.key`)."""
+    return store_name if number == 1 else f"{store_name}#{number}"
+
+
 @dataclass(slots=True)
 class Loaded:
     """What a resumed run starts from, besides the step states `load_rows` filled in."""
@@ -185,6 +206,8 @@ class Loaded:
     answer_for: str | None = None  # the waiting row a resume response answers
     order: dict[str, int] = field(default_factory=dict)  # finish order of finished steps
     done: int = 0
+    failures: dict[str, int] = field(default_factory=dict)  # failed attempt rows, by row name
+    elapsed: dict[str, float] = field(default_factory=dict)  # timeout spent by waiting attempts, by row name
 
 
 def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], clear: Mapping[str, JSON]) -> Loaded:
@@ -195,15 +218,19 @@ def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], cle
     for record in sorted(records, key=lambda r: (r.attempt, r.seq)):
         loaded.seq = max(loaded.seq, record.seq)
         latest[record.name] = record
+        if record.status == StepStatus.FAILED:
+            loaded.failures[record.name] = loaded.failures.get(record.name, 0) + 1
     waiting: list[StepRecord] = []
     for record in sorted(latest.values(), key=lambda r: (r.ended_at or 0.0, r.seq)):
         if record.name in clear:
             record = record.replace(output=clear[record.name])
         if record.status.finished:
             _load_finished(steps, record, loaded)
-        elif awaiting_of(record) is not None:
+        elif (marker := awaiting_of(record)) is not None:
             waiting.append(record)
             loaded.reuse.add(record.name)
+            if isinstance(spent := marker.get(ELAPSED), int | float):
+                loaded.elapsed[record.name] = float(spent)
         elif record.status == StepStatus.RUNNING:
             loaded.opening.append(_interrupted(record))
         _load_attempt(steps, record)

@@ -1,0 +1,129 @@
+"""`template` steps: each attempt runs a child execution under the step's `timeout` and `retry` (SPEC §8).
+
+An attempt's child is keyed by the step row's name and its child number (1 + the row's failed attempts
+before it): a resumed parent adopts the child its crashed predecessor started, and a retry always runs a
+new child (the failed one stays as it is). `timeout` bounds the time the parent drives the child in one
+attempt; past it the child is cancelled (its upstream calls with it) and the attempt fails as `timeout`.
+A paused child ends the parent's drive, so paused time does not count: the resumed attempt gets the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+
+from core.errors import NotFoundError, ToolreelError
+from core.model import JSON, Execution, ExecutionStatus, StepRecord, StepStatus
+from core.store import Store
+from replayer._ledger import child_execution_id
+from replayer._policy import (
+    CHILD_TIMEOUT,
+    NO_RETRY,
+    child_failure_kind,
+    child_start_failure_kind,
+    retry_delay,
+    should_retry,
+)
+from replayer._state import AWAITING, ELAPSED, ChildRequest, StepState, StopCause, failed, succeeded
+
+if TYPE_CHECKING:
+    from replayer._run import Run
+
+__all__ = ["template_step"]
+
+Attempt = tuple[StepRecord, str | None]  # the attempt's row, and its failure's `retry_on` kind
+
+
+async def template_step(run: Run, state: StepState, record: StepRecord, args: JSON) -> StepRecord:
+    """Run a template step (or one for_each item of it) to its final row, retrying per its policy."""
+    policy = state.spec.retry or NO_RETRY
+    attempt = 1  # attempts in this drive, as for tool steps: a re-run after a crash spends no retry
+    while True:
+        ended, kind = await _attempt(run, state, record, args)
+        if ended.status != StepStatus.FAILED or not should_retry(policy, attempt, kind):
+            return ended
+        run.running.pop(record.name, None)  # ended: its start row must not be announced after this
+        run.failures[record.name] = run.failures.get(record.name, 0) + 1
+        # Durable before the retry's child exists: a resumed parent counts failed rows to find its child.
+        await run.commit([ended])
+        attempt += 1
+        await anyio.sleep(retry_delay(policy, attempt))
+        record = run.next_attempt(record)
+        run.submit([record])
+
+
+async def _attempt(run: Run, state: StepState, record: StepRecord, args: JSON) -> Attempt:
+    spec = state.spec
+    response = None
+    if run.answer_for == record.name and run.response is not None:
+        response, run.response = run.response, None
+    number = run.failures.get(record.name, 0) + 1
+    spent = run.elapsed.pop(record.name, 0.0)  # a resumed attempt keeps what it used before its pause
+    budget = max(spec.timeout - spent, 0.0) if spec.timeout else math.inf
+    begun = anyio.current_time()
+    with anyio.CancelScope(deadline=begun + budget) as timer:
+        request = ChildRequest(
+            parent=run.execution,
+            ancestry=run.ancestry,
+            step=spec,
+            store_name=record.name,
+            inputs=args,
+            response=response,
+            parent_reason=partial(_cause, run, timer, _timeout_note(run, record.name, spec.timeout or 0.0)),
+            number=number,
+        )
+        try:
+            child = await run.ctx.run_child(request)
+        except ToolreelError as exc:
+            return failed(record, f"template {spec.template!r}: {exc}"), child_start_failure_kind(exc)
+    if timer.cancelled_caught:
+        return await _timed_out(run, record, request, spec.timeout or 0.0)
+    return _ended(record, child, spent + anyio.current_time() - begun)
+
+
+def _cause(run: Run, timer: anyio.CancelScope, note: str) -> StopCause | None:
+    """What a child cancelled from outside records: this step's timeout, else why the parent stops."""
+    if timer.cancel_called:
+        return ("timeout", note)
+    return run.stop_cause()
+
+
+def _timeout_note(run: Run, name: str, seconds: float) -> str:
+    return f"{CHILD_TIMEOUT} {seconds:g} s passed (step {name} of execution {run.execution_id})"
+
+
+async def _timed_out(run: Run, record: StepRecord, request: ChildRequest, seconds: float) -> Attempt:
+    child_id = child_execution_id(run.execution_id, request.key)
+    note = f"cancelled: {_timeout_note(run, record.name, seconds)}"
+    # Driven here, the child recorded its cancellation as it unwound; one driven by another process (or
+    # cut off before its drive began) is cancelled in the store, where its driver sees it.
+    await anyio.to_thread.run_sync(partial(_cancel_unfinished, run.ctx.store, child_id, note))
+    error = (
+        f"template {request.step.template!r} of step {record.name} ran past the step's timeout of {seconds:g} s; "
+        f"its child execution {child_id} was cancelled"
+    )
+    return failed(record, error, {"execution_id": child_id}), "timeout"
+
+
+def _cancel_unfinished(store: Store, child_id: str, error: str) -> None:
+    try:
+        child = store.get_execution(child_id)
+    except NotFoundError:
+        return  # it was never created
+    if not child.status.finished:
+        store.update_execution(child_id, status=ExecutionStatus.CANCELLED, error=error, prompt=None)
+
+
+def _ended(record: StepRecord, child: Execution, elapsed: float) -> Attempt:
+    result = {"execution_id": child.id}
+    if child.status == ExecutionStatus.SUCCEEDED:
+        return succeeded(record, child.output, result), None
+    if child.status == ExecutionStatus.PAUSED:
+        waiting = {AWAITING: "child", "execution_id": child.id, "prompt": child.prompt, ELAPSED: elapsed}
+        return record.replace(result=waiting), None
+    error = f"child execution {child.id} of template {child.template!r} {child.status}: {child.error}"
+    return failed(record, error, result), child_failure_kind(child.status, child.error)

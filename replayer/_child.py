@@ -10,6 +10,7 @@ A paused child ends the parent's drive, so paused time does not count: the resum
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -38,12 +39,19 @@ __all__ = ["template_step"]
 Attempt = tuple[StepRecord, str | None]  # the attempt's row, and its failure's `retry_on` kind
 
 
-async def template_step(run: Run, state: StepState, record: StepRecord, args: JSON) -> StepRecord:
-    """Run a template step (or one for_each item of it) to its final row, retrying per its policy."""
+def _no_cause() -> StopCause | None:
+    return None
+
+
+async def template_step(
+    run: Run, state: StepState, record: StepRecord, args: JSON, stopping: Callable[[], StopCause | None] = _no_cause
+) -> StepRecord:
+    """Run a template step (or one for_each item of it) to its final row, retrying per its policy.
+    `stopping` says why the step itself is being stopped, if it is (a for_each sibling failed)."""
     policy = state.spec.retry or NO_RETRY
     attempt = 1  # attempts in this drive, as for tool steps: a re-run after a crash spends no retry
     while True:
-        ended, kind = await _attempt(run, state, record, args)
+        ended, kind = await _attempt(run, state, record, args, stopping)
         if ended.status != StepStatus.FAILED or not should_retry(policy, attempt, kind):
             return ended
         run.running.pop(record.name, None)  # ended: its start row must not be announced after this
@@ -56,7 +64,9 @@ async def template_step(run: Run, state: StepState, record: StepRecord, args: JS
         run.submit([record])
 
 
-async def _attempt(run: Run, state: StepState, record: StepRecord, args: JSON) -> Attempt:
+async def _attempt(
+    run: Run, state: StepState, record: StepRecord, args: JSON, stopping: Callable[[], StopCause | None]
+) -> Attempt:
     spec = state.spec
     response = None
     if run.answer_for == record.name and run.response is not None:
@@ -73,7 +83,7 @@ async def _attempt(run: Run, state: StepState, record: StepRecord, args: JSON) -
             store_name=record.name,
             inputs=args,
             response=response,
-            parent_reason=partial(_cause, run, timer, _timeout_note(run, record.name, spec.timeout or 0.0)),
+            parent_reason=partial(_cause, run, timer, _timeout_note(run, record.name, spec.timeout or 0.0), stopping),
             number=number,
         )
         try:
@@ -85,11 +95,12 @@ async def _attempt(run: Run, state: StepState, record: StepRecord, args: JSON) -
     return _ended(record, child, spent + anyio.current_time() - begun)
 
 
-def _cause(run: Run, timer: anyio.CancelScope, note: str) -> StopCause | None:
-    """What a child cancelled from outside records: this step's timeout, else why the parent stops."""
+def _cause(run: Run, timer: anyio.CancelScope, note: str, stopping: Callable[[], StopCause | None]) -> StopCause | None:
+    """What a child cancelled from outside records: this step's timeout, why the step is stopped, else
+    why the parent stops (None: the process is shutting down, and the child is resumed later)."""
     if timer.cancel_called:
         return ("timeout", note)
-    return run.stop_cause()
+    return stopping() or run.stop_cause()
 
 
 def _timeout_note(run: Run, name: str, seconds: float) -> str:

@@ -27,7 +27,7 @@ from replayer._policy import (
     retry_delay,
     should_retry,
 )
-from replayer._state import AWAITING, StepState, awaiting_of, failed, succeeded
+from replayer._state import AWAITING, StepState, StopCause, awaiting_of, failed, succeeded
 
 if TYPE_CHECKING:
     from replayer._run import Run
@@ -169,6 +169,13 @@ class _Items:
         self.waiting: dict[int, JSON] = {}  # index -> prompt
         self.scope = anyio.CancelScope()
 
+    def stopping(self) -> StopCause | None:
+        """Why the items still running are stopped: a failed one fails the step, so their children
+        are cancelled (not left to be resumed)."""
+        if self.failure is None:
+            return None
+        return ("cancel", f"item {self.failure[0]} of the parent's for_each step failed")
+
 
 async def _for_each(run: Run, state: StepState, record: StepRecord) -> StepRecord:
     spec = state.spec
@@ -198,7 +205,7 @@ async def _one_item(
     run: Run, state: StepState, index: int, item: JSON, limiter: anyio.CapacityLimiter, progress: _Items
 ) -> None:
     async with limiter:
-        record = await _item(run, state, index, item)
+        record = await _item(run, state, index, item, progress)
     run.running.pop(record.name, None)
     run.submit([record])
     marker = awaiting_of(record)
@@ -211,7 +218,7 @@ async def _one_item(
         progress.scope.cancel()
 
 
-async def _item(run: Run, state: StepState, index: int, item: JSON) -> StepRecord:
+async def _item(run: Run, state: StepState, index: int, item: JSON, progress: _Items) -> StepRecord:
     spec = state.spec
     scope = run.scope.for_item(item, index)
     try:
@@ -221,7 +228,7 @@ async def _item(run: Run, state: StepState, index: int, item: JSON) -> StepRecor
         return failed(run.begin_item(state, index, None, None), f"input: {exc}")
     record = run.begin_item(state, index, args, key)
     if spec.template is not None:
-        return await template_step(run, state, record, args)
+        return await template_step(run, state, record, args, progress.stopping)
     return await _tool(run, spec, record, args, key)
 
 

@@ -294,3 +294,37 @@ async def test_a_parent_resumed_after_a_shutdown_adopts_its_retry_child(tmp_path
         adopted = rows[2].result["execution_id"]
         assert adopted != first and h2.store.get_execution(first).status == ExecutionStatus.FAILED
         assert h2.store.get_execution(adopted).status == ExecutionStatus.SUCCEEDED
+
+
+# Fails for the item "fail"; waits in `slow` (30 s) for any other.
+FAIL_OR_WAIT = {
+    "name": "fail-or-wait",
+    "inputs": {"mode": {"type": "string"}},
+    "steps": [
+        {"name": "boom", "when": {"ref": "@input.mode", "eq": "fail"}, "tool": "features__fail", "input": {}},
+        {
+            "name": "wait",
+            "when": {"ref": "@input.mode", "neq": "fail"},
+            "tool": "features__slow",
+            "input": {"seconds": 30},
+        },
+    ],
+}
+
+
+async def test_a_failed_for_each_item_cancels_its_siblings_children(tmp_path: Path) -> None:
+    """The failed item fails the step: the children of the items still running are cancelled with
+    their upstream calls, not left `running` for a later recovery to resume."""
+    async with harness(tmp_path) as h:
+        saved(h.store, FAIL_OR_WAIT)
+        step = {"for_each": "@input.modes", "template": "fail-or-wait", "input": {"mode": "@item"}}
+        t = saved(h.store, {**parent(step), "inputs": {"modes": {"type": "array"}}})
+        with anyio.fail_after(10):
+            execution = await h.engine.run_template(t, {"modes": ["wait", "fail"]})
+        assert execution.status == ExecutionStatus.FAILED
+        waiting = h.store.get_execution(child_execution_id(execution.id, "sub[0]"))
+        assert waiting.status == ExecutionStatus.CANCELLED, waiting
+        assert "item 1 of the parent's for_each step failed" in (waiting.error or "")
+        assert waiting.claimed_by is None
+        await wait_until(lambda: bool(h.cancellations()))
+        assert h.cancellations() == ["slow cancelled seconds=30.0"]

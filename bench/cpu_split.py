@@ -12,47 +12,56 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from typing import TextIO
 
 import anyio
-from _common import ECHO, GET_TIME, Command, Workload, cmdline, connect, descendants, process_cpu, sequential, table
+from _common import (
+    ECHO,
+    GET_TIME,
+    Command,
+    Workload,
+    child_pids,
+    connect,
+    descendants,
+    process_cpu,
+    sequential,
+    table,
+    via_toolreel,
+)
 
 WARM = 300
 PROCESSES = ("client", "gateway", "server")
 
 
-def through_toolreel(server: Command) -> Command:
-    argv = (sys.executable, "-m", "gateway", "serve", "--no-record", "--", *server.argv)
-    return Command(argv, server.env, server.cwd)
-
-
-async def one_round(command: Command, work: Workload, calls: int, errlog: TextIO) -> dict[str, float]:
-    """p50 (µs) and the CPU per call (µs) of the client and of every process it started."""
+async def one_round(command: Command, work: Workload, calls: int, errlog: TextIO, *, gateway: bool) -> dict[str, float]:
+    """p50 (µs) and the CPU per call (µs) of the client and of every process it started: with `gateway`,
+    the client's own child is the gateway and everything under it the server."""
     async with connect(command, errlog) as session:
         await sequential(session, work, WARM)
+        children = child_pids(os.getpid()) if gateway else set()
         pids = list(descendants(os.getpid()))
         before = {pid: process_cpu(pid) for pid in pids}
         mine = time.process_time()
         samples = await sequential(session, work, calls)
         figures = {"p50": statistics.median(samples) * 1e6, "client": (time.process_time() - mine) / calls * 1e6}
         for pid in pids:
-            name = "gateway" if "gateway" in cmdline(pid) else "server"
+            name = "gateway" if pid in children else "server"
             figures[name] = figures.get(name, 0.0) + (process_cpu(pid) - before[pid]) / calls * 1e6
     return figures
 
 
 async def measure(args: argparse.Namespace, errlog: TextIO) -> None:
     work = ECHO if args.echo else GET_TIME
-    targets = {"direct": work.server, "toolreel": through_toolreel(work.server)}
+    targets = {"direct": work.server, "toolreel": via_toolreel(work.server, "--no-record")}
     print(f"{work.source} {work.tool}: {args.rounds} rounds x {args.calls} sequential calls, {os.cpu_count()} CPUs")
     rounds: dict[str, list[dict[str, float]]] = {label: [] for label in targets}
     for index in range(args.rounds):
         order = list(targets) if index % 2 == 0 else list(reversed(targets))
         for label in order:
-            rounds[label].append(await one_round(targets[label], work, args.calls, errlog))
+            figures = await one_round(targets[label], work, args.calls, errlog, gateway=label == "toolreel")
+            rounds[label].append(figures)
     rows = []
     for label, figures in rounds.items():
         median = {key: statistics.median(f.get(key, 0.0) for f in figures) for key in ("p50", *PROCESSES)}

@@ -26,7 +26,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["Exchange", "Exchanges"]
+__all__ = ["Exchange", "Exchanges", "quiet_progress"]
 
 ABANDON_AFTER = 600.0  # seconds a call may wait for a client that never retries
 
@@ -52,13 +52,13 @@ class Exchange:
         if self.ctx is None:
             self.unsent = (value, total, message)
             return
-        await _report(self.ctx, value, total, message)
+        await quiet_progress(self.ctx.session.report_progress)(value, total, message)
 
     async def attach(self, ctx: ServerRequestContext[Any, Any] | None) -> None:
         self.ctx = ctx
         if ctx is not None and self.unsent is not None:
             unsent, self.unsent = self.unsent, None
-            await _report(ctx, *unsent)
+            await quiet_progress(ctx.session.report_progress)(*unsent)
 
     async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Called on behalf of the upstream: park until the client's retry answers."""
@@ -162,7 +162,12 @@ class Exchanges:
                 del self._open[token]
 
 
-async def _report(ctx: ServerRequestContext[Any, Any], value: float, total: float | None, message: str | None) -> None:
-    # A request with no progress token makes this a no-op; a client gone drops it.
-    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
-        await ctx.session.report_progress(value, total, message)
+def quiet_progress(progress: Any) -> Any:
+    """Progress for a request the client may have stopped waiting for (a call that went on in
+    the background): a closed channel drops the notification instead of failing the call."""
+
+    async def report(value: float, total: float | None, message: str | None) -> None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
+            await progress(value, total, message)
+
+    return report

@@ -38,7 +38,7 @@ from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core.errors import UpstreamError
-from gateway.exchange import Exchange, Exchanges
+from gateway.exchange import Exchange, Exchanges, quiet_progress
 from gateway.hub import ClientRouter, Hub, error_result
 from gateway.links import (
     HOP_META,
@@ -49,7 +49,6 @@ from gateway.links import (
     client_envelope,
     era_result,
     link_key,
-    quiet_progress,
     require_capability,
     send_quietly,
 )
@@ -489,9 +488,6 @@ class Front(ClientRouter):
             # on the call's own channel: its response stream over HTTP, the only one a
             # stateless-era client has (and there only when it opted in to logs)
             await send_quietly(channel.session, notification, related=channel.request_id)
-            return
-        if call is not None and call.exchange is not None:
-            logger.debug("a log of %s came while no retry of its call waited; dropped", upstream.name)
             return
         for link in [call.link] if call is not None else list(self.links.values()):
             if link.session is not None and not link.modern:

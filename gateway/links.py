@@ -5,7 +5,6 @@ client is recognised, notifications to a client that may be gone).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import time
@@ -33,7 +32,6 @@ __all__ = [
     "client_envelope",
     "era_result",
     "link_key",
-    "quiet_progress",
     "require_capability",
     "send_quietly",
 ]
@@ -138,17 +136,6 @@ def era_result(ctx: ServerRequestContext[Any, Any], result: dict[str, Any]) -> d
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
         return {**result, "resultType": "complete"}
     return result
-
-
-def quiet_progress(progress: Any) -> Any:
-    """Progress for a request the client may have stopped waiting for (a call that went on in
-    the background): a closed channel drops the notification instead of failing the call."""
-
-    async def report(value: float, total: float | None, message: str | None) -> None:
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, MCPError):
-            await progress(value, total, message)
-
-    return report
 
 
 def require_capability(link: ClientLink, method: str) -> None:

@@ -79,6 +79,10 @@ def serve(
     try:
         cfg = gateway_config(config, command, name)
         options = parse_http(http, token_env) if http else None
+        if record:
+            from recorder import backlog_mark
+
+            backlog_mark()  # a bad TOOLREEL_RECORD_BACKLOG is a usage error, before anything starts
     except ToolreelError as exc:
         raise fail(str(exc)) from None
     use_prefix = prefix if prefix is not None else config is not None

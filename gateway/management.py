@@ -191,6 +191,7 @@ class GatewayHook(ToolHook):
             result: dict[str, Any] = await send(arguments)
             return result
         session = self.session(link)
+        await self.recorder.writer.room()  # past the backlog's mark: slowed to the recorder's pace, for a bounded time
         try:
             live = session.begin(upstream.name, tool, arguments)
         except RefError as exc:
@@ -293,6 +294,7 @@ class GatewayHook(ToolHook):
                 "execution_id": session.execution_id,
                 "recording": self.record,
                 "unsaved": self.recorder.writer.unsaved,  # records (steps, the execution) not in the store yet
+                "held_back": self.recorder.writer.holding,  # calls wait for the recorder: its backlog is past the mark
                 "steps": session.steps(),
             }
         )

@@ -8,22 +8,29 @@ goes to forwarding, and parsing, redaction and SQL run when the machine has time
 stays in memory until the drain says it is committed: a drain that dies is started again
 and given every batch it had not confirmed. A failed write is never swallowed: `on_error`
 reports it (to the agent and on stderr).
+
+The backlog (entries queued or unconfirmed, and their packed bytes) has a high-water mark:
+BACKLOG calls (`TOOLREEL_RECORD_BACKLOG` overrides it) or BACKLOG_BYTES, whichever comes first.
+Past it, `room()` holds each new call until confirmations bring the backlog under half the mark,
+but never longer than HOLD: a recorder that keeps up sets the pace of calls and bounds memory,
+and one that cannot (no CPU, the store down) is reported once, and calls still complete.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from core.errors import StoreError
+from core.errors import ConfigError, StoreError
 from core.secrets import Redactor
 from recorder._journal import HEADER_SIZE, decode, encode, frame_length, pack, unpack
 from recorder._rows import Entry, entry, write_entries
@@ -31,7 +38,7 @@ from recorder._rows import Entry, entry, write_entries
 if TYPE_CHECKING:
     from core.store import Store
 
-__all__ = ["StoreWriter"]
+__all__ = ["BACKLOG", "BACKLOG_BYTES", "BACKLOG_ENV", "HOLD", "StoreWriter", "backlog_mark"]
 
 logger = logging.getLogger("toolreel.recorder")
 
@@ -40,6 +47,14 @@ LINGER = 0.05  # seconds a batch waits for company: one frame and one transactio
 RESTART_DELAYS = (0.2, 1.0, 5.0)
 SHUTDOWN_GRACE = 10.0
 DRAIN = (sys.executable, "-P", "-m", "recorder.drain")  # -P: never import a `recorder` from the cwd
+# The backlog's high-water mark. A healthy recorder process holds at most 20,000 calls (drain.MAX_HELD),
+# and a burst at ~4,000 calls/s leaves at most a few seconds' worth unconfirmed: 50,000 is reached
+# only when it gets no CPU or cannot write for a while. At ~1-5 KB a call that is 50-250 MB, and
+# BACKLOG_BYTES bounds calls with large results (files, images).
+BACKLOG = 50_000
+BACKLOG_BYTES = 256 * 1024 * 1024
+BACKLOG_ENV = "TOOLREEL_RECORD_BACKLOG"
+HOLD = 2.0  # seconds a call past the mark waits at most for the recorder to catch up
 
 
 class _DrainLost(Exception):
@@ -54,15 +69,31 @@ class StoreWriter:
         *,
         on_error: Callable[[StoreError], None] | None = None,
         local_store: Callable[[], Awaitable[Store]] | None = None,
+        backlog: int | None = None,
+        backlog_bytes: int = BACKLOG_BYTES,
+        hold: float = HOLD,
     ) -> None:
+        """`backlog`: the high-water mark in calls (default: $TOOLREEL_RECORD_BACKLOG, else BACKLOG);
+        `hold`: seconds a call waits at most past it."""
         self._db = db
         self._local_store = local_store  # a database only this process can see: written from here
         self._secret_values = list(secret_values)
         self._on_error = on_error
         self._queue: list[bytes] = []  # packed entries
-        self._unconfirmed: deque[tuple[int, bytes]] = deque()  # (entries, frame) sent, not yet committed
+        # (entries, their packed bytes, frame) sent, not yet committed
+        self._unconfirmed: deque[tuple[int, int, bytes]] = deque()
         self._submitted = 0
         self._written = 0
+        self._queued_bytes = 0  # packed bytes in _queue
+        self._bytes = 0  # packed bytes queued or unconfirmed
+        self._high = backlog_mark() if backlog is None else backlog
+        self._low = (self._high + 1) // 2
+        self._high_bytes, self._low_bytes = backlog_bytes, (backlog_bytes + 1) // 2
+        self._limit = self._high  # _submitted at which the backlog reaches the mark: room() reads one number
+        self._hold = hold
+        self.holding = False  # past the high mark, not yet back under the low one: calls wait
+        self._caught_up = anyio.Event()  # set when holding ends
+        self._reported = False  # "recording is behind" said once per holding spell
         self._wake = anyio.Event()
         self._progress = anyio.Event()
         self._last_error: str | None = None
@@ -78,6 +109,8 @@ class StoreWriter:
         if not self.wanted.is_set():
             self.wanted.set()
         self._submitted += 1
+        self._queued_bytes += len(packed)
+        self._bytes += len(packed)
         self._queue.append(packed)
         if len(self._queue) >= BATCH:
             self._wake.set()
@@ -86,6 +119,43 @@ class StoreWriter:
     def unsaved(self) -> int:
         """Records (steps, executions) submitted and not yet confirmed in the store."""
         return self._submitted - self._written
+
+    @property
+    def backlog_bytes(self) -> int:
+        """Packed bytes of the unsaved records (all of them in this process's memory)."""
+        return self._bytes
+
+    async def room(self) -> None:
+        """Return at once while the backlog is under its mark (the call path: a few attribute
+        reads, nothing awaited). Past it, wait until the recorder brings it under half the
+        mark, or `hold` seconds: a call is slowed, never stopped (SPEC: a store that cannot be
+        written is reported, and the call completes)."""
+        if self._submitted < self._limit and self._bytes < self._high_bytes and not self.holding:
+            return
+        await self._held_back()
+
+    async def _held_back(self) -> None:
+        if not self.holding:
+            self.holding = True
+            self._caught_up = anyio.Event()
+        self._flush_wanted = True  # the recorder process writes what it holds now, not after the burst
+        self._wake.set()
+        with anyio.move_on_after(self._hold):
+            await self._caught_up.wait()
+            return
+        if self.holding and not self._reported:
+            self._reported = True
+            self._behind()
+
+    def _behind(self) -> None:
+        message = (
+            f"recording is behind by {self.unsaved} calls: the recorder process has not written them "
+            f"(it gets no CPU, or the store is slow or down); they are kept in the gateway's memory, and "
+            f"calls wait up to {self._hold:g} s each for it until it catches up"
+        )
+        logger.warning("%s", message)
+        if self._on_error is not None:
+            self._on_error(StoreError(message))
 
     async def flush(self, timeout: float = 15.0) -> None:
         """Wait until everything submitted so far is in the store (reads, tests, status)."""
@@ -129,6 +199,7 @@ class StoreWriter:
             if not self._queue:
                 continue
             batch, self._queue = self._queue, []
+            size, self._queued_bytes = self._queued_bytes, 0
             while True:
                 try:
                     store = await local_store()
@@ -138,7 +209,7 @@ class StoreWriter:
                 except StoreError as exc:
                     self._report(f"recording not saved: {exc}", store_error=str(exc))
                     await anyio.sleep(RESTART_DELAYS[-1])
-            self._confirmed(len(batch))
+            self._confirmed(len(batch), size)
 
     # one drain process ----------------------------------------------------------------------
     async def _feed_one_drain(self) -> None:
@@ -151,7 +222,7 @@ class StoreWriter:
             tg.start_soon(self._watch, replies, tg.cancel_scope)
             try:
                 await stdin.send(encode(("hello", self._db, self._secret_values)))
-                for _, frame in self._unconfirmed:  # a new drain first gets what the last one left
+                for _, _, frame in self._unconfirmed:  # a new drain first gets what the last one left
                     await stdin.send(frame)
                 await self._send_batches(stdin)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -175,8 +246,9 @@ class StoreWriter:
         if not self._queue:
             return
         batch, self._queue = self._queue, []
+        size, self._queued_bytes = self._queued_bytes, 0
         frame = encode(("batch", batch))
-        self._unconfirmed.append((len(batch), frame))  # kept until committed: a new drain gets it again
+        self._unconfirmed.append((len(batch), size, frame))  # kept until committed: a new drain gets it again
         await stdin.send(frame)
 
     async def _watch(self, replies: BufferedByteReceiveStream, scope: anyio.CancelScope) -> None:
@@ -189,8 +261,8 @@ class StoreWriter:
     def _on_reply(self, message: Sequence[Any]) -> None:
         kind = message[0]
         if kind == "done":
-            count, _ = self._unconfirmed.popleft()
-            self._confirmed(count)
+            count, size, _ = self._unconfirmed.popleft()
+            self._confirmed(count, size)
         elif kind == "error":
             self._report(f"recording not saved: {message[1]}", store_error=str(message[1]))
 
@@ -209,17 +281,42 @@ class StoreWriter:
             process.kill()
             await process.wait()
 
-    def _confirmed(self, count: int) -> None:
+    def _confirmed(self, count: int, size: int) -> None:
         self._written += count
+        self._bytes -= size
+        self._limit = self._written + self._high
         self._last_error = None
         self._progress.set()
         self._progress = anyio.Event()
+        if self.holding and self._submitted - self._written < self._low and self._bytes < self._low_bytes:
+            self.holding = False
+            self._caught_up.set()
+            if self._reported:
+                self._reported = False
+                logger.warning("recording has caught up (%d calls unsaved); calls no longer wait for it", self.unsaved)
 
     def _report(self, message: str, *, store_error: str | None = None) -> None:
         logger.error("%s", message)
         self._last_error = store_error or message
         if self._on_error is not None:
             self._on_error(StoreError(store_error or message))
+
+
+def backlog_mark(environ: Mapping[str, str] = os.environ) -> int:
+    """The backlog's high-water mark in calls: $TOOLREEL_RECORD_BACKLOG, else BACKLOG."""
+    raw = environ.get(BACKLOG_ENV, "").strip()
+    if not raw:
+        return BACKLOG
+    try:
+        mark = int(raw)
+    except ValueError:
+        mark = 0
+    if mark < 1:
+        raise ConfigError(
+            f"{BACKLOG_ENV}={raw!r} is not a positive whole number: set it to the number of unsaved "
+            f"recorded calls past which calls wait for the recorder (default {BACKLOG}), or unset it"
+        )
+    return mark
 
 
 async def _read(replies: BufferedByteReceiveStream) -> Sequence[Any] | None:

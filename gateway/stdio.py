@@ -25,7 +25,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from gateway.pipes import Coalescer, PipeEnd, json_line
+from gateway.pipes import Backlog, Coalescer, LineReader, PipeEnd, json_line
 
 __all__ = ["FastCall", "serve_stdio_streams"]
 
@@ -69,8 +69,23 @@ async def serve_stdio_streams(fast_call: FastCall | None = None) -> AsyncIterato
 @contextlib.asynccontextmanager
 async def _pipe_streams(in_fd: int, out_fd: int, fast_call: FastCall | None) -> AsyncIterator[tuple[Any, Any]]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), PipeEnd(in_fd))
+    lane: _FastFront | None = None
+    tg: anyio.abc.TaskGroup | None = None
+
+    def on_line(line: bytes) -> None:
+        # A fast call starts in the turn its line was read in, unless earlier lines still wait.
+        if not line.strip():
+            return
+        if not backlog.pending and lane is not None and tg is not None and lane.take(line, tg):
+            return
+        backlog.put(line)
+
+    def on_overrun() -> None:
+        backlog.put(ValueError("a message larger than 256 MiB was dropped"))
+
+    reader = LineReader(on_line, lambda: backlog.end(), on_overrun, LINE_LIMIT)
+    backlog = Backlog(reader)
+    read_transport, _ = await loop.connect_read_pipe(lambda: reader, PipeEnd(in_fd))
     try:
         write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, PipeEnd(out_fd))
     except BaseException:  # cleanup only, re-raised
@@ -83,19 +98,13 @@ async def _pipe_streams(in_fd: int, out_fd: int, fast_call: FastCall | None) -> 
     lane = _FastFront(out, fast_call)
 
     async def read_lines() -> None:
+        assert lane is not None and tg is not None
         async with to_server:
-            while True:
-                try:
-                    line = await reader.readuntil(b"\n")
-                except asyncio.IncompleteReadError as exc:
-                    line = exc.partial
-                    if not line.strip():
-                        return
-                except asyncio.LimitOverrunError:
-                    await to_server.send(ValueError("a message larger than 256 MiB was dropped"))
-                    await reader.read(LINE_LIMIT)
+            while (line := await backlog.get()) is not None:
+                if isinstance(line, Exception):
+                    await to_server.send(line)
                     continue
-                if not line.strip() or lane.take(line, tg):
+                if lane.take(line, tg):
                     continue
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -179,7 +188,7 @@ class _FastFront:
             finally:
                 self.scopes.pop(request_id, None)
         if response is not None and not scope.cancelled_caught:  # a cancelled request gets no response
-            self.writer.write(json_line(response))
+            self.writer.write(json_line(response), alone=not self.scopes)
 
 
 def _invalid(line: bytes) -> bytes:

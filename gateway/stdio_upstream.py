@@ -24,7 +24,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from gateway.pipes import Coalescer, adopt, json_line
+from gateway.pipes import Backlog, Coalescer, LineReader, adopt, json_line
 
 __all__ = ["FastLane", "open_stdio_upstream"]
 
@@ -63,7 +63,7 @@ class FastLane:
         # deadline only ever fails the future (the caller's own cancellation still works).
         timer = loop.call_later(timeout, _expire, future)
         try:
-            self._writer.write(json_line(message))
+            self._writer.write(json_line(message), alone=len(self._pending) == 1)
             return await future
         except _Expired:
             await self._cancel(request_id, f"timed out after {timeout:g}s")
@@ -94,7 +94,7 @@ class FastLane:
             return False
         if not future.done():
             if "error" in message:
-                error = message["error"] or {}
+                error = message["error"] if isinstance(message["error"], dict) else {}
                 future.set_exception(
                     MCPError(
                         code=error.get("code", types.INTERNAL_ERROR),
@@ -120,10 +120,35 @@ async def open_stdio_upstream(
     """Talk MCP to a spawned process over its pipes; stop it (and its group) on exit."""
     assert process.stdin is not None and process.stdout is not None
     loop = asyncio.get_running_loop()
+    lane: FastLane | None = None
+    backlog: Backlog | None = None
+
+    def on_line(line: bytes) -> None:
+        # A response to the lane resolves its call here, in the turn it was read in; the rest
+        # (and anything read while earlier messages still wait) goes through the session in order.
+        assert backlog is not None
+        if not line.strip():
+            return
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            backlog.put(ValueError(f"upstream sent a line that is not JSON: {line[:200]!r}"))
+            return
+        if not backlog.pending and lane is not None and _lane_response(raw) and lane.resolve(raw):
+            return
+        if on_log is not None and isinstance(raw, dict) and raw.get("method") == "notifications/message":
+            on_log()  # a log takes the long way round; the lane's responses must not overtake it
+        backlog.put(raw)
+
+    def on_overrun() -> None:  # a line past 256 MiB: the server is not speaking MCP; stop
+        if reader.transport is not None:
+            reader.transport.close()
+
+    reader = LineReader(on_line, lambda: backlog.end() if backlog else None, on_overrun, LINE_LIMIT)
+    backlog = Backlog(reader)
     try:
-        stdout = asyncio.StreamReader(limit=LINE_LIMIT)
         out_end, in_end = adopt(process.stdout), adopt(process.stdin)
-        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), out_end)
+        read_transport, _ = await loop.connect_read_pipe(lambda: reader, out_end)
         write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, in_end)
     except BaseException:  # cleanup only, re-raised: a process we cannot talk to is stopped
         with anyio.CancelScope(shield=True):
@@ -136,13 +161,10 @@ async def open_stdio_upstream(
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
 
     async def read() -> None:
+        assert lane is not None
         async with to_session:
-            while True:
-                try:
-                    line = await stdout.readuntil(b"\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-                    break
-                await _route(line, lane, to_session, on_log)
+            while (item := await backlog.get()) is not None:
+                await _route(item, lane, to_session)
         lane.close()
         lost.set()
 
@@ -172,23 +194,22 @@ async def open_stdio_upstream(
             read_transport.close()
 
 
-async def _route(line: bytes, lane: FastLane, to_session: Any, on_log: Callable[[], None] | None) -> None:
-    if not line.strip():
+def _lane_response(raw: Any) -> bool:
+    return isinstance(raw, dict) and isinstance(raw.get("id"), str) and "method" not in raw
+
+
+async def _route(item: Any, lane: FastLane, to_session: Any) -> None:
+    """One message read from the server (or an error about a line), in the order read."""
+    if isinstance(item, Exception):
+        await to_session.send(item)
+        return
+    if _lane_response(item) and lane.resolve(item):
         return
     try:
-        raw = json.loads(line)
-    except ValueError:
-        await to_session.send(ValueError(f"upstream sent a line that is not JSON: {line[:200]!r}"))
-        return
-    if isinstance(raw, dict) and isinstance(raw.get("id"), str) and "method" not in raw and lane.resolve(raw):
-        return
-    try:
-        message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+        message = types.jsonrpc_message_adapter.validate_python(item, by_name=False)
     except Exception as exc:  # a malformed message is reported to the session, not fatal
         await to_session.send(exc)
         return
-    if on_log is not None and raw.get("method") == "notifications/message":
-        on_log()  # a log takes the long way round; the lane's responses must not overtake it
     await to_session.send(SessionMessage(message))
 
 

@@ -92,10 +92,13 @@ async def test_a_client_lists_and_calls_tools(gateway: HttpGateway, mode: str) -
 async def test_elicitation_goes_to_the_client_that_called(gateway: HttpGateway, mode: str) -> None:
     probes = [Probe(f"client{i}") for i in range(6)]
     results: dict[int, str] = {}
+    answered = [anyio.Event() for _ in range(6)]
 
     def answerer(index: int) -> Any:
         async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
-            await anyio.sleep(0.01 * (6 - index))  # answer out of order, so a mix-up would show
+            if index < 5:  # answer in reverse order of the clients, so a mix-up would show
+                await answered[index + 1].wait()
+            answered[index].set()
             return types.ElicitResult(action="accept", content={"answer": f"from client{index}"})
 
         return answer

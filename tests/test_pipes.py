@@ -1,4 +1,5 @@
-"""Pipe ends handed to event-loop transports are closed exactly once, under asyncio and uvloop.
+"""Pipe ends handed to event-loop transports are closed exactly once, under asyncio and uvloop;
+lines read from a pipe reach their callback whole, in order, however the bytes arrive.
 
 uvloop closes a transport's descriptor in libuv and then closes the object it was given; a
 second close(2) hits whatever descriptor the number was given to in between (in a gateway, an
@@ -9,6 +10,7 @@ moment, deterministically, and the tests check that it survives.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 import uvloop
 
-from gateway.pipes import PipeEnd, adopt
+from gateway.pipes import Backlog, LineReader, PipeEnd, adopt
 
 LOOPS: dict[str, Callable[[Coroutine[Any, Any, None]], None]] = {"asyncio": asyncio.run, "uvloop": uvloop.run}
 
@@ -109,3 +111,113 @@ def test_adopt_takes_a_file_objects_descriptor_over() -> None:
         os.close(r)
 
     asyncio.run(main())
+
+
+class _Lines:
+    """A `LineReader` on a real pipe that records what it hands over."""
+
+    def __init__(self, limit: int = 1 << 20) -> None:
+        self.lines: list[bytes] = []
+        self.overruns = 0
+        self.ended = asyncio.get_running_loop().create_future()
+        self.got = asyncio.Event()
+        self.reader = LineReader(self._line, self._end, self._overrun, limit)
+
+    def _line(self, line: bytes) -> None:
+        self.lines.append(line)
+        self.got.set()
+
+    def _end(self) -> None:
+        assert not self.ended.done(), "on_end called twice"
+        self.ended.set_result(None)
+
+    def _overrun(self) -> None:
+        self.overruns += 1
+
+    async def wait_for(self, count: int) -> None:
+        while len(self.lines) < count:
+            self.got.clear()
+            await asyncio.wait_for(self.got.wait(), 5)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+async def _open_lines(lines: _Lines) -> tuple[asyncio.BaseTransport, int]:
+    r, w = os.pipe()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(lambda: lines.reader, PipeEnd(r))
+    return transport, w
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_lines_reach_the_callback_whole_however_the_bytes_arrive(loop: str) -> None:
+    async def main() -> None:
+        lines = _Lines()
+        transport, w = await _open_lines(lines)
+        os.write(w, b'{"a":')  # a line in three writes
+        os.write(w, b"1,")
+        os.write(w, b'"b":2}\nsecond\nthi')  # the end of one, a whole one, the start of another
+        await lines.wait_for(2)
+        big = b"x" * (3 * 65536) + b"\n"  # larger than one read
+        await asyncio.to_thread(_write_all, w, b"rd\n" + big)  # more than the pipe holds: not from the loop
+        await lines.wait_for(4)
+        os.write(w, b"no newline at the end")
+        os.close(w)
+        await asyncio.wait_for(lines.ended, 5)
+        assert lines.lines == [b'{"a":1,"b":2}\n', b"second\n", b"third\n", big, b"no newline at the end"]
+        transport.close()
+
+    LOOPS[loop](main())
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_line_over_the_limit_is_dropped_up_to_its_newline(loop: str) -> None:
+    async def main() -> None:
+        lines = _Lines(limit=1000)
+        transport, w = await _open_lines(lines)
+        os.write(w, b"short\n" + b"y" * 600)
+        await lines.wait_for(1)
+        os.write(w, b"y" * 600)  # now past the limit: reported once, dropped
+        os.write(w, b"y" * 5000 + b"\nafter\n")
+        await lines.wait_for(2)
+        os.close(w)
+        await asyncio.wait_for(lines.ended, 5)
+        assert lines.lines == [b"short\n", b"after\n"]
+        assert lines.overruns == 1
+        transport.close()
+
+    LOOPS[loop](main())
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_backlog_pauses_reading_while_its_consumer_lags(loop: str) -> None:
+    async def main() -> None:
+        got: list[bytes] = []
+        backlog: Backlog
+
+        def on_line(line: bytes) -> None:
+            backlog.put(line)
+
+        reader = LineReader(on_line, lambda: backlog.end(), lambda: None, 1 << 20)
+        backlog = Backlog(reader)
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(lambda: reader, PipeEnd(r))
+        sent = 0
+        with contextlib.suppress(BlockingIOError):  # nobody takes from the backlog: the pipe fills up
+            for _ in range(100_000):
+                os.write(w, b"%d\n" % sent)
+                sent += 1
+                await asyncio.sleep(0)
+        assert Backlog.HIGH < sent < 100_000, "reading never paused"
+        os.set_blocking(w, True)
+        os.close(w)
+        while (item := await asyncio.wait_for(backlog.get(), 5)) is not None:
+            got.append(item)
+        assert got == [b"%d\n" % i for i in range(sent)]
+        transport.close()
+
+    LOOPS[loop](main())

@@ -61,7 +61,8 @@ class ServerConfig:
     timeout: float = DEFAULT_TIMEOUT
     tools: frozenset[str] | None = None  # allowlist of the upstream's own tool names
     disabled: bool = False
-    protocol: Literal["auto", "legacy", "modern"] = "auto"  # era spoken to this upstream; auto prefers the handshake
+    # Era spoken to this upstream. auto: a lone stdio client's own era, else the stateless one where spoken.
+    protocol: Literal["auto", "legacy", "modern"] = "auto"
 
     def describe(self) -> str:
         if self.transport == "stdio":

@@ -193,7 +193,7 @@ class Front(ClientRouter):
         if method == "initialize":
             params = ctx.params or {}
             caps = types.ClientCapabilities.model_validate(params.get("capabilities") or {})
-            self.hub.set_client_capabilities(caps)
+            self.hub.set_client_capabilities(caps, handshake=True)
             link = self.link_for(ctx)  # a client that only calls tools still hears of list changes
             link.capabilities, link.protocol_version = caps, params.get("protocolVersion")
             await self.hub.wait_started(START_TIMEOUT)

@@ -59,9 +59,11 @@ class ClientRouter:
 
 
 class Hub:
-    def __init__(self, config: GatewayConfig, *, prefix: bool = True) -> None:
+    def __init__(self, config: GatewayConfig, *, prefix: bool = True, lone_client: bool = False) -> None:
         self.config = config
         self.prefix = prefix
+        self.lone_client = lone_client  # served over stdio: the first client is the only one
+        self._client_handshake = False
         self.router = ClientRouter()
         self.upstreams: dict[str, Upstream] = {s.name: Upstream(s, self) for s in config.servers}
         self.started = anyio.Event()  # every upstream had its first start attempt
@@ -75,11 +77,20 @@ class Hub:
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
-    def set_client_capabilities(self, capabilities: types.ClientCapabilities) -> None:
-        """The first client's capabilities are what upstreams are told (once)."""
+    def set_client_capabilities(self, capabilities: types.ClientCapabilities, *, handshake: bool = False) -> None:
+        """The first client's capabilities are what upstreams are told (once), and its era
+        (`handshake`: it sent `initialize`) what a lone client's upstreams are spoken to in."""
         if not self._capabilities_known.is_set():
             self._capabilities = capabilities
+            self._client_handshake = handshake
             self._capabilities_known.set()
+
+    def prefers_handshake(self) -> bool:
+        """An upstream of `protocol: auto` that speaks both eras is spoken to in the handshake era
+        when the gateway's one client speaks it: the client then gets what it would get talking to
+        the server directly, and nothing needs translating. With many clients (HTTP), the
+        stateless era is what links a server's question to the call that caused it."""
+        return self.lone_client and self._client_handshake
 
     async def client_capabilities(self) -> types.ClientCapabilities:
         await self._capabilities_known.wait()
@@ -275,9 +286,10 @@ async def open_hub(
     prefix: bool = True,
     capabilities: types.ClientCapabilities | None = None,
     wait: float = 0.0,
+    lone_client: bool = False,
 ) -> AsyncIterator[Hub]:
     """Start every upstream of `config` in parallel and stop them all on exit."""
-    hub = Hub(config, prefix=prefix)
+    hub = Hub(config, prefix=prefix, lone_client=lone_client)
     if capabilities is not None:
         hub.set_client_capabilities(capabilities)
     async with anyio.create_task_group() as tg:

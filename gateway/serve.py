@@ -87,7 +87,7 @@ async def run_gateway(
     _gil_interval()
     async with anyio.create_task_group() as tg:
         tg.start_soon(_cancel_on_signal, tg.cancel_scope)
-        async with open_hub(config, prefix=prefix) as hub:
+        async with open_hub(config, prefix=prefix, lone_client=http is None) as hub:
             front = Front(hub, hook=hook_factory(hub) if hook_factory else None)
             await tg.start(front.hook.run)
             await tg.start(front.run)

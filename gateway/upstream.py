@@ -87,6 +87,8 @@ class Bridge(Protocol):
 
     async def client_capabilities(self) -> types.ClientCapabilities: ...
 
+    def prefers_handshake(self) -> bool: ...
+
     async def upstream_request(self, upstream: Upstream, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
 
     async def upstream_notification(self, upstream: Upstream, method: str, params: dict[str, Any] | None) -> None: ...
@@ -281,11 +283,18 @@ class Upstream:
         """The stateless era where the server speaks it: what it asks during a call comes back
         on that call's own response, so it reaches exactly the client that made the call (the
         handshake era's pushed requests say nothing of the call that caused them). The
-        handshake for servers that know no other (the npm ones) or with `protocol: legacy`."""
+        handshake for servers that know no other (the npm ones), with `protocol: legacy`, and
+        for the one handshake-era client of a stdio gateway (`Bridge.prefers_handshake`)."""
         self._envelope = None
         if self.config.protocol == "legacy":
             await self._initialize(session)
             return
+        if self.config.protocol == "auto" and self._bridge.prefers_handshake():
+            try:
+                await self._initialize(session)
+                return
+            except MCPError:
+                pass  # a server of the stateless era only
         try:
             found = await session.discover()
         except MCPError:

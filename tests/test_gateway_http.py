@@ -79,6 +79,15 @@ async def test_binds_loopback_only_by_default(gateway: HttpGateway) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+async def test_upstreams_of_both_eras_are_spoken_to_in_the_stateless_one(gateway: HttpGateway, mode: str) -> None:
+    """Many clients may call at once over HTTP: only the stateless era links what a server asks
+    during a call to that call, so it is chosen whatever era the clients speak."""
+    async with gateway.connect(mode=mode) as client:
+        upstreams = (await status(client))["upstreams"]
+    assert [u["protocol"] for u in upstreams] == ["2026-07-28"]
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_a_client_lists_and_calls_tools(gateway: HttpGateway, mode: str) -> None:
     async with gateway.connect(mode=mode) as client:
         names = {t.name for t in (await client.client.list_tools()).tools}

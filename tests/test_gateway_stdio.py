@@ -81,6 +81,14 @@ async def test_negotiates_the_clients_era(env: Env) -> None:
     assert env.gw.client.protocol_version == expected
 
 
+async def test_upstreams_that_speak_both_eras_are_spoken_to_in_the_clients_era(env: Env) -> None:
+    """The one client of a stdio gateway gets what it would get from the servers directly: no era
+    to translate between, and the server does not handle a stateless request per call."""
+    expected = "2026-07-28" if env.mode == "auto" else "2025-11-25"
+    upstreams = (await status(env.gw))["upstreams"]
+    assert {u["name"]: u["protocol"] for u in upstreams} == {"feat": expected, "ids": expected}
+
+
 async def test_instructions_teach_refs_and_carry_upstream_instructions(env: Env) -> None:
     instructions = env.gw.client.instructions or ""
     assert "<tool>_<n>" in instructions and "{{@" in instructions and "@@" in instructions

@@ -3,7 +3,8 @@
 For one workload (`get_current_time` by default, `--echo` for server-everything `echo`): R rounds, each in
 fresh processes and alternating which target goes first; per target, the p50 of sequential calls and the CPU
 each process spends per call (user + system), as medians over rounds. A diagnostic with no bar: it shows what
-the gateway's process costs the others (the client and the server), beside its own CPU.
+the gateway's process costs the others (the client and the server), beside its own CPU, and (for
+`get_current_time`) what the server spends when spoken to in the stateless era instead of the client's own.
 Run: .venv/bin/python bench/cpu_split.py [--echo] [--calls N] [--rounds R]
 """
 
@@ -12,8 +13,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 import anyio
@@ -28,7 +31,9 @@ from _common import (
     process_cpu,
     sequential,
     table,
+    toolreel_bin,
     via_toolreel,
+    write_json,
 )
 
 WARM = 300
@@ -52,15 +57,30 @@ async def one_round(command: Command, work: Workload, calls: int, errlog: TextIO
     return figures
 
 
-async def measure(args: argparse.Namespace, errlog: TextIO) -> None:
+def stateless(work: Workload, tmp: Path) -> Command:
+    """toolreel with its upstream forced into the 2026-07-28 era (`"protocol": "modern"`), as over
+    HTTP or behind a 2026-07-28 client: what a stateless request per call costs the server."""
+    server = work.server
+    entry = {"command": server.argv[0], "args": list(server.argv[1:]), "protocol": "modern"}
+    if server.env:
+        entry["env"] = dict(server.env)
+    config = write_json(tmp / "stateless.json", {"mcpServers": {"s": entry}})
+    return Command(
+        (toolreel_bin(), "serve", "--no-record", "--no-prefix", "--config", str(config)), server.env, server.cwd
+    )
+
+
+async def measure(args: argparse.Namespace, errlog: TextIO, tmp: Path) -> None:
     work = ECHO if args.echo else GET_TIME
     targets = {"direct": work.server, "toolreel": via_toolreel(work.server, "--no-record")}
+    if not args.echo:  # server-everything speaks the handshake era only
+        targets["toolreel, stateless upstream"] = stateless(work, tmp)
     print(f"{work.source} {work.tool}: {args.rounds} rounds x {args.calls} sequential calls, {os.cpu_count()} CPUs")
     rounds: dict[str, list[dict[str, float]]] = {label: [] for label in targets}
     for index in range(args.rounds):
         order = list(targets) if index % 2 == 0 else list(reversed(targets))
         for label in order:
-            figures = await one_round(targets[label], work, args.calls, errlog, gateway=label == "toolreel")
+            figures = await one_round(targets[label], work, args.calls, errlog, gateway=label != "direct")
             rounds[label].append(figures)
     rows = []
     for label, figures in rounds.items():
@@ -76,8 +96,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=1000, help="sequential calls per target per round")
     parser.add_argument("--rounds", type=int, default=6, help="rounds, each in fresh processes")
     args = parser.parse_args(argv)
-    with open(os.devnull, "w") as errlog:
-        anyio.run(measure, args, errlog)
+    with open(os.devnull, "w") as errlog, tempfile.TemporaryDirectory(prefix="toolreel-bench-") as tmp:
+        anyio.run(measure, args, errlog, Path(tmp))
 
 
 if __name__ == "__main__":

@@ -121,12 +121,10 @@ async def open_stdio_upstream(
     assert process.stdin is not None and process.stdout is not None
     loop = asyncio.get_running_loop()
     lane: FastLane | None = None
-    backlog: Backlog | None = None
 
     def on_line(line: bytes) -> None:
         # A response to the lane resolves its call here, in the turn it was read in; the rest
         # (and anything read while earlier messages still wait) goes through the session in order.
-        assert backlog is not None
         if not line.strip():
             return
         try:
@@ -144,7 +142,7 @@ async def open_stdio_upstream(
         if reader.transport is not None:
             reader.transport.close()
 
-    reader = LineReader(on_line, lambda: backlog.end() if backlog else None, on_overrun, LINE_LIMIT)
+    reader = LineReader(on_line, lambda: backlog.end(), on_overrun, LINE_LIMIT)
     backlog = Backlog(reader)
     try:
         out_end, in_end = adopt(process.stdout), adopt(process.stdin)

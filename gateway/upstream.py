@@ -62,6 +62,11 @@ AskFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Puts a server's request (elicitation, sampling, roots) to the client a call came from."""
 
 
+class _HandshakeRefused(Exception):
+    """The server refused `initialize`: it is connected to again, in the stateless era (a
+    dual-era server keeps a connection in the era of its first message, refused or not)."""
+
+
 class UpstreamState(enum.StrEnum):
     STARTING = "starting"
     READY = "ready"
@@ -119,6 +124,7 @@ class Upstream:
         self._logs_settled = anyio.Event()
         self._headers: dict[str, str] = {}
         self._stderr: IO[str] | None = None
+        self._handshake_refused = False
 
     # lifecycle ----------------------------------------------------------------------
     async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -144,6 +150,8 @@ class Upstream:
                     await lost.wait()
                     raise UpstreamError(f"server {self.name!r} closed the connection", server=self.name)
             except Exception as exc:  # any failure of one upstream stays with that upstream
+                if _refused_handshake(exc):
+                    continue  # at once, and no failure: the next connection starts stateless
                 self._set_state(UpstreamState.FAILED, self._describe_failure(exc))
             if not started:
                 started = True
@@ -289,12 +297,13 @@ class Upstream:
         if self.config.protocol == "legacy":
             await self._initialize(session)
             return
-        if self.config.protocol == "auto" and self._bridge.prefers_handshake():
+        if self.config.protocol == "auto" and self._bridge.prefers_handshake() and not self._handshake_refused:
             try:
                 await self._initialize(session)
                 return
-            except MCPError:
-                pass  # a server of the stateless era only
+            except MCPError as exc:  # a server of the stateless era only
+                self._handshake_refused = True
+                raise _HandshakeRefused from exc
         try:
             found = await session.discover()
         except MCPError:
@@ -515,6 +524,12 @@ class Upstream:
             if late.cancelled_caught:  # a log the session dropped (malformed): stop waiting for it
                 self._logs_in_transit = 0
                 self._logs_settled.set()
+
+
+def _refused_handshake(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):  # raised through the transport's task group
+        return all(_refused_handshake(e) for e in exc.exceptions)
+    return isinstance(exc, _HandshakeRefused)
 
 
 def _describe(exc: BaseException) -> str:

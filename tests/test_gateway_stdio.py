@@ -271,6 +271,21 @@ async def test_roots_are_answered_by_the_client(env: Env) -> None:
     assert roots["roots"] == [{"uri": "file:///tmp/probe-root", "name": "probe-root"}]
 
 
+async def test_a_handshake_client_still_reaches_a_server_of_the_stateless_era_only(tmp_path: Path) -> None:
+    """A lone handshake-era client has its servers spoken to in its own era, unless a server
+    refuses `initialize`: then the stateless era it does speak."""
+    entry = fixture_entry("features")
+    entry["args"].append("--stateless-only")
+    config = write_config(tmp_path / "client.json", {"new": entry})
+    env = gateway_env(f"sqlite:///{tmp_path / 's.db'}")
+    async with stdio_gateway(["--config", str(config)], env, mode="legacy") as gw:
+        upstream = (await status(gw))["upstreams"][0]
+        result = await call(gw, "new__add", {"a": 2, "b": 3})
+    reached = (upstream["state"], upstream["protocol"], upstream["restarts"])
+    assert reached == ("ready", "2026-07-28", 0), json.dumps(upstream)  # reconnected at once, not failed
+    assert result.structured_content == {"sum": 5.0, "operands": {"a": 2.0, "b": 3.0}}
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_handshake_only_upstream_reports_to_the_request_waiting_now(tmp_path: Path, mode: str) -> None:
     """In front of a server that knows only the handshake era, a stateless-era client gets the

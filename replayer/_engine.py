@@ -348,19 +348,24 @@ class Engine:
         parent_reason: Callable[[], StopCause | None] | None,
         ancestry: tuple[str, ...] | None,
     ) -> Execution:
-        execution = await self._thread(self._ledger.claim, execution_id)
-        if execution.status.finished or (
-            execution.status == ExecutionStatus.PAUSED and response is None and self._approver is None
-        ):
-            return await self._thread(self._ledger.release, execution)
-        try:
-            template, inputs = await self._thread(self._prepare, execution)
-        except ExecutionError as exc:
-            return await self._thread(self._ledger.conclude, execution, Outcome("failed", error=str(exc)))
-        records = await self._thread(partial(self.store.get_steps, execution_id, all_attempts=True))
-        execution = await self._thread(self._ledger.mark_running, execution)
-        if ancestry is None:
-            ancestry = await self._thread(self._ledger.ancestry, execution)
+        # Shielded from the claim until the run exists: a drive cancelled in between (a for_each sibling
+        # failed just as this child was claimed) then ends through the run, which records why and lets go
+        # of the claim, instead of leaving the execution claimed and `pending`.
+        with anyio.CancelScope(shield=True):
+            execution = await self._thread(self._ledger.claim, execution_id)
+            if execution.status.finished or (
+                execution.status == ExecutionStatus.PAUSED and response is None and self._approver is None
+            ):
+                return await self._thread(self._ledger.release, execution)
+            try:
+                template, inputs = await self._thread(self._prepare, execution)
+            except ExecutionError as exc:
+                return await self._thread(self._ledger.conclude, execution, Outcome("failed", error=str(exc)))
+            records = await self._thread(partial(self.store.get_steps, execution_id, all_attempts=True))
+            execution = await self._thread(self._ledger.mark_running, execution)
+            if ancestry is None:
+                ancestry = await self._thread(self._ledger.ancestry, execution)
+        assert ancestry is not None  # the shield is never cancelled itself: the block ran to its end
         run = Run(
             self._ctx,
             execution,

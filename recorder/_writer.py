@@ -89,7 +89,6 @@ class StoreWriter:
         self._high = backlog_mark() if backlog is None else backlog
         self._low = (self._high + 1) // 2
         self._high_bytes, self._low_bytes = backlog_bytes, (backlog_bytes + 1) // 2
-        self._limit = self._high  # _submitted at which the backlog reaches the mark: room() reads one number
         self._hold = hold
         self.holding = False  # past the high mark, not yet back under the low one: calls wait
         self._caught_up = anyio.Event()  # set when holding ends
@@ -130,7 +129,7 @@ class StoreWriter:
         reads, nothing awaited). Past it, wait until the recorder brings it under half the
         mark, or `hold` seconds: a call is slowed, never stopped (SPEC: a store that cannot be
         written is reported, and the call completes)."""
-        if self._submitted < self._limit and self._bytes < self._high_bytes and not self.holding:
+        if self._submitted - self._written < self._high and self._bytes < self._high_bytes and not self.holding:
             return
         await self._held_back()
 
@@ -284,7 +283,6 @@ class StoreWriter:
     def _confirmed(self, count: int, size: int) -> None:
         self._written += count
         self._bytes -= size
-        self._limit = self._written + self._high
         self._last_error = None
         self._progress.set()
         self._progress = anyio.Event()

@@ -10,13 +10,12 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, TypeAlias
-
-from jsonpath_ng import JSONPath
-from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
-from jsonpath_ng.ext.parser import parse as _jsonpath_parse
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from core.model import JSON
+
+if TYPE_CHECKING:
+    from jsonpath_ng import JSONPath
 
 __all__ = [
     "RESERVED_ROOTS",
@@ -157,6 +156,11 @@ def compile_path(path: str) -> RefPath | None:
         prefix.append(segment)
     if len(prefix) == len(segments):
         return RefPath(tuple(segments), tuple(segments), None)
+    # Imported here: only multi-match paths need jsonpath-ng, and loading its parser costs
+    # every gateway start about 25 ms of CPU.
+    from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
+    from jsonpath_ng.ext.parser import parse as _jsonpath_parse
+
     try:
         # jsonpath-ng warns about deprecated filter syntax (`&`); the path still works.
         with warnings.catch_warnings():

@@ -1,23 +1,36 @@
 """The `toolreel` console script.
 
 `toolreel serve` spawns its stdio upstreams before the command line framework and the MCP SDK are
-imported (most of a second of CPU): the servers start while the gateway is still loading.
+imported (most of a second of CPU): the servers start while the gateway is still loading. The
+servers need that CPU too (two cores shared with five starting servers), so what the gateway
+does not load, it does not take from them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import importlib.util
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 from gateway.prespawn import prespawn
 
 __all__ = ["main"]
+
+# Packages whose `__init__` re-exports their whole tree (the high-level server, the HTTP client,
+# the web stack): the gateway imports the submodules it uses by their full names and needs none
+# of those re-exports, which cost about a tenth of a second of CPU at every start.
+_REEXPORTING_PACKAGES = ("mcp", "mcp.server", "mcp.client")
 
 
 def main() -> None:
     argv = sys.argv[1:]
     prespawn(argv)
     if argv[:1] == ["serve"]:
+        for name in _REEXPORTING_PACKAGES:
+            _defer_package_init(name)
         _load_for_good("gateway.serve")
     from gateway.cli import main as run_cli
 
@@ -31,7 +44,59 @@ def _load_for_good(module: str) -> None:
     not scanned again by the collections that serving triggers."""
     gc.disable()
     try:
-        __import__(module)
+        with _validators_built_on_first_use():
+            __import__(module)
     finally:
         gc.freeze()
         gc.enable()
+
+
+def _defer_package_init(name: str) -> None:
+    """Register package `name` with its `__path__` set but its `__init__` not yet run: imports of
+    its submodules work as usual, and the first lookup of anything else on the package (a
+    re-exported name) runs the real `__init__` then, so nothing is missing, only later."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return
+    package = importlib.util.module_from_spec(spec)
+    loader = spec.loader
+
+    def __getattr__(attr: str) -> Any:  # PEP 562: called only for names the module lacks
+        del package.__dict__["__getattr__"]  # once: the real module takes over
+        loader.exec_module(package)
+        return getattr(package, attr)
+
+    package.__dict__["__getattr__"] = __getattr__
+    sys.modules[name] = package
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, package)
+
+
+@contextlib.contextmanager
+def _validators_built_on_first_use() -> Iterator[None]:
+    """Pydantic builds the validator and serializer of every model and module-level `TypeAdapter`
+    as it is defined: for the SDK's wire types, about a quarter of the gateway's start-up CPU,
+    mostly for types a gateway never validates (it forwards their JSON). Defined in this block,
+    they are built on first use instead: pydantic's own `defer_build`, made the default, which
+    the SDK's definitions do not override. It takes two pydantic internals; a pydantic without
+    them simply builds everything at once, as before."""
+    try:
+        from pydantic import TypeAdapter
+        from pydantic._internal._config import config_defaults
+    except ImportError:  # pragma: no cover - another pydantic layout
+        yield
+        return
+    adapter_default = TypeAdapter.__dict__.get("_defer_build")
+    if config_defaults.get("defer_build") is not False or not isinstance(adapter_default, property):
+        yield  # pragma: no cover - another pydantic layout
+        return
+    config_defaults["defer_build"] = True
+    setattr(TypeAdapter, "_defer_build", property(lambda _adapter: True))  # noqa: B010 - a private slot
+    try:
+        yield
+    finally:
+        config_defaults["defer_build"] = False
+        setattr(TypeAdapter, "_defer_build", adapter_default)  # noqa: B010

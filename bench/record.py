@@ -200,9 +200,9 @@ def gateway_table(figures: dict[str, Figures]) -> str:
     rounds = p50_rounds({label: fig.latency for label, fig in figures.items()})
     on = figures["recording on"]
     drain = (
-        f"  the recording gateways' recorder processes (lowest priority, writing after each burst): "
-        f"{on.recorder_cpu:.2f} s CPU in all for {on.calls} calls, their starts (imports, store open: about "
-        f"0.4 s each) included"
+        f"  the recording gateways' recorder processes (lowest priority from their first write, writing after "
+        f"each burst): {on.recorder_cpu:.2f} s CPU in all for {on.calls} calls, their starts (imports, store "
+        f"open: about 0.4 s each) included"
     )
     return f"server-everything echo through toolreel (wrap mode)\n{table(header, rows)}\n{rounds}\n{drain}"
 

@@ -7,7 +7,10 @@ the drain ends at end of input, or when its gateway is gone.
 
 It stays out of the way of forwarding twice over. It runs at the lowest CPU priority
 (SCHED_IDLE where there is one: a CPU running only it still counts as idle when the kernel
-places a waking process). And it holds what it reads while calls are streaming in, writing
+places a waking process) from its first write on. Its start (SQLAlchemy, the store, the first
+statements compiled: about half a second of CPU) runs at the gateway's own priority: at
+SCHED_IDLE, on a machine that other work keeps busy, it got next to no CPU, and no recording
+reached the store for minutes. And it holds what it reads while calls are streaming in, writing
 once the input has been quiet for QUIET, the oldest held call is MAX_DELAY old, MAX_HELD
 calls are held, or the gateway asks for a flush: even at the lowest priority, a process
 that works during a burst of calls on two cores moved the gateway's processes between
@@ -60,7 +63,6 @@ def main() -> int:
     # Ctrl-C reaches the whole process group; the gateway decides when recording ends (end of input).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _lowest_priority()
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="toolreel recorder: %(message)s")
     source, reply = FrameReader(sys.stdin.fileno()), _Reply(sys.stdout.buffer)
     parent = os.getppid()
@@ -80,7 +82,7 @@ def main() -> int:
 
 
 def _open(db: str | None, reply: _Reply, parent: int) -> Store | None:
-    from core.store import open_store  # SQLAlchemy: loaded after the priority is lowered
+    from core.store import open_store  # SQLAlchemy: loaded once a call is recorded, not at the gateway's start
 
     while True:
         try:
@@ -128,6 +130,7 @@ def _drain(store: Store, redactor: Redactor, source: FrameReader, reply: _Reply,
     created: set[str] = set()
     held = _Held()
     last_input = time.monotonic()
+    lowered = False
     while True:
         wait = held.wait(last_input)
         messages = _poll(source, wait)
@@ -144,17 +147,26 @@ def _drain(store: Store, redactor: Redactor, source: FrameReader, reply: _Reply,
             else:
                 logger.error("ignored an unknown message %r", message[0])
         due = flush or held.wait(last_input) == 0.0  # a quiet moment, the oldest too old, or too many held
-        if due and not _write_held(store, redactor, held, created, reply, parent):
-            return 1
+        if due:
+            writing = bool(held.batches)
+            if not _write_held(store, redactor, held, created, reply, parent, lower=not lowered):
+                return 1
+            lowered = lowered or writing
 
 
-def _write_held(store: Store, redactor: Redactor, held: _Held, created: set[str], reply: _Reply, parent: int) -> bool:
+def _write_held(
+    store: Store, redactor: Redactor, held: _Held, created: set[str], reply: _Reply, parent: int, *, lower: bool = False
+) -> bool:
+    """Write what is held and confirm it; `lower`: then go to the lowest priority (after the first
+    write, what remains is steady work, for idle CPU), before the confirmation goes out."""
     if not held.batches:
         return True
     entries = [entry(unpack(packed)) for packed in held.packed]
     if not _write_until_done(store, redactor, entries, created, reply, parent):
         logger.error("%d recorded calls not saved: the store kept failing and the gateway is gone", len(entries))
         return False
+    if lower:
+        _lowest_priority()
     for count in held.batches:
         reply("done", count)
     held.packed, held.batches = [], []

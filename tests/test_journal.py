@@ -104,3 +104,26 @@ def test_the_recorder_process_writes_on_flush_and_at_end_of_input(tmp_path: Path
         if drain.poll() is None:
             drain.kill()
             drain.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_the_recorder_process_starts_at_the_gateways_priority_and_writes_at_the_lowest(tmp_path: Path) -> None:
+    """Its start (SQLAlchemy, the store, the first write) at SCHED_IDLE took minutes on a machine
+    kept busy by other work, and no recording reached the store meanwhile."""
+    drain = subprocess.Popen(
+        [sys.executable, "-P", "-m", "recorder.drain"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO
+    )
+    assert drain.stdin is not None and drain.stdout is not None
+    replies = FrameReader(drain.stdout.fileno())
+    try:
+        drain.stdin.write(encode(("hello", f"sqlite:///{tmp_path / 'r.db'}", [])))
+        drain.stdin.flush()
+        assert _reply(replies) == ("ready",)
+        assert os.sched_getscheduler(drain.pid) == os.sched_getscheduler(0)  # the store opened at ours
+        drain.stdin.write(encode(("batch", _entries("e1", 2))) + encode(("flush",)))
+        drain.stdin.flush()
+        assert _reply(replies) == ("done", 3)  # sent once the priority is lowered
+        assert os.sched_getscheduler(drain.pid) == os.SCHED_IDLE
+    finally:
+        drain.kill()
+        drain.wait()

@@ -16,13 +16,12 @@ import anyio.abc
 from core.errors import StoreError
 from core.secrets import Redactor
 from recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
-from recorder._writer import BACKLOG_ENV, StoreWriter, backlog_mark
+from recorder._writer import StoreWriter, backlog_mark
 
 if TYPE_CHECKING:
     from core.store import Store
 
 __all__ = [
-    "BACKLOG_ENV",
     "EXECUTION_META",
     "STEP_META",
     "LiveStep",

@@ -84,7 +84,6 @@ class StoreWriter:
         self._unconfirmed: deque[tuple[int, int, bytes]] = deque()
         self._submitted = 0
         self._written = 0
-        self._queued_bytes = 0  # packed bytes in _queue
         self._bytes = 0  # packed bytes queued or unconfirmed
         self._high = backlog_mark() if backlog is None else backlog
         self._low = (self._high + 1) // 2
@@ -108,7 +107,6 @@ class StoreWriter:
         if not self.wanted.is_set():
             self.wanted.set()
         self._submitted += 1
-        self._queued_bytes += len(packed)
         self._bytes += len(packed)
         self._queue.append(packed)
         if len(self._queue) >= BATCH:
@@ -198,7 +196,7 @@ class StoreWriter:
             if not self._queue:
                 continue
             batch, self._queue = self._queue, []
-            size, self._queued_bytes = self._queued_bytes, 0
+            size = sum(map(len, batch))  # once a batch, not once a call
             while True:
                 try:
                     store = await local_store()
@@ -245,7 +243,7 @@ class StoreWriter:
         if not self._queue:
             return
         batch, self._queue = self._queue, []
-        size, self._queued_bytes = self._queued_bytes, 0
+        size = sum(map(len, batch))  # once a batch, not once a call
         frame = encode(("batch", batch))
         self._unconfirmed.append((len(batch), size, frame))  # kept until committed: a new drain gets it again
         await stdin.send(frame)

@@ -240,11 +240,12 @@ def median_latency(rounds: Sequence[Latency]) -> Latency:
     )
 
 
-def plan_line(warm: int, rounds: int, per_round: int) -> str:
+def plan_line(warm: int, rounds: int, per_round: int, in_flight_calls: int | None = None, pooled: bool = False) -> str:
+    summary = "figures over every round's calls pooled" if pooled else "medians over rounds"
     return (
         f"{rounds} rounds, each in fresh processes; per target and round: {warm} sequential + {warm} concurrent "
-        f"warm-up calls, {per_round} sequential calls (targets taking turns in bursts of {BURST}) and {per_round} "
-        f"at {IN_FLIGHT} in flight; medians over rounds"
+        f"warm-up calls, {per_round} sequential calls (targets taking turns in bursts of {BURST}) and "
+        f"{per_round if in_flight_calls is None else in_flight_calls} at {IN_FLIGHT} in flight; {summary}"
     )
 
 

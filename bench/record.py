@@ -1,7 +1,8 @@
 """Recording overhead: `toolreel serve` recording vs `--no-record` on server-everything `echo`, and store writes.
 
 One run, every round in fresh processes: sequential p50 (targets taking turns in bursts of 25 calls) and
-throughput at 8 in flight (blocks per target), ratios on/off (bars: p50 <= 1.05x, throughput >= 0.95x), the
+throughput at 8 in flight (blocks per target), each pooled over the rounds (the p50 of all of a target's
+calls; its calls over its blocks' time), ratios on/off (bars: p50 <= 1.05x, throughput >= 0.95x), the
 gateway process's CPU per call and the CPU its recorder process (`recorder.drain`, which builds and writes
 the rows at the lowest priority once a burst is over) spent; before each throughput block the bench waits
 until the recording gateway has stored every call so far (`unsaved` in toolreel__status), so no deferred
@@ -66,10 +67,11 @@ CONTROL = "off again (noise)"
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    calls: int  # sequential calls per target, and as many at 8 in flight, split over rounds
+    calls: int  # sequential calls per target, split over rounds
     rounds: int
     warm: int
     writes: int  # put_step calls per store
+    in_flight_calls: int  # calls at 8 in flight per target and round: blocks of 0.3 s and more, not 0.1 s
 
     @property
     def per_round(self) -> int:
@@ -78,20 +80,26 @@ class Plan:
 
 @dataclass
 class Figures:
-    latency: list[Latency] = field(default_factory=list)
-    throughput: list[float] = field(default_factory=list)
+    latency: list[Latency] = field(default_factory=list)  # per round: how far the machine moved
+    samples: list[float] = field(default_factory=list)  # every measured sequential call of every round
+    throughput: list[float] = field(default_factory=list)  # calls/s of each round's block
+    block_seconds: float = 0.0  # the blocks' time, all rounds
+    block_calls: int = 0
     calls: int = 0
     gateway_cpu: float = 0.0  # seconds of the gateway process's CPU over the measured calls
     measured: int = 0
     recorder_cpu: float = 0.0  # seconds of CPU of the gateway's recorder process (recording on), whole run
 
+    # Pooled over rounds: the p50 of all the target's calls, and its calls over its blocks' time.
+    # Of the estimators tried on the same runs, these spread least between the two identical
+    # recording-off targets (README); the median of per-round figures spread about twice as much.
     @property
     def summary(self) -> Latency:
-        return median_latency(self.latency)
+        return Latency.of(self.samples)
 
     @property
     def calls_per_s(self) -> float:
-        return statistics.median(self.throughput)
+        return self.block_calls / self.block_seconds
 
 
 # --- through the gateway ----------------------------------------------------------------------------------------
@@ -138,13 +146,17 @@ async def measure_round(
         for label in rotated(list(commands), r):
             fig = figures[label]
             fig.latency.append(Latency.of(latencies[label]))
+            fig.samples.extend(latencies[label])
             # The recorder writes once a burst is over: that work is not left to land in the next block.
             await recordings_saved(recording)
             start = process_cpu(pids[label])
-            fig.throughput.append(await concurrent(sessions[label], ECHO, plan.per_round))
+            rate = await concurrent(sessions[label], ECHO, plan.in_flight_calls)
             fig.gateway_cpu += process_cpu(pids[label]) - start
-            fig.measured += 2 * plan.per_round
-            fig.calls += 2 * plan.per_round
+            fig.throughput.append(rate)
+            fig.block_calls += plan.in_flight_calls
+            fig.block_seconds += plan.in_flight_calls / rate
+            fig.measured += plan.per_round + plan.in_flight_calls
+            fig.calls += plan.per_round + plan.in_flight_calls
         for label, pid in pids.items():
             figures[label].recorder_cpu += sum(process_cpu(child) for child in recorders(pid))
 
@@ -198,6 +210,11 @@ def gateway_table(figures: dict[str, Figures]) -> str:
         "gateway CPU/call",
     ]
     rounds = p50_rounds({label: fig.latency for label, fig in figures.items()})
+    rounds += "".join(
+        f"\n  calls/s per round, {label}: {' '.join(f'{rate:.0f}' for rate in fig.throughput)}"
+        for label, fig in figures.items()
+    )
+    rounds += "\n" + medians_line(figures)
     on = figures["recording on"]
     drain = (
         f"  the recording gateways' recorder processes (lowest priority from their first write, writing after "
@@ -205,6 +222,19 @@ def gateway_table(figures: dict[str, Figures]) -> str:
         f"open: about 0.4 s each) included"
     )
     return f"server-everything echo through toolreel (wrap mode)\n{table(header, rows)}\n{rounds}\n{drain}"
+
+
+def medians_line(figures: dict[str, Figures]) -> str:
+    """The same ratios from the medians of per-round figures (the estimator this bench used before)."""
+    off = figures["recording off"]
+    p50_off, rate_off = median_latency(off.latency).p50, statistics.median(off.throughput)
+    ratios = [
+        f"{label} {median_latency(fig.latency).p50 / p50_off:.3f}x p50, "
+        f"{statistics.median(fig.throughput) / rate_off:.3f}x calls/s"
+        for label, fig in figures.items()
+        if fig is not off
+    ]
+    return f"  from medians of per-round figures instead, over recording off: {'; '.join(ratios)}"
 
 
 # --- store writes -----------------------------------------------------------------------------------------------
@@ -311,7 +341,7 @@ def run(plan: Plan) -> int:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
         f"bench/record.py: mcp {importlib.metadata.version('mcp')} client over stdio; {os.cpu_count()} cores, "
-        f"load {load}\n{plan_line(plan.warm, plan.rounds, plan.per_round)}\n"
+        f"load {load}\n{plan_line(plan.warm, plan.rounds, plan.per_round, plan.in_flight_calls, pooled=True)}\n"
         "every round starts the three gateways afresh and warms each up first",
         flush=True,
     )
@@ -352,12 +382,12 @@ def check(bars: Bars, figures: dict[str, Figures], all_stored: bool) -> None:
 def parse(argv: list[str]) -> Plan:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a short run (fewer calls and rounds)")
-    parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 4000)")
-    parser.add_argument("--rounds", type=int, help="rounds, each in fresh processes (default 8)")
+    parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 8000)")
+    parser.add_argument("--rounds", type=int, help="rounds, each in fresh processes (default 16)")
     args = parser.parse_args(argv)
     if args.quick:
-        return Plan(calls=args.calls or 400, rounds=args.rounds or 2, warm=100, writes=300)
-    return Plan(calls=args.calls or 4000, rounds=args.rounds or 8, warm=1000, writes=2000)
+        return Plan(calls=args.calls or 400, rounds=args.rounds or 2, warm=100, writes=300, in_flight_calls=300)
+    return Plan(calls=args.calls or 8000, rounds=args.rounds or 16, warm=1000, writes=2000, in_flight_calls=1500)
 
 
 def main(argv: list[str] | None = None) -> int:

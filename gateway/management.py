@@ -7,7 +7,6 @@ registry that the template and run modules add to.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -202,10 +201,9 @@ class GatewayHook(ToolHook):
         except BaseException:  # cancellation included: the step is recorded, then it goes on
             session.end(live, None, error="the call was cancelled before it finished")
             raise
-        # Closed once the response is on its way: the loop runs this next, before it reads
-        # anything more, so a call that names the step is handled after it, and the agent does
-        # not wait for the packing (8 µs a call when calls come one by one, on cold caches).
-        asyncio.get_running_loop().call_soon(session.end, live, result)
+        # Closed once the response is on its way (the agent does not wait for the packing),
+        # and before the loop reads anything more.
+        self.recorder.end_soon(session, live, result)
         return self._tagged(result, live.name, session)
 
     def session(self, link: ClientLink) -> RecordingSession:

@@ -92,9 +92,12 @@ class _State:
     failed: dict[str, str] = field(default_factory=dict)
     running: dict[str, LiveStep] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
-    bases: dict[str, str] = field(default_factory=dict)  # tool -> step name base, computed once per tool
-    # name -> (listed tool, status), in start order; plain strings, so the collector skips it
-    summary: dict[str, tuple[str | None, str]] = field(default_factory=dict)
+    # (server, tool) -> (step name base, listed name): computed once per tool
+    names: dict[tuple[str | None, str], tuple[str, str | None]] = field(default_factory=dict)
+    # name -> listed tool and name -> status, in start order: plain strings, which the
+    # collector skips, and a step's end replaces one string (no tuple made per call)
+    tools: dict[str, str | None] = field(default_factory=dict)
+    statuses: dict[str, str] = field(default_factory=dict)
     seq: int = 0
 
 
@@ -112,7 +115,8 @@ class RecordingSession:
 
     def steps(self) -> list[dict[str, Any]]:
         """name, tool, status of every step so far, in start order (toolreel__status)."""
-        return [{"name": name, "tool": tool, "status": status} for name, (tool, status) in self._state.summary.items()]
+        state = self._state
+        return [{"name": name, "tool": tool, "status": state.statuses[name]} for name, tool in state.tools.items()]
 
     # calls ----------------------------------------------------------------------------
     def begin(self, server: str | None, tool: str, arguments: Mapping[str, Any]) -> LiveStep:
@@ -120,15 +124,17 @@ class RecordingSession:
         resolved = self._resolve(arguments)
         state = self._state
         execution_id = self.execution.id if self.execution is not None else self._start_execution()
-        base = state.bases.get(tool)
-        if base is None:
-            base = state.bases[tool] = step_name_base(tool)
+        names = state.names.get((server, tool))
+        if names is None:
+            names = state.names[server, tool] = (step_name_base(tool), _listed(server, tool))
+        base, listed = names
         count = state.counts[base] = state.counts.get(base, 0) + 1
         name = f"{base}_{count}"
         state.seq += 1
         live = LiveStep(name, state.seq, server, tool, arguments, resolved, time.time(), execution_id)
         state.running[name] = live
-        state.summary[name] = (_listed(server, tool), _RUNNING)
+        state.tools[name] = listed
+        state.statuses[name] = _RUNNING
         return live
 
     def end(self, live: LiveStep, result: Mapping[str, Any] | None, *, error: str | None = None) -> None:
@@ -138,20 +144,21 @@ class RecordingSession:
         built by the drain process, and refs compute an output the first time they need it.
         """
         state = self._state
-        del state.running[live.name]
+        name = live.name
+        del state.running[name]
+        # a StepEntry's fields as a plain tuple: what `pack` encodes, without making the named one
         packed = pack(
-            StepEntry(
-                "step", live.execution_id, live.name, live.seq, live.server, live.tool,
+            (
+                "step", live.execution_id, name, live.seq, live.server, live.tool,
                 live.input, live.resolved_input, result, error, live.started_at, time.time(),
             )
         )  # fmt: skip
         if error is not None or result is None or result.get("isError"):
-            state.failed[live.name] = error or error_text(result)
-            status = _FAILED
+            state.failed[name] = error or error_text(result)
+            state.statuses[name] = _FAILED
         else:
-            state.outputs.add_packed(live.name, packed)
-            status = _SUCCEEDED
-        state.summary[live.name] = (state.summary[live.name][0], status)
+            state.outputs.add_packed(name, packed)
+            state.statuses[name] = _SUCCEEDED
         self._writer.submit_packed(packed)
 
     def preset(self, output: JSON, *, step: str | None = None, tool: str | None = None) -> PresetEntry:
@@ -170,7 +177,8 @@ class RecordingSession:
         state.outputs.put(name, output)
         server, _, bare = (tool or "").rpartition("__")
         stamp = time.time()
-        state.summary[name] = (_listed(server or None, bare or None), StepStatus.SUCCEEDED.value)
+        state.tools[name] = _listed(server or None, bare or None)
+        state.statuses[name] = _SUCCEEDED
         entry = PresetEntry("preset", execution_id, name, state.seq, server or None, bare or None, output, stamp)
         self._writer.submit(entry)
         return entry
@@ -201,13 +209,17 @@ class RecordingSession:
 
 
 def _may_hold_refs(value: Any) -> bool:
-    """False when no string anywhere in `value` holds an `@`: nothing to resolve or unescape."""
+    """False when no string anywhere in `value` holds an `@`: nothing to resolve or unescape.
+    (Loops, not `any()` over a generator: this runs on every call, mostly on a few flat values.)"""
     if isinstance(value, str):
         return "@" in value
     if isinstance(value, dict):
-        return any(_may_hold_refs(item) for item in value.values())
-    if isinstance(value, list):
-        return any(_may_hold_refs(item) for item in value)
+        value = value.values()
+    elif not isinstance(value, list):
+        return False
+    for item in value:  # noqa: SIM110 (see the docstring)
+        if _may_hold_refs(item):
+            return True
     return False
 
 

@@ -82,9 +82,7 @@ class Plan:
 class Figures:
     latency: list[Latency] = field(default_factory=list)  # per round: how far the machine moved
     samples: list[float] = field(default_factory=list)  # every measured sequential call of every round
-    throughput: list[float] = field(default_factory=list)  # calls/s of each round's block
-    block_seconds: float = 0.0  # the blocks' time, all rounds
-    block_calls: int = 0
+    throughput: list[float] = field(default_factory=list)  # calls/s of each round's block (all of one size)
     calls: int = 0
     gateway_cpu: float = 0.0  # seconds of the gateway process's CPU over the measured calls
     measured: int = 0
@@ -99,7 +97,8 @@ class Figures:
 
     @property
     def calls_per_s(self) -> float:
-        return self.block_calls / self.block_seconds
+        # all the blocks' calls over all their time: with blocks of one size, the harmonic mean
+        return statistics.harmonic_mean(self.throughput)
 
 
 # --- through the gateway ----------------------------------------------------------------------------------------
@@ -153,8 +152,6 @@ async def measure_round(
             rate = await concurrent(sessions[label], ECHO, plan.in_flight_calls)
             fig.gateway_cpu += process_cpu(pids[label]) - start
             fig.throughput.append(rate)
-            fig.block_calls += plan.in_flight_calls
-            fig.block_seconds += plan.in_flight_calls / rate
             fig.measured += plan.per_round + plan.in_flight_calls
             fig.calls += plan.per_round + plan.in_flight_calls
         for label, pid in pids.items():

@@ -104,6 +104,7 @@ class Engine:
             max_concurrency=max_concurrency,
             approver=approver,
             write_rows=self._ledger.write_rows,
+            write_rows_now=self._ledger.write_rows_now if store.writes_now else None,
             run_child=self._run_child,
             observer=observer,
             secret_values=tuple(secret_values),

@@ -1,10 +1,12 @@
 """Group commit of step rows: many rows, one transaction, in submission order.
 
 `submit` queues rows without waiting (a step's start, a failed attempt); `commit` queues rows
-and returns once they, and everything queued before them, are durable. One writer task runs
-the batches in a worker thread, so a 1,000-wide fan-out writes its starts in a few transactions
-and a chain needs one commit per step. A failed write (StaleClaimError: another process took
-the execution) is raised to every waiter, and to every later `commit`.
+and returns once they, and everything queued before them, are durable. One batch is written at
+a time: on the event loop itself when the store can commit a small batch without waiting (a
+SQLite file whose lock is free), else in a worker thread, so a 1,000-wide fan-out writes its
+starts in a few transactions and a chain needs one commit per step. A failed write
+(StaleClaimError: another process took the execution) is raised to every waiter, and to every
+later `commit`.
 """
 
 from __future__ import annotations
@@ -13,21 +15,34 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from core.errors import StoreError
 from core.model import StepRecord
 
-__all__ = ["Announcer", "Journal"]
+__all__ = ["Announcer", "Journal", "small_rows"]
+
+# What the event loop may write itself (`write_now`); more goes to a worker thread, so a large output
+# never holds up the loop's other work.
+NOW_ROWS = 64
+NOW_CHARS = 32 * 1024
 
 WriteFn = Callable[[Sequence[StepRecord]], None]
+WriteNowFn = Callable[[Sequence[StepRecord]], bool]
 
 
 class Journal:
-    def __init__(self, write: WriteFn, *, max_batch: int = 2000) -> None:
+    """`write` runs in a worker thread; `write_now`, if given, is tried first on the event loop and
+    says whether it wrote the batch (a SQLite commit of a few small rows: cheaper than the two
+    thread hops, which are most of a chain's time per step)."""
+
+    def __init__(self, write: WriteFn, *, write_now: WriteNowFn | None = None, max_batch: int = 2000) -> None:
         self._write = write
+        self._write_now = write_now
         self._max_batch = max_batch
         self._queue: list[StepRecord] = []
         self._queued = 0  # rows ever queued
@@ -94,10 +109,13 @@ class Journal:
         batch = self._queue[: self._max_batch]
         del self._queue[: len(batch)]
         self._writing = True
+        written_here = False
         try:
-            # Shielded: a batch that reached the database must be counted, even if its writer is cancelled.
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._write, batch)
+            written_here = self._write_now is not None and self._write_now(batch)
+            if not written_here:
+                # Shielded: a batch that reached the database must be counted, even if its writer is cancelled.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._write, batch)
         except Exception as exc:
             self._error = exc
         else:
@@ -105,7 +123,11 @@ class Journal:
         finally:
             self._writing = False
         self._notify()
-        self._wake.set()  # the writer task takes over what was queued meanwhile
+        if self._queue or self._closing:
+            self._wake.set()  # the writer task takes over what was queued meanwhile, or ends
+        if written_here:
+            # Written without an await: let the loop run the others (a cancel, a progress message) first.
+            await anyio.lowlevel.checkpoint()
 
     def close(self) -> None:
         """Let `run` return once what is queued is written."""
@@ -116,6 +138,30 @@ class Journal:
         waiters = self._waiters
         while waiters and (self._error is not None or waiters[0][0] <= self._durable):
             heapq.heappop(waiters)[2].set()
+
+
+def small_rows(rows: Sequence[StepRecord]) -> bool:
+    """At most NOW_ROWS rows holding about NOW_CHARS characters of JSON or less. The walk stops as
+    soon as the budget is spent, so a 10 MB output costs one len()."""
+    if len(rows) > NOW_ROWS:
+        return False
+    budget = NOW_CHARS
+    stack: list[Any] = []
+    for row in rows:
+        stack += (row.input, row.resolved_input, row.result, row.output)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            budget -= len(value)
+        elif isinstance(value, dict | list):
+            budget -= 8 * len(value)  # keys, separators
+            if budget >= 0:
+                stack.extend(value.values() if isinstance(value, dict) else value)
+        else:
+            budget -= 8
+        if budget < 0:
+            return False
+    return True
 
 
 class Announcer:

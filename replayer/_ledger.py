@@ -7,7 +7,6 @@ driver carries the claim's fence; a cancellation written by another process alwa
 from __future__ import annotations
 
 import hashlib
-import inspect
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -43,7 +42,6 @@ class Ledger:
         self.store = store
         self.owner = owner
         self.lease_seconds = lease_seconds
-        self._fenced_batches = "fence" in _parameters(store.put_steps)
 
     def claim(self, execution_id: str) -> Execution:
         execution = self.claim_or_none(execution_id)
@@ -188,13 +186,11 @@ class Ledger:
         return stops
 
     def write_rows(self, rows: Sequence[StepRecord], fence: int) -> None:
-        if self._fenced_batches:
-            put_steps: Callable[..., None] = self.store.put_steps  # a Store whose batches take a fence
-            put_steps(rows, fence=fence)
-            return
-        latest = {(row.execution_id, row.name, row.attempt): row for row in rows}
-        for row in latest.values():
-            self.store.put_step(row, fence=fence)
+        self.store.put_steps(rows, fence=fence)
+
+    def write_rows_now(self, rows: Sequence[StepRecord], fence: int) -> bool:
+        """write_rows on the event loop, if the store can without waiting; False (nothing written) if not."""
+        return self.store.try_put_steps(rows, fence=fence)
 
 
 def load_template(store: Store, name: str, version: int | None = None) -> Template:
@@ -241,10 +237,3 @@ def check_cancellable(execution: Execution) -> None:
             f"execution {execution.id} already {execution.status}: there is nothing to cancel",
             execution_id=execution.id,
         )
-
-
-def _parameters(func: Callable[..., Any]) -> Mapping[str, Any]:
-    try:
-        return inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return {}

@@ -29,7 +29,7 @@ from core.store import Store
 from core.template import StepSpec, Template, When
 from replayer import _kinds
 from replayer._inputs import secret_values
-from replayer._journal import Announcer, Journal
+from replayer._journal import Announcer, Journal, small_rows
 from replayer._policy import compare
 from replayer._state import (
     ChildRequest,
@@ -71,6 +71,7 @@ class RunContext:
     max_concurrency: int
     approver: Approver | None
     write_rows: Callable[[Sequence[StepRecord], int], None]
+    write_rows_now: Callable[[Sequence[StepRecord], int], bool] | None
     run_child: Callable[[ChildRequest], Awaitable[Execution]]
     observer: Callable[[StepRecord], None] | None = None
     secret_values: tuple[str, ...] = ()
@@ -104,7 +105,7 @@ class Run:
         self.clear = clear if clear is not None else {}  # outputs stored redacted, in clear, by step row name
         self._steps = build_states(template)
         self.scope = RunScope(self._steps, inputs)
-        self._journal = Journal(self._write)
+        self._journal = Journal(self._write, write_now=self._write_now if ctx.write_rows_now else None)
         self._announcer = Announcer(self._journal, lambda record: self.running.get(record.name) is record)
         self.running: dict[str, StepRecord] = {}  # attempt rows in flight, by store name
         self._waiting: dict[str, StepRecord] = {}
@@ -452,8 +453,14 @@ class Run:
         self._announcer.announce(record)
 
     def _write(self, rows: Sequence[StepRecord]) -> None:
-        """On the writer's thread: secrets are redacted here, off the event loop."""
+        """In a worker thread: secrets are redacted here, off the event loop."""
         self.ctx.write_rows([self._redacted(row) for row in rows], self.execution.fence)
+
+    def _write_now(self, rows: Sequence[StepRecord]) -> bool:
+        """On the event loop, when the store can commit without waiting and the rows are small."""
+        if self.ctx.write_rows_now is None or not small_rows(rows):
+            return False
+        return self.ctx.write_rows_now([self._redacted(row) for row in rows], self.execution.fence)
 
     def _redacted(self, record: StepRecord) -> StepRecord:
         redact = self._redactor.redact

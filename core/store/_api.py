@@ -16,6 +16,11 @@ from core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRec
 class Store(Protocol):
     url: str
 
+    @property
+    def writes_now(self) -> bool:
+        """Whether try_put_steps can ever write (a SQLite file): if not, don't call it."""
+        ...
+
     # executions -----------------------------------------------------------------------
     def create_execution(self, execution: Execution) -> None: ...
 
@@ -46,6 +51,12 @@ class Store(Protocol):
     def put_steps(self, steps: Sequence[StepRecord], *, fence: int | None = None) -> None:
         """Several rows in one transaction (the recorder's batched writer); with `fence`, the
         steps of one execution, refused (StaleClaimError) unless the fence is current."""
+        ...
+
+    def try_put_steps(self, steps: Sequence[StepRecord], *, fence: int | None = None) -> bool:
+        """put_steps on the calling thread, only if that needs no waiting (a SQLite file with its write
+        lock free, a small batch); False, with nothing written, otherwise (a network database, a lock
+        held elsewhere): call put_steps from a worker thread then. Meant for an event loop."""
         ...
 
     def get_steps(self, execution_id: str, *, all_attempts: bool = False) -> list[StepRecord]:

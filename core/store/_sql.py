@@ -11,8 +11,10 @@ import base64
 import binascii
 import hashlib
 import json
+import sqlite3
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, Integer, and_, bindparam, cast, exists, func, or_, select, tuple_, update
@@ -47,6 +49,15 @@ E, S, T, K = EXECUTIONS.c, STEPS.c, TEMPLATES.c, IDEMPOTENCY.c
 _SETTABLE = EXECUTION_FIELDS - {"id", "fence"}
 _SAVE_ATTEMPTS = 20
 _FENCE = "claim_fence"  # bound parameter of the fenced step write; no column has this name
+
+
+_NOW_CHARS = 64 * 1024  # try_put_steps leaves larger batches to a worker thread: the loop must not wait on them
+
+
+class _Stale(Exception):
+    """A fenced SQLite step batch found another fence: rolled back, then explained outside the transaction."""
+
+
 _RUNNABLE = (ExecutionStatus.PENDING.value, ExecutionStatus.RUNNING.value)
 
 
@@ -83,12 +94,12 @@ class SQLStore:
         # SQLAlchemy keeps an INSERT's rowcount only when asked: 0 rows written is how a stale fence shows.
         self._upsert_step_fenced = _upsert(fenced, step_key).execution_options(preserve_rowcount=True)
         self._upsert_idempotent = _upsert(insert(IDEMPOTENCY), [K.key])
-        # Batches of steps (the recorder's) skip SQLAlchemy's per-row parameter processing: the
-        # statement compiled once for this dialect, rows handed to the driver's executemany.
-        columns = [c.name for c in STEPS.c]
-        self._step_columns = columns
-        self._upsert_steps_sql = str(self._upsert_step.compile(dialect=self._db.engine.dialect))
-        self._positional = self._db.engine.dialect.paramstyle in ("qmark", "format", "numeric")
+        # SQLite's step batches skip SQLAlchemy altogether: statements compiled once, rows handed to the
+        # driver's executemany.
+        dialect = self._db.engine.dialect
+        self._step_columns = [c.name for c in STEPS.c]
+        self._upsert_steps_sql = str(self._upsert_step.compile(dialect=dialect))
+        self._fence_sql = str(select(E.fence).where(E.id == bindparam("id")).compile(dialect=dialect))
         self._insert_execution = insert(EXECUTIONS)
         self._insert_template = insert(TEMPLATES)
 
@@ -161,36 +172,76 @@ class SQLStore:
 
     def put_step(self, step: StepRecord, *, fence: int | None = None) -> None:
         row = step_to_row(step)
-        with self._db.write(f"writing step {step.name!r} of execution {step.execution_id}") as conn:
+        what = f"writing step {step.name!r} of execution {step.execution_id}"
+        if self._db.is_sqlite:
+            self._put_sqlite([row], what, step.execution_id if fence is not None else None, fence)
+            return
+        with self._db.write(what) as conn:
             if fence is None:
                 conn.execute(self._upsert_step, row)
             elif conn.execute(self._upsert_step_fenced, {**row, _FENCE: fence}).rowcount != 1:
                 raise self._not_written(conn, step.execution_id, fence)
 
     def put_steps(self, steps: Sequence[StepRecord], *, fence: int | None = None) -> None:
-        # Later records of one (execution, name, attempt) replace earlier ones, as sequential put_step would;
-        # PostgreSQL refuses one statement touching a row twice, so only the last survives here.
-        rows = list({(s.execution_id, s.name, s.attempt): step_to_row(s) for s in steps}.values())
+        rows, execution_id = _step_rows(steps, fence)
         if not rows:
             return
-        executions = {s.execution_id for s in steps}
-        if fence is not None and len(executions) != 1:
-            raise ValueError("a fenced put_steps writes the steps of one execution")
-        with self._db.write(f"writing {len(rows)} steps") as conn:
-            if fence is not None:
-                # The fence is read under a share lock (PostgreSQL; SQLite's write transaction is
-                # exclusive already), so a claim cannot slip in between this check and the write.
-                (execution_id,) = executions
+        what = f"writing {len(rows)} steps"
+        if self._db.is_sqlite:
+            self._put_sqlite(rows, what, execution_id, fence)
+            return
+        with self._db.write(what) as conn:
+            if execution_id is not None:
+                # The fence is read under a share lock, so a claim cannot slip in between this check and
+                # the write.
                 current = conn.execute(
                     select(E.fence).where(E.id == execution_id).with_for_update(read=True)
                 ).scalar_one_or_none()
                 if current != fence:
                     raise self._not_written(conn, execution_id, fence)
-            if self._positional:
-                columns = self._step_columns
-                conn.exec_driver_sql(self._upsert_steps_sql, [tuple(row[c] for c in columns) for row in rows])
-            else:
-                conn.execute(self._upsert_step, rows)
+            conn.execute(self._upsert_step, rows)
+
+    def _put_sqlite(
+        self, rows: list[dict[str, object]], what: str, execution_id: str | None, fence: int | None
+    ) -> None:
+        try:
+            with self._db.sqlite_write(what) as driver:
+                self._write_steps(driver, rows, execution_id, fence)
+        except _Stale:
+            raise self._stale(what, execution_id, fence) from None
+
+    @property
+    def writes_now(self) -> bool:
+        return self._db.writes_now
+
+    def try_put_steps(self, steps: Sequence[StepRecord], *, fence: int | None = None) -> bool:
+        if not self._db.writes_now:
+            return False
+        rows, execution_id = _step_rows(steps, fence)
+        if sum(len(value) for row in rows for value in row.values() if isinstance(value, str)) > _NOW_CHARS:
+            return False
+        what = f"writing {len(rows)} steps"
+        try:
+            return not rows or self._db.write_now(
+                what, partial(self._write_steps, rows=rows, execution_id=execution_id, fence=fence)
+            )
+        except _Stale:
+            raise self._stale(what, execution_id, fence) from None
+
+    def _write_steps(
+        self, driver: sqlite3.Connection, rows: list[dict[str, object]], execution_id: str | None, fence: int | None
+    ) -> None:
+        """SQLite's step batches skip SQLAlchemy: they are the hot path of both the recorder and the engine.
+        The write transaction is exclusive, so a claim cannot slip in between the fence check and the write."""
+        if execution_id is not None and driver.execute(self._fence_sql, (execution_id,)).fetchone() != (fence,):
+            raise _Stale
+        columns = self._step_columns
+        driver.executemany(self._upsert_steps_sql, [tuple(row[c] for c in columns) for row in rows])
+
+    def _stale(self, what: str, execution_id: str | None, fence: int | None) -> StoreError:
+        assert execution_id is not None  # only a fenced write raises _Stale
+        with self._db.read(what) as conn:
+            return self._not_written(conn, execution_id, fence)
 
     def get_steps(self, execution_id: str, *, all_attempts: bool = False) -> list[StepRecord]:
         query = select(STEPS).where(S.execution_id == execution_id).order_by(S.seq, S.attempt)
@@ -341,6 +392,19 @@ class SQLStore:
         names = list(conn.execute(select(T.name).distinct().order_by(T.name).limit(11)).scalars())
         known = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
         return NotFoundError(f"no template named {name!r} in store {self.url} (stored templates: {known})")
+
+
+def _step_rows(steps: Sequence[StepRecord], fence: int | None) -> tuple[list[dict[str, object]], str | None]:
+    """The rows to write, and the execution whose fence guards them (None for an unfenced write). Later
+    records of one (execution, name, attempt) replace earlier ones, as sequential put_step would:
+    PostgreSQL refuses one statement touching a row twice, so only the last survives here."""
+    rows = list({(s.execution_id, s.name, s.attempt): step_to_row(s) for s in steps}.values())
+    if fence is None:
+        return rows, None
+    executions = {s.execution_id for s in steps}
+    if len(executions) > 1:
+        raise ValueError("a fenced put_steps writes the steps of one execution")
+    return rows, next(iter(executions), None)
 
 
 def _upsert(insert: Insert, keys: list[Any]) -> Insert:

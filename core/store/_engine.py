@@ -85,7 +85,7 @@ class Database:
     def sqlite_write(self, what: str) -> Iterator[sqlite3.Connection]:
         """A write transaction (BEGIN IMMEDIATE) on the driver's own connection, committed on exit: for
         the step writes, where SQLAlchemy's per-statement work was most of the cost (a one-row fenced
-        write took 180 µs through a Connection, 26 µs here)."""
+        write took 0.18 ms through a Connection, 0.03-0.07 ms here)."""
         if not self.is_sqlite:
             raise TypeError(f"store {self.shown}: sqlite_write on a {self.dialect} database")
         with self.failing(what), self._lock:

@@ -49,16 +49,14 @@ E, S, T, K = EXECUTIONS.c, STEPS.c, TEMPLATES.c, IDEMPOTENCY.c
 _SETTABLE = EXECUTION_FIELDS - {"id", "fence"}
 _SAVE_ATTEMPTS = 20
 _FENCE = "claim_fence"  # bound parameter of the fenced step write; no column has this name
-
-
-_NOW_CHARS = 64 * 1024  # try_put_steps leaves larger batches to a worker thread: the loop must not wait on them
+_RUNNABLE = (ExecutionStatus.PENDING.value, ExecutionStatus.RUNNING.value)
+# try_put_steps leaves larger batches (characters of their encoded rows) to a worker thread: the loop
+# must not spend long on them
+_NOW_CHARS = 64 * 1024
 
 
 class _Stale(Exception):
     """A fenced SQLite step batch found another fence: rolled back, then explained outside the transaction."""
-
-
-_RUNNABLE = (ExecutionStatus.PENDING.value, ExecutionStatus.RUNNING.value)
 
 
 def open_store(url: str | None = None) -> SQLStore:

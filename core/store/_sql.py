@@ -203,8 +203,7 @@ class SQLStore:
         self, rows: list[dict[str, object]], what: str, execution_id: str | None, fence: int | None
     ) -> None:
         try:
-            with self._db.sqlite_write(what) as driver:
-                self._write_steps(driver, rows, execution_id, fence)
+            self._db.sqlite_write(what, partial(self._write_steps, rows=rows, execution_id=execution_id, fence=fence))
         except _Stale:
             raise self._stale(what, execution_id, fence) from None
 

@@ -191,7 +191,8 @@ class GatewayHook(ToolHook):
             result: dict[str, Any] = await send(arguments)
             return result
         session = self.session(link)
-        await self.recorder.writer.room()  # past the backlog's mark: slowed to the recorder's pace, for a bounded time
+        if self.recorder.writer.full:  # past the backlog's mark: slowed to the recorder's pace, for a bounded time
+            await self.recorder.writer.room()
         try:
             live = session.begin(upstream.name, tool, arguments)
         except RefError as exc:
@@ -204,7 +205,7 @@ class GatewayHook(ToolHook):
         # Closed once the response is on its way (the agent does not wait for the packing),
         # and before the loop reads anything more.
         self.recorder.end_soon(session, live, result)
-        return self._tagged(result, live.name, session)
+        return self._tagged(result, live.name, live.execution_id)
 
     def session(self, link: ClientLink) -> RecordingSession:
         session = link.state.get("recording")
@@ -213,8 +214,8 @@ class GatewayHook(ToolHook):
         assert isinstance(session, RecordingSession)
         return session
 
-    def _tagged(self, result: dict[str, Any], step: str, session: RecordingSession) -> dict[str, Any]:
-        meta = {**(result.get("_meta") or {}), STEP_META: step, EXECUTION_META: session.execution_id}
+    def _tagged(self, result: dict[str, Any], step: str, execution_id: str) -> dict[str, Any]:
+        meta = {**(result.get("_meta") or {}), STEP_META: step, EXECUTION_META: execution_id}
         if self.recorder.pending_errors:
             meta["toolreel/error"] = "; ".join(self.recorder.take_errors())
         tagged = {**result, "_meta": meta}

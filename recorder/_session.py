@@ -26,7 +26,7 @@ from core.refs import (
     step_output,
 )
 from core.secrets import Redactor
-from recorder._journal import pack, unpack
+from recorder._journal import pack_tuple, unpack
 from recorder._rows import ExecutionEntry, PresetEntry, StepEntry, error_text
 from recorder._writer import StoreWriter
 
@@ -90,15 +90,22 @@ class LazyOutputs(Mapping[str, JSON]):
 class _State:
     outputs: LazyOutputs = field(default_factory=lambda: LazyOutputs())
     failed: dict[str, str] = field(default_factory=dict)
-    running: dict[str, LiveStep] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     # (server, tool) -> (step name base, listed name): computed once per tool
     names: dict[tuple[str | None, str], tuple[str, str | None]] = field(default_factory=dict)
-    # name -> listed tool and name -> status, in start order: plain strings, which the
-    # collector skips, and a step's end replaces one string (no tuple made per call)
+    # name -> listed tool, in start order: plain strings, which the collector skips. A step
+    # is running while it is here and in neither `outputs` nor `failed`: a call opens a
+    # step with one insertion and closes it with one, and no live object is kept per step.
     tools: dict[str, str | None] = field(default_factory=dict)
-    statuses: dict[str, str] = field(default_factory=dict)
     seq: int = 0
+
+    def running(self, name: str) -> bool:
+        return name in self.tools and name not in self.failed and name not in self.outputs
+
+    def status(self, name: str) -> str:
+        if name in self.failed:
+            return _FAILED
+        return _SUCCEEDED if name in self.outputs else _RUNNING
 
 
 class RecordingSession:
@@ -116,12 +123,13 @@ class RecordingSession:
     def steps(self) -> list[dict[str, Any]]:
         """name, tool, status of every step so far, in start order (toolreel__status)."""
         state = self._state
-        return [{"name": name, "tool": tool, "status": state.statuses[name]} for name, tool in state.tools.items()]
+        return [{"name": name, "tool": tool, "status": state.status(name)} for name, tool in state.tools.items()]
 
     # calls ----------------------------------------------------------------------------
     def begin(self, server: str | None, tool: str, arguments: Mapping[str, Any]) -> LiveStep:
         """Resolve refs and open a step. Raises RefError (nothing is forwarded then)."""
-        resolved = self._resolve(arguments)
+        # Most calls hold no `@` at all: their arguments are forwarded as they are.
+        resolved = self._resolve(arguments) if _may_hold_refs(arguments) or type(arguments) is not dict else arguments
         state = self._state
         execution_id = self.execution.id if self.execution is not None else self._start_execution()
         names = state.names.get((server, tool))
@@ -131,11 +139,8 @@ class RecordingSession:
         count = state.counts[base] = state.counts.get(base, 0) + 1
         name = f"{base}_{count}"
         state.seq += 1
-        live = LiveStep(name, state.seq, server, tool, arguments, resolved, time.time(), execution_id)
-        state.running[name] = live
         state.tools[name] = listed
-        state.statuses[name] = _RUNNING
-        return live
+        return LiveStep(name, state.seq, server, tool, arguments, resolved, time.time(), execution_id)
 
     def end(self, live: LiveStep, result: Mapping[str, Any] | None, *, error: str | None = None) -> None:
         """Close a step with the upstream's result (or a transport error) and queue it.
@@ -145,9 +150,8 @@ class RecordingSession:
         """
         state = self._state
         name = live.name
-        del state.running[name]
         # a StepEntry's fields as a plain tuple: what `pack` encodes, without making the named one
-        packed = pack(
+        packed = pack_tuple(
             (
                 "step", live.execution_id, name, live.seq, live.server, live.tool,
                 live.input, live.resolved_input, result, error, live.started_at, time.time(),
@@ -155,10 +159,8 @@ class RecordingSession:
         )  # fmt: skip
         if error is not None or result is None or result.get("isError"):
             state.failed[name] = error or error_text(result)
-            state.statuses[name] = _FAILED
         else:
             state.outputs.add_packed(name, packed)
-            state.statuses[name] = _SUCCEEDED
         self._writer.submit_packed(packed)
 
     def preset(self, output: JSON, *, step: str | None = None, tool: str | None = None) -> PresetEntry:
@@ -167,7 +169,7 @@ class RecordingSession:
         if step is not None:
             if not STEP_NAME_RE.fullmatch(step) or step in RESERVED_ROOTS:
                 raise RefError(f"step name {step!r} must match [A-Za-z_][A-Za-z0-9_]* and not be input/item/index")
-            if step in state.outputs or step in state.failed or step in state.running:
+            if step in state.tools or step in state.outputs or step in state.failed:
                 raise RefError(f"step {step!r} already exists in this session; choose another name")
             name = step
         else:
@@ -178,7 +180,6 @@ class RecordingSession:
         server, _, bare = (tool or "").rpartition("__")
         stamp = time.time()
         state.tools[name] = _listed(server or None, bare or None)
-        state.statuses[name] = _SUCCEEDED
         entry = PresetEntry("preset", execution_id, name, state.seq, server or None, bare or None, output, stamp)
         self._writer.submit(entry)
         return entry
@@ -186,13 +187,13 @@ class RecordingSession:
     # helpers --------------------------------------------------------------------------
     def _resolve(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         if not _may_hold_refs(arguments):
-            return arguments if type(arguments) is dict else dict(arguments)
+            return dict(arguments)
         state = self._state
         roots = ref_roots(dict(arguments))
         if not roots:
             return _unescaped(arguments)
         for root in roots:
-            if root in state.running:
+            if state.running(root):
                 raise RefError(
                     f"`@{root}` names step {root}, which has not finished yet; wait for its result, then pass it on",
                     ref=f"@{root}",
@@ -210,15 +211,19 @@ class RecordingSession:
 
 def _may_hold_refs(value: Any) -> bool:
     """False when no string anywhere in `value` holds an `@`: nothing to resolve or unescape.
-    (Loops, not `any()` over a generator: this runs on every call, mostly on a few flat values.)"""
+    (Loops, not `any()` over a generator, and strings tested in place, not by a call each:
+    this runs on every call, mostly on a few flat values.)"""
     if isinstance(value, str):
         return "@" in value
     if isinstance(value, dict):
         value = value.values()
     elif not isinstance(value, list):
         return False
-    for item in value:  # noqa: SIM110 (see the docstring)
-        if _may_hold_refs(item):
+    for item in value:
+        if type(item) is str:
+            if "@" in item:
+                return True
+        elif _may_hold_refs(item):
             return True
     return False
 

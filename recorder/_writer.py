@@ -104,12 +104,13 @@ class StoreWriter:
     def submit_packed(self, packed: bytes) -> None:
         """Queue an entry packed with `recorder._journal.pack` (a call's path packs it once
         and keeps the bytes for its refs too)."""
-        if not self.wanted.is_set():
-            self.wanted.set()
         self._submitted += 1
+        if self._submitted == 1:  # the first entry ever: the drain is started now
+            self.wanted.set()
         self._bytes += len(packed)
-        self._queue.append(packed)
-        if len(self._queue) >= BATCH:
+        queue = self._queue
+        queue.append(packed)
+        if len(queue) >= BATCH:
             self._wake.set()
 
     @property
@@ -122,14 +123,18 @@ class StoreWriter:
         """Packed bytes of the unsaved records (all of them in this process's memory)."""
         return self._bytes
 
+    @property
+    def full(self) -> bool:
+        """The backlog is past its mark, or not yet back under half of it: calls wait in `room`.
+        (A property the call path reads before awaiting anything: most calls find room.)"""
+        return self.holding or self._submitted - self._written >= self._high or self._bytes >= self._high_bytes
+
     async def room(self) -> None:
-        """Return at once while the backlog is under its mark (the call path: a few attribute
-        reads, nothing awaited). Past it, wait until the recorder brings it under half the
-        mark, or `hold` seconds: a call is slowed, never stopped (SPEC: a store that cannot be
-        written is reported, and the call completes)."""
-        if self._submitted - self._written < self._high and self._bytes < self._high_bytes and not self.holding:
-            return
-        await self._held_back()
+        """Return at once while the backlog is under its mark. Past it, wait until the recorder
+        brings it under half the mark, or `hold` seconds: a call is slowed, never stopped (SPEC:
+        a store that cannot be written is reported, and the call completes)."""
+        if self.full:
+            await self._held_back()
 
     async def _held_back(self) -> None:
         if not self.holding:

@@ -292,9 +292,15 @@ async def test_ref_to_a_step_still_running_is_refused(rec: Rec) -> None:
 
             await wait_until(running, 10, "slow_1 to start")
             early = await call(s, "feat__echo", {"text": "{{@slow_1}}"})
+            taken = await call(s, "toolreel__set_step_result", {"output": 1, "step": "slow_1"})
+            listed = {st["name"]: st["status"] for st in (await status(s))["steps"]}
         late = await call(s, "feat__echo", {"text": "{{@slow_1}}"})
-    assert early.is_error and "slow_1" in text_of(early)
+        after = {st["name"]: st["status"] for st in (await status(s))["steps"]}
+    assert early.is_error and "step slow_1, which has not finished yet" in text_of(early)
+    assert taken.is_error and "already exists" in text_of(taken)  # a running step's name is taken too
+    assert listed == {"slow_1": "running"}  # a call refused for its refs opens no step
     assert text_of(late) == "slept 1.5s"
+    assert after == {"slow_1": "succeeded", "echo_1": "succeeded"}
 
 
 # --- failures, meta, annotations --------------------------------------------------------------------------------

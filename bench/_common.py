@@ -334,6 +334,20 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def process_cpu_ns(pid: int) -> float:
+    """CPU seconds of one process's threads so far, to the nanosecond (/proc/PID/task/*/schedstat: time on a
+    CPU, user and system), where `process_cpu` counts 10 ms clock ticks: for blocks of tens of milliseconds.
+    Falls back to `process_cpu` where there is no schedstat."""
+    total, found = 0, False
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[0])
+        except (OSError, ValueError, IndexError):  # a thread that just ended
+            continue
+        found = True
+    return total / 1e9 if found else process_cpu(pid)
+
+
 def vm_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

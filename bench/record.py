@@ -1,7 +1,7 @@
 """Recording overhead: `toolreel serve` recording vs `--no-record` on server-everything `echo`, and store writes.
 
 One run, every round in fresh processes: sequential p50 (targets taking turns in bursts of 25 calls) and
-throughput at 8 in flight (blocks per target), each pooled over the rounds (the p50 of all of a target's
+throughput at 8 in flight (blocks per target, taking turns), each pooled over the rounds (the p50 of all of a target's
 calls; its calls over its blocks' time), ratios on/off (bars: p50 <= 1.05x, throughput >= 0.95x), the
 gateway process's CPU per call and the CPU its recorder process (`recorder.drain`, which builds and writes
 the rows at the lowest priority once a burst is over) spent; before each throughput block the bench waits
@@ -47,6 +47,7 @@ from _common import (
     p50_rounds,
     plan_line,
     process_cpu,
+    process_cpu_ns,
     rotated,
     table,
     via_toolreel,
@@ -62,6 +63,7 @@ THROUGHPUT_BAR = 0.95
 STORE_P50_BAR_MS = 0.2
 CALL_TIMEOUT = 60.0
 BATCH = 32
+SUB_BLOCKS = 6  # blocks at 8 in flight per target and round
 CONTROL = "off again (noise)"
 
 
@@ -71,7 +73,7 @@ class Plan:
     rounds: int
     warm: int
     writes: int  # put_step calls per store
-    in_flight_calls: int  # calls at 8 in flight per target and round: blocks of 0.3 s and more, not 0.1 s
+    in_flight_calls: int  # calls at 8 in flight per target and round, in SUB_BLOCKS blocks taking turns
 
     @property
     def per_round(self) -> int:
@@ -138,24 +140,41 @@ async def measure_round(
             figures[label].calls += 2 * plan.warm
         recording = sessions["recording on"]
         await recordings_saved(recording)
-        cpu_before = {label: process_cpu(pid) for label, pid in pids.items()}
+        cpu_before = {label: process_cpu_ns(pid) for label, pid in pids.items()}
         latencies = await interleaved(sessions, ECHO, r, plan.per_round)
         for label, pid in pids.items():
-            figures[label].gateway_cpu += process_cpu(pid) - cpu_before[label]
-        for label in rotated(list(commands), r):
+            figures[label].gateway_cpu += process_cpu_ns(pid) - cpu_before[label]
+        for label in commands:
             fig = figures[label]
             fig.latency.append(Latency.of(latencies[label]))
             fig.samples.extend(latencies[label])
-            # The recorder writes once a burst is over: that work is not left to land in the next block.
-            await recordings_saved(recording)
-            start = process_cpu(pids[label])
-            rate = await concurrent(sessions[label], ECHO, plan.in_flight_calls)
-            fig.gateway_cpu += process_cpu(pids[label]) - start
-            fig.throughput.append(rate)
             fig.measured += plan.per_round + plan.in_flight_calls
             fig.calls += plan.per_round + plan.in_flight_calls
+        elapsed = await in_flight_blocks(sessions, pids, figures, plan, r)
+        for label, seconds in elapsed.items():
+            figures[label].throughput.append(plan.in_flight_calls / seconds)
         for label, pid in pids.items():
             figures[label].recorder_cpu += sum(process_cpu(child) for child in recorders(pid))
+
+
+async def in_flight_blocks(
+    sessions: dict[str, ClientSession], pids: dict[str, int], figures: dict[str, Figures], plan: Plan, r: int
+) -> dict[str, float]:
+    """A round's calls at 8 in flight: SUB_BLOCKS blocks per target, the targets taking turns (rotating which
+    goes first), as the sequential calls take turns in bursts. One block per target and round let the machine
+    drift between targets: two identical ones measured 0.89-1.03x apart. Returns each target's seconds."""
+    elapsed = dict.fromkeys(sessions, 0.0)
+    block = plan.in_flight_calls // SUB_BLOCKS
+    clock = time.perf_counter
+    for turn in range(SUB_BLOCKS):
+        for label in rotated(list(sessions), r + turn):
+            # The recorder writes once a burst is over: that work is not left to land in the next block.
+            await recordings_saved(sessions["recording on"])
+            cpu, start = process_cpu_ns(pids[label]), clock()
+            await concurrent(sessions[label], ECHO, block)
+            elapsed[label] += clock() - start
+            figures[label].gateway_cpu += process_cpu_ns(pids[label]) - cpu
+    return elapsed
 
 
 async def recordings_saved(session: ClientSession) -> None:
@@ -339,7 +358,8 @@ def run(plan: Plan) -> int:
     print(
         f"bench/record.py: mcp {importlib.metadata.version('mcp')} client over stdio; {os.cpu_count()} cores, "
         f"load {load}\n{plan_line(plan.warm, plan.rounds, plan.per_round, plan.in_flight_calls, pooled=True)}\n"
-        "every round starts the three gateways afresh and warms each up first",
+        f"every round starts the three gateways afresh and warms each up first; the calls at {IN_FLIGHT} in flight "
+        f"run in {SUB_BLOCKS} blocks per target, the targets taking turns",
         flush=True,
     )
     bars = Bars()

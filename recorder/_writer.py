@@ -1,7 +1,7 @@
 """Hands recordings to the drain process, off the request path.
 
-A call only appends its packed entry to a list. Every LINGER seconds (sooner when BATCH wait or
-someone flushes) one task encodes the list as one frame and writes it to the drain
+A call only appends its packed entry to a list. LINGER seconds after the first entry of a batch
+(sooner when BATCH wait or someone flushes) one task encodes the list as one frame and writes it to the drain
 (`recorder.drain`), a child process at the lowest CPU priority that builds the rows and
 writes them once a burst of calls is over (or when someone flushes); so the gateway's CPU
 goes to forwarding, and parsing, redaction and SQL run when the machine has time. A batch
@@ -93,6 +93,7 @@ class StoreWriter:
         self._caught_up = anyio.Event()  # set when holding ends
         self._reported = False  # "recording is behind" said once per holding spell
         self._wake = anyio.Event()
+        self._idle = False  # the batching task waits for a first entry, with no timer running
         self._progress = anyio.Event()
         self._last_error: str | None = None
         self._flush_wanted = False  # someone waits: the drain is asked to write at once
@@ -110,7 +111,8 @@ class StoreWriter:
         self._bytes += len(packed)
         queue = self._queue
         queue.append(packed)
-        if len(queue) >= BATCH:
+        if self._idle or len(queue) >= BATCH:
+            self._idle = False
             self._wake.set()
 
     @property
@@ -122,6 +124,11 @@ class StoreWriter:
     def backlog_bytes(self) -> int:
         """Packed bytes of the unsaved records (all of them in this process's memory)."""
         return self._bytes
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued: the batching task sleeps until an entry comes, no timer running."""
+        return self._idle
 
     @property
     def full(self) -> bool:
@@ -195,9 +202,8 @@ class StoreWriter:
         """The drain's work in this process, for a database in this process's memory."""
         redactor, created = Redactor(self._secret_values), set[str]()
         while True:
-            with anyio.move_on_after(LINGER):
-                await self._wake.wait()
-            self._wake = anyio.Event()
+            await self._next_batch()
+            self._flush_wanted = False  # a flush here is this write: nothing else to ask
             if not self._queue:
                 continue
             batch, self._queue = self._queue, []
@@ -236,13 +242,26 @@ class StoreWriter:
 
     async def _send_batches(self, stdin: anyio.abc.ByteSendStream) -> None:
         while True:
-            with anyio.move_on_after(LINGER):
-                await self._wake.wait()
-            self._wake = anyio.Event()
+            await self._next_batch()
             await self._send_queued(stdin)
             if self._flush_wanted:
                 self._flush_wanted = False
                 await stdin.send(encode(("flush",)))
+
+    async def _next_batch(self) -> None:
+        """Wait for a batch: for its first entry (or a flush) with no timer running, then LINGER
+        seconds for company, or until BATCH entries wait or someone flushes. An idle gateway
+        sleeps: a 50 ms timer kept firing cost it 15 ms of CPU a second here (a wake-up from
+        idle costs this VM about 0.2 ms)."""
+        if not self._queue and not self._flush_wanted:
+            self._idle = True
+            await self._wake.wait()
+            self._idle = False
+            self._wake = anyio.Event()
+        if not self._flush_wanted and len(self._queue) < BATCH:
+            with anyio.move_on_after(LINGER):
+                await self._wake.wait()
+            self._wake = anyio.Event()
 
     async def _send_queued(self, stdin: anyio.abc.ByteSendStream) -> None:
         if not self._queue:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +245,31 @@ async def test_room_holds_calls_past_the_mark_until_the_backlog_is_under_half_of
             tg.cancel_scope.cancel()
         gate.close()
         assert [step.name for step in store.get_steps(session.execution_id or "")] == ["echo_1", "echo_2", "echo_3"]
+
+
+async def test_an_idle_writer_sleeps_until_the_next_entry_and_then_writes_it() -> None:
+    # An idle gateway must not wake up every batch interval: the batching task waits for a first
+    # entry with no timer, and that entry must still reach the store without anyone flushing.
+    with open_store("sqlite://") as store:
+        writer = StoreWriter(None, local_store=_opened(store))
+        session = RecordingSession("test", writer, Redactor([]))
+        async with anyio.create_task_group() as tg:
+            await tg.start(writer.run)
+            _echo(session, "one")
+            # idle: set only just before the wait that has no deadline
+            await wait_until(lambda: writer.unsaved == 0 and writer.idle, 5, "the first batch to be written")
+            _echo(session, "two")
+            assert not writer.idle  # the entry woke the task
+            await wait_until(lambda: writer.unsaved == 0, 5, "the entry after the idle spell to be written")
+            tg.cancel_scope.cancel()
+        assert [step.name for step in store.get_steps(session.execution_id or "")] == ["echo_1", "echo_2"]
+
+
+def _opened(store: Store) -> Callable[[], Awaitable[Store]]:
+    async def ready() -> Store:
+        return store
+
+    return ready
 
 
 async def test_the_byte_mark_holds_calls_back_too() -> None:

@@ -184,6 +184,8 @@ async def in_flight_blocks(
             await recordings_saved(sessions["recording on"])
             if clock() - ended > QUIET + LATE:
                 figures[label].late += 1
+            # That check woke the recording gateway just before the block; every target is woken so.
+            await sessions[label].call_tool("toolreel__status", {})
             cpu, start = process_cpu_ns(pids[label]), clock()
             await concurrent(sessions[label], ECHO, block)
             ended = clock()

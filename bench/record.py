@@ -1,14 +1,14 @@
 """Recording overhead: `toolreel serve` recording vs `--no-record` on server-everything `echo`, and store writes.
 
 One run, every round in fresh processes: sequential p50 (targets taking turns in bursts of 25 calls) and
-throughput at 8 in flight (blocks per target, taking turns), each pooled over the rounds (the p50 of all of a target's
-calls; its calls over its blocks' time), ratios on/off (bars: p50 <= 1.05x, throughput >= 0.95x), the
-gateway process's CPU per call and the CPU its recorder process (`recorder.drain`, which builds and writes
-the rows at the lowest priority once a burst is over) spent; before each throughput block the bench waits
-until the recording gateway has stored every call so far (`unsaved` in toolreel__status), so no deferred
-write lands in another target's block. Then `Store.put_step` of a typical recorded step on SQLite (bar: p50
-<= 0.2 ms) and on a throwaway PostgreSQL cluster (tests/pg.py) when its binaries are installed. Exits 1 if a
-bar is missed.
+throughput at 8 in flight (blocks per target taking turns, each after the same quiet), each pooled over the
+rounds (the p50 of all of a target's calls; its calls over its blocks' time), ratios on/off (bars: p50 <=
+1.05x, throughput >= 0.95x), the gateway process's CPU per call and the CPU its recorder process
+(`recorder.drain`, which builds and writes the rows at the lowest priority once a burst is over) spent; before
+each throughput block the bench waits until the recording gateway has stored every call so far (`unsaved` in
+toolreel__status), so no deferred write lands in another target's block. Then `Store.put_step` of a typical
+recorded step on SQLite (bar: p50 <= 0.2 ms) and on a throwaway PostgreSQL cluster (tests/pg.py) when its
+binaries are installed. Exits 1 if a bar is missed.
 Run: .venv/bin/python bench/record.py [--quick]
 """
 

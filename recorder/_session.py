@@ -128,8 +128,10 @@ class RecordingSession:
     # calls ----------------------------------------------------------------------------
     def begin(self, server: str | None, tool: str, arguments: Mapping[str, Any]) -> LiveStep:
         """Resolve refs and open a step. Raises RefError (nothing is forwarded then)."""
-        # Most calls hold no `@` at all: their arguments are forwarded as they are.
-        resolved = self._resolve(arguments) if _may_hold_refs(arguments) or type(arguments) is not dict else arguments
+        if _may_hold_refs(arguments):
+            resolved = self._resolve(arguments)
+        else:  # most calls hold no `@` at all: their arguments are forwarded as they are
+            resolved = arguments if type(arguments) is dict else dict(arguments)
         state = self._state
         execution_id = self.execution.id if self.execution is not None else self._start_execution()
         names = state.names.get((server, tool))
@@ -186,8 +188,7 @@ class RecordingSession:
 
     # helpers --------------------------------------------------------------------------
     def _resolve(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        if not _may_hold_refs(arguments):
-            return dict(arguments)
+        """Arguments that may hold refs (an `@` somewhere), resolved or unescaped."""
         state = self._state
         roots = ref_roots(dict(arguments))
         if not roots:

@@ -1,8 +1,8 @@
 """Hands recordings to the drain process, off the request path.
 
-A call only appends its packed entry to a list. LINGER seconds after the first entry of a batch
-(sooner when BATCH wait or someone flushes) one task encodes the list as one frame and writes it to the drain
-(`recorder.drain`), a child process at the lowest CPU priority that builds the rows and
+A call only appends its packed entry to a list. LINGER seconds after a batch's first entry
+(sooner when BATCH wait or someone flushes) one task encodes the list as one frame and writes
+it to the drain (`recorder.drain`), a child process at the lowest CPU priority that builds the rows and
 writes them once a burst of calls is over (or when someone flushes); so the gateway's CPU
 goes to forwarding, and parsing, redaction and SQL run when the machine has time. A batch
 stays in memory until the drain says it is committed: a drain that dies is started again

@@ -32,11 +32,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.model import ExecutionStatus
-from core.store import Store, open_store
-from core.template import Template
-from core.template_io import parse_template
-from replayer import Engine
+from toolreel.core.model import ExecutionStatus
+from toolreel.core.store import Store, open_store
+from toolreel.core.template import Template
+from toolreel.core.template_io import parse_template
+from toolreel.replayer import Engine
 
 _RESULT = {"content": [{"type": "text", "text": '{"ok": true, "n": 1}'}], "isError": False}
 

@@ -55,8 +55,8 @@ from _common import (
 )
 from mcp import ClientSession
 
-from core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus, new_id, now
-from core.store import SQLStore, open_store
+from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus, new_id, now
+from toolreel.core.store import SQLStore, open_store
 
 P50_BAR = 1.05
 THROUGHPUT_BAR = 0.95
@@ -205,7 +205,7 @@ async def recordings_saved(session: ClientSession) -> None:
 
 
 def recorders(gateway: int) -> list[int]:
-    return [child for child in descendants(gateway) if "recorder.drain" in cmdline(child)]
+    return [child for child in descendants(gateway) if "toolreel.recorder.drain" in cmdline(child)]
 
 
 def recorded_steps(db_url: str) -> int:

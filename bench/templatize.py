@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.model import JSON, StepKind, StepRecord, StepStatus
-from core.refs import refs_in
 from fixtures.recordings import CorpusEntry, load_corpus
-from templatizer import TemplatizeResult, templatize
+from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
+from toolreel.core.refs import refs_in
+from toolreel.templatizer import TemplatizeResult, templatize
 
 PRECISION_BAR = 0.98
 RECALL_BAR = 0.95

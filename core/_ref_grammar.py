@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final, TypeAlias
 
-from core.model import JSON
+from toolreel.core.model import JSON
 
 if TYPE_CHECKING:
     from jsonpath_ng import JSONPath

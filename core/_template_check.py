@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from core._template_graph import CycleError, topo_order
-from core.errors import TemplateError
-from core.model import JSON
-from core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, is_ref, ref_roots, refs_in
-from core.template import StepSpec, Template
-from core.template_schema import INPUT_NAME_RE, TEMPLATE_NAME_RE
+from toolreel.core._template_graph import CycleError, topo_order
+from toolreel.core.errors import TemplateError
+from toolreel.core.model import JSON
+from toolreel.core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, is_ref, ref_roots, refs_in
+from toolreel.core.template import StepSpec, Template
+from toolreel.core.template_schema import INPUT_NAME_RE, TEMPLATE_NAME_RE
 
 __all__ = ["Checker"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Mapping
 
-from core.errors import TemplateError
-from core.model import JSON
-from core.refs import RESERVED_ROOTS, ref_roots
-from core.template import StepSpec, Template
+from toolreel.core.errors import TemplateError
+from toolreel.core.model import JSON
+from toolreel.core.refs import RESERVED_ROOTS, ref_roots
+from toolreel.core.template import StepSpec, Template
 
 __all__ = ["CycleError", "check_template_cycles", "dependencies", "topo_order"]
 

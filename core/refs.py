@@ -25,7 +25,7 @@ from collections.abc import Mapping, MutableMapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from core._ref_grammar import (
+from toolreel.core._ref_grammar import (
     RESERVED_ROOTS,
     STEP_NAME_RE,
     Ref,
@@ -42,8 +42,8 @@ from core._ref_grammar import (
     split_template,
     unescape_literal,
 )
-from core.errors import RefError
-from core.model import JSON
+from toolreel.core.errors import RefError
+from toolreel.core.model import JSON
 
 __all__ = [
     "RESERVED_ROOTS",

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Final
 
-from core.model import JSON
+from toolreel.core.model import JSON
 
 __all__ = ["REDACTED", "SECRET_KEY_RE", "Redactor", "is_redacted", "is_secret_key"]
 

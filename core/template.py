@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from core.model import JSON
+from toolreel.core.model import JSON
 
 __all__ = ["InputSpec", "RetryPolicy", "StepSpec", "Template", "When"]
 

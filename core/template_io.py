@@ -17,13 +17,13 @@ from typing import Any
 
 import yaml
 
-from core._template_check import Checker
-from core._template_graph import check_template_cycles, dependencies, topo_order
-from core.errors import TemplateError
-from core.model import JSON, TemplateRecord
-from core.refs import ref_roots
-from core.template import InputSpec, RetryPolicy, StepSpec, Template, When
-from core.template_schema import (
+from toolreel.core._template_check import Checker
+from toolreel.core._template_graph import check_template_cycles, dependencies, topo_order
+from toolreel.core.errors import TemplateError
+from toolreel.core.model import JSON, TemplateRecord
+from toolreel.core.refs import ref_roots
+from toolreel.core.template import InputSpec, RetryPolicy, StepSpec, Template, When
+from toolreel.core.template_schema import (
     InputModel,
     StepModel,
     TemplateModel,

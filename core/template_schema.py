@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
 from pydantic_core import ErrorDetails
 
-from core.errors import TemplateError
-from core.template import RetryOn, WhenOp
+from toolreel.core.errors import TemplateError
+from toolreel.core.template import RetryOn, WhenOp
 
 __all__ = [
     "INPUT_NAME_RE",

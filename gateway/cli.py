@@ -16,8 +16,8 @@ from typing import Annotated, Any
 import anyio
 import typer
 
-from core.errors import ConfigError, ToolreelError
-from gateway.config import GatewayConfig, load_config, wrap_config
+from toolreel.core.errors import ConfigError, ToolreelError
+from toolreel.gateway.config import GatewayConfig, load_config, wrap_config
 
 __all__ = ["app", "main"]
 
@@ -36,6 +36,24 @@ app.add_typer(executions_app, name="executions")
 DbOption = Annotated[
     str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else SQLite in the user data dir).")
 ]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from toolreel import __version__
+
+        typer.echo(f"toolreel {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """A recording MCP gateway: record tool calls as a DAG, save templates, replay them without the LLM."""
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -74,13 +92,13 @@ def serve(
 ) -> None:
     """Serve the upstreams of a config, or wrap one stdio server transparently."""
     _logging(verbose)
-    from gateway.serve import parse_http, run_gateway
+    from toolreel.gateway.serve import parse_http, run_gateway
 
     try:
         cfg = gateway_config(config, command, name)
         options = parse_http(http, token_env) if http else None
         if record:
-            from recorder import backlog_mark
+            from toolreel.recorder import backlog_mark
 
             backlog_mark()  # a bad TOOLREEL_RECORD_BACKLOG is a usage error, before anything starts
     except ToolreelError as exc:
@@ -100,7 +118,7 @@ def serve(
 
 def _hook_factory(cfg: GatewayConfig, **options: Any) -> Any:
     """The recording and management layer above the pipe."""
-    from gateway.management import hook_factory
+    from toolreel.gateway.management import hook_factory
 
     return hook_factory(cfg, **options)
 
@@ -128,7 +146,7 @@ def config_check(
 
 
 async def _check(cfg: GatewayConfig, start: bool, timeout: float) -> dict[str, Any]:
-    from gateway.hub import ALL_CLIENT_CAPABILITIES, open_hub
+    from toolreel.gateway.hub import ALL_CLIENT_CAPABILITIES, open_hub
 
     servers: list[dict[str, Any]] = []
     if not start:
@@ -183,9 +201,9 @@ def _logging(verbose: bool) -> None:
 def _register_commands() -> None:
     """Commands of the recorder, templatizer and replayer packages (imported here, not at the
     top: `serve` needs none of them and starts faster without)."""
-    from recorder import cli as recorder_cli
-    from replayer import cli as replayer_cli
-    from templatizer import cli as templatizer_cli
+    from toolreel.recorder import cli as recorder_cli
+    from toolreel.replayer import cli as replayer_cli
+    from toolreel.templatizer import cli as templatizer_cli
 
     templatizer_cli.register(app)
     replayer_cli.register(app)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from core.errors import ConfigError
-from core.secrets import is_secret_key
+from toolreel.core.errors import ConfigError
+from toolreel.core.secrets import is_secret_key
 
 __all__ = ["GatewayConfig", "ServerConfig", "load_config", "parse_config", "wrap_config"]
 

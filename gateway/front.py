@@ -37,10 +37,10 @@ from mcp.shared.subscriptions import (
 from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from core.errors import UpstreamError
-from gateway.exchange import Exchange, Exchanges, quiet_progress
-from gateway.hub import ClientRouter, Hub, error_result
-from gateway.links import (
+from toolreel.core.errors import UpstreamError
+from toolreel.gateway.exchange import Exchange, Exchanges, quiet_progress
+from toolreel.gateway.hub import ClientRouter, Hub, error_result
+from toolreel.gateway.links import (
     HOP_META,
     Call,
     ClientLink,
@@ -52,7 +52,7 @@ from gateway.links import (
     require_capability,
     send_quietly,
 )
-from gateway.upstream import START_TIMEOUT, AskFn, Upstream
+from toolreel.gateway.upstream import START_TIMEOUT, AskFn, Upstream
 
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
 

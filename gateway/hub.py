@@ -18,11 +18,11 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from core.caller import ProgressFn
-from core.errors import UpstreamError
-from gateway.config import GatewayConfig
-from gateway.names import NameMapping, listed_name
-from gateway.upstream import Upstream, UpstreamState
+from toolreel.core.caller import ProgressFn
+from toolreel.core.errors import UpstreamError
+from toolreel.gateway.config import GatewayConfig
+from toolreel.gateway.names import NameMapping, listed_name
+from toolreel.gateway.upstream import Upstream, UpstreamState
 
 __all__ = ["ClientRouter", "Hub", "Route", "open_hub"]
 

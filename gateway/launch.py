@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from gateway.prespawn import prespawn
+from toolreel.gateway.prespawn import prespawn
 
 __all__ = ["main"]
 
@@ -31,8 +31,8 @@ def main() -> None:
     if argv[:1] == ["serve"]:
         for name in _REEXPORTING_PACKAGES:
             _defer_package_init(name)
-        _load_for_good("gateway.serve")
-    from gateway.cli import main as run_cli
+        _load_for_good("toolreel.gateway.serve")
+    from toolreel.gateway.cli import main as run_cli
 
     run_cli()
 

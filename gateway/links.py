@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from gateway.exchange import Exchange
+from toolreel.gateway.exchange import Exchange
 
 __all__ = [
     "HOP_META",

@@ -17,19 +17,19 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from core import store_peek
-from core.errors import RefError, StoreError, ToolreelError
-from core.model import ExecutionStatus
-from core.store_peek import Peek
-from gateway.config import GatewayConfig
-from gateway.front import ToolHook
-from gateway.hub import Hub, error_result
-from gateway.links import ClientLink
-from gateway.upstream import Upstream
-from recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession
+from toolreel.core import store_peek
+from toolreel.core.errors import RefError, StoreError, ToolreelError
+from toolreel.core.model import ExecutionStatus
+from toolreel.core.store_peek import Peek
+from toolreel.gateway.config import GatewayConfig
+from toolreel.gateway.front import ToolHook
+from toolreel.gateway.hub import Hub, error_result
+from toolreel.gateway.links import ClientLink
+from toolreel.gateway.upstream import Upstream
+from toolreel.recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession
 
 if TYPE_CHECKING:
-    from core.store import Store
+    from toolreel.core.store import Store
 
 __all__ = ["GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
 
@@ -309,7 +309,7 @@ class GatewayHook(ToolHook):
         return tool_result({"step": record.name, "execution_id": record.execution_id})
 
     async def _get_execution(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
-        from replayer import execution_view
+        from toolreel.replayer import execution_view
 
         execution_id = str(arguments.get("id", ""))
         store = await self.ready_store()
@@ -349,7 +349,7 @@ def hook_factory(
     config: GatewayConfig, *, db: str | None, annotate: bool, record: bool, max_concurrency: int
 ) -> Callable[[Hub], GatewayHook]:
     def opener() -> Store:
-        from core.store import open_store
+        from toolreel.core.store import open_store
 
         return open_store(db)
 
@@ -371,7 +371,7 @@ def hook_factory(
 
 def _install_extensions(hook: GatewayHook, *, max_concurrency: int) -> None:
     """Template and run tools, from their own modules."""
-    from gateway import tools_runs, tools_templates
+    from toolreel.gateway import tools_runs, tools_templates
 
     tools_templates.install(hook)
     tools_runs.install(hook, max_concurrency=max_concurrency)

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from core.errors import ConfigError
-from gateway.config import GatewayConfig, ServerConfig, load_config, wrap_config
+from toolreel.core.errors import ConfigError
+from toolreel.gateway.config import GatewayConfig, ServerConfig, load_config, wrap_config
 
 __all__ = ["Spawned", "child_command", "prespawn", "spawn", "take"]
 

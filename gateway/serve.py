@@ -27,11 +27,11 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from core.errors import ConfigError
-from gateway.config import GatewayConfig
-from gateway.front import Front, ToolHook
-from gateway.hub import Hub, open_hub
-from gateway.stdio import serve_stdio_streams
+from toolreel.core.errors import ConfigError
+from toolreel.gateway.config import GatewayConfig
+from toolreel.gateway.front import Front, ToolHook
+from toolreel.gateway.hub import Hub, open_hub
+from toolreel.gateway.stdio import serve_stdio_streams
 
 __all__ = ["HttpOptions", "open_upstreams", "parse_http", "run_gateway"]
 

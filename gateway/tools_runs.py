@@ -18,15 +18,15 @@ import mcp_types as types
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
-from core.errors import ExecutionError
-from core.model import Execution, ExecutionStatus
-from gateway.links import ClientLink
-from gateway.management import GatewayHook, ManagementTool, tool_result
+from toolreel.core.errors import ExecutionError
+from toolreel.core.model import Execution, ExecutionStatus
+from toolreel.gateway.links import ClientLink
+from toolreel.gateway.management import GatewayHook, ManagementTool, tool_result
 
 if TYPE_CHECKING:
-    from core.store import Store
-    from core.template import Template
-    from replayer import Engine
+    from toolreel.core.store import Store
+    from toolreel.core.template import Template
+    from toolreel.replayer import Engine
 
 __all__ = ["install", "load_saved"]
 
@@ -36,7 +36,7 @@ _caller_link: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar
 
 
 def load_saved(store: Store, name: str, version: int | None = None) -> Template:
-    from replayer import load_template  # the replayer (and SQLAlchemy) load on first use
+    from toolreel.replayer import load_template  # the replayer (and SQLAlchemy) load on first use
 
     return load_template(store, name, version)
 
@@ -77,7 +77,7 @@ class _Runs:
 
     @contextlib.asynccontextmanager
     async def service(self) -> AsyncIterator[None]:
-        from replayer import Engine
+        from toolreel.replayer import Engine
 
         store = self.hook.store
         engine = Engine(

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from core.errors import NotFoundError, TemplateError
-from core.model import StepRecord
-from gateway.links import ClientLink
-from gateway.management import GatewayHook, ManagementTool, tool_result
+from toolreel.core.errors import NotFoundError, TemplateError
+from toolreel.core.model import StepRecord
+from toolreel.gateway.links import ClientLink
+from toolreel.gateway.management import GatewayHook, ManagementTool, tool_result
 
 if TYPE_CHECKING:
-    from core.template import Template
+    from toolreel.core.template import Template
 
 __all__ = ["install", "reel_tool"]
 
@@ -64,7 +64,7 @@ class _Catalogue:
         return self.hook.store
 
     def _current(self) -> list[dict[str, Any]]:
-        from core.template_io import stored_template
+        from toolreel.core.template_io import stored_template
 
         tools = []
         for record in self.store.list_templates():
@@ -101,8 +101,8 @@ class _Catalogue:
         name = arguments.get("name")
         if not isinstance(name, str) or not name:
             raise TemplateError("'name' is required: the template's name", field="name")
-        from core.template_io import template_to_dict
-        from templatizer import templatize
+        from toolreel.core.template_io import template_to_dict
+        from toolreel.templatizer import templatize
 
         await self.hook.ready_store()
         recordings = await self._recordings(arguments, link)
@@ -126,7 +126,7 @@ class _Catalogue:
         return tool_result(answer)
 
     def _save_checked(self, template: Template, definition: dict[str, Any], arguments: dict[str, Any]) -> Any:
-        from core.template_io import check_template_cycles
+        from toolreel.core.template_io import check_template_cycles
 
         check_template_cycles(template, self._lookup)
         return self.store.save_template(
@@ -137,7 +137,7 @@ class _Catalogue:
         )
 
     def _lookup(self, name: str) -> Template | None:
-        from core.template_io import stored_template
+        from toolreel.core.template_io import stored_template
 
         try:
             return stored_template(self.store.get_template(name))

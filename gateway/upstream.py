@@ -41,10 +41,10 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOC
 from mcp_types.version import LATEST_MODERN_VERSION
 from pydantic import BaseModel
 
-from core.errors import UpstreamError, UpstreamTimeout
-from gateway import prespawn
-from gateway.config import ServerConfig
-from gateway.stdio_upstream import FastLane, open_stdio_upstream
+from toolreel.core.errors import UpstreamError, UpstreamTimeout
+from toolreel.gateway import prespawn
+from toolreel.gateway.config import ServerConfig
+from toolreel.gateway.stdio_upstream import FastLane, open_stdio_upstream
 
 __all__ = ["Bridge", "Listing", "Upstream", "UpstreamState"]
 

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from core.errors import StoreError
-from core.secrets import Redactor
-from recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
-from recorder._writer import StoreWriter, backlog_mark
+from toolreel.core.errors import StoreError
+from toolreel.core.secrets import Redactor
+from toolreel.recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
+from toolreel.recorder._writer import StoreWriter, backlog_mark
 
 if TYPE_CHECKING:
-    from core.store import Store
+    from toolreel.core.store import Store
 
 __all__ = [
     "EXECUTION_META",

@@ -11,13 +11,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from core.errors import NotFoundError, RefError
-from core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
-from core.refs import step_output
-from core.secrets import Redactor
+from toolreel.core.errors import NotFoundError, RefError
+from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
+from toolreel.core.refs import step_output
+from toolreel.core.secrets import Redactor
 
 if TYPE_CHECKING:
-    from core.store import Store
+    from toolreel.core.store import Store
 
 __all__ = [
     "Entry",

@@ -13,9 +13,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import RefError
-from core.model import JSON, StepStatus, new_id
-from core.refs import (
+from toolreel.core.errors import RefError
+from toolreel.core.model import JSON, StepStatus, new_id
+from toolreel.core.refs import (
     RESERVED_ROOTS,
     STEP_NAME_RE,
     MappingScope,
@@ -25,10 +25,10 @@ from core.refs import (
     step_name_for,
     step_output,
 )
-from core.secrets import Redactor
-from recorder._journal import pack_tuple, unpack
-from recorder._rows import ExecutionEntry, PresetEntry, StepEntry, error_text
-from recorder._writer import StoreWriter
+from toolreel.core.secrets import Redactor
+from toolreel.recorder._journal import pack_tuple, unpack
+from toolreel.recorder._rows import ExecutionEntry, PresetEntry, StepEntry, error_text
+from toolreel.recorder._writer import StoreWriter
 
 __all__ = ["LazyOutputs", "LiveStep", "RecordingSession"]
 

@@ -30,13 +30,13 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from core.errors import ConfigError, StoreError
-from core.secrets import Redactor
-from recorder._journal import HEADER_SIZE, decode, encode, frame_length, pack, unpack
-from recorder._rows import Entry, entry, write_entries
+from toolreel.core.errors import ConfigError, StoreError
+from toolreel.core.secrets import Redactor
+from toolreel.recorder._journal import HEADER_SIZE, decode, encode, frame_length, pack, unpack
+from toolreel.recorder._rows import Entry, entry, write_entries
 
 if TYPE_CHECKING:
-    from core.store import Store
+    from toolreel.core.store import Store
 
 __all__ = ["BACKLOG", "BACKLOG_BYTES", "BACKLOG_ENV", "HOLD", "StoreWriter", "backlog_mark"]
 
@@ -46,7 +46,7 @@ BATCH = 4096
 LINGER = 0.05  # seconds a batch waits for company: one frame and one transaction per many steps
 RESTART_DELAYS = (0.2, 1.0, 5.0)
 SHUTDOWN_GRACE = 10.0
-DRAIN = (sys.executable, "-P", "-m", "recorder.drain")  # -P: never import a `recorder` from the cwd
+DRAIN = (sys.executable, "-P", "-m", "toolreel.recorder.drain")  # -P: never import a `recorder` from the cwd
 # The backlog's high-water mark. A healthy recorder process holds at most 20,000 calls (drain.MAX_HELD),
 # and a burst at ~4,000 calls/s leaves at most a few seconds' worth unconfirmed: 50,000 is reached
 # only when it gets no CPU or cannot write for a while. At ~1-5 KB a call that is 50-250 MB, and

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from core.errors import ToolreelError
-from core.model import ExecutionStatus
-from core.store import open_store
+from toolreel.core.errors import ToolreelError
+from toolreel.core.model import ExecutionStatus
+from toolreel.core.store import open_store
 
 __all__ = ["executions_commands"]
 

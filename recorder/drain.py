@@ -1,6 +1,6 @@
 """The drain: a child process of the gateway that writes its recordings to the store.
 
-`python -m recorder.drain` reads batches of recorded calls from stdin (`recorder._journal`),
+`python -m toolreel.recorder.drain` reads batches of recorded calls from stdin (`recorder._journal`),
 builds the rows (outputs per SPEC §4, secrets redacted), writes them in one transaction and
 acknowledges each batch on stdout. A failed write is reported to the gateway and retried;
 the drain ends at end of input, or when its gateway is gone.
@@ -27,13 +27,13 @@ import sys
 import time
 from typing import IO, TYPE_CHECKING, Any
 
-from core.errors import StoreError
-from core.secrets import Redactor
-from recorder._journal import FrameReader, encode, unpack
-from recorder._rows import entry, write_entries
+from toolreel.core.errors import StoreError
+from toolreel.core.secrets import Redactor
+from toolreel.recorder._journal import FrameReader, encode, unpack
+from toolreel.recorder._rows import entry, write_entries
 
 if TYPE_CHECKING:
-    from core.store import Store
+    from toolreel.core.store import Store
 
 __all__ = ["main"]
 
@@ -82,7 +82,7 @@ def main() -> int:
 
 
 def _open(db: str | None, reply: _Reply, parent: int) -> Store | None:
-    from core.store import open_store  # SQLAlchemy: loaded once a call is recorded, not at the gateway's start
+    from toolreel.core.store import open_store  # SQLAlchemy: loaded once a call is recorded, not at the gateway's start
 
     while True:
         try:

@@ -50,12 +50,12 @@ Semantics chosen where the SPEC is silent:
   `Engine.aclose()` (shutdown) instead interrupts: the execution stays `running`, claim released.
 """
 
-from replayer._engine import Engine, TemplateLoader
-from replayer._inputs import bind_inputs, parse_cli_value
-from replayer._ledger import MAX_DEPTH, child_execution_id, definition_hash, load_template
-from replayer._policy import retry_delay
-from replayer._view import execution_view
-from replayer._worker import Worker
+from toolreel.replayer._engine import Engine, TemplateLoader
+from toolreel.replayer._inputs import bind_inputs, parse_cli_value
+from toolreel.replayer._ledger import MAX_DEPTH, child_execution_id, definition_hash, load_template
+from toolreel.replayer._policy import retry_delay
+from toolreel.replayer._view import execution_view
+from toolreel.replayer._worker import Worker
 
 __all__ = [
     "MAX_DEPTH",

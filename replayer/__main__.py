@@ -1,10 +1,10 @@
-"""`python -m replayer run|worker|executions ...`: the replayer's commands without the rest of the CLI."""
+"""`python -m toolreel.replayer run|worker|executions ...`: the replayer's commands without the rest of the CLI."""
 
 from __future__ import annotations
 
 import typer
 
-from replayer.cli import executions_commands, register
+from toolreel.replayer.cli import executions_commands, register
 
 app = typer.Typer(name="replayer", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 register(app)

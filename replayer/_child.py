@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from core.errors import NotFoundError, ToolreelError
-from core.model import JSON, Execution, ExecutionStatus, StepRecord, StepStatus
-from core.store import Store
-from replayer._ledger import child_execution_id
-from replayer._policy import (
+from toolreel.core.errors import NotFoundError, ToolreelError
+from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, StepStatus
+from toolreel.core.store import Store
+from toolreel.replayer._ledger import child_execution_id
+from toolreel.replayer._policy import (
     CHILD_TIMEOUT,
     NO_RETRY,
     child_failure_kind,
@@ -29,10 +29,10 @@ from replayer._policy import (
     retry_delay,
     should_retry,
 )
-from replayer._state import AWAITING, ELAPSED, ChildRequest, StepState, StopCause, failed, succeeded
+from toolreel.replayer._state import AWAITING, ELAPSED, ChildRequest, StepState, StopCause, failed, succeeded
 
 if TYPE_CHECKING:
-    from replayer._run import Run
+    from toolreel.replayer._run import Run
 
 __all__ = ["template_step"]
 

@@ -23,15 +23,15 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from core.caller import Approver, ProgressFn, ToolCaller
-from core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError
-from core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepRecord, new_id
-from core.secrets import REDACTED
-from core.store import Store
-from core.template import Template
-from core.template_io import parse_template
-from replayer._inputs import bind_inputs, redact_inputs
-from replayer._ledger import (
+from toolreel.core.caller import Approver, ProgressFn, ToolCaller
+from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError
+from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepRecord, new_id
+from toolreel.core.secrets import REDACTED
+from toolreel.core.store import Store
+from toolreel.core.template import Template
+from toolreel.core.template_io import parse_template
+from toolreel.replayer._inputs import bind_inputs, redact_inputs
+from toolreel.replayer._ledger import (
     MAX_DEPTH,
     ClaimedElsewhere,
     Ledger,
@@ -40,9 +40,9 @@ from replayer._ledger import (
     definition_hash,
     load_template,
 )
-from replayer._run import Run, RunContext
-from replayer._state import ChildRequest, Outcome, StopCause
-from replayer._view import execution_view
+from toolreel.replayer._run import Run, RunContext
+from toolreel.replayer._state import ChildRequest, Outcome, StopCause
+from toolreel.replayer._view import execution_view
 
 __all__ = ["MAX_DEPTH", "Engine", "TemplateLoader", "child_execution_id", "definition_hash", "load_template"]
 

@@ -11,9 +11,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import ExecutionError
-from core.secrets import REDACTED
-from core.template import InputSpec, Template
+from toolreel.core.errors import ExecutionError
+from toolreel.core.secrets import REDACTED
+from toolreel.core.template import InputSpec, Template
 
 __all__ = ["REDACTED", "bind_inputs", "parse_cli_value", "redact_inputs", "secret_values"]
 

@@ -21,8 +21,8 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from core.errors import StoreError
-from core.model import StepRecord
+from toolreel.core.errors import StoreError
+from toolreel.core.model import StepRecord
 
 __all__ = ["Announcer", "Journal", "small_rows"]
 

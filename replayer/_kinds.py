@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from core.errors import RefError, UpstreamError, UpstreamTimeout
-from core.model import JSON, StepRecord, StepStatus
-from core.refs import resolve, step_output
-from core.template import StepSpec
-from replayer._child import template_step
-from replayer._policy import (
+from toolreel.core.errors import RefError, UpstreamError, UpstreamTimeout
+from toolreel.core.model import JSON, StepRecord, StepStatus
+from toolreel.core.refs import resolve, step_output
+from toolreel.core.template import StepSpec
+from toolreel.replayer._child import template_step
+from toolreel.replayer._policy import (
     NO_RETRY,
     attempt_failure_kind,
     idempotency_store_key,
@@ -27,10 +27,10 @@ from replayer._policy import (
     retry_delay,
     should_retry,
 )
-from replayer._state import AWAITING, StepState, StopCause, awaiting_of, failed, succeeded
+from toolreel.replayer._state import AWAITING, StepState, StopCause, awaiting_of, failed, succeeded
 
 if TYPE_CHECKING:
-    from replayer._run import Run
+    from toolreel.replayer._run import Run
 
 __all__ = ["execute"]
 

@@ -12,13 +12,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from core.errors import ExecutionError, NotFoundError, StaleClaimError
-from core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
-from core.store import Store
-from core.template import Template
-from core.template_io import stored_template, template_hash, template_to_dict
-from replayer._policy import parse_answer
-from replayer._state import Outcome, child_key
+from toolreel.core.errors import ExecutionError, NotFoundError, StaleClaimError
+from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
+from toolreel.core.store import Store
+from toolreel.core.template import Template
+from toolreel.core.template_io import stored_template, template_hash, template_to_dict
+from toolreel.replayer._policy import parse_answer
+from toolreel.replayer._state import Outcome, child_key
 
 __all__ = [
     "MAX_DEPTH",

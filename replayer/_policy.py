@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from core.errors import TemplateError, ToolreelError, UpstreamError, UpstreamTimeout
-from core.model import ExecutionStatus
-from core.template import RetryPolicy, When
+from toolreel.core.errors import TemplateError, ToolreelError, UpstreamError, UpstreamTimeout
+from toolreel.core.model import ExecutionStatus
+from toolreel.core.template import RetryPolicy, When
 
 __all__ = [
     "CHILD_TIMEOUT",

@@ -20,18 +20,18 @@ from typing import Any, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
-from core.caller import Approver, ProgressFn, ToolCaller
-from core.errors import RefError, StaleClaimError, StoreError
-from core.model import JSON, Execution, StepKind, StepRecord, StepStatus
-from core.refs import resolve
-from core.secrets import Redactor
-from core.store import Store
-from core.template import StepSpec, Template, When
-from replayer import _kinds
-from replayer._inputs import secret_values
-from replayer._journal import Announcer, Journal, small_rows
-from replayer._policy import compare
-from replayer._state import (
+from toolreel.core.caller import Approver, ProgressFn, ToolCaller
+from toolreel.core.errors import RefError, StaleClaimError, StoreError
+from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatus
+from toolreel.core.refs import resolve
+from toolreel.core.secrets import Redactor
+from toolreel.core.store import Store
+from toolreel.core.template import StepSpec, Template, When
+from toolreel.replayer import _kinds
+from toolreel.replayer._inputs import secret_values
+from toolreel.replayer._journal import Announcer, Journal, small_rows
+from toolreel.replayer._policy import compare
+from toolreel.replayer._state import (
     ChildRequest,
     Outcome,
     RunScope,
@@ -42,7 +42,7 @@ from replayer._state import (
     failed,
     load_rows,
 )
-from replayer._view import item_name
+from toolreel.replayer._view import item_name
 
 __all__ = ["Run", "RunContext"]
 

@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.errors import RefError
-from core.model import JSON, Execution, StepRecord, StepStatus
-from core.template import StepSpec, Template
-from core.template_io import dependencies
-from replayer._view import split_item_name
+from toolreel.core.errors import RefError
+from toolreel.core.model import JSON, Execution, StepRecord, StepStatus
+from toolreel.core.template import StepSpec, Template
+from toolreel.core.template_io import dependencies
+from toolreel.replayer._view import split_item_name
 
 __all__ = [
     "AWAITING",

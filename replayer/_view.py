@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.model import Execution, ExecutionStatus, StepRecord
+from toolreel.core.model import Execution, ExecutionStatus, StepRecord
 
 __all__ = ["execution_view", "item_name", "split_item_name"]
 

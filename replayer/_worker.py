@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import anyio
 
-from core.errors import ToolreelError
-from replayer._engine import Engine
+from toolreel.core.errors import ToolreelError
+from toolreel.replayer._engine import Engine
 
 __all__ = ["Worker"]
 

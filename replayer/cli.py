@@ -25,16 +25,16 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from core.caller import ProgressFn
-from core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError, UpstreamError
-from core.model import Execution, ExecutionStatus, StepRecord
-from core.store import Store, open_store
-from core.template import Template
-from replayer._engine import Engine, load_template
-from replayer._inputs import parse_cli_value
-from replayer._state import awaiting_of
-from replayer._view import execution_view
-from replayer._worker import Worker
+from toolreel.core.caller import ProgressFn
+from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError, UpstreamError
+from toolreel.core.model import Execution, ExecutionStatus, StepRecord
+from toolreel.core.store import Store, open_store
+from toolreel.core.template import Template
+from toolreel.replayer._engine import Engine, load_template
+from toolreel.replayer._inputs import parse_cli_value
+from toolreel.replayer._state import awaiting_of
+from toolreel.replayer._view import execution_view
+from toolreel.replayer._worker import Worker
 
 __all__ = ["executions_commands", "register"]
 
@@ -169,7 +169,7 @@ async def _engine(
     lease_seconds: float,
     view: _LiveView | None,
 ) -> AsyncIterator[Engine]:
-    from gateway.serve import open_upstreams  # the gateway's CLI imports this module: import at use
+    from toolreel.gateway.serve import open_upstreams  # the gateway's CLI imports this module: import at use
 
     upstreams = await _thread(_upstreams_config, store, config, template)
     observer = view.observe if view is not None else None
@@ -304,7 +304,7 @@ def _read_inputs(template: Template, pairs: Sequence[str], file: Path | None) ->
 
 def _upstreams_config(store: Store, path: Path | None, template: Template | None) -> Any:
     """The config's servers, only those the template (and its child templates) call when one is given."""
-    from gateway.config import GatewayConfig, load_config
+    from toolreel.gateway.config import GatewayConfig, load_config
 
     source = path or (Path(os.environ["TOOLREEL_CONFIG"]) if os.environ.get("TOOLREEL_CONFIG") else None)
     if source is None:

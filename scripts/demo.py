@@ -38,7 +38,7 @@ async def call(session: ClientSession, name: str, arguments: dict[str, Any]) -> 
 
 async def agent_session(config: Path, env: dict[str, str]) -> None:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)], env=env, cwd=str(ROOT)
+        command=sys.executable, args=["-m", "toolreel", "serve", "--config", str(config)], env=env, cwd=str(ROOT)
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -85,7 +85,7 @@ def main() -> None:
         command = [
             sys.executable,
             "-m",
-            "gateway",
+            "toolreel",
             "run",
             "onboard",
             "-i",
@@ -101,7 +101,7 @@ def main() -> None:
         if done.returncode != 0:
             sys.exit(f"toolreel run exited {done.returncode}")
         listing = subprocess.run(
-            [sys.executable, "-m", "gateway", "executions", "list"],
+            [sys.executable, "-m", "toolreel", "executions", "list"],
             env=env,
             cwd=ROOT,
             capture_output=True,

@@ -6,7 +6,7 @@ inputs of named, redacted and varying values, verifies every ref against the rec
 returns the validated template with the applied refs, the candidates and the likely inputs.
 """
 
-from templatizer._result import Inference, LikelyInput, TemplatizeResult
-from templatizer._templatize import templatize
+from toolreel.templatizer._result import Inference, LikelyInput, TemplatizeResult
+from toolreel.templatizer._templatize import templatize
 
 __all__ = ["Inference", "LikelyInput", "TemplatizeResult", "templatize"]

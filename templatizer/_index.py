@@ -13,9 +13,9 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
-from core.model import JSON
-from core.refs import format_ref
-from templatizer._values import MIN_SUBSTRING, Interner, Keys, is_cursor_key, is_volatile_key, number_text
+from toolreel.core.model import JSON
+from toolreel.core.refs import format_ref
+from toolreel.templatizer._values import MIN_SUBSTRING, Interner, Keys, is_cursor_key, is_volatile_key, number_text
 
 _PREFIX: Final = 8  # substring candidates are bucketed by their first characters (at most this many)
 _SAMPLE: Final = 4  # occurrences kept per value at each end (first ones, latest ones)

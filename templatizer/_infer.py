@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Final, NamedTuple
 
-from core.errors import RefError
-from core.model import JSON, StepRecord
-from core.refs import MappingScope, escape_literal, refs_in, resolve
-from core.secrets import REDACTED
-from templatizer._index import Occurrence, OutputIndex
-from templatizer._inputs import InputTable, Unexplained
-from templatizer._result import HIGH, MEDIUM, Confidence, Inference, InferenceKind, confidence_of
-from templatizer._values import (
+from toolreel.core.errors import RefError
+from toolreel.core.model import JSON, StepRecord
+from toolreel.core.refs import MappingScope, escape_literal, refs_in, resolve
+from toolreel.core.secrets import REDACTED
+from toolreel.templatizer._index import Occurrence, OutputIndex
+from toolreel.templatizer._inputs import InputTable, Unexplained
+from toolreel.templatizer._result import HIGH, MEDIUM, Confidence, Inference, InferenceKind, confidence_of
+from toolreel.templatizer._values import (
     Keys,
     get_at,
     is_cursor_key,

@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from core.model import JSON
-from core.secrets import is_secret_key
-from core.template import InputSpec
-from templatizer._result import LikelyInput
-from templatizer._values import Keys, json_path, key_tokens, last_key, snake, type_name
+from toolreel.core.model import JSON
+from toolreel.core.secrets import is_secret_key
+from toolreel.core.template import InputSpec
+from toolreel.templatizer._result import LikelyInput
+from toolreel.templatizer._values import Keys, json_path, key_tokens, last_key, snake, type_name
 
 _SETTING_RE: Final = re.compile(r"^[a-z0-9]+(?:[_.:-][a-z0-9]+)*$")
 # Keys whose string values are the subject of a task rather than a setting of a tool.

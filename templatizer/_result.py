@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.model import JSON
-from core.template import Template
-from core.template_io import template_to_dict
+from toolreel.core.model import JSON
+from toolreel.core.template import Template
+from toolreel.core.template_io import template_to_dict
 
 Confidence = Literal["high", "medium", "low"]
 InferenceKind = Literal["exact", "coerced", "subtree", "substring", "input", "secret", "explicit", "confirmed"]

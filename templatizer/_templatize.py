@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from core.errors import RefError, TemplateError
-from core.model import JSON, StepKind, StepRecord, StepStatus
-from core.refs import RESERVED_ROOTS, MappingScope, ref_roots, refs_in, resolve
-from core.template import StepSpec, Template
-from core.template_io import parse_template, template_to_dict
-from templatizer._index import OutputIndex
-from templatizer._infer import Run, StepInferrer, StepResult, literal
-from templatizer._inputs import InputTable, likely_inputs
-from templatizer._result import Inference, TemplatizeResult
-from templatizer._values import Keys, get_at, same
+from toolreel.core.errors import RefError, TemplateError
+from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
+from toolreel.core.refs import RESERVED_ROOTS, MappingScope, ref_roots, refs_in, resolve
+from toolreel.core.template import StepSpec, Template
+from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._index import OutputIndex
+from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
+from toolreel.templatizer._inputs import InputTable, likely_inputs
+from toolreel.templatizer._result import Inference, TemplatizeResult
+from toolreel.templatizer._values import Keys, get_at, same
 
 MANAGEMENT_SERVER = "toolreel"
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Final, TypeAlias
 
-from core.model import JSON
+from toolreel.core.model import JSON
 
 Key: TypeAlias = str | int
 Keys: TypeAlias = tuple[Key, ...]

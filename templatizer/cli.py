@@ -16,11 +16,11 @@ from typing import Annotated, Any
 
 import typer
 
-from core.errors import NotFoundError, TemplateError, ToolreelError
-from core.model import JSON, TemplateRecord
-from core.store import Store, open_store
-from core.template import Template
-from core.template_io import (
+from toolreel.core.errors import NotFoundError, TemplateError, ToolreelError
+from toolreel.core.model import JSON, TemplateRecord
+from toolreel.core.store import Store, open_store
+from toolreel.core.template import Template
+from toolreel.core.template_io import (
     check_template_cycles,
     dump_template_yaml,
     load_template_file,
@@ -29,7 +29,7 @@ from core.template_io import (
     template_to_dict,
     to_mermaid,
 )
-from templatizer._templatize import templatize
+from toolreel.templatizer._templatize import templatize
 
 __all__ = ["register", "schema_command", "templates_app", "templatize_command"]
 

@@ -21,9 +21,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from core.caller import ProgressFn
-from core.errors import UpstreamError, UpstreamTimeout
 from fixtures.servers import fixture_params
+from toolreel.core.caller import ProgressFn
+from toolreel.core.errors import UpstreamError, UpstreamTimeout
 
 __all__ = ["Harness", "StdioCaller", "fixture_env", "harness", "open_caller", "saved", "template", "wait_until"]
 
@@ -198,8 +198,8 @@ def fixture_env(tmp: Path) -> dict[str, str]:
 async def harness(
     tmp: Path, *, servers: tuple[str, ...] = ("features",), store_url: str | None = None, **engine_options: Any
 ) -> AsyncIterator[Harness]:
-    from core.store import open_store
-    from replayer import Engine
+    from toolreel.core.store import open_store
+    from toolreel.replayer import Engine
 
     env = fixture_env(tmp)
     store = open_store(store_url or f"sqlite:///{tmp / 'toolreel.db'}")
@@ -213,14 +213,14 @@ async def harness(
 
 def template(data: Mapping[str, Any]) -> Any:
     """A template from its JSON form, validated as a user's file would be."""
-    from core.template_io import parse_template
+    from toolreel.core.template_io import parse_template
 
     return parse_template(data)
 
 
 def saved(store: Any, data: Mapping[str, Any]) -> Any:
     """Save a template in the store (as `toolreel__save_template` would) and return it as loaded."""
-    from replayer import load_template
+    from toolreel.replayer import load_template
 
     record = store.save_template(data["name"], dict(data))
     return load_template(store, data["name"], record.version)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
+from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
 
 T0 = 1_700_000_000.0
 

@@ -14,9 +14,6 @@ import anyio
 import mcp_types as types
 import pytest
 
-from core.refs import MappingScope, resolve
-from core.store import open_store
-from core.template_io import parse_template
 from tests.gw import (
     REPO,
     VENV_BIN,
@@ -30,6 +27,9 @@ from tests.gw import (
     text_of,
     write_config,
 )
+from toolreel.core.refs import MappingScope, resolve
+from toolreel.core.store import open_store
+from toolreel.core.template_io import parse_template
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -143,7 +143,7 @@ async def test_toolreel_run_replays_a_saved_template_from_the_command_line(tmp_p
     assert '"Barbara"' in memory and "likes engines" in memory
     with anyio.fail_after(60):
         listing = await anyio.run_process(
-            [sys.executable, "-m", "gateway", "executions", "list", "--json", "--template", "remember"],
+            [sys.executable, "-m", "toolreel", "executions", "list", "--json", "--template", "remember"],
             env=gateway_env(db),
             cwd=REPO,
         )

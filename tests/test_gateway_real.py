@@ -19,9 +19,6 @@ import mcp_types as types
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
-from core.errors import NotFoundError
-from core.model import StepRecord
-from core.store import Store, open_store
 from tests.gw import (
     Connected,
     Probe,
@@ -39,6 +36,9 @@ from tests.gw import (
     wait_until,
     write_config,
 )
+from toolreel.core.errors import NotFoundError
+from toolreel.core.model import StepRecord
+from toolreel.core.store import Store, open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

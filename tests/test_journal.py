@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from core.store import open_store
-from recorder._journal import FrameReader, encode, pack
-from recorder._rows import ExecutionEntry, StepEntry
 from tests.gw import REPO
+from toolreel.core.store import open_store
+from toolreel.recorder._journal import FrameReader, encode, pack
+from toolreel.recorder._rows import ExecutionEntry, StepEntry
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def _reply(reader: FrameReader) -> tuple[object, ...]:
 def test_the_recorder_process_writes_on_flush_and_at_end_of_input(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     drain = subprocess.Popen(
-        [sys.executable, "-P", "-m", "recorder.drain"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO
+        [sys.executable, "-P", "-m", "toolreel.recorder.drain"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO
     )
     assert drain.stdin is not None and drain.stdout is not None
     replies = FrameReader(drain.stdout.fileno())
@@ -111,7 +111,7 @@ def test_the_recorder_process_starts_at_the_gateways_priority_and_writes_at_the_
     """Its start (SQLAlchemy, the store, the first write) at SCHED_IDLE took minutes on a machine
     kept busy by other work, and no recording reached the store meanwhile."""
     drain = subprocess.Popen(
-        [sys.executable, "-P", "-m", "recorder.drain"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO
+        [sys.executable, "-P", "-m", "toolreel.recorder.drain"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO
     )
     assert drain.stdin is not None and drain.stdout is not None
     replies = FrameReader(drain.stdout.fileno())

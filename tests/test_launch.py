@@ -22,7 +22,7 @@ def test_a_deferred_package_imports_its_submodules_without_running_its_init() ->
     out = _run(
         """
         import sys
-        from gateway.launch import _REEXPORTING_PACKAGES, _defer_package_init
+        from toolreel.gateway.launch import _REEXPORTING_PACKAGES, _defer_package_init
         for name in _REEXPORTING_PACKAGES:
             _defer_package_init(name)
         from mcp.server.lowlevel.server import Server
@@ -37,7 +37,7 @@ def test_a_re_export_of_a_deferred_package_runs_its_init_then() -> None:
     out = _run(
         """
         import sys
-        from gateway.launch import _REEXPORTING_PACKAGES, _defer_package_init
+        from toolreel.gateway.launch import _REEXPORTING_PACKAGES, _defer_package_init
         for name in _REEXPORTING_PACKAGES:
             _defer_package_init(name)
         import mcp.server.lowlevel
@@ -58,7 +58,7 @@ def test_models_defined_with_deferred_validators_work_and_the_defaults_come_back
     out = _run(
         """
         from pydantic import BaseModel, TypeAdapter
-        from gateway.launch import _validators_built_on_first_use
+        from toolreel.gateway.launch import _validators_built_on_first_use
         with _validators_built_on_first_use():
             class Point(BaseModel):
                 x: int
@@ -96,10 +96,10 @@ print(mcp_types.client_request_adapter.validate_python({"method": "ping"}).metho
 def test_sdk_wire_types_loaded_the_serve_way_validate_on_first_use_as_when_built_at_once() -> None:
     eager = _run(_WIRE_SAMPLES).splitlines()
     serve_way = """
-from gateway.launch import _REEXPORTING_PACKAGES, _defer_package_init, _load_for_good
+from toolreel.gateway.launch import _REEXPORTING_PACKAGES, _defer_package_init, _load_for_good
 for name in _REEXPORTING_PACKAGES:
     _defer_package_init(name)
-_load_for_good("gateway.serve")
+_load_for_good("toolreel.gateway.serve")
 """
     served = _run(serve_way + _WIRE_SAMPLES).splitlines()
     assert [line.split(" ", 2)[1] for line in eager[:3]] == ["True"] * 3

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from core.store import open_store
-from gateway.names import MAX_NAME, listed_name, split_prefixed
 from tests.gw import (
     PYTHON,
     REPO,
@@ -27,6 +25,8 @@ from tests.gw import (
     wait_until,
     write_config,
 )
+from toolreel.core.store import open_store
+from toolreel.gateway.names import MAX_NAME, listed_name, split_prefixed
 
 LEGAL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 LONG_SERVER = "a_rather_long_server_name_that_pushes_every_tool_over_the_limit"  # 63 chars, legal

@@ -17,9 +17,6 @@ from typing import Any
 import anyio
 import pytest
 
-from core.errors import NotFoundError
-from core.model import ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
-from core.store import Store, open_store
 from tests.gw import (
     TOOLREEL,
     HttpGateway,
@@ -34,6 +31,9 @@ from tests.gw import (
     wait_until,
     write_config,
 )
+from toolreel.core.errors import NotFoundError
+from toolreel.core.model import ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
+from toolreel.core.store import Store, open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

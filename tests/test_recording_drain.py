@@ -15,11 +15,6 @@ from typing import Any
 import anyio
 import pytest
 
-from core.errors import ConfigError, StoreError
-from core.secrets import Redactor
-from core.store import Store, open_store
-from recorder import RecordingSession, StoreWriter
-from recorder._writer import BACKLOG, BACKLOG_ENV, HOLD, backlog_mark
 from tests.gw import (
     Connected,
     call,
@@ -32,6 +27,11 @@ from tests.gw import (
     wait_until,
     write_config,
 )
+from toolreel.core.errors import ConfigError, StoreError
+from toolreel.core.secrets import Redactor
+from toolreel.core.store import Store, open_store
+from toolreel.recorder import RecordingSession, StoreWriter
+from toolreel.recorder._writer import BACKLOG, BACKLOG_ENV, HOLD, backlog_mark
 
 pytestmark = [pytest.mark.anyio]
 slow = pytest.mark.slow  # a real gateway and its recorder process
@@ -44,7 +44,7 @@ def config(tmp_path: Path) -> Iterator[Path]:
 
 def _drains(s: Connected) -> list[int]:
     assert s.gateway is not None
-    return [pid for pid in s.gateway.descendants() if "recorder.drain" in cmdline(pid)]
+    return [pid for pid in s.gateway.descendants() if "toolreel.recorder.drain" in cmdline(pid)]
 
 
 async def _one_drain(s: Connected) -> int:
@@ -85,7 +85,8 @@ async def test_calls_queued_at_shutdown_are_written_before_the_gateway_exits(con
         assert s.gateway is not None
         gateway = s.gateway
     # the gateway has exited (stdin closed) without anyone asking for the recording first
-    assert not any(alive_drain for alive_drain in gateway.descendants() if "recorder.drain" in cmdline(alive_drain))
+    drains = [pid for pid in gateway.descendants() if "toolreel.recorder.drain" in cmdline(pid)]
+    assert not drains
     with open_store(db) as store:
         steps = store.get_steps(execution)
     assert [step.name for step in steps] == [f"echo_{i}" for i in range(1, 41)]

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonpath_ng.ext.parser import parse as jsonpath_parse
 
-from core.errors import RefError
-from core.refs import (
+from toolreel.core.errors import RefError
+from toolreel.core.refs import (
     RESERVED_ROOTS,
     STEP_NAME_RE,
     MappingScope,

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from core.errors import ExecutionError, NotFoundError, TemplateError
-from core.model import ExecutionStatus, StepStatus
-from core.secrets import REDACTED
-from core.template import InputSpec
-from replayer import bind_inputs, parse_cli_value
 from tests.callers import harness, saved, template
+from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError
+from toolreel.core.model import ExecutionStatus, StepStatus
+from toolreel.core.secrets import REDACTED
+from toolreel.core.template import InputSpec
+from toolreel.replayer import bind_inputs, parse_cli_value
 
 pytestmark = pytest.mark.anyio
 

@@ -13,10 +13,10 @@ from typing import Any
 import anyio
 import pytest
 
-from core.model import ExecutionStatus, StepRecord, StepStatus
-from core.template import RetryPolicy
-from replayer import child_execution_id, retry_delay
 from tests.callers import harness, saved, wait_until
+from toolreel.core.model import ExecutionStatus, StepRecord, StepStatus
+from toolreel.core.template import RetryPolicy
+from toolreel.replayer import child_execution_id, retry_delay
 
 pytestmark = pytest.mark.anyio
 

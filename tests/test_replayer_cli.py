@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from core.model import ExecutionStatus
-from core.store import open_store
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.callers import fixture_env
+from toolreel.core.model import ExecutionStatus
+from toolreel.core.store import open_store
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,12 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def replayer(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "replayer", *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "toolreel.replayer", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

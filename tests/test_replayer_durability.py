@@ -1,6 +1,6 @@
 """Crash recovery and scale-out with real processes (SPEC §8, §9).
 
-`python -m replayer run` and `python -m replayer worker` run as subprocesses over the `features`
+`python -m toolreel.replayer run` and `python -m toolreel.replayer worker` run as subprocesses over the `features`
 fixture server; they are SIGKILLed mid-run, and another process finishes the execution. The
 `counter` tool's file proves how many times each call really ran.
 """
@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from core.model import Execution, ExecutionStatus, StepKind, StepRecord, StepStatus
-from core.store import Store, open_store
 from fixtures.servers import REPO_ROOT, fixture_command
-from replayer import Engine
-from replayer._policy import idempotency_store_key
 from tests import pg
 from tests.callers import fixture_env, harness, saved, wait_until
+from toolreel.core.model import Execution, ExecutionStatus, StepKind, StepRecord, StepStatus
+from toolreel.core.store import Store, open_store
+from toolreel.replayer import Engine
+from toolreel.replayer._policy import idempotency_store_key
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -68,11 +68,11 @@ def counts(tmp: Path) -> dict[str, int]:
 
 @contextmanager
 def replayer_process(tmp: Path, label: str, *args: str) -> Iterator[subprocess.Popen[bytes]]:
-    """`python -m replayer ARGS` with its output in files; killed at the end if still alive."""
+    """`python -m toolreel.replayer ARGS` with its output in files; killed at the end if still alive."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     with (tmp / f"{label}.out").open("wb") as out, (tmp / f"{label}.err").open("wb") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "replayer", *args], cwd=REPO_ROOT, env=env, stdout=out, stderr=err
+            [sys.executable, "-m", "toolreel.replayer", *args], cwd=REPO_ROOT, env=env, stdout=out, stderr=err
         )
     try:
         yield process

@@ -10,11 +10,11 @@ from typing import Any
 import anyio
 import pytest
 
-from core.model import ExecutionStatus, StepRecord, StepStatus
-from core.template import RetryPolicy
-from replayer import Engine, retry_delay
-from replayer._policy import idempotency_store_key
 from tests.callers import harness, template, wait_until
+from toolreel.core.model import ExecutionStatus, StepRecord, StepStatus
+from toolreel.core.template import RetryPolicy
+from toolreel.replayer import Engine, retry_delay
+from toolreel.replayer._policy import idempotency_store_key
 
 pytestmark = pytest.mark.anyio
 

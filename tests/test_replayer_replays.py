@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
-from core.model import ExecutionStatus
-from core.store import open_store
-from core.template_io import template_to_dict
 from fixtures.recordings import CORPUS_DIR, load_entry
 from fixtures.servers import ServerNotInstalled, npm_server_command
-from replayer import Engine, load_template
-from templatizer import templatize
 from tests.callers import open_caller
+from toolreel.core.model import ExecutionStatus
+from toolreel.core.store import open_store
+from toolreel.core.template_io import template_to_dict
+from toolreel.replayer import Engine, load_template
+from toolreel.templatizer import templatize
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.npm]
 

@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from core.model import ExecutionStatus, StepStatus
 from tests.callers import harness, saved, template
+from toolreel.core.model import ExecutionStatus, StepStatus
 
 pytestmark = pytest.mark.anyio
 
@@ -329,7 +329,7 @@ async def test_template_cycles_and_depth_are_refused_at_run_time(tmp_path: Path)
         for level in range(10):
             step = {"name": "go", "template": f"level{level + 1}"} if level < 9 else counter("leaf")
             h.store.save_template(f"level{level}", {"name": f"level{level}", "steps": [step]})
-        from replayer import load_template
+        from toolreel.replayer import load_template
 
         cycle = await h.engine.run_template(load_template(h.store, "ping"), {})
         assert cycle.status == ExecutionStatus.FAILED

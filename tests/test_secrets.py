@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.secrets import REDACTED, Redactor, is_redacted, is_secret_key
+from toolreel.core.secrets import REDACTED, Redactor, is_redacted, is_secret_key
 
 FAST = settings(max_examples=200, deadline=None)
 

@@ -10,10 +10,10 @@ from functools import partial
 import anyio
 import pytest
 
-from core.errors import StaleClaimError
-from core.model import StepRecord
-from replayer._journal import NOW_CHARS, NOW_ROWS, Journal, small_rows
 from tests.store_helpers import step
+from toolreel.core.errors import StaleClaimError
+from toolreel.core.model import StepRecord
+from toolreel.replayer._journal import NOW_CHARS, NOW_ROWS, Journal, small_rows
 
 pytestmark = pytest.mark.anyio
 

@@ -12,10 +12,10 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from core.errors import NotFoundError, StaleClaimError, StoreError
-from core.model import ExecutionStatus, StepStatus
-from core.store import SQLStore, Store, open_store
 from tests.store_helpers import T0, execution, run_threads, step
+from toolreel.core.errors import NotFoundError, StaleClaimError, StoreError
+from toolreel.core.model import ExecutionStatus, StepStatus
+from toolreel.core.store import SQLStore, Store, open_store
 
 
 @pytest.fixture

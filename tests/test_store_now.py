@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import StaleClaimError
-from core.model import ExecutionStatus
-from core.store import SQLStore, open_store
-from core.store._engine import NOW_COMMITS
 from tests.store_helpers import T0, execution, step
+from toolreel.core.errors import StaleClaimError
+from toolreel.core.model import ExecutionStatus
+from toolreel.core.store import SQLStore, open_store
+from toolreel.core.store._engine import NOW_COMMITS
 
 
 @pytest.fixture

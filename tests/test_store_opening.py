@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
-from core.errors import SchemaVersionError, StoreError
-from core.store import SCHEMA_VERSION, _engine, default_db_url, open_store
-from core.store._engine import Database
-from core.store._migrate import MIGRATIONS, Migration, read_version, upgrade
 from tests import pg
 from tests.store_helpers import execution, run_threads, step
+from toolreel.core.errors import SchemaVersionError, StoreError
+from toolreel.core.store import SCHEMA_VERSION, _engine, default_db_url, open_store
+from toolreel.core.store._engine import Database
+from toolreel.core.store._migrate import MIGRATIONS, Migration, read_version, upgrade
 
 # schema and opening ----------------------------------------------------------------------
 

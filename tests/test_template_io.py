@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from core.errors import TemplateError
-from core.store import open_store
-from core.template_io import (
+from toolreel.core.errors import TemplateError
+from toolreel.core.store import open_store
+from toolreel.core.template_io import (
     check_template_cycles,
     dependencies,
     dump_template_yaml,
@@ -31,8 +31,8 @@ from core.template_io import (
     tool_input_schema,
     topo_order,
 )
-from core.template_schema import format_duration, parse_duration
-from templatizer.cli import register
+from toolreel.core.template_schema import format_duration, parse_duration
+from toolreel.templatizer.cli import register
 
 SPEC_EXAMPLE = """\
 name: triage-issues

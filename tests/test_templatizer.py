@@ -13,14 +13,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from core.errors import TemplateError
-from core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
-from core.refs import MappingScope, refs_in, resolve
-from core.secrets import REDACTED
-from core.store import open_store
 from fixtures.recordings import CorpusEntry, load_corpus, record
-from templatizer import TemplatizeResult, templatize
-from templatizer.cli import register
+from toolreel.core.errors import TemplateError
+from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
+from toolreel.core.refs import MappingScope, refs_in, resolve
+from toolreel.core.secrets import REDACTED
+from toolreel.core.store import open_store
+from toolreel.templatizer import TemplatizeResult, templatize
+from toolreel.templatizer.cli import register
 
 CORPUS = load_corpus()
 

@@ -4,9 +4,9 @@
 directory) or PostgreSQL (`postgresql+psycopg://...`); `Store` is the interface the other packages rely on.
 """
 
-from core.store._api import Store
-from core.store._migrate import SCHEMA_VERSION
-from core.store._paths import default_db_url
-from core.store._sql import SQLStore, open_store
+from toolreel.core.store._api import Store
+from toolreel.core.store._migrate import SCHEMA_VERSION
+from toolreel.core.store._paths import default_db_url
+from toolreel.core.store._sql import SQLStore, open_store
 
 __all__ = ["SCHEMA_VERSION", "SQLStore", "Store", "default_db_url", "open_store"]

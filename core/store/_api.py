@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
+from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
 
 
 class Store(Protocol):

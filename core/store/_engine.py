@@ -24,7 +24,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from core.errors import StoreError
+from toolreel.core.errors import StoreError
 
 __all__ = ["WRITE_OPTION", "Database"]
 

@@ -13,9 +13,9 @@ from sqlalchemy import Connection, inspect, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from core.errors import SchemaVersionError
-from core.store._engine import Database
-from core.store._tables import META, METADATA
+from toolreel.core.errors import SchemaVersionError
+from toolreel.core.store._engine import Database
+from toolreel.core.store._tables import META, METADATA
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "upgrade"]
 

@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import StoreError
-from core.model import (
+from toolreel.core.errors import StoreError
+from toolreel.core.model import (
     JSON,
     Execution,
     ExecutionMode,

@@ -23,12 +23,12 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import ArgumentError, IntegrityError
 from sqlalchemy.sql.dml import Insert
 
-from core.errors import NotFoundError, StaleClaimError, StoreError
-from core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
-from core.store._engine import Database
-from core.store._migrate import upgrade
-from core.store._paths import display_url, normalize_url, resolve_url
-from core.store._rows import (
+from toolreel.core.errors import NotFoundError, StaleClaimError, StoreError
+from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
+from toolreel.core.store._engine import Database
+from toolreel.core.store._migrate import upgrade
+from toolreel.core.store._paths import display_url, normalize_url, resolve_url
+from toolreel.core.store._rows import (
     EXECUTION_FIELDS,
     canonical_json,
     column_value,
@@ -40,7 +40,7 @@ from core.store._rows import (
     step_to_row,
     template_from_row,
 )
-from core.store._tables import EXECUTIONS, IDEMPOTENCY, STEPS, TEMPLATES
+from toolreel.core.store._tables import EXECUTIONS, IDEMPOTENCY, STEPS, TEMPLATES
 
 __all__ = ["SQLStore", "open_store"]
 

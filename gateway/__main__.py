@@ -1,5 +1,0 @@
-"""`python -m gateway` is `toolreel`."""
-
-from gateway.launch import main
-
-main()

@@ -1,0 +1,48 @@
+"""The distribution installs one import name, `toolreel`, and knows its version."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import toolreel
+
+REPO = Path(__file__).resolve().parents[1]
+PRODUCT = ("core", "gateway", "recorder", "replayer", "templatizer")
+
+
+def test_version_is_printed_by_the_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolreel", "--version"], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"toolreel {toolreel.__version__}"
+    assert toolreel.__version__[0].isdigit()
+
+
+def test_the_wheel_adds_only_the_toolreel_import_name(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("toolreel-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert top == {"toolreel"}
+    for package in PRODUCT:  # every product folder is in it, under the one name
+        assert f"toolreel/{package}/__init__.py" in names
+    assert "toolreel/py.typed" in names
+    assert "toolreel/core/store/__init__.py" in names
+
+
+def test_every_product_module_is_packaged() -> None:
+    """A subpackage added to a product folder must be listed in pyproject's packages."""
+    listed = {line.strip().strip('",') for line in (REPO / "pyproject.toml").read_text().splitlines()}
+    for package in PRODUCT:
+        for init in (REPO / package).rglob("__init__.py"):
+            dotted = ".".join(("toolreel", *init.parent.relative_to(REPO).parts))
+            assert dotted in listed, f"{dotted} is missing from [tool.setuptools] packages"

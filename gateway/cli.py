@@ -17,7 +17,7 @@ import anyio
 import typer
 
 from toolreel.core.errors import ConfigError, ToolreelError
-from toolreel.gateway.config import GatewayConfig, load_config, wrap_config
+from toolreel.upstreams.config import GatewayConfig, load_config, wrap_config
 
 __all__ = ["app", "main"]
 
@@ -146,7 +146,7 @@ def config_check(
 
 
 async def _check(cfg: GatewayConfig, start: bool, timeout: float) -> dict[str, Any]:
-    from toolreel.gateway.hub import ALL_CLIENT_CAPABILITIES, open_hub
+    from toolreel.upstreams.hub import ALL_CLIENT_CAPABILITIES, open_hub
 
     servers: list[dict[str, Any]] = []
     if not start:

@@ -39,7 +39,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolreel.core.errors import UpstreamError
 from toolreel.gateway.exchange import Exchange, Exchanges, quiet_progress
-from toolreel.gateway.hub import ClientRouter, Hub, error_result
 from toolreel.gateway.links import (
     HOP_META,
     Call,
@@ -52,7 +51,8 @@ from toolreel.gateway.links import (
     require_capability,
     send_quietly,
 )
-from toolreel.gateway.upstream import START_TIMEOUT, AskFn, Upstream
+from toolreel.upstreams.hub import ClientRouter, Hub, error_result
+from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
 
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
 

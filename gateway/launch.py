@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from toolreel.gateway.prespawn import prespawn
+from toolreel.upstreams.prespawn import prespawn
 
 __all__ = ["main"]
 

@@ -21,12 +21,12 @@ from toolreel.core import store_peek
 from toolreel.core.errors import RefError, StoreError, ToolreelError
 from toolreel.core.model import ExecutionStatus
 from toolreel.core.store_peek import Peek
-from toolreel.gateway.config import GatewayConfig
 from toolreel.gateway.front import ToolHook
-from toolreel.gateway.hub import Hub, error_result
 from toolreel.gateway.links import ClientLink
-from toolreel.gateway.upstream import Upstream
 from toolreel.recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession
+from toolreel.upstreams.config import GatewayConfig
+from toolreel.upstreams.hub import Hub, error_result
+from toolreel.upstreams.upstream import Upstream
 
 if TYPE_CHECKING:
     from toolreel.core.store import Store

@@ -6,20 +6,18 @@ all unwind it, which closes every upstream (and `setpriv --pdeathsig` covers SIG
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import secrets
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
-import mcp_types as types
 from mcp.server.runner import serve_dual_era_loop
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -28,12 +26,12 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolreel.core.errors import ConfigError
-from toolreel.gateway.config import GatewayConfig
 from toolreel.gateway.front import Front, ToolHook
-from toolreel.gateway.hub import Hub, open_hub
 from toolreel.gateway.stdio import serve_stdio_streams
+from toolreel.upstreams.config import GatewayConfig
+from toolreel.upstreams.hub import Hub, open_hub
 
-__all__ = ["HttpOptions", "open_upstreams", "parse_http", "run_gateway"]
+__all__ = ["HttpOptions", "parse_http", "run_gateway"]
 
 logger = logging.getLogger("toolreel.serve")
 
@@ -61,13 +59,6 @@ def parse_http(value: str, token_env: str | None) -> HttpOptions:
         if not token:
             raise ConfigError(f"environment variable {token_env} (from --token-env) is not set", path="--token-env")
     return HttpOptions(host=host.strip("[]") or "127.0.0.1", port=port, token=token)
-
-
-@contextlib.asynccontextmanager
-async def open_upstreams(config: GatewayConfig, *, wait: float = 30.0) -> AsyncIterator[Hub]:
-    """Upstreams for a process with no MCP client (`toolreel run`, `toolreel worker`)."""
-    async with open_hub(config, capabilities=types.ClientCapabilities(), wait=wait) as hub:
-        yield hub
 
 
 def _gil_interval() -> None:

@@ -25,7 +25,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from toolreel.gateway.pipes import Backlog, Coalescer, LineReader, PipeEnd, json_line
+from toolreel.upstreams.pipes import Backlog, Coalescer, LineReader, PipeEnd, json_line
 
 __all__ = ["FastCall", "serve_stdio_streams"]
 

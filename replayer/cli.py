@@ -35,6 +35,8 @@ from toolreel.replayer._inputs import parse_cli_value
 from toolreel.replayer._state import awaiting_of
 from toolreel.replayer._view import execution_view
 from toolreel.replayer._worker import Worker
+from toolreel.upstreams.config import GatewayConfig, load_config
+from toolreel.upstreams.hub import open_upstreams
 
 __all__ = ["executions_commands", "register"]
 
@@ -169,8 +171,6 @@ async def _engine(
     lease_seconds: float,
     view: _LiveView | None,
 ) -> AsyncIterator[Engine]:
-    from toolreel.gateway.serve import open_upstreams  # the gateway's CLI imports this module: import at use
-
     upstreams = await _thread(_upstreams_config, store, config, template)
     observer = view.observe if view is not None else None
     async with (
@@ -302,10 +302,8 @@ def _read_inputs(template: Template, pairs: Sequence[str], file: Path | None) ->
     return given
 
 
-def _upstreams_config(store: Store, path: Path | None, template: Template | None) -> Any:
+def _upstreams_config(store: Store, path: Path | None, template: Template | None) -> GatewayConfig:
     """The config's servers, only those the template (and its child templates) call when one is given."""
-    from toolreel.gateway.config import GatewayConfig, load_config
-
     source = path or (Path(os.environ["TOOLREEL_CONFIG"]) if os.environ.get("TOOLREEL_CONFIG") else None)
     if source is None:
         return GatewayConfig(servers=())

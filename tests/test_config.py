@@ -15,7 +15,7 @@ import pytest
 
 from tests.gw import TOOLREEL, fixture_entry, gateway_env, write_config
 from toolreel.core.errors import ConfigError
-from toolreel.gateway.config import DEFAULT_TIMEOUT, load_config, parse_config
+from toolreel.upstreams.config import DEFAULT_TIMEOUT, load_config, parse_config
 
 ENV = {"API_TOKEN": "tok-123", "HOME_DIR": "/home/me"}
 

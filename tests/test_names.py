@@ -26,7 +26,7 @@ from tests.gw import (
     write_config,
 )
 from toolreel.core.store import open_store
-from toolreel.gateway.names import MAX_NAME, listed_name, split_prefixed
+from toolreel.upstreams.names import MAX_NAME, listed_name, split_prefixed
 
 LEGAL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 LONG_SERVER = "a_rather_long_server_name_that_pushes_every_tool_over_the_limit"  # 63 chars, legal
@@ -75,7 +75,7 @@ def test_mapped_names_do_not_collide() -> None:
 def test_mapping_is_stable_across_processes() -> None:
     here = [listed_name(LONG_SERVER, "echo"), listed_name("fs", "read.file/v2")]
     code = (
-        "from gateway.names import listed_name;"
+        "from toolreel.upstreams.names import listed_name;"
         f"print(listed_name({LONG_SERVER!r}, 'echo'));print(listed_name('fs', 'read.file/v2'))"
     )
     done = subprocess.run(

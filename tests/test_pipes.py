@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import uvloop
 
-from toolreel.gateway.pipes import Backlog, LineReader, PipeEnd, adopt
+from toolreel.upstreams.pipes import Backlog, LineReader, PipeEnd, adopt
 
 LOOPS: dict[str, Callable[[Coroutine[Any, Any, None]], None]] = {"asyncio": asyncio.run, "uvloop": uvloop.run}
 

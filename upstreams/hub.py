@@ -20,11 +20,11 @@ from mcp.shared.exceptions import MCPError
 
 from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import UpstreamError
-from toolreel.gateway.config import GatewayConfig
-from toolreel.gateway.names import NameMapping, listed_name
-from toolreel.gateway.upstream import Upstream, UpstreamState
+from toolreel.upstreams.config import GatewayConfig
+from toolreel.upstreams.names import NameMapping, listed_name
+from toolreel.upstreams.upstream import Upstream, UpstreamState
 
-__all__ = ["ClientRouter", "Hub", "Route", "open_hub"]
+__all__ = ["ClientRouter", "Hub", "Route", "open_hub", "open_upstreams"]
 
 logger = logging.getLogger("toolreel.hub")
 
@@ -300,3 +300,10 @@ async def open_hub(
             yield hub
         finally:
             tg.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def open_upstreams(config: GatewayConfig, *, wait: float = 30.0) -> AsyncIterator[Hub]:
+    """Upstreams for a process with no MCP client (`toolreel run`, `toolreel worker`)."""
+    async with open_hub(config, capabilities=types.ClientCapabilities(), wait=wait) as hub:
+        yield hub

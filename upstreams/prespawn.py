@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from toolreel.core.errors import ConfigError
-from toolreel.gateway.config import GatewayConfig, ServerConfig, load_config, wrap_config
+from toolreel.upstreams.config import GatewayConfig, ServerConfig, load_config, wrap_config
 
 __all__ = ["Spawned", "child_command", "prespawn", "spawn", "take"]
 

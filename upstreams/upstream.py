@@ -42,9 +42,9 @@ from mcp_types.version import LATEST_MODERN_VERSION
 from pydantic import BaseModel
 
 from toolreel.core.errors import UpstreamError, UpstreamTimeout
-from toolreel.gateway import prespawn
-from toolreel.gateway.config import ServerConfig
-from toolreel.gateway.stdio_upstream import FastLane, open_stdio_upstream
+from toolreel.upstreams import prespawn
+from toolreel.upstreams.config import ServerConfig
+from toolreel.upstreams.stdio_upstream import FastLane, open_stdio_upstream
 
 __all__ = ["Bridge", "Listing", "Upstream", "UpstreamState"]
 

@@ -24,7 +24,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from toolreel.gateway.pipes import Backlog, Coalescer, LineReader, adopt, json_line
+from toolreel.upstreams.pipes import Backlog, Coalescer, LineReader, adopt, json_line
 
 __all__ = ["FastLane", "open_stdio_upstream"]
 

@@ -5,3 +5,18 @@ A client config (`config`) becomes a `Hub` of upstream MCP sessions (`hub`, `ups
 one `server__tool` naming rule; `prespawn` starts stdio servers before the rest loads. It
 imports nothing from the gateway, recorder, templatizer or replayer.
 """
+
+# Only the light modules here: `toolreel serve` imports `prespawn` (through this package) before
+# the MCP SDK, to start the servers while the rest loads; the hub is `toolreel.upstreams.hub`.
+from toolreel.upstreams.config import GatewayConfig, ServerConfig, load_config, parse_config, wrap_config
+from toolreel.upstreams.names import listed_name, split_prefixed
+
+__all__ = [
+    "GatewayConfig",
+    "ServerConfig",
+    "listed_name",
+    "load_config",
+    "parse_config",
+    "split_prefixed",
+    "wrap_config",
+]

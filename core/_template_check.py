@@ -9,9 +9,10 @@ import re
 from collections.abc import Iterator, Mapping
 
 from toolreel.core._template_graph import CycleError, topo_order
-from toolreel.core.errors import TemplateError
+from toolreel.core.errors import CodeError, TemplateError
 from toolreel.core.model import JSON
 from toolreel.core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, is_ref, ref_roots, refs_in
+from toolreel.core.sandbox import check_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_schema import INPUT_NAME_RE, TEMPLATE_NAME_RE
 
@@ -131,29 +132,45 @@ class Checker:
                 ("return", step.has_return),
                 ("approve", step.approve is not None),
                 ("template", step.template is not None),
+                ("code", step.code is not None),
             )
             if present
         ]
         if len(kinds) != 1:
             found = " and ".join(kinds) if kinds else "none"
             raise self.error(
-                f"a step has exactly one kind of tool, return, approve, template; found {found}",
+                f"a step has exactly one kind of tool, return, approve, template, code; found {found}",
                 step.name,
                 kinds[1] if len(kinds) > 1 else "tool",
             )
         kind = kinds[0]
-        callable_kind = kind in ("tool", "template")
+        callable_kind = kind in ("tool", "template", "code")
         rules = (
-            ("for_each", step.for_each is not None, callable_kind, "only a tool or template step can have for_each"),
+            (
+                "for_each",
+                step.for_each is not None,
+                callable_kind,
+                "only a tool or template step, or a code step, can have for_each",
+            ),
             ("concurrency", step.concurrency is not None, step.for_each is not None, "concurrency needs for_each"),
             ("input", step.input is not None, callable_kind, f"a {kind} step takes no input"),
             ("template_version", step.template_version is not None, kind == "template", "needs `template`"),
+            ("memory_mb", step.memory_mb is not None, kind == "code", "needs `code`"),
         )
         for field, present, allowed, message in rules:
             if present and not allowed:
                 raise self.error(message, step.name, field)
-        if step.input is not None and not isinstance(step.input, Mapping) and not _is_str_ref(step.input):
+        if kind == "code":
+            self._check_code(step)
+        elif step.input is not None and not isinstance(step.input, Mapping) and not _is_str_ref(step.input):
             raise self.error("input must be an object of arguments (or one ref to an object)", step.name, "input")
+
+    def _check_code(self, step: StepSpec) -> None:
+        assert step.code is not None
+        try:
+            check_code(step.code)
+        except CodeError as exc:
+            raise self.error(f"the script does not compile: {exc}", step.name, "code") from None
 
     def _ref_fields(self, step: StepSpec) -> Iterator[tuple[str, JSON]]:
         yield "input", step.input

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from toolreel.core.errors import RefError, UpstreamError, UpstreamTimeout
+from toolreel.core.errors import CodeError, CodeTimeout, RefError, UpstreamError, UpstreamTimeout
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import resolve, step_output
+from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
 from toolreel.core.template import StepSpec
 from toolreel.replayer._child import template_step
 from toolreel.replayer._policy import (
@@ -49,7 +50,37 @@ async def execute(run: Run, state: StepState) -> StepRecord:
         return await _for_each(run, state, record)
     if spec.template is not None:
         return await template_step(run, state, record, state.args)
+    if spec.code is not None:
+        return await _code(run, spec, record, state.args)
     return await _tool(run, spec, record, state.args, state.key)
+
+
+# ---------------------------------------------------------------------- code
+
+
+async def _code(run: Run, spec: StepSpec, record: StepRecord, value: JSON) -> StepRecord:
+    """The script in a worker thread (a busy one never holds up the event loop); retried like a tool call
+    on `timeout` when the policy says so."""
+    assert spec.code is not None
+    limits = CodeLimits(timeout=spec.timeout or DEFAULT_TIMEOUT, memory_mb=spec.memory_mb or DEFAULT_MEMORY_MB)
+    policy = spec.retry or NO_RETRY
+    attempt = 1
+    while True:
+        try:
+            output = await anyio.to_thread.run_sync(partial(run_code, spec.code, value, limits), abandon_on_cancel=True)
+        except CodeError as exc:
+            ended = failed(record, f"code: {exc}")
+            kind = "timeout" if isinstance(exc, CodeTimeout) else None
+        else:
+            return succeeded(record, output)
+        if not should_retry(policy, attempt, kind):
+            return ended
+        run.running.pop(record.name, None)
+        run.submit([ended])
+        attempt += 1
+        await anyio.sleep(retry_delay(policy, attempt))
+        record = run.next_attempt(record)
+        run.submit([record])
 
 
 # ---------------------------------------------------------------------- tool calls
@@ -229,6 +260,8 @@ async def _item(run: Run, state: StepState, index: int, item: JSON, progress: _I
     record = run.begin_item(state, index, args, key)
     if spec.template is not None:
         return await template_step(run, state, record, args, progress.stopping)
+    if spec.code is not None:
+        return await _code(run, spec, record, args)
     return await _tool(run, spec, record, args, key)
 
 

@@ -49,7 +49,13 @@ __all__ = ["Run", "RunContext"]
 logger = logging.getLogger("toolreel.replayer")
 
 _V = TypeVar("_V")
-_KINDS = {"tool": StepKind.TOOL, "return": StepKind.RETURN, "approve": StepKind.APPROVE, "template": StepKind.TEMPLATE}
+_KINDS = {
+    "tool": StepKind.TOOL,
+    "return": StepKind.RETURN,
+    "approve": StepKind.APPROVE,
+    "template": StepKind.TEMPLATE,
+    "code": StepKind.CODE,
+}
 # Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
 # parent's template step ran past its timeout).
 _CHILD_REASON = {

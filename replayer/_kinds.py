@@ -15,6 +15,7 @@ import anyio
 import anyio.to_thread
 
 from toolreel.core.errors import CodeError, CodeTimeout, RefError, UpstreamError, UpstreamTimeout
+from toolreel.core.form import check_answer, parse_answer_text
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import resolve, step_output
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
@@ -162,13 +163,17 @@ def _error_text(result: JSON) -> str:
 
 async def _approve(run: Run, state: StepState, record: StepRecord) -> StepRecord:
     prompt = str(state.args)
+    form = state.spec.approve_schema
+    if isinstance(form, dict):
+        return await _ask_for_data(run, state, record, prompt, form)
     response: str | None = None
     answer: bool | None = None
     if run.answer_for == state.spec.name and run.response is not None:
         response, run.response = run.response, None
         answer = parse_answer(response)
     elif run.ctx.approver is not None:
-        answer = await _ask(run, prompt)
+        asked = await _ask(run, prompt)
+        answer = asked if isinstance(asked, bool) or asked is None else True
     if answer is None:
         return record.replace(result={AWAITING: "approval", "prompt": prompt})
     if answer:
@@ -177,10 +182,41 @@ async def _approve(run: Run, state: StepState, record: StepRecord) -> StepRecord
     return failed(record, f"approval refused: {prompt!r}{said}")
 
 
-async def _ask(run: Run, prompt: str) -> bool | None:
+async def _ask_for_data(
+    run: Run, state: StepState, record: StepRecord, message: str, form: dict[str, Any]
+) -> StepRecord:
+    """An approval that asks for fields: the checked answer is the step's output. A bad answer from a
+    client leaves the step waiting (a `--response` is checked before the run resumes)."""
+    answer: dict[str, JSON] | bool | None = None
+    if run.answer_for == state.spec.name and run.response is not None:
+        response, run.response = run.response, None
+        answer = parse_answer_text(form, response)
+    elif run.ctx.approver is not None:
+        answer = await _ask(run, message, form)
+        if isinstance(answer, dict):
+            try:
+                answer = check_answer(form, answer)
+            except ValueError as exc:
+                logger.warning(
+                    "execution %s: step %s: the answer was refused (%s); it pauses",
+                    run.execution_id,
+                    state.spec.name,
+                    exc,
+                )
+                answer = None
+    if answer is None or answer is True:
+        return record.replace(result={AWAITING: "approval", "prompt": {"message": message, "schema": form}})
+    if answer is False:
+        return failed(record, f"approval refused: {message!r}")
+    return succeeded(record, answer)
+
+
+async def _ask(run: Run, prompt: str, form: dict[str, Any] | None = None) -> dict[str, JSON] | bool | None:
     assert run.ctx.approver is not None
     try:
-        return await run.ctx.approver.approve(prompt)
+        if form is None:
+            return await run.ctx.approver.approve(prompt)
+        return await run.ctx.approver.approve(prompt, form)
     except Exception:  # the person's client went away: nobody can be asked now, so the run pauses
         logger.warning(
             "execution %s: asking for approval failed; the execution pauses", run.execution_id, exc_info=True

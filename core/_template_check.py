@@ -10,10 +10,11 @@ from collections.abc import Iterator, Mapping
 
 from toolreel.core._template_graph import CycleError, topo_order
 from toolreel.core.errors import CodeError, TemplateError
+from toolreel.core.form import check_value
 from toolreel.core.model import JSON
 from toolreel.core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, is_ref, ref_roots, refs_in
 from toolreel.core.sandbox import check_code
-from toolreel.core.template import StepSpec, Template
+from toolreel.core.template import InputSpec, StepSpec, Template
 from toolreel.core.template_schema import INPUT_NAME_RE, TEMPLATE_NAME_RE
 
 __all__ = ["Checker"]
@@ -65,12 +66,13 @@ class Checker:
                 "(it is also the tool name reel__<name>)",
                 field="name",
             )
-        for name in self.t.inputs:
+        for name, spec in self.t.inputs.items():
             if not INPUT_NAME_RE.match(name):
                 raise self.error(
                     f"input name {name!r} must match [A-Za-z_][A-Za-z0-9_]* (it is written @input.{name})",
                     field=f"inputs.{name}",
                 )
+            self._check_constraints(name, spec)
         self._check_names()
         for step in self.t.steps:
             self._check_step(step)
@@ -81,6 +83,26 @@ class Checker:
         except CycleError as exc:
             naming = self._field_naming(self.t.step(exc.cycle[0]), exc.cycle[1])
             raise self.error(str(exc).split(": ", 1)[-1], exc.cycle[0], naming) from None
+
+    def _check_constraints(self, name: str, spec: InputSpec) -> None:
+        """Constraints fit the declared type, and a default meets them (a run would refuse it otherwise)."""
+        misfit = (
+            ("pattern", spec.pattern is not None, ("string",)),
+            ("minimum", spec.minimum is not None, ("number", "integer")),
+            ("maximum", spec.maximum is not None, ("number", "integer")),
+        )
+        for keyword, present, types in misfit:
+            if present and spec.type is not None and spec.type not in types:
+                raise self.error(
+                    f"`{keyword}` applies to {' and '.join(types)} inputs, not {spec.type}",
+                    field=f"inputs.{name}.{keyword}",
+                )
+        if spec.has_default and spec.default is not None and spec.constraints():
+            problem = check_value(name, spec.constraints(), spec.default)
+            if problem is not None:
+                raise self.error(
+                    f"the default does not meet the constraints: {problem}", field=f"inputs.{name}.default"
+                )
 
     def _field_naming(self, step: StepSpec, other: str) -> str | None:
         """Where `step` refers to (or depends on) step `other`."""

@@ -1,0 +1,333 @@
+"""Transforms inferred from a recording: a literal that no earlier value is, but a simple function of one.
+
+An agent reshapes values in its head between two calls (sums a list, counts it, lower-cases an email,
+picks the item with the newest date or the largest amount, joins names into a line). Such a value,
+left literal, is wrong on the next run. `propose_transforms` looks for it among a closed set of
+functions over earlier outputs (`FUNCTIONS`; never arbitrary synthesis) and, when exactly one
+explains the recorded value, inserts a `code` step computing it from refs and points the argument at it.
+The script is run on the recording before it is kept: it must give exactly the recorded value in every
+recording given. A positional ref (`@list.items[2].name`) is replaced only by a pick (newest, largest),
+and a `{{@ref}}` string only by a join over a whole list: those explain the value without its position.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Final, TypeGuard
+
+from toolreel.core.errors import CodeError, RefError
+from toolreel.core.model import JSON, StepRecord
+from toolreel.core.refs import is_ref, refs_in, resolve
+from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.template import StepSpec, Template
+from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._infer import Run
+from toolreel.templatizer._result import Inference
+from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, walk
+
+__all__ = ["FUNCTIONS", "Candidate", "candidates_in", "propose_transforms"]
+
+FUNCTIONS: Final = ("count", "sum", "max", "max_by", "newest_by", "lower", "upper", "join", "join_fields")
+SEPARATORS: Final = (", ", ",", " ", "; ", " | ", "\n", "-", "/", ":")
+_PICKS: Final = frozenset({"max_by", "newest_by"})
+_LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
+_MIN_TEXT: Final = 3  # shorter strings equal a function's result by accident too easily
+_LATER_ITEM_RE: Final = re.compile(r"\[[1-9][0-9]*\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One function of one earlier output: what it gives and the code step that computes it."""
+
+    function: str
+    value: JSON
+    source: str  # the ref to the output it reads, e.g. `@create_order_1.lines`
+    code: str
+    what: str  # for the evidence: "the sum of `amount` over"
+    data: JSON = None  # the output part it reads
+
+    def identity(self) -> tuple[str, str]:
+        """Two candidates reading equal data the same way are one explanation (the earliest source wins)."""
+        return (self.code, json.dumps(self.data, sort_keys=True))
+
+
+# --------------------------------------------------------------------------- the closed set of functions
+
+
+def _js(body: str) -> str:
+    return f"export default function(input) {{\n  {body}\n}}\n"
+
+
+def _key(name: str) -> str:
+    return json.dumps(name, ensure_ascii=False)
+
+
+def _number(value: JSON) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _moment(value: JSON) -> float | None:
+    """An ISO 8601 date or date-time as seconds (naive ones read as UTC: only their order matters)."""
+    if not isinstance(value, str) or len(value) < 10 or value[4:5] != "-":
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _list_functions(source: str, items: list[JSON]) -> Iterator[Candidate]:
+    yield Candidate("count", len(items), source, _js("return input.list.length;"), "the number of items of")
+    numbers = [x for x in items if _number(x)]
+    if len(numbers) == len(items):
+        yield Candidate(
+            "sum", _sum(numbers), source, _js("return input.list.reduce((a, x) => a + x, 0);"), "the sum of"
+        )
+        yield Candidate("max", max(numbers), source, _js("return Math.max(...input.list);"), "the largest of")
+    texts = [x for x in items if isinstance(x, str)]
+    if len(texts) == len(items):
+        for sep in SEPARATORS:
+            code = _js(f"return input.list.join({_key(sep)});")
+            yield Candidate("join", sep.join(texts), source, code, f"the items joined by {sep!r} of")
+    records = [x for x in items if isinstance(x, dict)]
+    if len(records) == len(items):
+        yield from _record_functions(source, records)
+
+
+def _sum(values: Sequence[int | float]) -> int | float:
+    total: int | float = 0
+    for value in values:  # left to right, as the script adds: the same float rounding
+        total = total + value
+    return total
+
+
+def _record_functions(source: str, items: list[dict[str, JSON]]) -> Iterator[Candidate]:
+    fields = [f for f in items[0] if all(f in item for item in items)]
+    for f in fields:
+        column = [item[f] for item in items]
+        numbers = [x for x in column if _number(x)]
+        texts = [x for x in column if isinstance(x, str)]
+        if len(numbers) == len(items):
+            code = _js(f"return input.list.reduce((a, x) => a + x[{_key(f)}], 0);")
+            yield Candidate("sum", _sum(numbers), source, code, f"the sum of `{f}` over")
+            yield from _picks("max_by", source, items, f, [float(x) for x in numbers], "largest")
+        elif len(texts) == len(items):
+            moments = [m for m in map(_moment, texts) if m is not None]
+            if len(moments) == len(items):
+                yield from _picks("newest_by", source, items, f, moments, "newest")
+            for sep in SEPARATORS:
+                code = _js(f"return input.list.map((x) => x[{_key(f)}]).join({_key(sep)});")
+                yield Candidate("join", sep.join(texts), source, code, f"`{f}` of every item joined by {sep!r} in")
+
+
+def _picks(
+    function: str, source: str, items: list[dict[str, JSON]], by: str, keys: list[float], word: str
+) -> Iterator[Candidate]:
+    """A field of the item with the largest `by` (a number, or a date: newest); none when two items tie."""
+    if len(keys) != len(items) or keys.count(max(keys)) > 1:
+        return
+    best = items[keys.index(max(keys))]
+    measure = f"Date.parse(x[{_key(by)}])" if function == "newest_by" else f"x[{_key(by)}]"
+    for field in best:
+        code = _js(
+            f"const key = (x) => {measure};\n"
+            "  let best = input.list[0];\n"
+            "  for (const x of input.list) if (key(x) > key(best)) best = x;\n"
+            f"  return best[{_key(field)}];"
+        )
+        yield Candidate(function, best[field], source, code, f"`{field}` of the item with the {word} `{by}` in")
+
+
+def _text_functions(source: str, text: str) -> Iterator[Candidate]:
+    if text.lower() != text:
+        yield Candidate("lower", text.lower(), source, _js("return input.text.toLowerCase();"), "the lower case of")
+    if text.upper() != text:
+        yield Candidate("upper", text.upper(), source, _js("return input.text.toUpperCase();"), "the upper case of")
+
+
+def _object_functions(source: str, record: Mapping[str, JSON]) -> Iterator[Candidate]:
+    texts = [k for k, v in record.items() if isinstance(v, str) and v]
+    for first in texts:
+        for second in texts:
+            if first == second:
+                continue
+            for sep in SEPARATORS:
+                code = _js(f"return [input.item[{_key(first)}], input.item[{_key(second)}]].join({_key(sep)});")
+                value = f"{record[first]}{sep}{record[second]}"
+                yield Candidate("join_fields", value, source, code, f"`{first}` and `{second}` joined by {sep!r} of")
+
+
+def candidates_in(step: str, output: JSON) -> Iterator[Candidate]:
+    """Every function of the closed set applied to every part of one step's output (paths without list
+    indexes: a value found by position would be wrong on the next run anyway)."""
+    for keys, node in walk(output):
+        if any(isinstance(key, int) for key in keys):
+            continue
+        source = f"@{step}{json_path(keys)[1:]}"
+        if isinstance(node, list) and len(node) >= 2:
+            found = _list_functions(source, node)
+        elif isinstance(node, str) and len(node) >= _MIN_TEXT:
+            found = _text_functions(source, node)
+        elif isinstance(node, dict):
+            found = _object_functions(source, node)
+        else:
+            continue
+        for candidate in found:
+            yield replace(candidate, data=node)
+
+
+# --------------------------------------------------------------------------- which arguments, which candidates
+
+
+def _role(leaf: JSON, recorded: JSON, runs: int) -> Callable[[Candidate], bool] | None:
+    """Which candidates may replace a leaf of a step input, or None when it is left as it is."""
+    if isinstance(leaf, str) and is_ref(leaf):
+        positional = _LATER_ITEM_RE.search(leaf) is not None  # not the first item: a pick may explain it
+        return (lambda c: c.function in _PICKS) if positional else None
+    if isinstance(leaf, str) and len(refs_in(leaf)) >= 2:
+        return lambda c: c.function == "join"  # pieces of a list by position: a join of the whole list
+    if isinstance(leaf, str) and refs_in(leaf):
+        return None
+    if _number(recorded) and (runs > 1 or not _small(recorded)):
+        return lambda c: True
+    if isinstance(recorded, str) and len(recorded) >= _MIN_TEXT:
+        return lambda c: True
+    return None
+
+
+def _small(number: int | float) -> bool:
+    """A single-digit whole number equals some count by accident too often to be evidence in one recording
+    (a second recording, where it must hold again, makes it evidence)."""
+    return float(number).is_integer() and abs(number) < SMALL_INT
+
+
+def _equal(a: JSON, b: JSON) -> bool:
+    """JSON has one number type: 3 and 3.0 are one value here (a script's numbers are doubles)."""
+    if _number(a) and _number(b):
+        return bool(a == b)
+    return type(a) is type(b) and a == b
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    step: str
+    keys: Keys
+    recorded: JSON
+    candidate: Candidate
+
+
+def _explain(record: StepRecord, spec: StepSpec, earlier: Sequence[str], runs: Sequence[Run]) -> Iterator[_Found]:
+    pool: list[Candidate] | None = None
+    recorded_input = record.resolved_input if record.resolved_input is not None else {}
+    for keys, leaf in walk(spec.input):
+        if isinstance(leaf, dict | list):
+            continue
+        found, recorded = get_at(recorded_input, keys)
+        allowed = _role(leaf, recorded, len(runs)) if found else None
+        if allowed is None:
+            continue
+        if pool is None:
+            pool = [c for step in earlier for c in candidates_in(step, runs[0].outputs.get(step))]
+        matching: dict[tuple[str, str], Candidate] = {}
+        for candidate in pool:
+            if allowed(candidate) and _equal(candidate.value, recorded):
+                matching.setdefault(candidate.identity(), candidate)
+        if len(matching) == 1:
+            yield _Found(spec.name, keys, recorded, next(iter(matching.values())))
+
+
+def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
+    """The script, run on each recording's outputs, gives exactly what that recording sent."""
+    checked = 0
+    for run in runs:
+        record = run.steps.get(found.step)
+        if record is None:
+            continue
+        ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, found.keys)
+        if not ok:
+            return False
+        try:
+            value = resolve(found.candidate.source, run.scope())
+            got = run_code(found.candidate.code, {_INPUT_NAME[found.candidate.function]: value}, _LIMITS)
+        except (RefError, CodeError):
+            return False
+        if not _equal(got, recorded):
+            return False
+        checked += 1
+    return checked > 0
+
+
+_INPUT_NAME: Final = {
+    **dict.fromkeys(("count", "sum", "max", "max_by", "newest_by", "join"), "list"),
+    "lower": "text",
+    "upper": "text",
+    "join_fields": "item",
+}
+
+
+# --------------------------------------------------------------------------- the template
+
+
+def propose_transforms(
+    template: Template, kept: Sequence[StepRecord], runs: Sequence[Run]
+) -> tuple[Template, tuple[Inference, ...]]:
+    """The template with a `code` step before each argument a closed-set function explains, and the evidence."""
+    names = {step.name for step in template.steps}
+    order = [record.name for record in kept if record.name in names]
+    found: list[_Found] = []
+    for position, record in enumerate(r for r in kept if r.name in names):
+        spec = template.step(record.name)
+        earlier = [step for step in order[:position] if step in runs[0].outputs]
+        found += [f for f in _explain(record, spec, earlier, runs) if _reproduces(f, runs)]
+    if not found:
+        return template, ()
+    return _rewritten(template, found)
+
+
+def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, tuple[Inference, ...]]:
+    taken = {step.name for step in template.steps}
+    inserted: dict[str, list[StepSpec]] = {}
+    inputs: dict[str, JSON] = {step.name: step.input for step in template.steps}
+    inferences = []
+    for item in found:
+        name = _free_name(f"calc_{item.candidate.function}", taken)
+        taken.add(name)
+        role = _INPUT_NAME[item.candidate.function]
+        inserted.setdefault(item.step, []).append(
+            StepSpec(name=name, code=item.candidate.code, input={role: item.candidate.source})
+        )
+        inputs[item.step] = _put(inputs[item.step], item.keys, f"@{name}")
+        evidence = (
+            f"{item.recorded!r} is no earlier value but {item.candidate.what} {item.candidate.source} "
+            f"({item.candidate.function}); the code step {name} reproduces it from the recording"
+        )
+        inferences.append(Inference(item.step, json_path(item.keys), f"@{name}", "high", 0.9, evidence, "transform"))
+    steps: list[StepSpec] = []
+    for step in template.steps:
+        steps += inserted.get(step.name, [])
+        steps.append(replace(step, input=inputs[step.name]))
+    return parse_template(template_to_dict(replace(template, steps=tuple(steps)))), tuple(inferences)
+
+
+def _free_name(base: str, taken: set[str]) -> str:
+    n = 1
+    while f"{base}_{n}" in taken:
+        n += 1
+    return f"{base}_{n}"
+
+
+def _put(value: JSON, keys: Keys, new: JSON) -> JSON:
+    if not keys:
+        return new
+    head, rest = keys[0], keys[1:]
+    if isinstance(value, dict) and isinstance(head, str):
+        return {**value, head: _put(value[head], rest, new)}
+    if isinstance(value, list) and isinstance(head, int):
+        return [_put(v, rest, new) if i == head else v for i, v in enumerate(value)]
+    return value

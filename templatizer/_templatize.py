@@ -62,7 +62,7 @@ def templatize(
     left_out += [(r.name, "not among the steps asked for, nor needed by them") for r in kept if r.name not in names]
     reads = frozenset(read_only)
     template = _build(name, description or _describe(kept), kept, results, names, table, keep_order, reads)
-    template, transforms = propose_transforms(template, kept, runs)
+    template, transforms = propose_transforms(template, kept, runs, named=set(inputs or {}))
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
     likely = likely_inputs(literals, set(template.inputs)) if len(runs) == 1 else []

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Final, TypeGuard
@@ -185,8 +185,10 @@ def candidates_in(step: str, output: JSON) -> Iterator[Candidate]:
 # --------------------------------------------------------------------------- which arguments, which candidates
 
 
-def _role(leaf: JSON, recorded: JSON, runs: int) -> Callable[[Candidate], bool] | None:
+def _role(leaf: JSON, recorded: JSON, runs: int, derived: frozenset[str]) -> Callable[[Candidate], bool] | None:
     """Which candidates may replace a leaf of a step input, or None when it is left as it is."""
+    if isinstance(leaf, str) and leaf.startswith("@input.") and leaf.removeprefix("@input.") in derived:
+        return lambda c: True  # an input only because it varied: a function that explains every run is better
     if isinstance(leaf, str) and is_ref(leaf):
         positional = _LATER_ITEM_RE.search(leaf) is not None  # not the first item: a pick may explain it
         return (lambda c: c.function in _PICKS) if positional else None
@@ -222,14 +224,16 @@ class _Found:
     candidate: Candidate
 
 
-def _explain(record: StepRecord, spec: StepSpec, earlier: Sequence[str], runs: Sequence[Run]) -> Iterator[_Found]:
+def _explain(
+    record: StepRecord, spec: StepSpec, earlier: Sequence[str], runs: Sequence[Run], derived: frozenset[str]
+) -> Iterator[_Found]:
     pool: list[Candidate] | None = None
     recorded_input = record.resolved_input if record.resolved_input is not None else {}
     for keys, leaf in walk(spec.input):
         if isinstance(leaf, dict | list):
             continue
         found, recorded = get_at(recorded_input, keys)
-        allowed = _role(leaf, recorded, len(runs)) if found else None
+        allowed = _role(leaf, recorded, len(runs), derived) if found else None
         if allowed is None:
             continue
         if pool is None:
@@ -275,16 +279,20 @@ _INPUT_NAME: Final = {
 
 
 def propose_transforms(
-    template: Template, kept: Sequence[StepRecord], runs: Sequence[Run]
+    template: Template, kept: Sequence[StepRecord], runs: Sequence[Run], named: Collection[str] = ()
 ) -> tuple[Template, tuple[Inference, ...]]:
-    """The template with a `code` step before each argument a closed-set function explains, and the evidence."""
+    """The template with a `code` step before each argument a closed-set function explains, and the evidence.
+
+    `named`: the inputs the user named (they stay); an input the templatizer made because its value varied
+    between recordings gives way to a function that explains it in every recording."""
+    derived = frozenset(template.inputs) - frozenset(named) if len(runs) > 1 else frozenset()
     names = {step.name for step in template.steps}
     order = [record.name for record in kept if record.name in names]
     found: list[_Found] = []
     for position, record in enumerate(r for r in kept if r.name in names):
         spec = template.step(record.name)
         earlier = [step for step in order[:position] if step in runs[0].outputs]
-        found += [f for f in _explain(record, spec, earlier, runs) if _reproduces(f, runs)]
+        found += [f for f in _explain(record, spec, earlier, runs, derived) if _reproduces(f, runs)]
     if not found:
         return template, ()
     return _rewritten(template, found)
@@ -312,7 +320,10 @@ def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, t
     for step in template.steps:
         steps += inserted.get(step.name, [])
         steps.append(replace(step, input=inputs[step.name]))
-    return parse_template(template_to_dict(replace(template, steps=tuple(steps)))), tuple(inferences)
+    used = {ref.path.split(".")[0] for ref in refs_in([s.input for s in steps]) if ref.root == "input" and ref.path}
+    kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
+    rewritten = replace(template, steps=tuple(steps), inputs=kept_inputs)
+    return parse_template(template_to_dict(rewritten)), tuple(inferences)
 
 
 def _free_name(base: str, taken: set[str]) -> str:

@@ -37,6 +37,7 @@ SEPARATORS: Final = (", ", ",", " ", "; ", " | ", "\n", "-", "/", ":")
 _PICKS: Final = frozenset({"max_by", "newest_by"})
 _LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
 _MIN_TEXT: Final = 3  # shorter strings equal a function's result by accident too easily
+_MIN_ITEMS: Final = 3  # a sum, count or pick over two items equals a chosen value by accident too easily
 _LATER_ITEM_RE: Final = re.compile(r"\[[1-9][0-9]*\]")
 
 
@@ -130,8 +131,8 @@ def _picks(
     function: str, source: str, items: list[dict[str, JSON]], by: str, keys: list[float], word: str
 ) -> Iterator[Candidate]:
     """A field of the item with the largest `by` (a number, or a date: newest); none when two items tie."""
-    if len(keys) != len(items) or keys.count(max(keys)) > 1:
-        return
+    if len(keys) != len(items) or keys.count(max(keys)) > 1 or keys.index(max(keys)) == 0:
+        return  # a tie, or the first item: "the first one" explains the value as well
     best = items[keys.index(max(keys))]
     measure = f"Date.parse(x[{_key(by)}])" if function == "newest_by" else f"x[{_key(by)}]"
     for field in best:
@@ -170,7 +171,7 @@ def candidates_in(step: str, output: JSON) -> Iterator[Candidate]:
         if any(isinstance(key, int) for key in keys):
             continue
         source = f"@{step}{json_path(keys)[1:]}"
-        if isinstance(node, list) and len(node) >= 2:
+        if isinstance(node, list) and len(node) >= _MIN_ITEMS:
             found = _list_functions(source, node)
         elif isinstance(node, str) and len(node) >= _MIN_TEXT:
             found = _text_functions(source, node)
@@ -224,10 +225,34 @@ class _Found:
     candidate: Candidate
 
 
+class _Pool:
+    """Candidates of the outputs seen so far, by value: each output is expanded once, each lookup is direct."""
+
+    def __init__(self) -> None:
+        self._by_value: dict[tuple[str, JSON], list[Candidate]] = {}
+
+    def add(self, step: str, output: JSON) -> None:
+        for candidate in candidates_in(step, output):
+            key = _value_key(candidate.value)
+            if key is not None:
+                self._by_value.setdefault(key, []).append(candidate)
+
+    def equal_to(self, value: JSON) -> list[Candidate]:
+        key = _value_key(value)
+        return self._by_value.get(key, []) if key is not None else []
+
+
+def _value_key(value: JSON) -> tuple[str, JSON] | None:
+    if _number(value):
+        return ("number", float(value))
+    if isinstance(value, str):
+        return ("text", value)
+    return None
+
+
 def _explain(
-    record: StepRecord, spec: StepSpec, earlier: Sequence[str], runs: Sequence[Run], derived: frozenset[str]
+    record: StepRecord, spec: StepSpec, pool: _Pool, runs: Sequence[Run], derived: frozenset[str]
 ) -> Iterator[_Found]:
-    pool: list[Candidate] | None = None
     recorded_input = record.resolved_input if record.resolved_input is not None else {}
     for keys, leaf in walk(spec.input):
         if isinstance(leaf, dict | list):
@@ -236,11 +261,9 @@ def _explain(
         allowed = _role(leaf, recorded, len(runs), derived) if found else None
         if allowed is None:
             continue
-        if pool is None:
-            pool = [c for step in earlier for c in candidates_in(step, runs[0].outputs.get(step))]
         matching: dict[tuple[str, str], Candidate] = {}
-        for candidate in pool:
-            if allowed(candidate) and _equal(candidate.value, recorded):
+        for candidate in pool.equal_to(recorded):
+            if allowed(candidate):
                 matching.setdefault(candidate.identity(), candidate)
         if len(matching) == 1:
             yield _Found(spec.name, keys, recorded, next(iter(matching.values())))
@@ -286,13 +309,16 @@ def propose_transforms(
     `named`: the inputs the user named (they stay); an input the templatizer made because its value varied
     between recordings gives way to a function that explains it in every recording."""
     derived = frozenset(template.inputs) - frozenset(named) if len(runs) > 1 else frozenset()
-    names = {step.name for step in template.steps}
-    order = [record.name for record in kept if record.name in names]
+    specs = {step.name: step for step in template.steps}
+    pool = _Pool()
     found: list[_Found] = []
-    for position, record in enumerate(r for r in kept if r.name in names):
-        spec = template.step(record.name)
-        earlier = [step for step in order[:position] if step in runs[0].outputs]
-        found += [f for f in _explain(record, spec, earlier, runs, derived) if _reproduces(f, runs)]
+    for record in kept:
+        spec = specs.get(record.name)
+        if spec is None:
+            continue
+        found += [f for f in _explain(record, spec, pool, runs, derived) if _reproduces(f, runs)]
+        if record.name in runs[0].outputs:
+            pool.add(record.name, runs[0].outputs[record.name])
     if not found:
         return template, ()
     return _rewritten(template, found)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Final, TypeGuard
@@ -43,25 +43,60 @@ _LATER_ITEM_RE: Final = re.compile(r"\[[1-9][0-9]*\]")
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One function of one earlier output: what it gives and the code step that computes it."""
+    """One function of one earlier output: what it gives, and (written only when needed) its code."""
 
     function: str
     value: JSON
-    source: str  # the ref to the output it reads, e.g. `@create_order_1.lines`
-    code: str
-    what: str  # for the evidence: "the sum of `amount` over"
+    source: str  # the ref to the output part it reads, e.g. `@create_order_1.lines`
+    params: tuple[str, ...] = ()  # fields and separator, per function
     data: JSON = None  # the output part it reads
 
-    def identity(self) -> tuple[str, str]:
+    def identity(self) -> tuple[str, tuple[str, ...], str]:
         """Two candidates reading equal data the same way are one explanation (the earliest source wins)."""
-        return (self.code, json.dumps(self.data, sort_keys=True))
+        return (self.function, self.params, _fingerprint(self.data))
+
+    @property
+    def code(self) -> str:
+        keys = [_key(p) for p in self.params]
+        return f"export default function(input) {{\n  {_BODY[(self.function, len(keys))].format(*keys)}\n}}\n"
+
+    @property
+    def what(self) -> str:
+        return _WHAT[(self.function, len(self.params))].format(*self.params)
 
 
 # --------------------------------------------------------------------------- the closed set of functions
 
-
-def _js(body: str) -> str:
-    return f"export default function(input) {{\n  {body}\n}}\n"
+_PICK = (
+    "const key = (x) => {0};\n  let best = input.list[0];\n"
+    "  for (const x of input.list) if (key(x) > key(best)) best = x;\n  return best[{{1}}];"
+)
+_BODY: Final = {
+    ("count", 0): "return input.list.length;",
+    ("sum", 0): "return input.list.reduce((a, x) => a + x, 0);",
+    ("sum", 1): "return input.list.reduce((a, x) => a + x[{0}], 0);",
+    ("max", 0): "return Math.max(...input.list);",
+    ("max_by", 2): _PICK.format("x[{0}]"),
+    ("newest_by", 2): _PICK.format("Date.parse(x[{0}])"),
+    ("lower", 0): "return input.text.toLowerCase();",
+    ("upper", 0): "return input.text.toUpperCase();",
+    ("join", 1): "return input.list.join({0});",
+    ("join", 2): "return input.list.map((x) => x[{0}]).join({1});",
+    ("join_fields", 3): "return [input.item[{0}], input.item[{1}]].join({2});",
+}
+_WHAT: Final = {
+    ("count", 0): "the number of items of",
+    ("sum", 0): "the sum of",
+    ("sum", 1): "the sum of `{0}` over",
+    ("max", 0): "the largest of",
+    ("max_by", 2): "`{1}` of the item with the largest `{0}` in",
+    ("newest_by", 2): "`{1}` of the item with the newest `{0}` in",
+    ("lower", 0): "the lower case of",
+    ("upper", 0): "the upper case of",
+    ("join", 1): "the items joined by {0!r} of",
+    ("join", 2): "`{0}` of every item joined by {1!r} in",
+    ("join_fields", 3): "`{0}` and `{1}` joined by {2!r} of",
+}
 
 
 def _key(name: str) -> str:
@@ -84,18 +119,15 @@ def _moment(value: JSON) -> float | None:
 
 
 def _list_functions(source: str, items: list[JSON]) -> Iterator[Candidate]:
-    yield Candidate("count", len(items), source, _js("return input.list.length;"), "the number of items of")
+    yield Candidate("count", len(items), source, (), items)
     numbers = [x for x in items if _number(x)]
     if len(numbers) == len(items):
-        yield Candidate(
-            "sum", _sum(numbers), source, _js("return input.list.reduce((a, x) => a + x, 0);"), "the sum of"
-        )
-        yield Candidate("max", max(numbers), source, _js("return Math.max(...input.list);"), "the largest of")
+        yield Candidate("sum", _sum(numbers), source, (), items)
+        yield Candidate("max", max(numbers), source, (), items)
     texts = [x for x in items if isinstance(x, str)]
     if len(texts) == len(items):
         for sep in SEPARATORS:
-            code = _js(f"return input.list.join({_key(sep)});")
-            yield Candidate("join", sep.join(texts), source, code, f"the items joined by {sep!r} of")
+            yield Candidate("join", sep.join(texts), source, (sep,), items)
     records = [x for x in items if isinstance(x, dict)]
     if len(records) == len(items):
         yield from _record_functions(source, records)
@@ -109,59 +141,49 @@ def _sum(values: Sequence[int | float]) -> int | float:
 
 
 def _record_functions(source: str, items: list[dict[str, JSON]]) -> Iterator[Candidate]:
+    data: JSON = list(items)
     fields = [f for f in items[0] if all(f in item for item in items)]
     for f in fields:
         column = [item[f] for item in items]
         numbers = [x for x in column if _number(x)]
         texts = [x for x in column if isinstance(x, str)]
         if len(numbers) == len(items):
-            code = _js(f"return input.list.reduce((a, x) => a + x[{_key(f)}], 0);")
-            yield Candidate("sum", _sum(numbers), source, code, f"the sum of `{f}` over")
-            yield from _picks("max_by", source, items, f, [float(x) for x in numbers], "largest")
+            yield Candidate("sum", _sum(numbers), source, (f,), data)
+            yield from _picks("max_by", source, items, f, [float(x) for x in numbers])
         elif len(texts) == len(items):
             moments = [m for m in map(_moment, texts) if m is not None]
             if len(moments) == len(items):
-                yield from _picks("newest_by", source, items, f, moments, "newest")
+                yield from _picks("newest_by", source, items, f, moments)
             for sep in SEPARATORS:
-                code = _js(f"return input.list.map((x) => x[{_key(f)}]).join({_key(sep)});")
-                yield Candidate("join", sep.join(texts), source, code, f"`{f}` of every item joined by {sep!r} in")
+                yield Candidate("join", sep.join(texts), source, (f, sep), data)
 
 
-def _picks(
-    function: str, source: str, items: list[dict[str, JSON]], by: str, keys: list[float], word: str
-) -> Iterator[Candidate]:
+def _picks(function: str, source: str, items: list[dict[str, JSON]], by: str, keys: list[float]) -> Iterator[Candidate]:
     """A field of the item with the largest `by` (a number, or a date: newest); none when two items tie."""
-    if len(keys) != len(items) or keys.count(max(keys)) > 1 or keys.index(max(keys)) == 0:
+    top = max(keys)
+    if len(keys) != len(items) or keys.count(top) > 1 or keys.index(top) == 0:
         return  # a tie, or the first item: "the first one" explains the value as well
-    best = items[keys.index(max(keys))]
-    measure = f"Date.parse(x[{_key(by)}])" if function == "newest_by" else f"x[{_key(by)}]"
+    best = items[keys.index(top)]
+    data: JSON = list(items)
     for field in best:
-        code = _js(
-            f"const key = (x) => {measure};\n"
-            "  let best = input.list[0];\n"
-            "  for (const x of input.list) if (key(x) > key(best)) best = x;\n"
-            f"  return best[{_key(field)}];"
-        )
-        yield Candidate(function, best[field], source, code, f"`{field}` of the item with the {word} `{by}` in")
+        yield Candidate(function, best[field], source, (by, field), data)
 
 
 def _text_functions(source: str, text: str) -> Iterator[Candidate]:
     if text.lower() != text:
-        yield Candidate("lower", text.lower(), source, _js("return input.text.toLowerCase();"), "the lower case of")
+        yield Candidate("lower", text.lower(), source, (), text)
     if text.upper() != text:
-        yield Candidate("upper", text.upper(), source, _js("return input.text.toUpperCase();"), "the upper case of")
+        yield Candidate("upper", text.upper(), source, (), text)
 
 
-def _object_functions(source: str, record: Mapping[str, JSON]) -> Iterator[Candidate]:
+def _object_functions(source: str, record: dict[str, JSON]) -> Iterator[Candidate]:
     texts = [k for k, v in record.items() if isinstance(v, str) and v]
     for first in texts:
         for second in texts:
-            if first == second:
-                continue
-            for sep in SEPARATORS:
-                code = _js(f"return [input.item[{_key(first)}], input.item[{_key(second)}]].join({_key(sep)});")
-                value = f"{record[first]}{sep}{record[second]}"
-                yield Candidate("join_fields", value, source, code, f"`{first}` and `{second}` joined by {sep!r} of")
+            if first != second:
+                for sep in SEPARATORS:
+                    value = f"{record[first]}{sep}{record[second]}"
+                    yield Candidate("join_fields", value, source, (first, second, sep), record)
 
 
 def candidates_in(step: str, output: JSON) -> Iterator[Candidate]:
@@ -179,29 +201,35 @@ def candidates_in(step: str, output: JSON) -> Iterator[Candidate]:
             found = _object_functions(source, node)
         else:
             continue
-        for candidate in found:
-            yield replace(candidate, data=node)
+        yield from found
 
 
 # --------------------------------------------------------------------------- which arguments, which candidates
 
 
-def _role(leaf: JSON, recorded: JSON, runs: int, derived: frozenset[str]) -> Callable[[Candidate], bool] | None:
-    """Which candidates may replace a leaf of a step input, or None when it is left as it is."""
+_ALL: Final = frozenset({"pick", "join", "other"})
+
+
+def _family(function: str) -> str:
+    return "pick" if function in _PICKS else "join" if function == "join" else "other"
+
+
+def _role(leaf: JSON, recorded: JSON, runs: int, derived: frozenset[str]) -> frozenset[str]:
+    """The families of functions that may replace a leaf of a step input (none: it is left as it is)."""
     if isinstance(leaf, str) and leaf.startswith("@input.") and leaf.removeprefix("@input.") in derived:
-        return lambda c: True  # an input only because it varied: a function that explains every run is better
+        return _ALL  # an input only because it varied: a function that explains every run is better
     if isinstance(leaf, str) and is_ref(leaf):
         positional = _LATER_ITEM_RE.search(leaf) is not None  # not the first item: a pick may explain it
-        return (lambda c: c.function in _PICKS) if positional else None
+        return frozenset({"pick"}) if positional else frozenset()
     if isinstance(leaf, str) and len(refs_in(leaf)) >= 2:
-        return lambda c: c.function == "join"  # pieces of a list by position: a join of the whole list
+        return frozenset({"join"})  # pieces of a list by position: a join of the whole list
     if isinstance(leaf, str) and refs_in(leaf):
-        return None
+        return frozenset()
     if _number(recorded) and (runs > 1 or not _small(recorded)):
-        return lambda c: True
+        return _ALL
     if isinstance(recorded, str) and len(recorded) >= _MIN_TEXT:
-        return lambda c: True
-    return None
+        return _ALL
+    return frozenset()
 
 
 def _small(number: int | float) -> bool:
@@ -226,20 +254,36 @@ class _Found:
 
 
 class _Pool:
-    """Candidates of the outputs seen so far, by value: each output is expanded once, each lookup is direct."""
+    """Candidates of the outputs seen so far, by value and family. A family keeps at most two different
+    explanations of one value (two already make it ambiguous), so each output is expanded once and a
+    lookup costs the same however long the recording."""
 
     def __init__(self) -> None:
-        self._by_value: dict[tuple[str, JSON], list[Candidate]] = {}
+        self._by_value: dict[tuple[tuple[str, JSON], str], list[Candidate]] = {}
 
     def add(self, step: str, output: JSON) -> None:
         for candidate in candidates_in(step, output):
             key = _value_key(candidate.value)
-            if key is not None:
-                self._by_value.setdefault(key, []).append(candidate)
+            if key is None:
+                continue
+            kept = self._by_value.setdefault((key, _family(candidate.function)), [])
+            if len(kept) < 2 and not any(_same_explanation(other, candidate) for other in kept):
+                kept.append(candidate)
 
-    def equal_to(self, value: JSON) -> list[Candidate]:
+    def equal_to(self, value: JSON, families: frozenset[str]) -> list[Candidate]:
         key = _value_key(value)
-        return self._by_value.get(key, []) if key is not None else []
+        if key is None:
+            return []
+        return [c for family in sorted(families) for c in self._by_value.get((key, family), [])]
+
+
+def _same_explanation(a: Candidate, b: Candidate) -> bool:
+    # The data are compared only when the function and its parameters agree (rarely, and cheaply then).
+    return a.function == b.function and a.params == b.params and a.identity() == b.identity()
+
+
+def _fingerprint(data: JSON) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _value_key(value: JSON) -> tuple[str, JSON] | None:
@@ -258,13 +302,12 @@ def _explain(
         if isinstance(leaf, dict | list):
             continue
         found, recorded = get_at(recorded_input, keys)
-        allowed = _role(leaf, recorded, len(runs), derived) if found else None
-        if allowed is None:
+        families = _role(leaf, recorded, len(runs), derived) if found else frozenset()
+        if not families:
             continue
-        matching: dict[tuple[str, str], Candidate] = {}
-        for candidate in pool.equal_to(recorded):
-            if allowed(candidate):
-                matching.setdefault(candidate.identity(), candidate)
+        matching: dict[tuple[str, tuple[str, ...], str], Candidate] = {}
+        for candidate in pool.equal_to(recorded, families):
+            matching.setdefault(candidate.identity(), candidate)
         if len(matching) == 1:
             yield _Found(spec.name, keys, recorded, next(iter(matching.values())))
 

@@ -214,3 +214,24 @@ async def test_a_killed_run_resumes_without_rerunning_a_finished_code_step(tmp_p
     assert len(rows) == 1 and rows[0].seq == before.seq and rows[0].started_at == before.started_at  # not re-run
     assert counts(tmp_path)["c1"] == 1
     store.close()
+
+
+def test_code_steps_and_data_approvals_round_trip_and_are_in_the_schema() -> None:
+    from toolreel.core.template_io import parse_template, template_json_schema, template_to_dict, to_mermaid
+
+    form = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}
+    t = template(
+        {
+            "name": "shapes",
+            "inputs": {"who": {"type": "string", "enum": ["ada", "bob"]}},
+            "steps": [
+                {"name": "ask", "approve": {"message": "How many for {{@input.who}}?", "schema": form}},
+                {"name": "calc", "code": SUM, "input": {"values": ["@ask.n"]}, "memory_mb": 8, "timeout": "250ms"},
+            ],
+        }
+    )
+    assert parse_template(template_to_dict(t)) == t
+    assert template_to_dict(t)["steps"][0]["approve"] == {"message": "How many for {{@input.who}}?", "schema": form}
+    assert "calc[/" in to_mermaid(t)  # a code step has its own shape
+    step = template_json_schema()["$defs"]["StepModel"]
+    assert {"code", "memory_mb"} <= set(step["properties"]) and {"required": ["code"]} in step["oneOf"]

@@ -68,7 +68,9 @@ async def _code(run: Run, spec: StepSpec, record: StepRecord, value: JSON) -> St
     attempt = 1
     while True:
         try:
-            output = await anyio.to_thread.run_sync(partial(run_code, spec.code, value, limits), abandon_on_cancel=True)
+            output = await anyio.to_thread.run_sync(
+                partial(run_code, spec.code, value, limits), abandon_on_cancel=True, limiter=run.ctx.code_lane
+            )
         except CodeError as exc:
             ended = failed(record, f"code: {exc}")
             kind = "timeout" if isinstance(exc, CodeTimeout) else None

@@ -14,7 +14,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -81,6 +81,9 @@ class RunContext:
     run_child: Callable[[ChildRequest], Awaitable[Execution]]
     observer: Callable[[StepRecord], None] | None = None
     secret_values: tuple[str, ...] = ()
+    # Code steps take turns: the sandbox's time limit counts the process's CPU time, so two scripts
+    # running at once would spend each other's budget.
+    code_lane: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
 
 
 class Run:

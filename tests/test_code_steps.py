@@ -173,6 +173,28 @@ async def test_a_busy_script_does_not_block_other_steps(tmp_path: Path) -> None:
         assert steps["quick"].ended_at < steps["spin"].ended_at  # the tool call went on while the script ran
 
 
+async def test_scripts_take_turns_so_one_does_not_spend_anothers_time_limit(tmp_path: Path) -> None:
+    # Each script needs a good part of its CPU budget alone; run side by side they would share one
+    # process CPU clock and all time out.
+    work = "export default function(input) { let s = 0; for (let i = 0; i < 1.5e7; i++) { s += i; } return input.k; }"
+    t = template(
+        {
+            "name": "turns",
+            "steps": [
+                {"name": "each", "for_each": "@input.keys", "concurrency": 3, "code": work, "input": {"k": "@item"},
+                 "timeout": "800ms"},
+            ],
+            "inputs": {"keys": {"type": "array"}},
+        }
+    )  # fmt: skip
+    async with harness(tmp_path) as h:
+        execution = await h.engine.run_template(t, {"keys": ["a", "b", "c"]})
+        assert execution.status == ExecutionStatus.SUCCEEDED, execution.error
+        assert execution.output == ["a", "b", "c"]
+        rows = sorted((r for r in h.store.get_steps(execution.id) if r.name.startswith("each[")), key=lambda r: r.seq)
+        assert [r.attempt for r in rows] == [1, 1, 1]
+
+
 # ---------------------------------------------------------------------- crash recovery
 
 

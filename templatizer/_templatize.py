@@ -18,7 +18,7 @@ from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
 from toolreel.templatizer._inputs import InputTable, likely_inputs
 from toolreel.templatizer._result import Inference, TemplatizeResult
-from toolreel.templatizer._transforms import propose_transforms
+from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, same
 
 MANAGEMENT_SERVER = "toolreel"
@@ -66,6 +66,7 @@ def templatize(
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
     likely = likely_inputs(literals, set(template.inputs)) if len(runs) == 1 else []
+    likely = computed_elsewhere(likely, transforms)
     return TemplatizeResult(
         template=template,
         applied=tuple(inf for res in chosen for _, inf in res.applied) + transforms,

@@ -27,10 +27,10 @@ from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._infer import Run
-from toolreel.templatizer._result import Inference
+from toolreel.templatizer._result import Inference, LikelyInput
 from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, walk
 
-__all__ = ["FUNCTIONS", "Candidate", "candidates_in", "propose_transforms"]
+__all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]
 
 FUNCTIONS: Final = ("count", "sum", "max", "max_by", "newest_by", "lower", "upper", "join", "join_fields")
 SEPARATORS: Final = (", ", ",", " ", "; ", " | ", "\n", "-", "/", ":")
@@ -365,6 +365,13 @@ def propose_transforms(
     if not found:
         return template, ()
     return _rewritten(template, found)
+
+
+def computed_elsewhere(likely: Sequence[LikelyInput], transforms: Sequence[Inference]) -> list[LikelyInput]:
+    """The likely inputs without those a transform now computes everywhere they were used (a value the
+    workflow computes is not one the user must give)."""
+    computed = {(inference.step, inference.input_path) for inference in transforms}
+    return [item for item in likely if not all(use in computed for use in item.used_at)]
 
 
 def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, tuple[Inference, ...]]:

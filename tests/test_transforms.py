@@ -155,3 +155,17 @@ def test_a_positional_ref_to_the_newest_item_becomes_a_pick(index: int) -> None:
     session = session_with({"order": orders[index]["id"]}, {"orders": orders})
     function, _ = transform_of(session, "report_1", "$.order")
     assert function == "newest"
+
+
+def test_a_computed_value_is_not_offered_as_a_likely_input() -> None:
+    session = Session()
+    session.call(
+        "create_user",
+        {"name": "Dana Reyes", "email": "Dana.Reyes@Example.TEST"},
+        {"id": "u1", "email": "Dana.Reyes@Example.TEST"},
+    )
+    session.call("search", {"query": "dana.reyes@example.test"}, {"count": 1})
+    result = templatize([session.steps], name="t")
+    assert result.template.step("search_1").input == {"query": "@calc_lower_1"}
+    assert "dana.reyes@example.test" not in [likely.value for likely in result.likely_inputs]
+    assert "Dana Reyes" in [likely.value for likely in result.likely_inputs]  # a value the user chose stays one

@@ -169,3 +169,33 @@ def test_a_computed_value_is_not_offered_as_a_likely_input() -> None:
     assert result.template.step("search_1").input == {"query": "@calc_lower_1"}
     assert "dana.reyes@example.test" not in [likely.value for likely in result.likely_inputs]
     assert "Dana Reyes" in [likely.value for likely in result.likely_inputs]  # a value the user chose stays one
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_transform_saved_over_mcp_computes_the_value_for_new_data(tmp_path: Any) -> None:
+    import json
+
+    from tests.callers import fixture_env
+    from tests.gw import call, fixture_entry, gateway_env, stdio_gateway, write_config
+
+    events = [
+        {"id": "evt_19a7c3", "title": "deploy", "at": "2024-05-02T10:00:00Z"},
+        {"id": "evt_4be210", "title": "rollback", "at": "2024-05-04T08:30:00Z"},
+        {"id": "evt_88d0f1", "title": "incident", "at": "2024-05-03T22:45:00Z"},
+    ]
+    feed = json.dumps({"events": events})
+    config = write_config(tmp_path / "mcp.json", {"features": fixture_entry("features", env=fixture_env(tmp_path))})
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    async with stdio_gateway(["--config", str(config)], gateway_env(db)) as gw:
+        await call(gw, "features__echo", {"text": feed})
+        await call(gw, "features__echo", {"text": "rollback"})  # the agent picked the newest event's title
+        saved = await call(gw, "toolreel__save_template", {"name": "newest", "inputs": {"feed": feed}})
+        answer = saved.structured_content or {}
+        assert answer["saved"] is True, answer
+        assert [i["kind"] for i in answer["inferred"] if i["step"] == "echo_2"] == ["transform"]
+        later = [{"id": "evt_1", "title": "backup", "at": "2024-06-01T00:00:00Z"}, *events]
+        later.append({"id": "evt_2", "title": "upgrade", "at": "2024-07-01T12:00:00+02:00"})
+        run = await call(gw, "reel__newest", {"feed": json.dumps({"events": later})})
+        assert not run.is_error, run.content
+        assert json.loads(run.content[0].text) == "upgrade", run.content  # the newest of the new feed

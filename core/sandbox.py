@@ -56,6 +56,13 @@ _PRELUDE = """
 """
 
 
+# Three evaluations at top level (no wrapper frame: an out-of-memory error must keep its message).
+_CALL = f"globalThis.__toolreel_out = globalThis.{_MAIN}(JSON.parse(__toolreel_input)); undefined"
+# A promise would stringify as `{{}}`: an async function has nothing to wait for here, so it is refused.
+_IS_PROMISE = "globalThis.__toolreel_out instanceof Promise"
+_OUTPUT = "JSON.stringify(globalThis.__toolreel_out)"
+
+
 @dataclass(frozen=True, slots=True)
 class CodeLimits:
     timeout: float = DEFAULT_TIMEOUT  # CPU seconds
@@ -107,9 +114,12 @@ def run_code(source: str, value: JSON, limits: CodeLimits = CodeLimits()) -> JSO
         kind = context.eval(f"typeof globalThis.{_MAIN}")
         if kind != "function":
             raise CodeError(f"`export default` must be a function(input), got a {kind}")
-        text = context.eval(f"JSON.stringify(globalThis.{_MAIN}(JSON.parse(__toolreel_input)))")
+        context.eval(_CALL)
+        if context.eval(_IS_PROMISE):
+            raise CodeError("the function returned a Promise: a code step is synchronous (no I/O to wait for)")
+        text = context.eval(_OUTPUT)
     except quickjs.JSException as exc:
-        raise _error(exc, limits) from None
+        raise _error(exc, limits, exhausted=_exhausted(context)) from None
     except quickjs.StackOverflow as exc:
         raise CodeError(f"the script overflowed the stack (too deep a recursion): {exc}") from None
     if text is None:
@@ -120,12 +130,19 @@ def run_code(source: str, value: JSON, limits: CodeLimits = CodeLimits()) -> JSO
     return loaded
 
 
-def _error(exc: quickjs.JSException, limits: CodeLimits) -> CodeError:
+def _exhausted(context: quickjs.Context) -> bool:
+    """Whether the heap is at its limit: then even the error object may not have been allocated."""
+    usage = context.memory()
+    limit = usage.get("malloc_limit", 0)
+    return bool(limit) and usage.get("malloc_size", 0) >= 0.95 * limit
+
+
+def _error(exc: quickjs.JSException, limits: CodeLimits, *, exhausted: bool = False) -> CodeError:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else "error"
     if first.startswith("InternalError: interrupted"):
         return CodeTimeout(f"code_timeout: the script ran past its timeout of {limits.timeout:g}s CPU and was stopped")
-    if first.startswith("InternalError: out of memory"):
+    if first.startswith("InternalError: out of memory") or exhausted:
         return CodeMemoryError(
             f"code_memory_limit: the script went past its memory limit of {limits.memory_mb} MiB and was stopped"
         )

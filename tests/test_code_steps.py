@@ -53,6 +53,11 @@ def test_a_growing_allocation_is_stopped_by_the_memory_limit() -> None:
         run_code(source, {}, CodeLimits(timeout=5.0, memory_mb=8))
 
 
+def test_an_async_function_is_refused() -> None:
+    with pytest.raises(CodeError, match="returned a Promise"):
+        run_code("export default async function(input) { return 1; }", {})
+
+
 def test_a_thrown_error_gives_the_javascript_message_and_line() -> None:
     with pytest.raises(CodeError, match=r"Error: no items \(line 3\)") as caught:
         run_code("export default function(input) {\n  if (!input.items)\n    throw new Error('no items');\n}", {})

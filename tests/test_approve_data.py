@@ -46,6 +46,13 @@ TRIAGE: dict[str, Any] = {
 }
 
 
+PICKY: dict[str, Any] = {
+    "name": "picky",
+    "inputs": {"size": {"type": "string", "enum": ["S", "M", "L"]}},
+    "steps": [{"name": "say", "tool": "features__echo", "input": {"text": "@input.size"}}],
+}
+
+
 @pytest.mark.parametrize(
     ("answer", "field"),
     [
@@ -124,6 +131,7 @@ async def test_over_mcp_elicitation_and_resume_execution(tmp_path: Path) -> None
     db = f"sqlite:///{tmp_path / 'store.db'}"
     store = open_store(db)
     store.save_template("triage", TRIAGE)
+    store.save_template("picky", PICKY)
     store.close()
     config = write_config(tmp_path / "mcp.json", {"features": fixture_entry("features", env=fixture_env(tmp_path))})
     async with stdio_gateway(["--config", str(config)], gateway_env(db)) as gw:
@@ -153,6 +161,16 @@ async def test_over_mcp_elicitation_and_resume_execution(tmp_path: Path) -> None
             gw, "toolreel__resume_execution", {"id": ident, "response": {"label": "feature", "points": 1}}
         )
         assert (good.structured_content or {})["output"]["said"] == "feature/1"
+
+        # input constraints are published in the tool's schema and checked before anything runs
+        tools = {t.name: t for t in (await gw.client.list_tools()).tools}
+        assert tools["reel__picky"].input_schema["properties"]["size"]["enum"] == ["S", "M", "L"]
+        refused = await call(gw, "reel__picky", {"size": "XL"})
+        assert refused.is_error and "input 'size': 'XL' is not one of" in refused.content[0].text
+        over = await call(gw, "toolreel__run_template", {"name": "picky", "inputs": {"size": "XXL"}})
+        assert over.is_error and "input 'size'" in over.content[0].text
+        fine = await call(gw, "reel__picky", {"size": "M"})
+        assert not fine.is_error and json.loads(fine.content[0].text) == "M"
 
 
 @pytest.mark.slow

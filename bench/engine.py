@@ -8,7 +8,9 @@ the one place a stand-in upstream is allowed, because what is measured is the en
 dependents start). Bars (SQLite): <= 0.5 ms per step for a 1,000-step chain, a 1,000-wide fan-out
 and a 10,000-step DAG; the 10,000-step DAG within 11x the 1,000-step one (median of three rounds,
 each one 10,000-step run against the mean of ten 1,000-step runs just before it); 100 independent 100 ms
-calls at concurrency 16 in <= 1.0 s; cancel-to-`cancelled` p50 <= 100 ms. `--postgres` adds the
+calls at concurrency 16 in <= 1.0 s; cancel-to-`cancelled` p50 <= 100 ms. A `code` step's overhead per call
+(sandbox start and run of a trivial function, and a code chain against a tool chain) is reported without a bar
+(`--code`: those figures alone). `--postgres` adds the
 same figures on a throwaway PostgreSQL cluster (tests/pg.py), reported without bars. Exits 1 on a
 missed bar.
 """
@@ -87,6 +89,39 @@ def dag(layers: int, width: int, seed: int = 5) -> Template:
                 step["depends_on"] = [f"l{layer - 1}_{p}" for p in parents[1:]]
             steps.append(step)
     return parse_template({"name": f"dag{layers * width}", "steps": steps})
+
+
+TRIVIAL = "export default function(input) { return {n: input.prev + 1}; }"
+
+
+def code_chain(n: int) -> Template:
+    """A chain of `code` steps running a trivial function: what a code step costs beyond a tool call."""
+    steps = [{"name": "s0", "code": TRIVIAL, "input": {"prev": 0}}]
+    steps += [{"name": f"s{i}", "code": TRIVIAL, "input": {"prev": f"@s{i - 1}.n"}} for i in range(1, n)]
+    return parse_template({"name": f"code{n}", "steps": steps})
+
+
+def sandbox_ms(calls: int = 2000) -> float:
+    """Mean ms of one sandbox start and run of the trivial function, in this thread (no engine, no store)."""
+    from toolreel.core.sandbox import run_code
+
+    run_code(TRIVIAL, {"prev": 0})
+    begun = time.perf_counter()
+    for i in range(calls):
+        run_code(TRIVIAL, {"prev": i})
+    return (time.perf_counter() - begun) * 1000 / calls
+
+
+async def code_figures(store: Store, label: str) -> list[Figure]:
+    """A code step's overhead per call: the sandbox alone, and a code chain against the same tool chain."""
+    await timed_run(store, code_chain(50))
+    tools = await best_of(store, chain(500), runs=3)
+    code = await best_of(store, code_chain(500), runs=3)
+    return [
+        Figure(f"{label} sandbox start + trivial run", sandbox_ms(), "ms"),
+        Figure(f"{label} 500-step code chain: ms per step", code * 1000 / 500, "ms"),
+        Figure(f"{label} code step overhead over a tool step", (code - tools) * 1000 / 500, "ms"),
+    ]
 
 
 def independent(n: int) -> Template:
@@ -197,6 +232,7 @@ async def measure(url: str, *, bars: bool) -> list[Figure]:
         figures.append(
             Figure(f"{label} cancel p50 (driving process)", statistics.median(local) * 1000, "ms", cancel_bar)
         )
+        figures += await code_figures(store, label)
         remote = await cancel_latencies(store, 10, remote=True)
         remote_bar = 1000.0 if bars else None
         figures.append(
@@ -205,6 +241,15 @@ async def measure(url: str, *, bars: bool) -> list[Figure]:
     finally:
         store.close()
     return figures
+
+
+async def _code_only(url: str) -> list[Figure]:
+    store = open_store(url)
+    try:
+        await timed_run(store, chain(50))
+        return await code_figures(store, "sqlite")
+    finally:
+        store.close()
 
 
 def print_table(figures: list[Figure]) -> None:
@@ -219,9 +264,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--postgres", action="store_true", help="also measure on a throwaway PostgreSQL cluster")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--code", action="store_true", help="only the code step figures (a few seconds)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        figures = anyio.run(lambda: measure(f"sqlite:///{Path(tmp) / 'bench.db'}", bars=True))
+        url = f"sqlite:///{Path(tmp) / 'bench.db'}"
+        figures = anyio.run(_code_only, url) if args.code else anyio.run(partial(measure, bars=True), url)
     if args.postgres:
         from tests.pg import postgres_cluster
 

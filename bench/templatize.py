@@ -5,6 +5,8 @@ Quality, per corpus recording (fixtures/recordings/*.json, real sessions with ha
   inputs come from what varies); every template value holding a ref, compared with the expected ones.
 - inputs: templatize naming nothing; the values reported as likely inputs or made inputs (from
   variation), compared with the expected input values (secrets excluded: they are inputs by construction).
+Transforms: the sessions of fixtures/recordings/transforms/ (literals that are functions of earlier outputs,
+and decoys); how many expected code steps are proposed, how many proposed are wrong.
 Speed: generated recordings of 1,000 and 2,000 steps (ids minted by "servers", nested outputs, cursors,
 substrings); the best of several runs each. The bars are judged on the process's CPU time:
 on a shared 2-core machine wall time swings with other work (it is printed too).
@@ -23,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._transforms_corpus import transform_bars
 from fixtures.recordings import CorpusEntry, load_corpus
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import refs_in
@@ -254,6 +257,7 @@ def main() -> int:
     print(
         f"(a plainly linear dict-building loop scales {reference_ratio(repeat):.2f}x for 2x the work on this machine)"
     )
+    bars += transform_bars(args.verbose)
     bars += [
         (f"1,000 steps in {t1:.3f} s <= {TIME_BAR} s", t1 <= TIME_BAR),
         (f"2,000 steps / 1,000 steps = {t2 / t1:.2f} <= {SCALING_BAR}", t2 / t1 <= SCALING_BAR),

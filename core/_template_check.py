@@ -9,10 +9,12 @@ import re
 from collections.abc import Iterator, Mapping
 
 from toolreel.core._template_graph import CycleError, topo_order
-from toolreel.core.errors import TemplateError
+from toolreel.core.errors import CodeError, TemplateError
+from toolreel.core.form import check_value
 from toolreel.core.model import JSON
 from toolreel.core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, is_ref, ref_roots, refs_in
-from toolreel.core.template import StepSpec, Template
+from toolreel.core.sandbox import check_code
+from toolreel.core.template import InputSpec, StepSpec, Template
 from toolreel.core.template_schema import INPUT_NAME_RE, TEMPLATE_NAME_RE
 
 __all__ = ["Checker"]
@@ -64,12 +66,13 @@ class Checker:
                 "(it is also the tool name reel__<name>)",
                 field="name",
             )
-        for name in self.t.inputs:
+        for name, spec in self.t.inputs.items():
             if not INPUT_NAME_RE.match(name):
                 raise self.error(
                     f"input name {name!r} must match [A-Za-z_][A-Za-z0-9_]* (it is written @input.{name})",
                     field=f"inputs.{name}",
                 )
+            self._check_constraints(name, spec)
         self._check_names()
         for step in self.t.steps:
             self._check_step(step)
@@ -80,6 +83,26 @@ class Checker:
         except CycleError as exc:
             naming = self._field_naming(self.t.step(exc.cycle[0]), exc.cycle[1])
             raise self.error(str(exc).split(": ", 1)[-1], exc.cycle[0], naming) from None
+
+    def _check_constraints(self, name: str, spec: InputSpec) -> None:
+        """Constraints fit the declared type, and a default meets them (a run would refuse it otherwise)."""
+        misfit = (
+            ("pattern", spec.pattern is not None, ("string",)),
+            ("minimum", spec.minimum is not None, ("number", "integer")),
+            ("maximum", spec.maximum is not None, ("number", "integer")),
+        )
+        for keyword, present, types in misfit:
+            if present and spec.type is not None and spec.type not in types:
+                raise self.error(
+                    f"`{keyword}` applies to {' and '.join(types)} inputs, not {spec.type}",
+                    field=f"inputs.{name}.{keyword}",
+                )
+        if spec.has_default and spec.default is not None and spec.constraints():
+            problem = check_value(name, spec.constraints(), spec.default)
+            if problem is not None:
+                raise self.error(
+                    f"the default does not meet the constraints: {problem}", field=f"inputs.{name}.default"
+                )
 
     def _field_naming(self, step: StepSpec, other: str) -> str | None:
         """Where `step` refers to (or depends on) step `other`."""
@@ -131,29 +154,45 @@ class Checker:
                 ("return", step.has_return),
                 ("approve", step.approve is not None),
                 ("template", step.template is not None),
+                ("code", step.code is not None),
             )
             if present
         ]
         if len(kinds) != 1:
             found = " and ".join(kinds) if kinds else "none"
             raise self.error(
-                f"a step has exactly one kind of tool, return, approve, template; found {found}",
+                f"a step has exactly one kind of tool, return, approve, template, code; found {found}",
                 step.name,
                 kinds[1] if len(kinds) > 1 else "tool",
             )
         kind = kinds[0]
-        callable_kind = kind in ("tool", "template")
+        callable_kind = kind in ("tool", "template", "code")
         rules = (
-            ("for_each", step.for_each is not None, callable_kind, "only a tool or template step can have for_each"),
+            (
+                "for_each",
+                step.for_each is not None,
+                callable_kind,
+                "only a tool or template step, or a code step, can have for_each",
+            ),
             ("concurrency", step.concurrency is not None, step.for_each is not None, "concurrency needs for_each"),
             ("input", step.input is not None, callable_kind, f"a {kind} step takes no input"),
             ("template_version", step.template_version is not None, kind == "template", "needs `template`"),
+            ("memory_mb", step.memory_mb is not None, kind == "code", "needs `code`"),
         )
         for field, present, allowed, message in rules:
             if present and not allowed:
                 raise self.error(message, step.name, field)
-        if step.input is not None and not isinstance(step.input, Mapping) and not _is_str_ref(step.input):
+        if kind == "code":
+            self._check_code(step)
+        elif step.input is not None and not isinstance(step.input, Mapping) and not _is_str_ref(step.input):
             raise self.error("input must be an object of arguments (or one ref to an object)", step.name, "input")
+
+    def _check_code(self, step: StepSpec) -> None:
+        assert step.code is not None
+        try:
+            check_code(step.code)
+        except CodeError as exc:
+            raise self.error(f"the script does not compile: {exc}", step.name, "code") from None
 
     def _ref_fields(self, step: StepSpec) -> Iterator[tuple[str, JSON]]:
         yield "input", step.input

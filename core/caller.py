@@ -37,7 +37,8 @@ class ToolCaller(Protocol):
 
 
 class Approver(Protocol):
-    async def approve(self, prompt: str) -> bool | None:
+    async def approve(self, prompt: str, form: Mapping[str, Any] | None = None) -> bool | dict[str, Any] | None:
         """Ask a person. True/False is their answer; None means nobody can be asked now
-        (no client with elicitation): the execution pauses."""
+        (no client with elicitation): the execution pauses. With `form` (a flat object schema) the
+        person is asked for those fields: an accepted answer is their values (checked by the caller)."""
         ...

@@ -14,12 +14,18 @@ and what to do. Subclasses carry the fields a caller needs to act on (`server`, 
     │   └── StaleClaimError      another process now drives this execution
     ├── UpstreamError            an upstream server failed (server, transient)
     │   └── UpstreamTimeout      a call exceeded its timeout (server, tool, seconds)
+    ├── CodeError                a code step's script failed or is invalid (JavaScript message, line)
+    │   ├── CodeTimeout          it ran past its timeout (`code_timeout`)
+    │   └── CodeMemoryError      it went past its memory limit (`code_memory_limit`)
     └── ExecutionError           a run failed, was cancelled or is not resumable
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "CodeError",
+    "CodeMemoryError",
+    "CodeTimeout",
     "ConfigError",
     "ExecutionError",
     "NotFoundError",
@@ -103,6 +109,20 @@ class UpstreamTimeout(UpstreamError):
         )
         self.tool = tool
         self.seconds = seconds
+
+
+class CodeError(ToolreelError):
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class CodeTimeout(CodeError):
+    pass
+
+
+class CodeMemoryError(CodeError):
+    pass
 
 
 class ExecutionError(ToolreelError):

@@ -79,6 +79,7 @@ class StepKind(enum.StrEnum):
     RETURN = "return"
     APPROVE = "approve"
     TEMPLATE = "template"
+    CODE = "code"
 
 
 @dataclass(frozen=True, slots=True)

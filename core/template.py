@@ -26,6 +26,20 @@ class InputSpec:
     default: JSON = None
     has_default: bool = False
     secret: bool = False  # came from a redacted value: never stored, always asked for
+    enum: tuple[JSON, ...] | None = None  # the allowed values
+    pattern: str | None = None  # a regular expression a string value must match (search, as JSON Schema)
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def constraints(self) -> dict[str, JSON]:
+        """The JSON Schema keywords that constrain a value (enum, pattern, minimum, maximum)."""
+        found: dict[str, JSON] = {
+            "enum": list(self.enum) if self.enum is not None else None,
+            "pattern": self.pattern,
+            "minimum": self.minimum,
+            "maximum": self.maximum,
+        }
+        return {key: value for key, value in found.items() if value is not None}
 
     @property
     def required(self) -> bool:
@@ -51,7 +65,7 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class StepSpec:
-    """One step. Exactly one of `tool`, `return_`, `approve`, `template` says its kind."""
+    """One step. Exactly one of `tool`, `return_`, `approve`, `template`, `code` says its kind."""
 
     name: str
     tool: str | None = None  # listed name, `server__tool`
@@ -59,8 +73,11 @@ class StepSpec:
     return_: JSON = None
     has_return: bool = False
     approve: str | None = None  # the prompt; may interpolate refs
+    approve_schema: JSON = None  # a flat form schema: the approval asks for these fields (its answer is the output)
     template: str | None = None  # a child template's name
     template_version: int | None = None
+    code: str | None = None  # `export default function(input) { ... }`, run in a QuickJS sandbox
+    memory_mb: int | None = None  # a code step's memory limit (default 64)
     for_each: str | None = None  # a ref to a list
     concurrency: int | None = None  # for_each items in flight
     when: When | None = None
@@ -73,7 +90,9 @@ class StepSpec:
     include_failed: bool = False  # a recorded failed step kept on purpose
 
     @property
-    def kind(self) -> Literal["tool", "return", "approve", "template"]:
+    def kind(self) -> Literal["tool", "return", "approve", "template", "code"]:
+        if self.code is not None:
+            return "code"
         if self.has_return:
             return "return"
         if self.approve is not None:

@@ -24,6 +24,7 @@ from toolreel.core.model import JSON, TemplateRecord
 from toolreel.core.refs import ref_roots
 from toolreel.core.template import InputSpec, RetryPolicy, StepSpec, Template, When
 from toolreel.core.template_schema import (
+    ApproveModel,
     InputModel,
     StepModel,
     TemplateModel,
@@ -145,6 +146,10 @@ def _input(model: InputModel) -> InputSpec:
         default=model.default,
         has_default="default" in model.model_fields_set,
         secret=model.secret,
+        enum=tuple(model.enum) if model.enum is not None else None,
+        pattern=model.pattern,
+        minimum=model.minimum,
+        maximum=model.maximum,
     )
 
 
@@ -156,9 +161,12 @@ def _step(model: StepModel) -> StepSpec:
         input=model.input,
         return_=model.return_,
         has_return="return_" in model.model_fields_set,
-        approve=model.approve,
+        approve=model.approve.message if isinstance(model.approve, ApproveModel) else model.approve,
+        approve_schema=_form(model.approve),
         template=model.template,
         template_version=model.template_version,
+        code=model.code,
+        memory_mb=model.memory_mb,
         for_each=model.for_each,
         concurrency=model.concurrency,
         when=_when(model.when) if model.when is not None else None,
@@ -179,6 +187,14 @@ def _step(model: StepModel) -> StepSpec:
         idempotency_ttl=model.idempotency_ttl,
         include_failed=model.include_failed,
     )
+
+
+def _form(approve: str | ApproveModel | None) -> JSON:
+    if not isinstance(approve, ApproveModel):
+        return None
+    form: dict[str, Any] = approve.schema_.model_dump(exclude_none=True, exclude_unset=True)
+    form["type"] = "object"
+    return form
 
 
 def _when(model: WhenModel) -> When:
@@ -214,6 +230,7 @@ def _input_dict(spec: InputSpec) -> dict[str, Any]:
         out["default"] = spec.default
     if spec.secret:
         out["secret"] = True
+    out.update(spec.constraints())
     return out
 
 
@@ -228,7 +245,9 @@ def _step_dict(step: StepSpec) -> dict[str, Any]:
         ("template_version", step.template_version, step.template_version is not None),
         ("input", step.input, step.input is not None),
         ("return", step.return_, step.has_return),
-        ("approve", step.approve, step.approve is not None),
+        ("approve", _approve_dict(step), step.approve is not None),
+        ("code", step.code, step.code is not None),
+        ("memory_mb", step.memory_mb, step.memory_mb is not None),
         ("depends_on", list(step.depends_on), bool(step.depends_on)),
         ("timeout", _duration(step.timeout), step.timeout is not None),
         ("retry", _retry_dict(step.retry) if step.retry else None, step.retry is not None),
@@ -239,6 +258,12 @@ def _step_dict(step: StepSpec) -> dict[str, Any]:
     ]
     out.update((key, value) for key, value, present in optional if present)
     return out
+
+
+def _approve_dict(step: StepSpec) -> JSON:
+    if step.approve_schema is None:
+        return step.approve
+    return {"message": step.approve, "schema": step.approve_schema}
 
 
 def _duration(seconds: float | None) -> str | float | None:
@@ -275,6 +300,7 @@ def tool_input_schema(t: Template) -> dict[str, Any]:
             prop["description"] = description
         if spec.has_default:
             prop["default"] = spec.default
+        prop.update(spec.constraints())
         properties[name] = prop
     required = [name for name, spec in t.inputs.items() if spec.required]
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
@@ -295,7 +321,13 @@ def template_hash(definition: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- mermaid
 
-_SHAPES = {"tool": ('["', '"]'), "template": ('[["', '"]]'), "return": ('(["', '"])'), "approve": ('{{"', '"}}')}
+_SHAPES = {
+    "tool": ('["', '"]'),
+    "template": ('[["', '"]]'),
+    "return": ('(["', '"])'),
+    "approve": ('{{"', '"}}'),
+    "code": ('[/"', '"/]'),
+}
 
 
 def to_mermaid(t: Template) -> str:
@@ -326,6 +358,7 @@ def _label(step: StepSpec) -> str:
         "template": f"template {step.template}",
         "return": "return",
         "approve": "approve",
+        "code": "code",
     }[step.kind]
     parts = [step.name, str(detail)]
     if step.for_each is not None:

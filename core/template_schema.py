@@ -21,11 +21,15 @@ __all__ = [
     "INPUT_NAME_RE",
     "TEMPLATE_NAME_RE",
     "WHEN_OPS",
+    "ApproveModel",
+    "FieldModel",
+    "FormModel",
     "InputModel",
     "RetryModel",
     "StepModel",
     "TemplateModel",
     "WhenModel",
+    "check_constraints",
     "format_duration",
     "parse_duration",
     "template_json_schema",
@@ -92,6 +96,70 @@ class InputModel(_Strict):
     description: str | None = Field(None, description="What the value is; shown in the `reel__<name>` tool schema.")
     default: JsonAny = Field(None, description="Used when the caller gives no value; without it the input is required.")
     secret: bool = Field(False, description="A secret (came from a redacted value): never stored, always asked for.")
+    enum: list[JsonAny] | None = Field(None, min_length=1, description="The allowed values; checked before a run.")
+    pattern: str | None = Field(None, description="A regular expression a string value must match (JSON Schema).")
+    minimum: int | float | None = Field(None, description="The smallest allowed number.")
+    maximum: int | float | None = Field(None, description="The largest allowed number.")
+
+    @model_validator(mode="after")
+    def _constraints(self) -> InputModel:
+        check_constraints(self.pattern, self.minimum, self.maximum)
+        return self
+
+
+class FieldModel(_Strict):
+    model_config = ConfigDict(title="Form field")
+
+    type: Literal["string", "number", "integer", "boolean"] = Field(description="A flat value: no objects or lists.")
+    title: str | None = Field(None, description="The label shown to the person.")
+    description: str | None = Field(None, description="A hint shown to the person.")
+    enum: list[str] | None = Field(None, min_length=1, description="For a string: the choices.")
+    pattern: str | None = Field(None, description="For a string: a regular expression the answer must match.")
+    minimum: int | float | None = Field(None, description="For a number: the smallest allowed answer.")
+    maximum: int | float | None = Field(None, description="For a number: the largest allowed answer.")
+    default: JsonAny = Field(None, description="The preselected answer.")
+
+    @model_validator(mode="after")
+    def _fits_type(self) -> FieldModel:
+        if (self.enum is not None or self.pattern is not None) and self.type != "string":
+            raise ValueError("`enum` and `pattern` are for string fields")
+        if (self.minimum is not None or self.maximum is not None) and self.type not in ("number", "integer"):
+            raise ValueError("`minimum` and `maximum` are for number and integer fields")
+        check_constraints(self.pattern, self.minimum, self.maximum)
+        return self
+
+
+class FormModel(_Strict):
+    model_config = ConfigDict(title="Form")
+
+    type: Literal["object"] = Field("object", description="Always `object`: the answer is one object of fields.")
+    properties: dict[str, FieldModel] = Field(min_length=1, description="The fields asked for, by name.")
+    required: list[str] = Field(default_factory=list, description="Fields the answer must have.")
+
+    @model_validator(mode="after")
+    def _required_known(self) -> FormModel:
+        unknown = [name for name in self.required if name not in self.properties]
+        if unknown:
+            raise ValueError(f"`required` names {', '.join(unknown)}, which are not in `properties`")
+        return self
+
+
+class ApproveModel(_Strict):
+    model_config = ConfigDict(title="Approval with data")
+
+    message: str = Field(description="What the person is asked; may use {{@ref}}.")
+    schema_: FormModel = Field(alias="schema", description="The fields asked for (a flat MCP elicitation schema).")
+
+
+def check_constraints(pattern: str | None, minimum: float | None, maximum: float | None) -> None:
+    """Refuse a pattern that does not compile and a minimum above the maximum."""
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"`pattern` {pattern!r} is not a regular expression: {exc}") from None
+    if minimum is not None and maximum is not None and minimum > maximum:
+        raise ValueError(f"`minimum` {minimum} is above `maximum` {maximum}")
 
 
 class WhenModel(_Strict):
@@ -138,7 +206,7 @@ class RetryModel(_Strict):
 
 
 _DEFAULT_RETRY_ON: tuple[RetryOn, ...] = ("timeout", "transient")
-_STEP_KINDS = ("tool", "return", "approve", "template")
+_STEP_KINDS = ("tool", "return", "approve", "template", "code")
 
 
 class StepModel(_Strict):
@@ -155,7 +223,17 @@ class StepModel(_Strict):
     return_: JsonAny = Field(
         None, alias="return", description="Kind `return`: end the execution with this (resolved) value as output."
     )
-    approve: str | None = Field(None, description="Kind `approve`: the prompt shown to a person; may use {{@ref}}.")
+    approve: str | ApproveModel | None = Field(
+        None,
+        description="Kind `approve`: the prompt shown to a person (may use {{@ref}}), or `{message, schema}` to ask "
+        "for data: the answer is the step's output.",
+    )
+    code: str | None = Field(
+        None,
+        description="Kind `code`: `export default function(input) { ... }` in JavaScript, run in a sandbox "
+        "(no I/O, no clock, no randomness); its return value is the output.",
+    )
+    memory_mb: int | None = Field(None, ge=1, le=1024, description="With `code`: the memory limit in MiB (default 64).")
     template: str | None = Field(None, description="Kind `template`: run this template as a child execution.")
     template_version: int | None = Field(None, ge=1, description="With `template`: pin this version.")
     input: JsonAny = Field(
@@ -169,7 +247,9 @@ class StepModel(_Strict):
     concurrency: int | None = Field(None, ge=1, description="With `for_each`: elements in flight at once.")
     when: WhenModel | None = Field(None, description="Run the step only if this holds; otherwise it is skipped.")
     depends_on: list[str] = Field(default_factory=list, description="Steps that must finish first (besides refs).")
-    timeout: Duration | None = Field(None, description="Timeout per attempt, like `30s`.")
+    timeout: Duration | None = Field(
+        None, description="Timeout per attempt, like `30s` (a code step: CPU time, default 1s)."
+    )
     retry: RetryModel | None = Field(None, description="Retry policy.")
     idempotency_key: str | None = Field(None, description="A stored result under this key is reused, not re-run.")
     idempotency_scope: Literal["execution", "global"] = Field(
@@ -211,8 +291,29 @@ def validate_shape(data: Mapping[str, Any], *, source: str | None = None) -> Tem
     try:
         return TemplateModel.model_validate(dict(data))
     except ValidationError as exc:
-        details = exc.errors()
+        details = _fitting(exc.errors())
         raise _from_pydantic(details[0], len(details), data, source) from None
+
+
+_UNION_TAGS = ("str", "ApproveModel")
+
+
+def _fitting(details: list[ErrorDetails]) -> list[ErrorDetails]:
+    """`approve` is a string or an object, and pydantic reports a problem for each: keep those of the
+    form the author wrote (an object: its fields; anything else: not a string), without the union tag."""
+    kept: list[ErrorDetails] = []
+    for err in details:
+        loc = list(err["loc"])
+        at = next((i for i, part in enumerate(loc[:-1]) if part == "approve" and loc[i + 1] in _UNION_TAGS), None)
+        if at is None:
+            kept.append(err)
+            continue
+        tag = loc[at + 1]
+        wrote_object = tag == "str" and isinstance(err.get("input"), dict)
+        wrote_other = tag == "ApproveModel" and err["type"] in ("model_type", "dict_type")
+        if not (wrote_object or wrote_other):
+            kept.append({**err, "loc": (*loc[: at + 1], *loc[at + 2 :])})
+    return kept or details
 
 
 def _from_pydantic(err: ErrorDetails, count: int, data: Mapping[str, Any], source: str | None) -> TemplateError:
@@ -246,6 +347,9 @@ _NESTED: dict[tuple[type[BaseModel], str], type[BaseModel]] = {
     (TemplateModel, "inputs"): InputModel,
     (StepModel, "retry"): RetryModel,
     (StepModel, "when"): WhenModel,
+    (StepModel, "approve"): ApproveModel,
+    (ApproveModel, "schema"): FormModel,
+    (FormModel, "properties"): FieldModel,
 }
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -47,7 +48,7 @@ class _Approver:
     def __init__(self, hook: GatewayHook) -> None:
         self.hook = hook
 
-    async def approve(self, prompt: str) -> bool | None:
+    async def approve(self, prompt: str, form: Mapping[str, Any] | None = None) -> bool | dict[str, Any] | None:
         link = _caller_link.get()
         session: ServerSession | None = link.session if link is not None else None
         caps = link.capabilities if link is not None else None
@@ -56,7 +57,7 @@ class _Approver:
         request = types.ElicitRequest(
             params=types.ElicitRequestFormParams(
                 message=prompt,
-                requested_schema={"type": "object", "properties": {}},
+                requested_schema=dict(form) if form is not None else {"type": "object", "properties": {}},
             )
         )
         try:
@@ -65,6 +66,8 @@ class _Approver:
             return None
         if result.action == "cancel":
             return None
+        if form is not None and result.action == "accept":
+            return dict(result.content or {})
         return result.action == "accept"
 
 
@@ -146,9 +149,8 @@ class _Runs:
     async def resume(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         token = _caller_link.set(link)
         try:
-            response = arguments.get("response")
             execution = await (await self._engine()).resume(
-                _required(arguments, "id"), None if response is None else str(response), progress=_progress_fn(ctx)
+                _required(arguments, "id"), _response_text(arguments.get("response")), progress=_progress_fn(ctx)
             )
         finally:
             _caller_link.reset(token)
@@ -168,6 +170,13 @@ class _Runs:
         result = tool_result(summary)
         result["isError"] = execution.status is not ExecutionStatus.PAUSED
         return result
+
+
+def _response_text(response: Any) -> str | None:
+    """An answer as the engine takes it: yes/no text, or the fields of a data approval as JSON text."""
+    if response is None or isinstance(response, str):
+        return response
+    return json.dumps(response)
 
 
 def _progress_fn(ctx: Any) -> Any:
@@ -230,10 +239,11 @@ def install(hook: GatewayHook, *, max_concurrency: int = 16, **_: Any) -> None:
     hook.add(
         ManagementTool(
             "toolreel__resume_execution",
-            "Continue a paused (answer its approval with response yes/no) or interrupted execution.",
+            "Continue a paused (answer its approval with response yes/no, or with an object of the fields its "
+            "prompt's schema asks for) or interrupted execution.",
             {
                 "type": "object",
-                "properties": {"id": {"type": "string"}, "response": {"type": "string"}},
+                "properties": {"id": {"type": "string"}, "response": {"type": ["string", "object"]}},
                 "required": ["id"],
             },
             runs.resume,

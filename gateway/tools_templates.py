@@ -44,6 +44,7 @@ def reel_tool(template: Template) -> dict[str, Any] | None:
             prop["description"] = spec.description
         if spec.has_default:
             prop["default"] = spec.default
+        prop.update(spec.constraints())  # enum, pattern, minimum, maximum: the caller sees what is accepted
         properties[key] = prop
         if spec.required:
             required.append(key)

@@ -5,7 +5,7 @@
         engine.run(id, progress=None) -> Execution                   # drive to the end or a pause
         engine.run_template(template, inputs, wait=True, deadline=None, progress=None) -> Execution
         engine.cancel(id) -> Execution                               # `cancelled` within 1 s, from any process
-        engine.resume(id, response=None, progress=None) -> Execution # paused (response yes/no) or interrupted
+        engine.resume(id, response=None, progress=None) -> Execution # paused (yes/no, or JSON fields) or interrupted
         engine.recover(limit=64) -> [id]                             # drive orphaned runs in the background
         engine.get(id) -> Execution; engine.view(id) -> dict         # the `toolreel__get_execution` JSON
         engine.aclose(grace=0)                                       # shutdown: runs left resumable
@@ -30,8 +30,11 @@ Semantics chosen where the SPEC is silent:
   steps are cancelled, steps not started are recorded `skipped`.
 - `when` comparisons between incompatible types are false; `exists` means "resolves to non-null".
 - A paused execution asks one question at a time: `resume(id, response)` answers the oldest
-  waiting approval (a yes/no word); others keep waiting, and their prompts come next. Resuming a
+  waiting approval (a yes/no word, or for `approve: {message, schema}` a JSON object of the fields,
+  checked before anything resumes); others keep waiting, and their prompts come next. Resuming a
   child execution resumes its root.
+- `code` steps run one at a time per engine, each in a fresh QuickJS sandbox in a worker thread
+  (the sandbox's time limit counts the process's CPU time).
 - Retries count attempts within one drive: re-running an attempt cut short by a crash does not
   spend the retry budget. Only successful results are stored under an idempotency key; `global`
   keys are shared by every template, `execution` keys by one run and its resumes.

@@ -1,4 +1,5 @@
-"""Template inputs at the edge of a run: unknown and missing names refused, values coerced per declared type.
+"""Template inputs at the edge of a run: unknown and missing names refused, values coerced per declared type
+and checked against the input's `enum`, `pattern`, `minimum` and `maximum`.
 
 `bind_inputs` is what every entry point (MCP tool, `toolreel run`, child template steps) goes
 through; `parse_cli_value` reads one `-i key=value` text per the input's declared type.
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolreel.core.errors import ExecutionError
+from toolreel.core.form import check_value
 from toolreel.core.secrets import REDACTED
 from toolreel.core.template import InputSpec, Template
 
@@ -38,11 +40,24 @@ def bind_inputs(template: Template, given: Mapping[str, Any]) -> dict[str, Any]:
                 bound[name] = coerce(spec, given[name])
             except ValueError as exc:
                 problems.append(f"input {name!r}: {exc}")
+                continue
+            broken = _constraint_problem(name, spec, bound[name])
+            if broken is not None:
+                problems.append(broken)
         elif spec.has_default:
             bound[name] = spec.default
     if problems:
         raise ExecutionError(f"template {template.name!r}: " + "; ".join(problems))
     return bound
+
+
+def _constraint_problem(name: str, spec: InputSpec, value: Any) -> str | None:
+    """`enum`, `pattern`, `minimum`, `maximum` of a given value (a null for an optional input passes)."""
+    constraints = spec.constraints()
+    if not constraints or (value is None and not spec.required):
+        return None
+    found = check_value(name, constraints, value)
+    return None if found is None else f"input {found}"
 
 
 def coerce(spec: InputSpec, value: Any) -> Any:

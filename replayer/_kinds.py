@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from toolreel.core.errors import RefError, UpstreamError, UpstreamTimeout
+from toolreel.core.errors import CodeError, CodeTimeout, RefError, UpstreamError, UpstreamTimeout
+from toolreel.core.form import check_answer, parse_answer_text
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import resolve, step_output
+from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
 from toolreel.core.template import StepSpec
 from toolreel.replayer._child import template_step
 from toolreel.replayer._policy import (
@@ -49,7 +51,39 @@ async def execute(run: Run, state: StepState) -> StepRecord:
         return await _for_each(run, state, record)
     if spec.template is not None:
         return await template_step(run, state, record, state.args)
+    if spec.code is not None:
+        return await _code(run, spec, record, state.args)
     return await _tool(run, spec, record, state.args, state.key)
+
+
+# ---------------------------------------------------------------------- code
+
+
+async def _code(run: Run, spec: StepSpec, record: StepRecord, value: JSON) -> StepRecord:
+    """The script in a worker thread (a busy one never holds up the event loop); retried like a tool call
+    on `timeout` when the policy says so."""
+    assert spec.code is not None
+    limits = CodeLimits(timeout=spec.timeout or DEFAULT_TIMEOUT, memory_mb=spec.memory_mb or DEFAULT_MEMORY_MB)
+    policy = spec.retry or NO_RETRY
+    attempt = 1
+    while True:
+        try:
+            output = await anyio.to_thread.run_sync(
+                partial(run_code, spec.code, value, limits), abandon_on_cancel=True, limiter=run.ctx.code_lane
+            )
+        except CodeError as exc:
+            ended = failed(record, f"code: {exc}")
+            kind = "timeout" if isinstance(exc, CodeTimeout) else None
+        else:
+            return succeeded(record, output)
+        if not should_retry(policy, attempt, kind):
+            return ended
+        run.running.pop(record.name, None)
+        run.submit([ended])
+        attempt += 1
+        await anyio.sleep(retry_delay(policy, attempt))
+        record = run.next_attempt(record)
+        run.submit([record])
 
 
 # ---------------------------------------------------------------------- tool calls
@@ -131,13 +165,17 @@ def _error_text(result: JSON) -> str:
 
 async def _approve(run: Run, state: StepState, record: StepRecord) -> StepRecord:
     prompt = str(state.args)
+    form = state.spec.approve_schema
+    if isinstance(form, dict):
+        return await _ask_for_data(run, state, record, prompt, form)
     response: str | None = None
     answer: bool | None = None
     if run.answer_for == state.spec.name and run.response is not None:
         response, run.response = run.response, None
         answer = parse_answer(response)
     elif run.ctx.approver is not None:
-        answer = await _ask(run, prompt)
+        asked = await _ask(run, prompt)
+        answer = asked if isinstance(asked, bool) or asked is None else True
     if answer is None:
         return record.replace(result={AWAITING: "approval", "prompt": prompt})
     if answer:
@@ -146,10 +184,41 @@ async def _approve(run: Run, state: StepState, record: StepRecord) -> StepRecord
     return failed(record, f"approval refused: {prompt!r}{said}")
 
 
-async def _ask(run: Run, prompt: str) -> bool | None:
+async def _ask_for_data(
+    run: Run, state: StepState, record: StepRecord, message: str, form: dict[str, Any]
+) -> StepRecord:
+    """An approval that asks for fields: the checked answer is the step's output. A bad answer from a
+    client leaves the step waiting (a `--response` is checked before the run resumes)."""
+    answer: dict[str, JSON] | bool | None = None
+    if run.answer_for == state.spec.name and run.response is not None:
+        response, run.response = run.response, None
+        answer = parse_answer_text(form, response)
+    elif run.ctx.approver is not None:
+        answer = await _ask(run, message, form)
+        if isinstance(answer, dict):
+            try:
+                answer = check_answer(form, answer)
+            except ValueError as exc:
+                logger.warning(
+                    "execution %s: step %s: the answer was refused (%s); it pauses",
+                    run.execution_id,
+                    state.spec.name,
+                    exc,
+                )
+                answer = None
+    if answer is None or answer is True:
+        return record.replace(result={AWAITING: "approval", "prompt": {"message": message, "schema": form}})
+    if answer is False:
+        return failed(record, f"approval refused: {message!r}")
+    return succeeded(record, answer)
+
+
+async def _ask(run: Run, prompt: str, form: dict[str, Any] | None = None) -> dict[str, JSON] | bool | None:
     assert run.ctx.approver is not None
     try:
-        return await run.ctx.approver.approve(prompt)
+        if form is None:
+            return await run.ctx.approver.approve(prompt)
+        return await run.ctx.approver.approve(prompt, form)
     except Exception:  # the person's client went away: nobody can be asked now, so the run pauses
         logger.warning(
             "execution %s: asking for approval failed; the execution pauses", run.execution_id, exc_info=True
@@ -229,6 +298,8 @@ async def _item(run: Run, state: StepState, index: int, item: JSON, progress: _I
     record = run.begin_item(state, index, args, key)
     if spec.template is not None:
         return await template_step(run, state, record, args, progress.stopping)
+    if spec.code is not None:
+        return await _code(run, spec, record, args)
     return await _tool(run, spec, record, args, key)
 
 

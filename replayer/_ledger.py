@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolreel.core.errors import ExecutionError, NotFoundError, StaleClaimError
-from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
+from toolreel.core.form import parse_answer_text
+from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
 from toolreel.core.store import Store
 from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template, template_hash, template_to_dict
@@ -156,14 +157,16 @@ class Ledger:
             if response is None and not can_ask:
                 raise ExecutionError(
                     f"execution {execution.id} is paused asking {execution.prompt!r}: "
-                    "resume it with a response (yes or no)",
+                    f"resume it with a response ({_expected(execution.prompt)})",
                     execution_id=execution.id,
                 )
             if response is not None:
                 try:
-                    parse_answer(response)
+                    _check_response(execution.prompt, response)
                 except ValueError as exc:
-                    raise ExecutionError(f"execution {execution.id}: {exc}", execution_id=execution.id) from exc
+                    raise ExecutionError(
+                        f"execution {execution.id}: {exc}; it stays paused", execution_id=execution.id
+                    ) from exc
         elif response is not None:
             raise ExecutionError(
                 f"execution {execution.id} is {status}, not paused: there is no question to answer",
@@ -191,6 +194,23 @@ class Ledger:
     def write_rows_now(self, rows: Sequence[StepRecord], fence: int) -> bool:
         """write_rows on the event loop, if the store can without waiting; False (nothing written) if not."""
         return self.store.try_put_steps(rows, fence=fence)
+
+
+def _check_response(prompt: JSON, response: str) -> None:
+    """A response fits the question: a JSON object of the asked fields, or yes/no."""
+    form = prompt.get("schema") if isinstance(prompt, dict) else None
+    if isinstance(form, dict):
+        parse_answer_text(form, response)
+    else:
+        parse_answer(response)
+
+
+def _expected(prompt: JSON) -> str:
+    form = prompt.get("schema") if isinstance(prompt, dict) else None
+    if not isinstance(form, dict):
+        return "yes or no"
+    fields = ", ".join(f"{name}: {spec.get('type')}" for name, spec in (form.get("properties") or {}).items())
+    return f"a JSON object with {fields}"
 
 
 def load_template(store: Store, name: str, version: int | None = None) -> Template:

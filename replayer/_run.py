@@ -14,7 +14,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -49,7 +49,13 @@ __all__ = ["Run", "RunContext"]
 logger = logging.getLogger("toolreel.replayer")
 
 _V = TypeVar("_V")
-_KINDS = {"tool": StepKind.TOOL, "return": StepKind.RETURN, "approve": StepKind.APPROVE, "template": StepKind.TEMPLATE}
+_KINDS = {
+    "tool": StepKind.TOOL,
+    "return": StepKind.RETURN,
+    "approve": StepKind.APPROVE,
+    "template": StepKind.TEMPLATE,
+    "code": StepKind.CODE,
+}
 # Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
 # parent's template step ran past its timeout).
 _CHILD_REASON = {
@@ -75,6 +81,9 @@ class RunContext:
     run_child: Callable[[ChildRequest], Awaitable[Execution]]
     observer: Callable[[StepRecord], None] | None = None
     secret_values: tuple[str, ...] = ()
+    # Code steps take turns: the sandbox's time limit counts the process's CPU time, so two scripts
+    # running at once would spend each other's budget.
+    code_lane: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
 
 
 class Run:

@@ -101,7 +101,12 @@ def run(
 
 def resume(
     execution_id: Annotated[str, typer.Argument()],
-    response: Annotated[str | None, typer.Option("--response", help="Answer to a paused approval: yes or no.")] = None,
+    response: Annotated[
+        str | None,
+        typer.Option(
+            "--response", help="Answer to a paused approval: yes or no, or a JSON object of the asked fields."
+        ),
+    ] = None,
     config: ConfigOption = None,
     json_out: JsonOption = False,
     db: DbOption = None,
@@ -378,12 +383,29 @@ def _human(execution: Execution) -> None:
         typer.echo(line, err=True)
         typer.echo(json.dumps(execution.output, ensure_ascii=False, indent=2))
     elif execution.status == ExecutionStatus.PAUSED:
-        typer.echo(f"{line}: {execution.prompt}", err=True)
-        typer.echo(f"answer with: toolreel executions resume {execution.id} --response yes|no", err=True)
+        prompt = execution.prompt
+        if isinstance(prompt, dict):
+            typer.echo(f"{line}: {prompt.get('message')}", err=True)
+            example = json.dumps(_example_answer(prompt.get("schema")))
+            typer.echo(f"answer with: toolreel executions resume {execution.id} --response '{example}'", err=True)
+        else:
+            typer.echo(f"{line}: {prompt}", err=True)
+            typer.echo(f"answer with: toolreel executions resume {execution.id} --response yes|no", err=True)
     elif execution.status == ExecutionStatus.RUNNING:
         typer.echo(f"{line}: interrupted; resume it with: toolreel executions resume {execution.id}", err=True)
     else:
         typer.echo(f"{line}: {execution.error}", err=True)
+
+
+_EXAMPLES: dict[str, Any] = {"string": "...", "number": 0, "integer": 0, "boolean": True}
+
+
+def _example_answer(form: Any) -> dict[str, Any]:
+    """An answer of the right shape to show a person (an enum's first choice for a string)."""
+    properties = form.get("properties", {}) if isinstance(form, dict) else {}
+    return {
+        name: (spec.get("enum") or [_EXAMPLES.get(spec.get("type"), "...")])[0] for name, spec in properties.items()
+    }
 
 
 async def _thread(func: Callable[..., _T], *args: Any) -> _T:

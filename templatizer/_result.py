@@ -11,7 +11,9 @@ from toolreel.core.template import Template
 from toolreel.core.template_io import template_to_dict
 
 Confidence = Literal["high", "medium", "low"]
-InferenceKind = Literal["exact", "coerced", "subtree", "substring", "input", "secret", "explicit", "confirmed"]
+InferenceKind = Literal[
+    "exact", "coerced", "subtree", "substring", "input", "secret", "explicit", "confirmed", "transform"
+]
 
 HIGH = 0.8  # at or above: applied
 MEDIUM = 0.5  # at or above: reported as a candidate; below: dropped silently

@@ -18,6 +18,7 @@ from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
 from toolreel.templatizer._inputs import InputTable, likely_inputs
 from toolreel.templatizer._result import Inference, TemplatizeResult
+from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, same
 
 MANAGEMENT_SERVER = "toolreel"
@@ -61,12 +62,14 @@ def templatize(
     left_out += [(r.name, "not among the steps asked for, nor needed by them") for r in kept if r.name not in names]
     reads = frozenset(read_only)
     template = _build(name, description or _describe(kept), kept, results, names, table, keep_order, reads)
+    template, transforms = propose_transforms(template, kept, runs, named=set(inputs or {}))
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
     likely = likely_inputs(literals, set(template.inputs)) if len(runs) == 1 else []
+    likely = computed_elsewhere(likely, transforms)
     return TemplatizeResult(
         template=template,
-        applied=tuple(inf for res in chosen for _, inf in res.applied),
+        applied=tuple(inf for res in chosen for _, inf in res.applied) + transforms,
         candidates=tuple(inf for res in chosen for inf in res.candidates),
         likely_inputs=tuple(likely),
         dropped=tuple(inf for inf in dropped if inf.step in names),

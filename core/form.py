@@ -1,0 +1,63 @@
+"""Values checked against small JSON Schemas: the answer to an approval that asks for data, and a
+template input's constraints (`enum`, `pattern`, `minimum`, `maximum`).
+
+Checks use `jsonschema` (draft 2020-12); every problem names the field it is about, so a person can
+correct exactly that field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from toolreel.core.model import JSON
+
+__all__ = ["check_answer", "check_value", "parse_answer_text"]
+
+
+def check_value(field: str, schema: Mapping[str, Any], value: JSON) -> str | None:
+    """The first problem of `value` against `schema`, as a sentence naming `field`, or None."""
+    for error in Draft202012Validator(dict(schema)).iter_errors(value):
+        return f"{field!r}: {error.message}"
+    return None
+
+
+def check_answer(form: Mapping[str, Any], answer: JSON) -> dict[str, JSON]:
+    """`answer` when it fills `form` (a flat object schema); raises ValueError naming every field that does not."""
+    if not isinstance(answer, dict):
+        raise ValueError(f"the answer must be an object of fields ({_fields(form)}), got {type(answer).__name__}")
+    properties: Mapping[str, Any] = form.get("properties") or {}
+    problems = [f"unknown field {name!r}" for name in answer if name not in properties]
+    problems += [f"field {name!r} is required" for name in form.get("required") or () if name not in answer]
+    for name, value in answer.items():
+        if name in properties:
+            found = check_value(name, _keywords(properties[name]), value)
+            if found is not None:
+                problems.append(f"field {found}")
+    if problems:
+        raise ValueError("; ".join(problems) + f" (fields: {_fields(form)})")
+    return answer
+
+
+def parse_answer_text(form: Mapping[str, Any], text: str) -> dict[str, JSON]:
+    """A `--response` given as JSON text, checked against `form`."""
+    try:
+        answer = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"the response must be a JSON object of fields ({_fields(form)}), but it does not parse: {exc.msg}"
+        ) from None
+    return check_answer(form, answer)
+
+
+def _keywords(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The checking keywords of a field (its labels and default say nothing about an answer)."""
+    return {key: value for key, value in schema.items() if key not in ("title", "description", "default")}
+
+
+def _fields(form: Mapping[str, Any]) -> str:
+    properties: Mapping[str, Any] = form.get("properties") or {}
+    return ", ".join(f"{name}: {spec.get('type', 'any')}" for name, spec in properties.items()) or "none"

@@ -1,0 +1,420 @@
+"""Transforms inferred from a recording: a literal that no earlier value is, but a simple function of one.
+
+An agent reshapes values in its head between two calls (sums a list, counts it, lower-cases an email,
+picks the item with the newest date or the largest amount, joins names into a line). Such a value,
+left literal, is wrong on the next run. `propose_transforms` looks for it among a closed set of
+functions over earlier outputs (`FUNCTIONS`; never arbitrary synthesis) and, when exactly one
+explains the recorded value, inserts a `code` step computing it from refs and points the argument at it.
+The script is run on the recording before it is kept: it must give exactly the recorded value in every
+recording given. A positional ref (`@list.items[2].name`) is replaced only by a pick (newest, largest),
+and a `{{@ref}}` string only by a join over a whole list: those explain the value without its position.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Final, TypeGuard
+
+from toolreel.core.errors import CodeError, RefError
+from toolreel.core.model import JSON, StepRecord
+from toolreel.core.refs import is_ref, refs_in, resolve
+from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.template import StepSpec, Template
+from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._infer import Run
+from toolreel.templatizer._result import Inference, LikelyInput
+from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, walk
+
+__all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]
+
+FUNCTIONS: Final = ("count", "sum", "max", "max_by", "newest_by", "lower", "upper", "join", "join_fields")
+SEPARATORS: Final = (", ", ",", " ", "; ", " | ", "\n", "-", "/", ":")
+_PICKS: Final = frozenset({"max_by", "newest_by"})
+_LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
+_MIN_TEXT: Final = 3  # shorter strings equal a function's result by accident too easily
+_MIN_ITEMS: Final = 3  # a sum, count or pick over two items equals a chosen value by accident too easily
+_LATER_ITEM_RE: Final = re.compile(r"\[[1-9][0-9]*\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One function of one earlier output: what it gives, and (written only when needed) its code."""
+
+    function: str
+    value: JSON
+    source: str  # the ref to the output part it reads, e.g. `@create_order_1.lines`
+    params: tuple[str, ...] = ()  # fields and separator, per function
+    data: JSON = None  # the output part it reads
+
+    def identity(self) -> tuple[str, tuple[str, ...], str]:
+        """Two candidates reading equal data the same way are one explanation (the earliest source wins)."""
+        return (self.function, self.params, _fingerprint(self.data))
+
+    @property
+    def code(self) -> str:
+        keys = [_key(p) for p in self.params]
+        return f"export default function(input) {{\n  {_BODY[(self.function, len(keys))].format(*keys)}\n}}\n"
+
+    @property
+    def what(self) -> str:
+        return _WHAT[(self.function, len(self.params))].format(*self.params)
+
+
+# --------------------------------------------------------------------------- the closed set of functions
+
+_PICK = (
+    "const key = (x) => {0};\n  let best = input.list[0];\n"
+    "  for (const x of input.list) if (key(x) > key(best)) best = x;\n  return best[{{1}}];"
+)
+_BODY: Final = {
+    ("count", 0): "return input.list.length;",
+    ("sum", 0): "return input.list.reduce((a, x) => a + x, 0);",
+    ("sum", 1): "return input.list.reduce((a, x) => a + x[{0}], 0);",
+    ("max", 0): "return Math.max(...input.list);",
+    ("max_by", 2): _PICK.format("x[{0}]"),
+    ("newest_by", 2): _PICK.format("Date.parse(x[{0}])"),
+    ("lower", 0): "return input.text.toLowerCase();",
+    ("upper", 0): "return input.text.toUpperCase();",
+    ("join", 1): "return input.list.join({0});",
+    ("join", 2): "return input.list.map((x) => x[{0}]).join({1});",
+    ("join_fields", 3): "return [input.item[{0}], input.item[{1}]].join({2});",
+}
+_WHAT: Final = {
+    ("count", 0): "the number of items of",
+    ("sum", 0): "the sum of",
+    ("sum", 1): "the sum of `{0}` over",
+    ("max", 0): "the largest of",
+    ("max_by", 2): "`{1}` of the item with the largest `{0}` in",
+    ("newest_by", 2): "`{1}` of the item with the newest `{0}` in",
+    ("lower", 0): "the lower case of",
+    ("upper", 0): "the upper case of",
+    ("join", 1): "the items joined by {0!r} of",
+    ("join", 2): "`{0}` of every item joined by {1!r} in",
+    ("join_fields", 3): "`{0}` and `{1}` joined by {2!r} of",
+}
+
+
+def _key(name: str) -> str:
+    return json.dumps(name, ensure_ascii=False)
+
+
+def _number(value: JSON) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _moment(value: JSON) -> float | None:
+    """An ISO 8601 date or date-time as seconds (naive ones read as UTC: only their order matters)."""
+    if not isinstance(value, str) or len(value) < 10 or value[4:5] != "-":
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _list_functions(source: str, items: list[JSON]) -> Iterator[Candidate]:
+    yield Candidate("count", len(items), source, (), items)
+    numbers = [x for x in items if _number(x)]
+    if len(numbers) == len(items):
+        yield Candidate("sum", _sum(numbers), source, (), items)
+        yield Candidate("max", max(numbers), source, (), items)
+    texts = [x for x in items if isinstance(x, str)]
+    if len(texts) == len(items):
+        for sep in SEPARATORS:
+            yield Candidate("join", sep.join(texts), source, (sep,), items)
+    records = [x for x in items if isinstance(x, dict)]
+    if len(records) == len(items):
+        yield from _record_functions(source, records)
+
+
+def _sum(values: Sequence[int | float]) -> int | float:
+    total: int | float = 0
+    for value in values:  # left to right, as the script adds: the same float rounding
+        total = total + value
+    return total
+
+
+def _record_functions(source: str, items: list[dict[str, JSON]]) -> Iterator[Candidate]:
+    data: JSON = list(items)
+    fields = [f for f in items[0] if all(f in item for item in items)]
+    for f in fields:
+        column = [item[f] for item in items]
+        numbers = [x for x in column if _number(x)]
+        texts = [x for x in column if isinstance(x, str)]
+        if len(numbers) == len(items):
+            yield Candidate("sum", _sum(numbers), source, (f,), data)
+            yield from _picks("max_by", source, items, f, [float(x) for x in numbers])
+        elif len(texts) == len(items):
+            moments = [m for m in map(_moment, texts) if m is not None]
+            if len(moments) == len(items):
+                yield from _picks("newest_by", source, items, f, moments)
+            for sep in SEPARATORS:
+                yield Candidate("join", sep.join(texts), source, (f, sep), data)
+
+
+def _picks(function: str, source: str, items: list[dict[str, JSON]], by: str, keys: list[float]) -> Iterator[Candidate]:
+    """A field of the item with the largest `by` (a number, or a date: newest); none when two items tie."""
+    top = max(keys)
+    if len(keys) != len(items) or keys.count(top) > 1 or keys.index(top) == 0:
+        return  # a tie, or the first item: "the first one" explains the value as well
+    best = items[keys.index(top)]
+    data: JSON = list(items)
+    for field in best:
+        yield Candidate(function, best[field], source, (by, field), data)
+
+
+def _text_functions(source: str, text: str) -> Iterator[Candidate]:
+    if text.lower() != text:
+        yield Candidate("lower", text.lower(), source, (), text)
+    if text.upper() != text:
+        yield Candidate("upper", text.upper(), source, (), text)
+
+
+def _object_functions(source: str, record: dict[str, JSON]) -> Iterator[Candidate]:
+    texts = [k for k, v in record.items() if isinstance(v, str) and v]
+    for first in texts:
+        for second in texts:
+            if first != second:
+                for sep in SEPARATORS:
+                    value = f"{record[first]}{sep}{record[second]}"
+                    yield Candidate("join_fields", value, source, (first, second, sep), record)
+
+
+def candidates_in(step: str, output: JSON) -> Iterator[Candidate]:
+    """Every function of the closed set applied to every part of one step's output (paths without list
+    indexes: a value found by position would be wrong on the next run anyway)."""
+    for keys, node in walk(output):
+        if any(isinstance(key, int) for key in keys):
+            continue
+        source = f"@{step}{json_path(keys)[1:]}"
+        if isinstance(node, list) and len(node) >= _MIN_ITEMS:
+            found = _list_functions(source, node)
+        elif isinstance(node, str) and len(node) >= _MIN_TEXT:
+            found = _text_functions(source, node)
+        elif isinstance(node, dict):
+            found = _object_functions(source, node)
+        else:
+            continue
+        yield from found
+
+
+# --------------------------------------------------------------------------- which arguments, which candidates
+
+
+_ALL: Final = frozenset({"pick", "join", "other"})
+
+
+def _family(function: str) -> str:
+    return "pick" if function in _PICKS else "join" if function == "join" else "other"
+
+
+def _role(leaf: JSON, recorded: JSON, runs: int, derived: frozenset[str]) -> frozenset[str]:
+    """The families of functions that may replace a leaf of a step input (none: it is left as it is)."""
+    if isinstance(leaf, str) and leaf.startswith("@input.") and leaf.removeprefix("@input.") in derived:
+        return _ALL  # an input only because it varied: a function that explains every run is better
+    if isinstance(leaf, str) and is_ref(leaf):
+        positional = _LATER_ITEM_RE.search(leaf) is not None  # not the first item: a pick may explain it
+        return frozenset({"pick"}) if positional else frozenset()
+    if isinstance(leaf, str) and len(refs_in(leaf)) >= 2:
+        return frozenset({"join"})  # pieces of a list by position: a join of the whole list
+    if isinstance(leaf, str) and refs_in(leaf):
+        return frozenset()
+    if _number(recorded) and (runs > 1 or not _small(recorded)):
+        return _ALL
+    if isinstance(recorded, str) and len(recorded) >= _MIN_TEXT:
+        return _ALL
+    return frozenset()
+
+
+def _small(number: int | float) -> bool:
+    """A single-digit whole number equals some count by accident too often to be evidence in one recording
+    (a second recording, where it must hold again, makes it evidence)."""
+    return float(number).is_integer() and abs(number) < SMALL_INT
+
+
+def _equal(a: JSON, b: JSON) -> bool:
+    """JSON has one number type: 3 and 3.0 are one value here (a script's numbers are doubles)."""
+    if _number(a) and _number(b):
+        return bool(a == b)
+    return type(a) is type(b) and a == b
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    step: str
+    keys: Keys
+    recorded: JSON
+    candidate: Candidate
+
+
+class _Pool:
+    """Candidates of the outputs seen so far, by value and family. A family keeps at most two different
+    explanations of one value (two already make it ambiguous), so each output is expanded once and a
+    lookup costs the same however long the recording."""
+
+    def __init__(self) -> None:
+        self._by_value: dict[tuple[tuple[str, JSON], str], list[Candidate]] = {}
+
+    def add(self, step: str, output: JSON) -> None:
+        for candidate in candidates_in(step, output):
+            key = _value_key(candidate.value)
+            if key is None:
+                continue
+            kept = self._by_value.setdefault((key, _family(candidate.function)), [])
+            if len(kept) < 2 and not any(_same_explanation(other, candidate) for other in kept):
+                kept.append(candidate)
+
+    def equal_to(self, value: JSON, families: frozenset[str]) -> list[Candidate]:
+        key = _value_key(value)
+        if key is None:
+            return []
+        return [c for family in sorted(families) for c in self._by_value.get((key, family), [])]
+
+
+def _same_explanation(a: Candidate, b: Candidate) -> bool:
+    # The data are compared only when the function and its parameters agree (rarely, and cheaply then).
+    return a.function == b.function and a.params == b.params and a.identity() == b.identity()
+
+
+def _fingerprint(data: JSON) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _value_key(value: JSON) -> tuple[str, JSON] | None:
+    if _number(value):
+        return ("number", float(value))
+    if isinstance(value, str):
+        return ("text", value)
+    return None
+
+
+def _explain(
+    record: StepRecord, spec: StepSpec, pool: _Pool, runs: Sequence[Run], derived: frozenset[str]
+) -> Iterator[_Found]:
+    recorded_input = record.resolved_input if record.resolved_input is not None else {}
+    for keys, leaf in walk(spec.input):
+        if isinstance(leaf, dict | list):
+            continue
+        found, recorded = get_at(recorded_input, keys)
+        families = _role(leaf, recorded, len(runs), derived) if found else frozenset()
+        if not families:
+            continue
+        matching: dict[tuple[str, tuple[str, ...], str], Candidate] = {}
+        for candidate in pool.equal_to(recorded, families):
+            matching.setdefault(candidate.identity(), candidate)
+        if len(matching) == 1:
+            yield _Found(spec.name, keys, recorded, next(iter(matching.values())))
+
+
+def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
+    """The script, run on each recording's outputs, gives exactly what that recording sent."""
+    checked = 0
+    for run in runs:
+        record = run.steps.get(found.step)
+        if record is None:
+            continue
+        ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, found.keys)
+        if not ok:
+            return False
+        try:
+            value = resolve(found.candidate.source, run.scope())
+            got = run_code(found.candidate.code, {_INPUT_NAME[found.candidate.function]: value}, _LIMITS)
+        except (RefError, CodeError):
+            return False
+        if not _equal(got, recorded):
+            return False
+        checked += 1
+    return checked > 0
+
+
+_INPUT_NAME: Final = {
+    **dict.fromkeys(("count", "sum", "max", "max_by", "newest_by", "join"), "list"),
+    "lower": "text",
+    "upper": "text",
+    "join_fields": "item",
+}
+
+
+# --------------------------------------------------------------------------- the template
+
+
+def propose_transforms(
+    template: Template, kept: Sequence[StepRecord], runs: Sequence[Run], named: Collection[str] = ()
+) -> tuple[Template, tuple[Inference, ...]]:
+    """The template with a `code` step before each argument a closed-set function explains, and the evidence.
+
+    `named`: the inputs the user named (they stay); an input the templatizer made because its value varied
+    between recordings gives way to a function that explains it in every recording."""
+    derived = frozenset(template.inputs) - frozenset(named) if len(runs) > 1 else frozenset()
+    specs = {step.name: step for step in template.steps}
+    pool = _Pool()
+    found: list[_Found] = []
+    for record in kept:
+        spec = specs.get(record.name)
+        if spec is None:
+            continue
+        found += [f for f in _explain(record, spec, pool, runs, derived) if _reproduces(f, runs)]
+        if record.name in runs[0].outputs:
+            pool.add(record.name, runs[0].outputs[record.name])
+    if not found:
+        return template, ()
+    return _rewritten(template, found)
+
+
+def computed_elsewhere(likely: Sequence[LikelyInput], transforms: Sequence[Inference]) -> list[LikelyInput]:
+    """The likely inputs without those a transform now computes everywhere they were used (a value the
+    workflow computes is not one the user must give)."""
+    computed = {(inference.step, inference.input_path) for inference in transforms}
+    return [item for item in likely if not all(use in computed for use in item.used_at)]
+
+
+def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, tuple[Inference, ...]]:
+    taken = {step.name for step in template.steps}
+    inserted: dict[str, list[StepSpec]] = {}
+    inputs: dict[str, JSON] = {step.name: step.input for step in template.steps}
+    inferences = []
+    for item in found:
+        name = _free_name(f"calc_{item.candidate.function}", taken)
+        taken.add(name)
+        role = _INPUT_NAME[item.candidate.function]
+        inserted.setdefault(item.step, []).append(
+            StepSpec(name=name, code=item.candidate.code, input={role: item.candidate.source})
+        )
+        inputs[item.step] = _put(inputs[item.step], item.keys, f"@{name}")
+        evidence = (
+            f"{item.recorded!r} is no earlier value but {item.candidate.what} {item.candidate.source} "
+            f"({item.candidate.function}); the code step {name} reproduces it from the recording"
+        )
+        inferences.append(Inference(item.step, json_path(item.keys), f"@{name}", "high", 0.9, evidence, "transform"))
+    steps: list[StepSpec] = []
+    for step in template.steps:
+        steps += inserted.get(step.name, [])
+        steps.append(replace(step, input=inputs[step.name]))
+    used = {ref.path.split(".")[0] for ref in refs_in([s.input for s in steps]) if ref.root == "input" and ref.path}
+    kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
+    rewritten = replace(template, steps=tuple(steps), inputs=kept_inputs)
+    return parse_template(template_to_dict(rewritten)), tuple(inferences)
+
+
+def _free_name(base: str, taken: set[str]) -> str:
+    n = 1
+    while f"{base}_{n}" in taken:
+        n += 1
+    return f"{base}_{n}"
+
+
+def _put(value: JSON, keys: Keys, new: JSON) -> JSON:
+    if not keys:
+        return new
+    head, rest = keys[0], keys[1:]
+    if isinstance(value, dict) and isinstance(head, str):
+        return {**value, head: _put(value[head], rest, new)}
+    if isinstance(value, list) and isinstance(head, int):
+        return [_put(v, rest, new) if i == head else v for i, v in enumerate(value)]
+    return value

@@ -1,0 +1,142 @@
+"""Saving closes the loop by itself (SPEC §6): a plain `toolreel__save_template(name)` through `toolreel serve`
+gives a template that replays with new inputs, the user may confirm the inputs in one form, a declined form
+saves nothing, a template that would not replay its recording is refused, and every template is in a
+client's very first `tools/list`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from tests.gw import Connected, call, fixture_entry, gateway_env, stdio_gateway, text_of, write_config
+from toolreel.core.model import StepRecord
+from toolreel.core.store import open_store
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+def _setup(tmp_path: Path) -> tuple[list[str], dict[str, str], str]:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    config = write_config(tmp_path / "mcp.json", {"shop": fixture_entry("ids")})
+    return ["--config", str(config)], gateway_env(db), db
+
+
+async def _ok(gw: Connected, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await call(gw, tool, arguments)
+    assert not result.is_error, text_of(result)
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def _shopping(gw: Connected) -> None:
+    """An agent copying values by hand: the user's id, the order id, and both inside a sentence."""
+    user = await _ok(gw, "shop__create_user", {"name": "Ada Lovelace", "email": "ada@example.com"})
+    order = await _ok(gw, "shop__create_order", {"user_id": user["id"], "items": [{"sku": "cheese", "qty": 2}]})
+    await _ok(gw, "shop__get_order", {"order_id": order["order_id"]})
+    await call(gw, "shop__note", {"text": f"Order {order['order_id']} for Ada Lovelace is placed"})
+
+
+def _steps(db: str, execution_id: str) -> dict[str, StepRecord]:
+    store = open_store(db)
+    try:
+        return {s.name: s for s in store.get_steps(execution_id)}
+    finally:
+        store.close()
+
+
+def _replayed_with(db: str, execution_id: str, name: str) -> None:
+    """Every dependent step of the replay got the new run's values, none of the recorded ones."""
+    steps = _steps(db, execution_id)
+    user = steps["create_user_1"]
+    assert isinstance(user.output, dict) and user.output["name"] == name
+    order = steps["create_order_1"]
+    assert isinstance(order.resolved_input, dict) and order.resolved_input["user_id"] == user.output["id"]
+    assert isinstance(order.output, dict)
+    assert steps["get_order_1"].resolved_input == {"order_id": order.output["order_id"]}
+    assert steps["note_1"].resolved_input == {"text": f"Order {order.output['order_id']} for {name} is placed"}
+
+
+async def test_a_plain_save_applies_the_likely_inputs_and_replays_with_new_ones(tmp_path: Path) -> None:
+    args, env, db = _setup(tmp_path)
+    async with stdio_gateway(args, env, answers=False) as gw:
+        await _shopping(gw)
+        saved = await call(gw, "toolreel__save_template", {"name": "shop"})
+        assert not saved.is_error, text_of(saved)
+        answer = saved.structured_content or {}
+        first = saved.content[0]
+        assert isinstance(first, types.TextContent) and first.text.startswith("Saved template 'shop'")
+        assert "Verified" in first.text and "cannot show a confirmation form" in first.text
+        assert answer["verified"] is True and answer["saved"] is True
+        assert set(answer["template"]["inputs"]) == {"name", "email"}
+
+        tools = {t.name: t for t in (await gw.client.list_tools()).tools}
+        assert set(tools["reel__shop"].input_schema["required"]) == {"name", "email"}
+        replayed = await call(gw, "reel__shop", {"name": "Grace Hopper", "email": "grace@example.com"})
+        assert not replayed.is_error, text_of(replayed)
+        execution_id = (replayed.meta or {})["toolreel/execution"]
+    _replayed_with(db, execution_id, "Grace Hopper")
+
+
+async def test_the_form_lets_the_user_untick_and_rename_inputs(tmp_path: Path) -> None:
+    args, env, db = _setup(tmp_path)
+    async with stdio_gateway(args, env) as gw:
+
+        async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+            assert isinstance(params, types.ElicitRequestFormParams)
+            fields = params.requested_schema["properties"]
+            assert fields["use_name"]["default"] is True and "'Ada Lovelace'" in fields["use_name"]["description"]
+            assert "create_user_1" in fields["use_name"]["description"]
+            return types.ElicitResult(action="accept", content={"use_email": False, "name_name": "customer"})
+
+        gw.probe.elicit = answer
+        await _shopping(gw)
+        saved = await call(gw, "toolreel__save_template", {"name": "shop"})
+        assert not saved.is_error, text_of(saved)
+        assert len(gw.probe.elicitations) == 1
+        template = (saved.structured_content or {})["template"]
+        assert set(template["inputs"]) == {"customer"}
+        replayed = await call(gw, "reel__shop", {"customer": "Linus Torvalds"})
+        assert not replayed.is_error, text_of(replayed)
+        execution_id = (replayed.meta or {})["toolreel/execution"]
+    _replayed_with(db, execution_id, "Linus Torvalds")
+    assert _steps(db, execution_id)["create_user_1"].resolved_input == {
+        "name": "Linus Torvalds",
+        "email": "ada@example.com",  # unticked: it stayed the recorded value
+    }
+
+
+async def test_a_declined_form_saves_nothing(tmp_path: Path) -> None:
+    args, env, _ = _setup(tmp_path)
+    async with stdio_gateway(args, env) as gw:
+
+        async def decline(params: types.ElicitRequestParams) -> types.ElicitResult:
+            return types.ElicitResult(action="decline")
+
+        gw.probe.elicit = decline
+        await _shopping(gw)
+        saved = await call(gw, "toolreel__save_template", {"name": "shop"})
+        assert not saved.is_error, text_of(saved)
+        assert (saved.structured_content or {})["saved"] is False
+        assert "declined" in text_of(saved)
+        listed = await _ok(gw, "toolreel__list_templates", {})
+        assert listed["templates"] == []
+        assert "reel__shop" not in {t.name for t in (await gw.client.list_tools()).tools}
+
+
+async def test_templates_are_in_the_first_tools_list_with_annotations(tmp_path: Path) -> None:
+    args, env, _ = _setup(tmp_path)
+    async with stdio_gateway(args, env, answers=False) as gw:
+        await _shopping(gw)
+        saved = await call(gw, "toolreel__save_template", {"name": "shop"})
+        assert not saved.is_error, text_of(saved)
+    async with stdio_gateway(args, env) as fresh:  # a new process: its very first listing
+        tools = {t.name: t for t in (await fresh.client.list_tools()).tools}
+    assert "reel__shop" in tools
+    status, delete = tools["toolreel__status"].annotations, tools["toolreel__delete_template"].annotations
+    assert status is not None and status.read_only_hint is True
+    assert delete is not None and delete.destructive_hint is True and delete.read_only_hint is False
+    cancel = tools["toolreel__cancel_execution"].annotations
+    assert cancel is not None and cancel.destructive_hint is True

@@ -8,6 +8,7 @@ catalogue changes (here, or in another process sharing the store).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -122,7 +123,19 @@ class _Catalogue:
             else:
                 chosen = dict(asked.inputs)
             result = draft.templatize(chosen)
+        result = self._remembering(result)
         return await self._finish(result, recordings, arguments, note)
+
+    def _remembering(self, result: TemplatizeResult) -> TemplatizeResult:
+        """The template with the config entries of the servers its tools come from."""
+        from toolreel.upstreams.remembered import portable_entry
+
+        servers: dict[str, Any] = {}
+        for spec in result.template.steps:
+            upstream = self.hook.hub.upstreams.get((spec.tool or "").partition("__")[0])
+            if upstream is not None and upstream.name not in servers:
+                servers[upstream.name] = portable_entry(upstream.config, self.hook.secret_values)
+        return dataclasses.replace(result, template=dataclasses.replace(result.template, servers=servers))
 
     async def _finish(
         self,
@@ -151,6 +164,7 @@ class _Catalogue:
             definition = template_to_dict(result.template)
             record = await anyio.to_thread.run_sync(self._save_checked, result.template, definition, arguments)
             headline = f"Saved template {name!r} (version {record.version}, tool reel__{name})"
+            note = "\n".join(filter(None, [note, _servers_note(result.template.servers)]))
             detail.update(saved=True, version=record.version, hash=record.hash)
             await self.refresh()
         return _answer(summary(result, verification, saved=headline, note=note), detail)
@@ -254,6 +268,16 @@ def _applied_note(chosen: Mapping[str, Any]) -> str:
         f"The likely inputs ({names}) were applied because this client cannot show a confirmation form; "
         "to keep a value fixed, save again with inputs naming only the values that should change."
     )
+
+
+def _servers_note(servers: Mapping[str, Mapping[str, Any]]) -> str | None:
+    from toolreel.upstreams.remembered import env_references
+
+    if not servers:
+        return None
+    needs = env_references(servers)
+    tail = f" (a replay needs the environment variables {', '.join(needs)})" if needs else ""
+    return f"It remembers its servers {', '.join(servers)}: `toolreel run` starts them with no config{tail}."
 
 
 def _answer(text: str, detail: dict[str, Any]) -> dict[str, Any]:

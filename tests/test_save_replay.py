@@ -5,13 +5,26 @@ client's very first `tools/list`."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 
-from tests.gw import Connected, call, fixture_entry, gateway_env, stdio_gateway, text_of, write_config
+from tests.gw import (
+    PYTHON,
+    REPO,
+    VENV_BIN,
+    Connected,
+    call,
+    fixture_entry,
+    gateway_env,
+    stdio_gateway,
+    text_of,
+    write_config,
+)
 from toolreel.core.model import StepRecord
 from toolreel.core.store import open_store
 
@@ -140,3 +153,82 @@ async def test_templates_are_in_the_first_tools_list_with_annotations(tmp_path: 
     assert delete is not None and delete.destructive_hint is True and delete.read_only_hint is False
     cancel = tools["toolreel__cancel_execution"].annotations
     assert cancel is not None and cancel.destructive_hint is True
+
+
+# --- templates remember their servers ------------------------------------------------------------------------
+
+
+async def _run_fresh(db: str, cwd: Path, *args: str, **env: str) -> tuple[int, dict[str, Any] | None, str]:
+    """`toolreel run ...` in a new process, away from the repo, with no config anywhere."""
+    command = [str(VENV_BIN / "toolreel"), "run", *args, "--json"]
+    environment = {k: v for k, v in gateway_env(db, **env).items() if k != "PYTHONPATH"}
+    with anyio.fail_after(120):
+        done = await anyio.run_process(command, env=environment, check=False, cwd=cwd)
+    report = json.loads(done.stdout) if done.returncode in (0, 1) and done.stdout.strip() else None
+    return done.returncode, report, done.stderr.decode()
+
+
+async def test_a_wrapped_server_session_replays_from_the_command_line_with_no_config(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    wrap = ["--name", "shop", "--", PYTHON, "-m", "fixtures.ids"]
+    async with stdio_gateway(wrap, gateway_env(db), answers=False) as gw:
+        user = await _ok(gw, "create_user", {"name": "Ada Lovelace", "email": "ada@example.com"})
+        await _ok(gw, "get_user", {"id": user["id"]})
+        saved = await call(gw, "toolreel__save_template", {"name": "wrapped"})
+        assert not saved.is_error, text_of(saved)
+        servers = (saved.structured_content or {})["template"]["servers"]
+    assert servers == {"shop": {"command": PYTHON, "args": ["-m", "fixtures.ids"], "cwd": str(REPO)}}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code, report, err = await _run_fresh(db, elsewhere, "wrapped", "-i", "name=Grace Hopper", "-i", "email=g@h.example")
+    assert code == 0, err[-2000:]
+    assert report is not None and report["status"] == "succeeded"
+    got = _steps(db, report["execution_id"])["get_user_1"].output
+    assert isinstance(got, dict) and got["name"] == "Grace Hopper" and got["email"] == "g@h.example"
+
+
+async def test_an_aggregated_session_replays_with_no_config_and_its_secret_stays_a_reference(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    secret = "s3cr3t-value-abcdef123456"
+    entry = fixture_entry("ids", env={"SHOP_API_TOKEN": secret, "PYTHONPATH": str(REPO)})
+    config = write_config(tmp_path / "mcp.json", {"shop": entry})
+    async with stdio_gateway(["--config", str(config)], gateway_env(db), answers=False) as gw:
+        await _shopping(gw)
+        saved = await call(gw, "toolreel__save_template", {"name": "shop"})
+        assert not saved.is_error, text_of(saved)
+        assert "SHOP_API_TOKEN" in text_of(saved)
+    config.unlink()  # no config file anywhere
+    store = open_store(db)
+    try:
+        definition = store.get_template("shop").definition
+    finally:
+        store.close()
+    assert definition["servers"]["shop"]["env"]["SHOP_API_TOKEN"] == "${env:SHOP_API_TOKEN}"
+    assert secret not in json.dumps(definition)
+
+    code, _, err = await _run_fresh(db, tmp_path, "shop", "-i", "name=Grace Hopper", "-i", "email=g@h.example")
+    assert code == 2 and "template 'shop'" in err and "SHOP_API_TOKEN" in err, err
+
+    code, report, err = await _run_fresh(
+        db, tmp_path, "shop", "-i", "name=Grace Hopper", "-i", "email=g@h.example", SHOP_API_TOKEN=secret
+    )
+    assert code == 0, err[-2000:]
+    assert report is not None
+    _replayed_with(db, report["execution_id"], "Grace Hopper")
+
+
+async def test_a_remembered_server_that_no_longer_starts_is_named_with_the_template(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(db)
+    try:
+        definition = {
+            "name": "gone",
+            "steps": [{"name": "ping_1", "tool": "vanished__ping", "input": {}}],
+            "servers": {"vanished": {"command": str(tmp_path / "no-such-server")}},
+        }
+        store.save_template("gone", definition)
+    finally:
+        store.close()
+    code, _, err = await _run_fresh(db, tmp_path, "gone")
+    assert code == 2, err
+    assert "template 'gone'" in err and "server 'vanished'" in err and "no-such-server" in err

@@ -15,7 +15,16 @@ from typing import Any, Final, NamedTuple
 
 from toolreel.core.model import JSON
 from toolreel.core.refs import format_ref
-from toolreel.templatizer._values import MIN_SUBSTRING, Interner, Keys, is_cursor_key, is_volatile_key, number_text
+from toolreel.templatizer._values import (
+    MIN_DECIMAL,
+    MIN_SUBSTRING,
+    Interner,
+    Keys,
+    is_cursor_key,
+    is_decimal,
+    is_volatile_key,
+    number_text,
+)
 
 _PREFIX: Final = 8  # substring candidates are bucketed by their first characters (at most this many)
 _SAMPLE: Final = 4  # occurrences kept per value at each end (first ones, latest ones)
@@ -117,7 +126,7 @@ class OutputIndex:
 
     def _add_text(self, text: str, occurrence: _Raw, table: dict[str, _Raw]) -> None:
         table[text] = _added(table.get(text, _EMPTY_RAW), occurrence)
-        if len(text) < MIN_SUBSTRING:
+        if len(text) < MIN_SUBSTRING and not is_decimal(text):
             return
         if len(text) < _PREFIX:
             self.short_texts.add(text)
@@ -155,12 +164,14 @@ class OutputIndex:
         ends = sorted({m.end() for m in _TOKEN_RE.finditer(text)})
         for match in _TOKEN_RE.finditer(text):
             start = match.start()
-            first = bisect_left(ends, start + MIN_SUBSTRING)
+            first = bisect_left(ends, start + MIN_DECIMAL)  # shorter than MIN_SUBSTRING: decimals only
             for end in ends[first:]:
                 if end - start >= _PREFIX:
                     break
-                if text[start:end] in self.short_texts and (start, end) != (0, size):
-                    yield start, end, text[start:end]
+                piece = text[start:end]
+                long_enough = end - start >= MIN_SUBSTRING or is_decimal(piece)
+                if long_enough and piece in self.short_texts and (start, end) != (0, size):
+                    yield start, end, piece
             entry = self.long_texts.get(text[start : start + _PREFIX])
             if entry is None:
                 continue

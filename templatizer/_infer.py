@@ -26,11 +26,13 @@ from toolreel.templatizer._values import (
     Keys,
     get_at,
     is_cursor_key,
+    is_decimal,
     is_trivial,
     json_path,
     key_similarity,
     last_key,
     number_text,
+    numeric_strength,
     same,
     strength,
     text_strength,
@@ -285,7 +287,8 @@ class StepInferrer:
         bucket = self.index.coerced(value)
         if not bucket.seen:
             return []
-        weight = strength(value)
+        numeric = numeric_strength(value) if isinstance(value, str) else None
+        weight = numeric if numeric is not None else strength(value)
         # A number into a string interpolates (`{{@x}}` is text); text into a number has no ref syntax.
         wrap = "{{%s}}" if isinstance(value, str) else "%s"
         return [self._scored(keys, o, "coerced", weight, bucket.seen, wrap % o.ref) for o in bucket.sample()]
@@ -294,7 +297,9 @@ class StepInferrer:
         sim = 1.0 if occ.cursor else key_similarity(last_key(keys), occ.key, occ.tool)
         base = weight * _uniqueness(places, weight)
         if kind == "coerced":
-            score = min(0.79, 0.85 * base + 0.15 * sim)
+            # A number passed on as its text interpolates exactly (`{{@x}}`); text passed on as a number
+            # has no ref syntax (a ref keeps the string type): only ever a reported candidate.
+            score = 0.85 * base + 0.15 * sim if ref.startswith("{{") else min(0.79, 0.85 * base + 0.15 * sim)
         elif kind == "substring":
             score = 0.9 * base + 0.15 * sim
         else:
@@ -333,9 +338,12 @@ class StepInferrer:
         pieces: list[_Piece] = []
         evidence: list[str] = []
         for start, end, text in self.index.substrings(value):
+            if is_decimal(text) and _in_version(value, start, end):
+                continue  # "5.7" inside "5.7.1" is a version, not an amount
             buckets = self.index.texts(text)
             places = sum(b.seen for b in buckets)
-            weight = strength(int(text)) if text.lstrip("-").isdigit() else text_strength(text)
+            numeric = numeric_strength(text)
+            weight = numeric if numeric is not None else text_strength(text)
             best = max(
                 (self._scored(keys, o, "substring", weight, places, o.ref) for b in buckets for o in b.sample()),
                 key=lambda c: c.key,
@@ -359,6 +367,13 @@ _WHY: Final = {
 def _evidence(occ: Occurrence, keys: Keys, kind: str, places: int, sim: float) -> str:
     where = f"output {json_path(occ.keys)} of step {occ.step} -> input {json_path(keys)}"
     return f"{where}: {_WHY.get(kind, kind)}; {places} producing place(s); key similarity {sim:.2f}"
+
+
+def _in_version(text: str, start: int, end: int) -> bool:
+    before, after = text[max(0, start - 2) : start], text[end : end + 2]
+    return (len(after) == 2 and after[0] == "." and after[1].isdigit()) or (
+        len(before) == 2 and before[1] == "." and before[0].isdigit()
+    )
 
 
 def _uniqueness(places: int, weight: float) -> float:

@@ -102,14 +102,37 @@ def test_a_typed_exact_id_becomes_a_ref_with_evidence() -> None:
     reproduces(result, s.steps)
 
 
-def test_a_number_matching_a_string_is_only_a_candidate() -> None:
+def test_a_long_number_passed_on_as_text_becomes_an_interpolated_ref() -> None:
     s = Session()
     s.call("create_ticket", {"title": "Printer jam"}, {"number": 4815162342})
     s.call("comment", {"ticket": "4815162342", "body": "on it"}, {"ok": True})
     result = templatize([s.steps], name="t")
-    assert inputs_of(result)["comment_1"] == {"ticket": "4815162342", "body": "on it"}
+    assert inputs_of(result)["comment_1"] == {"ticket": "{{@create_ticket_1.number}}", "body": "on it"}
+    (inference,) = [i for i in result.applied if (i.step, i.input_path) == ("comment_1", "$.ticket")]
+    assert (inference.kind, inference.confidence) == ("coerced", "high")
+    reproduces(result, s.steps)
+
+
+def test_text_passed_on_as_a_number_is_only_a_candidate() -> None:
+    """A ref keeps the string type: no template value can turn "4815162342" into the number."""
+    s = Session()
+    s.call("create_ticket", {"title": "Printer jam"}, {"number": "4815162342"})
+    s.call("comment", {"ticket": 4815162342, "body": "on it"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["comment_1"] == {"ticket": 4815162342, "body": "on it"}
     (candidate,) = result.candidates
-    assert (candidate.ref, candidate.kind, candidate.confidence) == ("{{@create_ticket_1.number}}", "coerced", "medium")
+    assert (candidate.ref, candidate.kind, candidate.confidence) == ("@create_ticket_1.number", "coerced", "medium")
+
+
+def test_a_decimal_amount_copied_into_a_sentence_becomes_a_ref_but_not_inside_a_version() -> None:
+    s = Session()
+    s.call("create_order", {"sku": "cheese"}, {"order_id": "ord_5d4c3b2a", "total": 5.7})
+    s.call("notify", {"text": "Your order totals 5.7 EUR"}, {"ok": True})
+    s.call("notify", {"text": "Running release 5.7.1"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["notify_1"] == {"text": "Your order totals {{@create_order_1.total}} EUR"}
+    assert inputs_of(result)["notify_2"] == {"text": "Running release 5.7.1"}
+    reproduces(result, s.steps)
 
 
 def test_a_whole_object_equal_to_an_output_subtree_becomes_one_ref() -> None:

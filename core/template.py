@@ -26,6 +26,7 @@ class InputSpec:
     default: JSON = None
     has_default: bool = False
     secret: bool = False  # came from a redacted value: never stored, always asked for
+    enum: tuple[JSON, ...] | None = None  # the allowed values
 
     @property
     def required(self) -> bool:

@@ -146,6 +146,7 @@ def _input(model: InputModel) -> InputSpec:
         default=model.default,
         has_default="default" in model.model_fields_set,
         secret=model.secret,
+        enum=tuple(model.enum) if model.enum is not None else None,
     )
 
 
@@ -217,6 +218,8 @@ def _input_dict(spec: InputSpec) -> dict[str, Any]:
         out["default"] = spec.default
     if spec.secret:
         out["secret"] = True
+    if spec.enum is not None:
+        out["enum"] = list(spec.enum)
     return out
 
 
@@ -278,6 +281,8 @@ def tool_input_schema(t: Template) -> dict[str, Any]:
             prop["description"] = description
         if spec.has_default:
             prop["default"] = spec.default
+        if spec.enum is not None:
+            prop["enum"] = list(spec.enum)
         properties[name] = prop
     required = [name for name, spec in t.inputs.items() if spec.required]
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}

@@ -92,6 +92,7 @@ class InputModel(_Strict):
     description: str | None = Field(None, description="What the value is; shown in the `reel__<name>` tool schema.")
     default: JsonAny = Field(None, description="Used when the caller gives no value; without it the input is required.")
     secret: bool = Field(False, description="A secret (came from a redacted value): never stored, always asked for.")
+    enum: list[JsonAny] | None = Field(None, min_length=1, description="The allowed values; any other is refused.")
 
 
 class WhenModel(_Strict):

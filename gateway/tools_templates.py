@@ -47,6 +47,8 @@ def reel_tool(template: Template) -> dict[str, Any] | None:
             prop["description"] = spec.description
         if spec.has_default:
             prop["default"] = spec.default
+        if spec.enum is not None:
+            prop["enum"] = list(spec.enum)
         properties[key] = prop
         if spec.required:
             required.append(key)

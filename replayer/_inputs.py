@@ -35,7 +35,7 @@ def bind_inputs(template: Template, given: Mapping[str, Any]) -> dict[str, Any]:
     for name, spec in template.inputs.items():
         if name in given:
             try:
-                bound[name] = coerce(spec, given[name])
+                bound[name] = _allowed(spec, coerce(spec, given[name]))
             except ValueError as exc:
                 problems.append(f"input {name!r}: {exc}")
         elif spec.has_default:
@@ -43,6 +43,12 @@ def bind_inputs(template: Template, given: Mapping[str, Any]) -> dict[str, Any]:
     if problems:
         raise ExecutionError(f"template {template.name!r}: " + "; ".join(problems))
     return bound
+
+
+def _allowed(spec: InputSpec, value: Any) -> Any:
+    if spec.enum is not None and not any(type(value) is type(v) and value == v for v in spec.enum):
+        raise ValueError(f"{value!r} is not one of {', '.join(map(repr, spec.enum))}")
+    return value
 
 
 def coerce(spec: InputSpec, value: Any) -> Any:

@@ -15,6 +15,7 @@ from typing import Any, Final, NamedTuple
 
 from toolreel.core.model import JSON
 from toolreel.core.refs import format_ref
+from toolreel.core.secrets import REDACTED
 from toolreel.templatizer._values import (
     MIN_DECIMAL,
     MIN_SUBSTRING,
@@ -93,6 +94,7 @@ class OutputIndex:
         self.short_texts: set[str] = set()
         self.long_texts: dict[str, tuple[set[str], int]] = {}
         self.first_input: list[int] = []  # by value id: order of the first step whose input held it
+        self.secrets: list[Occurrence] = []  # where outputs hold a redacted value, in order
 
     # ------------------------------------------------------------------ building
 
@@ -109,6 +111,10 @@ class OutputIndex:
         the server only repeated them) and what sits under volatile keys (timestamps, `_meta`)."""
         for keys, node, node_id in self.interner.nodes(output, skip=is_volatile_key):
             if node is None or node is True or node is False or node == "" or node == [] or node == {}:
+                continue
+            if node == REDACTED:  # a secret the step produced (a token): all redacted values look alike
+                key = next((k for k in reversed(keys) if isinstance(k, str)), None)
+                self.secrets.append(Occurrence(step, tool, order, keys, key, False))
                 continue
             if node_id < len(self.first_input) and self.first_input[node_id] <= order:
                 continue

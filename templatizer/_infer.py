@@ -30,6 +30,7 @@ from toolreel.templatizer._values import (
     is_trivial,
     json_path,
     key_similarity,
+    key_tokens,
     last_key,
     number_text,
     numeric_strength,
@@ -40,6 +41,7 @@ from toolreel.templatizer._values import (
 
 _OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
 _NAMED_MIN: Final = 3  # a named input is found inside strings from this length on
+_SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output only under a matching key name
 _PRIORITY: Final[dict[str, int]] = {"exact": 3, "subtree": 3, "confirmed": 3, "substring": 2, "input": 2, "coerced": 1}
 
 
@@ -232,8 +234,35 @@ class StepInferrer:
     # ------------------------------------------------------------------ inputs
 
     def _secret(self, keys: Keys, value: JSON) -> JSON:
+        produced = self._produced_secret(keys) if value == REDACTED else None
+        if produced is not None:
+            return self._apply(keys, produced)
         name = self.inputs.secret(keys, value if isinstance(value, str) else REDACTED)
         return self._apply(keys, _Cand(f"@input.{name}", "secret", 1.0, "redacted when recorded: always an input"))
+
+    def _produced_secret(self, keys: Keys) -> _Cand | None:
+        """A ref to the latest earlier output holding a redacted value under a matching key (a login's token
+        passed on): the ref carries the value at replay time and is no secret itself."""
+        key = last_key(keys)
+        best: tuple[float, int, Occurrence] | None = None
+        for occ in self.index.secrets:
+            sim = key_similarity(key, occ.key, occ.tool)
+            if sim >= _SECRET_KEY_MATCH and (best is None or (sim, occ.order) > best[:2]):
+                best = (sim, occ.order, occ)
+        if best is None:
+            # `auth_token` <- `session_token`: the same kind of secret, when only one step produced one
+            tail = key_tokens(key or "")[-1:]
+            same_kind = [occ for occ in self.index.secrets if tail and key_tokens(occ.key or "")[-1:] == tail]
+            if len({(occ.step, occ.keys) for occ in same_kind}) == 1:
+                best = (_SECRET_KEY_MATCH, same_kind[0].order, same_kind[0])
+        if best is None:
+            return None
+        sim, _, occ = best
+        evidence = (
+            f"output {json_path(occ.keys)} of step {occ.step} -> input {json_path(keys)}: a secret the step "
+            f"produced (both redacted when recorded); key similarity {sim:.2f}"
+        )
+        return _Cand(occ.ref, "exact", min(1.0, 0.7 + 0.3 * sim), evidence)
 
     def _partial_secret(self, keys: Keys, value: str) -> JSON:
         """A string holding a redacted value: the secret becomes an input, high pieces around it refs."""

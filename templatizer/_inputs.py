@@ -79,23 +79,55 @@ class InputTable:
         if name is not None:
             return name
         name = self._derived[identity] = self._names.fresh(snake(last_key(keys) or "value"))
-        self.specs[name] = InputSpec(type=type_name(per_run[0][1]))
+        self.specs[name] = InputSpec(type=type_name(per_run[0][1]), enum=_closed_set(per_run))
         for run, (found, value) in zip(self.values, per_run, strict=True):
             if found:
                 run[name] = value
         return name
 
     def final_specs(self, kept: set[str]) -> dict[str, InputSpec]:
-        """Inputs some kept step uses, with a description saying where."""
+        """Inputs some kept step uses, with a description a person can read: what, an example, where."""
         out: dict[str, InputSpec] = {}
         for name, spec in self.specs.items():
             steps = [step for step in self.used_by.get(name, []) if step in kept]
             if not steps:
                 continue
             where = f"used by {', '.join(steps)}"
-            description = f"{spec.description}; {where}" if spec.description else where.capitalize()
-            out[name] = InputSpec(type=spec.type, description=description, secret=spec.secret)
+            if spec.description:
+                description = f"{spec.description}; {where}"
+            else:
+                description = f"{_label(name)} (recorded: {_example(self.values[0].get(name))}); {where}"
+            out[name] = InputSpec(type=spec.type, description=description, secret=spec.secret, enum=spec.enum)
         return out
+
+
+_ENUM_MAX: Final = 5  # at most this many distinct values make a closed set
+_EXAMPLE_MAX: Final = 40
+
+
+def _closed_set(per_run: Sequence[tuple[bool, JSON]]) -> tuple[JSON, ...] | None:
+    """The values seen, when three or more recordings keep choosing among a few settings (one recurs)."""
+    values = [value for found, value in per_run if found]
+    distinct: list[JSON] = []
+    for value in values:
+        if not any(type(value) is type(d) and value == d for d in distinct):
+            distinct.append(value)
+    if len(values) < 3 or len(distinct) >= len(values) or len(distinct) > _ENUM_MAX:
+        return None
+    if all(isinstance(v, str) and _SETTING_RE.match(v) and len(v) <= 24 for v in distinct):
+        return tuple(distinct)
+    if all(isinstance(v, bool) for v in distinct):
+        return tuple(distinct)
+    return None
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def _example(value: JSON) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= _EXAMPLE_MAX else text[: _EXAMPLE_MAX - 3] + "..."
 
 
 # --------------------------------------------------------------------------- likely inputs

@@ -14,12 +14,14 @@ import typer
 from typer.testing import CliRunner
 
 from fixtures.recordings import CorpusEntry, load_corpus, record
-from toolreel.core.errors import TemplateError
+from toolreel.core.errors import ExecutionError, TemplateError
 from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import MappingScope, refs_in, resolve
 from toolreel.core.secrets import REDACTED
 from toolreel.core.store import open_store
-from toolreel.templatizer import TemplatizeResult, templatize
+from toolreel.core.template_io import tool_input_schema
+from toolreel.replayer import bind_inputs
+from toolreel.templatizer import TemplatizeResult, templatize, verify
 from toolreel.templatizer.cli import register
 
 CORPUS = load_corpus()
@@ -491,3 +493,86 @@ def test_templatize_command_reads_a_stored_recording_and_saves(tmp_path: Path) -
     assert shown["source_executions"] == [execution_id]
     missing = runner.invoke(app, ["templatize", "nope", "--db", url])
     assert missing.exit_code == 1 and "nope" in missing.stderr
+
+
+# --------------------------------------------------------------------------- secrets produced by a step
+
+
+def test_a_token_produced_by_an_earlier_step_becomes_a_ref_not_an_input() -> None:
+    s = Session()
+    s.call("login", {"user": "ann", "password": REDACTED}, {"session_token": REDACTED}, redacted=("$.password",))
+    s.call(
+        "list_files", {"session_token": REDACTED, "dir": "/srv/reports"}, {"files": []}, redacted=("$.session_token",)
+    )
+    s.call("whoami", {"auth_token": REDACTED}, {"user": "ann"}, redacted=("$.auth_token",))
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["list_files_1"] == {"session_token": "@login_1.session_token", "dir": "/srv/reports"}
+    assert inputs_of(result)["whoami_1"] == {"auth_token": "@login_1.session_token"}
+    assert set(result.template.inputs) == {"password"}  # the user's own secret stays an input
+    assert result.template.inputs["password"].secret
+    reproduces(result, s.steps)
+
+
+def test_a_redacted_value_under_an_unrelated_key_stays_a_secret_input() -> None:
+    s = Session()
+    s.call("login", {"user": "ann"}, {"session_token": REDACTED})
+    s.call("charge", {"card_number": "4111", "api_key": REDACTED}, {"ok": True}, redacted=("$.api_key",))
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["charge_1"] == {"card_number": "4111", "api_key": "@input.api_key"}
+
+
+def test_a_ref_the_agent_wrote_under_a_secret_key_stays_a_ref() -> None:
+    s = Session()
+    s.call("login", {"user": "ann"}, {"session_token": REDACTED})
+    s.call(
+        "list_files",
+        {"session_token": REDACTED},
+        {"files": []},
+        written={"session_token": "@login_1.session_token"},
+        redacted=("$.session_token",),
+    )
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["list_files_1"] == {"session_token": "@login_1.session_token"}
+    assert result.template.inputs == {}
+    reproduces(result, s.steps)
+
+
+# --------------------------------------------------------------------------- enum and descriptions
+
+
+def _runs(*args: dict[str, JSON]) -> list[list[StepRecord]]:
+    runs: list[list[StepRecord]] = []
+    for number, arguments in enumerate(args):
+        s = Session(execution=f"e{number}")
+        s.call("search", arguments, {"hits": number})
+        runs.append(s.steps)
+    return runs
+
+
+def test_recordings_choosing_among_a_few_settings_give_an_enum_and_free_text_does_not() -> None:
+    runs = _runs(
+        {"order": "asc", "query": "red shoes"},
+        {"order": "desc", "query": "blue hats"},
+        {"order": "asc", "query": "green socks"},
+    )
+    result = templatize(runs, name="t")
+    assert result.template.inputs["order"].enum == ("asc", "desc")
+    assert result.template.inputs["query"].enum is None
+    assert verify(result, runs).verified
+    assert tool_input_schema(result.template)["properties"]["order"]["enum"] == ["asc", "desc"]
+    with pytest.raises(ExecutionError, match="'sideways' is not one of 'asc', 'desc'"):
+        bind_inputs(result.template, {"order": "sideways", "query": "x"})
+    assert bind_inputs(result.template, {"order": "desc", "query": "x"})["order"] == "desc"
+
+
+def test_two_recordings_are_too_few_to_close_a_set() -> None:
+    result = templatize(_runs({"order": "asc"}, {"order": "desc"}), name="t")
+    assert result.template.inputs["order"].enum is None
+
+
+def test_an_input_description_says_what_it_is_an_example_and_where_it_is_used() -> None:
+    s = Session()
+    s.call("create_user", {"name": "Ada Lovelace"}, {"id": "usr_0a1b2c3d4e5f"})
+    result = templatize([s.steps], name="t", inputs={"full_name": "Ada Lovelace"})
+    description = result.template.inputs["full_name"].description
+    assert description == 'Full name (recorded: "Ada Lovelace"); used by create_user_1'

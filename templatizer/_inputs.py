@@ -27,6 +27,7 @@ _SUBJECT_TOKENS: Final = frozenset(
         *("description", "note", "notes", "branch", "repo", "repository", "url", "uri", "address", "phone"),
         *("username", "login", "owner", "observation", "observations", "entity", "entities", "person", "city"),
         *("country", "timezone", "time", "date", "when", "recipient", "to", "from"),
+        *("user", "account", "customer", "assignee", "author", "member"),
     }
 )
 _SETTING_TOKENS: Final = frozenset(

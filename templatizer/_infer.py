@@ -407,6 +407,8 @@ def _in_version(text: str, start: int, end: int) -> bool:
 
 def _uniqueness(places: int, weight: float) -> float:
     """A value produced in many places is weaker evidence; a strong value (an id) much less so."""
+    if weight >= 0.95 and places <= 10:
+        return 1.0  # a long id echoed by a few outputs (a user id as `owner_id`) is one entity, not chance
     factor = 1.0 if places <= 2 else 0.9 if places <= 5 else 0.7 if places <= 10 else 0.4
     return max(factor, 0.8) if weight >= 0.9 else factor
 

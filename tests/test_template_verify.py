@@ -9,15 +9,16 @@ import dataclasses
 
 import pytest
 
-from fixtures.recordings import CorpusEntry, load_corpus
+from fixtures.recordings import HELDOUT_DIR, CorpusEntry, load_corpus
 from toolreel.core.template import StepSpec
 from toolreel.replayer import dry_replay
 from toolreel.templatizer import summary, templatize, verify
 
 CORPUS = load_corpus()
+EVERY_SESSION = CORPUS + load_corpus(HELDOUT_DIR)  # verification must hold on the held-out part too
 
 
-@pytest.mark.parametrize("entry", CORPUS, ids=lambda e: e.name)
+@pytest.mark.parametrize("entry", EVERY_SESSION, ids=lambda e: e.name)
 def test_every_corpus_session_verifies_with_its_likely_inputs_applied(entry: CorpusEntry) -> None:
     first = templatize([entry.steps], name="t")
     chosen = {likely.name: likely.value for likely in first.likely_inputs}

@@ -232,3 +232,30 @@ async def test_a_remembered_server_that_no_longer_starts_is_named_with_the_templ
     code, _, err = await _run_fresh(db, tmp_path, "gone")
     assert code == 2, err
     assert "template 'gone'" in err and "server 'vanished'" in err and "no-such-server" in err
+
+
+async def test_a_template_that_does_not_replay_a_recording_is_refused_unless_forced(tmp_path: Path) -> None:
+    """Two recordings of 'one task' where the second never read the user back: the dry replay of the second
+    cannot give `get_user_1` its input, so nothing is saved until force."""
+    args, env, _ = _setup(tmp_path)
+    ids: list[str] = []
+    for name, read_back in (("Ada Lovelace", True), ("Grace Hopper", False)):
+        async with stdio_gateway(args, env, answers=False) as gw:
+            created = await call(gw, "shop__create_user", {"name": name, "email": "x@example.com"})
+            ids.append((created.meta or {})["toolreel/execution"])
+            if read_back:
+                user = created.structured_content or {}
+                await _ok(gw, "shop__get_user", {"id": user["id"]})
+    async with stdio_gateway(args, env, answers=False) as gw:
+        refused = await call(gw, "toolreel__save_template", {"name": "both", "execution_ids": ids})
+        assert refused.is_error
+        answer = refused.structured_content or {}
+        assert answer["saved"] is False and answer["verified"] is False
+        assert {(d["execution_id"], d["step"]) for d in answer["verification"]["differences"]} == {
+            (ids[1], "get_user_1")
+        }
+        assert "NOT verified" in text_of(refused) and "force" in text_of(refused)
+        assert (await _ok(gw, "toolreel__list_templates", {}))["templates"] == []
+        forced = await call(gw, "toolreel__save_template", {"name": "both", "execution_ids": ids, "force": True})
+        assert not forced.is_error, text_of(forced)
+        assert (forced.structured_content or {})["saved"] is True

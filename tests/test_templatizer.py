@@ -576,3 +576,25 @@ def test_an_input_description_says_what_it_is_an_example_and_where_it_is_used() 
     result = templatize([s.steps], name="t", inputs={"full_name": "Ada Lovelace"})
     description = result.template.inputs["full_name"].description
     assert description == 'Full name (recorded: "Ada Lovelace"); used by create_user_1'
+
+
+def test_templatize_save_with_no_inputs_applies_the_likely_ones_and_verifies(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    entry = next(e for e in CORPUS if e.name == "ids-order-flow")
+    store = open_store(url)
+    try:
+        execution_id = entry.steps[0].execution_id
+        store.create_execution(
+            Execution(execution_id, ExecutionMode.RECORD, ExecutionStatus.RECORDING, created_at=1.0, updated_at=1.0)
+        )
+        store.put_steps(list(entry.steps))
+    finally:
+        store.close()
+    app = typer.Typer()
+    register(app)
+    result = CliRunner().invoke(app, ["templatize", execution_id, "--db", url, "--save", "orders", "--json"])
+    assert result.exit_code == 0, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    assert report["verified"] is True and report["saved"]["version"] == 1
+    assert set(report["template"]["inputs"]) == {"name", "email"}
+    assert "applied the likely inputs" in result.stderr

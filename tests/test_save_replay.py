@@ -259,3 +259,31 @@ async def test_a_template_that_does_not_replay_a_recording_is_refused_unless_for
         forced = await call(gw, "toolreel__save_template", {"name": "both", "execution_ids": ids, "force": True})
         assert not forced.is_error, text_of(forced)
         assert (forced.structured_content or {})["saved"] is True
+
+
+async def test_a_stateless_era_client_is_not_asked_and_is_told_the_inputs_were_applied(tmp_path: Path) -> None:
+    args, env, _ = _setup(tmp_path)
+    async with stdio_gateway(args, env, mode="auto") as gw:  # 2026-07-28: no request can reach the client mid-call
+        assert gw.modern
+        await _shopping(gw)
+        saved = await call(gw, "toolreel__save_template", {"name": "shop"})
+        assert not saved.is_error, text_of(saved)
+        assert gw.probe.elicitations == []
+        assert "cannot show a confirmation form" in text_of(saved)
+        assert set((saved.structured_content or {})["template"]["inputs"]) == {"name", "email"}
+
+
+def test_a_worker_with_no_config_starts_every_server_the_saved_templates_remember(tmp_path: Path) -> None:
+    from toolreel.replayer.cli import _upstreams_config
+
+    store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        for name, server in (("one", "alpha"), ("two", "beta"), ("three", "alpha")):
+            step = {"name": "ping_1", "tool": f"{server}__ping", "input": {}}
+            entry = {"command": "echo", "args": [name]}
+            store.save_template(name, {"name": name, "steps": [step], "servers": {server: entry}})
+        config = _upstreams_config(store, None, None)
+    finally:
+        store.close()
+    assert sorted(s.name for s in config.servers) == ["alpha", "beta"]
+    assert all(s.command == "echo" for s in config.servers)

@@ -32,7 +32,7 @@ def portable_entry(server: ServerConfig, secrets: Collection[str] = ()) -> dict[
     entry = {key: raw[key] for key in _KEPT if key in raw}
     if server.transport == "stdio":
         entry["cwd"] = entry.get("cwd") or server.cwd or os.getcwd()  # relative args meant the gateway's directory
-        entry["env"] = {k: _env_value(server.name, k, v) for k, v in dict(raw.get("env") or {}).items()}
+        entry["env"] = {k: _env_value(k, v) for k, v in dict(raw.get("env") or {}).items()}
         entry["args"] = [_hide(server.name, f"ARG{i}", a, secrets) for i, a in enumerate(raw.get("args") or [])]
     else:
         entry["headers"] = {k: _header_value(server.name, k, v) for k, v in dict(raw.get("headers") or {}).items()}
@@ -71,7 +71,7 @@ def _from_fields(server: ServerConfig) -> dict[str, Any]:
     return {"type": server.transport, "url": server.url, "headers": dict(server.headers)}
 
 
-def _env_value(server: str, key: str, value: Any) -> Any:
+def _env_value(key: str, value: Any) -> Any:
     if not isinstance(value, str) or _REF_RE.search(value):
         return value  # already a reference (or not a string: the parser will say so)
     variable = key if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) else _var(key)  # the variable it was set as

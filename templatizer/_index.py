@@ -31,6 +31,8 @@ _PREFIX: Final = 8  # substring candidates are bucketed by their first character
 _SAMPLE: Final = 4  # occurrences kept per value at each end (first ones, latest ones)
 _NEVER: Final = 1 << 62
 _TOKEN_RE: Final = re.compile(r"[^\W_]+|[\W_]")  # runs of letters/digits, and single other characters
+_UNIT_RE: Final = re.compile(r"[0-9](?=[^\W\d_])")  # a digit followed by a letter
+_NUMBER_RE: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 class Occurrence(NamedTuple):
@@ -167,7 +169,10 @@ class OutputIndex:
         if not self.short_texts and not self.long_texts:
             return
         size = len(text)
-        ends = sorted({m.end() for m in _TOKEN_RE.finditer(text)})
+        token_ends = {m.end() for m in _TOKEN_RE.finditer(text)}
+        # A number glued to its unit ("3.25h", "1253ms") ends inside a token: such ends take numbers only.
+        unit_ends = {m.end() for m in _UNIT_RE.finditer(text)} - token_ends
+        ends = sorted(token_ends | unit_ends)
         for match in _TOKEN_RE.finditer(text):
             start = match.start()
             first = bisect_left(ends, start + MIN_DECIMAL)  # shorter than MIN_SUBSTRING: decimals only
@@ -176,12 +181,15 @@ class OutputIndex:
                     break
                 piece = text[start:end]
                 long_enough = end - start >= MIN_SUBSTRING or is_decimal(piece)
-                if long_enough and piece in self.short_texts and (start, end) != (0, size):
+                fits = end not in unit_ends or _NUMBER_RE.fullmatch(piece) is not None
+                if long_enough and fits and piece in self.short_texts and (start, end) != (0, size):
                     yield start, end, piece
             entry = self.long_texts.get(text[start : start + _PREFIX])
             if entry is None:
                 continue
             texts, longest = entry
             for end in ends[bisect_left(ends, start + _PREFIX) : bisect_right(ends, start + longest)]:
-                if text[start:end] in texts and (start, end) != (0, size):
-                    yield start, end, text[start:end]
+                piece = text[start:end]
+                fits = end not in unit_ends or _NUMBER_RE.fullmatch(piece) is not None
+                if fits and piece in texts and (start, end) != (0, size):
+                    yield start, end, piece

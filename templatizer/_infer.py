@@ -322,7 +322,10 @@ class StepInferrer:
         wrap = "{{%s}}" if isinstance(value, str) else "%s"
         return [self._scored(keys, o, "coerced", weight, bucket.seen, wrap % o.ref) for o in bucket.sample()]
 
-    def _scored(self, keys: Keys, occ: Occurrence, kind: InferenceKind, weight: float, places: int, ref: str) -> _Cand:
+    def _scored(
+        self, keys: Keys, occ: Occurrence, kind: InferenceKind, weight: float, places: int, ref: str, piece: float = 0.9
+    ) -> _Cand:
+        """`piece`: what a match inside a longer string is worth against a whole-value match."""
         sim = 1.0 if occ.cursor else key_similarity(last_key(keys), occ.key, occ.tool)
         base = weight * _uniqueness(places, weight)
         if kind == "coerced":
@@ -330,7 +333,7 @@ class StepInferrer:
             # has no ref syntax (a ref keeps the string type): only ever a reported candidate.
             score = 0.85 * base + 0.15 * sim if ref.startswith("{{") else min(0.79, 0.85 * base + 0.15 * sim)
         elif kind == "substring":
-            score = 0.9 * base + 0.15 * sim
+            score = piece * base + 0.15 * sim
         else:
             score = base + 0.25 * sim
         if is_trivial(_value_at(self.record.resolved_input, keys)) and kind != "subtree":
@@ -373,8 +376,10 @@ class StepInferrer:
             places = sum(b.seen for b in buckets)
             numeric = numeric_strength(text)
             weight = numeric if numeric is not None else text_strength(text)
+            # A decimal delimited in a sentence is as telling as the number itself; other pieces count less.
+            piece = 1.0 if is_decimal(text) else 0.9
             best = max(
-                (self._scored(keys, o, "substring", weight, places, o.ref) for b in buckets for o in b.sample()),
+                (self._scored(keys, o, "substring", weight, places, o.ref, piece) for b in buckets for o in b.sample()),
                 key=lambda c: c.key,
             )
             if best.score >= MEDIUM:

@@ -598,3 +598,12 @@ def test_templatize_save_with_no_inputs_applies_the_likely_ones_and_verifies(tmp
     assert report["verified"] is True and report["saved"]["version"] == 1
     assert set(report["template"]["inputs"]) == {"name", "email"}
     assert "applied the likely inputs" in result.stderr
+
+
+def test_a_number_glued_to_its_unit_is_found_but_an_id_inside_a_word_is_not() -> None:
+    s = Session()
+    s.call("estimate", {"ticket": "t-1"}, {"hours": 3.25, "id": "job_4f3e2d1c"})
+    s.call("notify", {"text": "needs 3.25h of work", "ref": "job_4f3e2d1cx"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["notify_1"] == {"text": "needs {{@estimate_1.hours}}h of work", "ref": "job_4f3e2d1cx"}
+    reproduces(result, s.steps)

@@ -196,8 +196,10 @@ class GatewayHook(ToolHook):
     # ToolHook ---------------------------------------------------------------------------
     async def tools_ready(self) -> None:
         # Every template is in a client's very first tools/list: wait (bounded) for the catalogue.
+        # Waited once: a store that does not open in time is not waited for again (list_changed follows).
         with anyio.move_on_after(LISTING_WAIT):
             await self.listing_ready.wait()
+        self.listing_ready.set()
 
     def extra_tools(self) -> list[dict[str, Any]]:
         listed = [tool.definition() for tool in self.tools.values()]

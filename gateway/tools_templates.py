@@ -91,6 +91,8 @@ class _Catalogue:
     @contextlib.asynccontextmanager
     async def service(self) -> AsyncIterator[None]:
         self.listed = await anyio.to_thread.run_sync(self._current)
+        if self.hook.listing_ready.is_set() and self.listed:
+            self.hook.hub.router.lists_changed(frozenset({"tools"}))  # clients listed before the store opened
         self.hook.listing_ready.set()  # a first tools/list waiting for the templates may answer now
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._poll)

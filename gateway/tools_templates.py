@@ -118,13 +118,15 @@ class _Catalogue:
         result = draft.templatize(given)
         note = None
         if given is None and result.likely_inputs:
-            asked = await save_form.ask(link, name, result.likely_inputs)
+            dry = bool(arguments.get("dry_run"))  # a dry run asks the user nothing
+            asked = None if dry else await save_form.ask(link, name, result.likely_inputs)
             if asked is not None and asked.declined:
                 text = f"Not saved: the form for template {name!r} was declined, so nothing was saved."
                 return _answer(text, {"saved": False, "declined": True})
             if asked is None:
                 chosen = {likely.name: likely.value for likely in result.likely_inputs}
-                note = _applied_note(chosen)
+                why = "this is a dry run" if dry else "this client cannot show a confirmation form"
+                note = _applied_note(chosen, why)
             else:
                 chosen = dict(asked.inputs)
             result = draft.templatize(chosen)
@@ -267,10 +269,10 @@ class _Draft:
         return templatize(self.recordings, inputs=inputs, **self.options)
 
 
-def _applied_note(chosen: Mapping[str, Any]) -> str:
+def _applied_note(chosen: Mapping[str, Any], why: str) -> str:
     names = ", ".join(chosen)
     return (
-        f"The likely inputs ({names}) were applied because this client cannot show a confirmation form; "
+        f"The likely inputs ({names}) were applied because {why}; "
         "to keep a value fixed, save again with inputs naming only the values that should change."
     )
 

@@ -15,7 +15,7 @@ from typing import Any
 from toolreel.core.model import StepRecord
 from toolreel.templatizer._result import TemplatizeResult
 
-__all__ = ["Verification", "summary", "verify"]
+__all__ = ["Mismatch", "Verification", "summary", "verify"]
 
 _SHOWN_INPUTS = 6  # inputs named in the summary line; the rest are counted
 _SHOWN_VALUE = 40  # characters of a recorded value quoted in the summary

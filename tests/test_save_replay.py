@@ -287,3 +287,16 @@ def test_a_worker_with_no_config_starts_every_server_the_saved_templates_remembe
         store.close()
     assert sorted(s.name for s in config.servers) == ["alpha", "beta"]
     assert all(s.command == "echo" for s in config.servers)
+
+
+async def test_a_dry_run_asks_nothing_saves_nothing_and_still_verifies(tmp_path: Path) -> None:
+    args, env, _ = _setup(tmp_path)
+    async with stdio_gateway(args, env) as gw:
+        await _shopping(gw)
+        dry = await call(gw, "toolreel__save_template", {"name": "shop", "dry_run": True})
+        assert not dry.is_error, text_of(dry)
+        answer = dry.structured_content or {}
+        assert answer["saved"] is False and answer["verified"] is True
+        assert set(answer["template"]["inputs"]) == {"name", "email"}
+        assert gw.probe.elicitations == [] and "this is a dry run" in text_of(dry)
+        assert (await _ok(gw, "toolreel__list_templates", {}))["templates"] == []

@@ -26,7 +26,14 @@ from rich.live import Live
 from rich.table import Table
 
 from toolreel.core.caller import ProgressFn
-from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError, UpstreamError
+from toolreel.core.errors import (
+    ConfigError,
+    ExecutionError,
+    NotFoundError,
+    TemplateError,
+    ToolreelError,
+    UpstreamError,
+)
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
 from toolreel.core.store import Store, open_store
 from toolreel.core.template import Template
@@ -348,7 +355,15 @@ def _remembered(store: Store, template: Template | None) -> GatewayConfig:
     templates = _family(store, template) if template is not None else _all_saved(store)
     servers: dict[str, ServerConfig] = {}
     for each in templates:
-        for server in remembered_config(each.name, each.servers).servers:
+        try:
+            remembered = remembered_config(each.name, each.servers)
+        except ConfigError as exc:
+            if template is not None:
+                raise
+            # A worker serves every template: one whose servers cannot start must not stop the others.
+            typer.echo(f"toolreel worker: skipping the servers of a template: {exc}", err=True)
+            continue
+        for server in remembered.servers:
             servers.setdefault(server.name, server)
     return GatewayConfig(servers=tuple(servers.values()), source=None)
 

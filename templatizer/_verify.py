@@ -81,7 +81,7 @@ def summary(result: TemplatizeResult, verification: Verification, *, saved: str 
     `saved` is e.g. "Saved template 'x' (version 2)" or why nothing was saved; `note` one more line.
     """
     template = result.template
-    refs = sum(1 for inference in result.applied if inference.kind not in ("input", "secret"))
+    refs = sum(1 for inference in result.applied if inference.kind not in ("input", "secret", "explicit"))
     lines = [f"{saved or 'Not saved (dry run)'}: {len(template.steps)} steps, {refs} refs inferred between them."]
     lines.append(_inputs_line(result))
     if verification.verified:

@@ -278,9 +278,11 @@ def test_a_worker_with_no_config_starts_every_server_the_saved_templates_remembe
 
     store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
     try:
-        for name, server in (("one", "alpha"), ("two", "beta"), ("three", "alpha")):
+        for name, server in (("one", "alpha"), ("two", "beta"), ("three", "alpha"), ("four", "gamma")):
             step = {"name": "ping_1", "tool": f"{server}__ping", "input": {}}
-            entry = {"command": "echo", "args": [name]}
+            entry: dict[str, Any] = {"command": "echo", "args": [name]}
+            if server == "gamma":  # needs a variable this process lacks: skipped, the others still start
+                entry["env"] = {"TOKEN": "${env:TOOLREEL_TEST_UNSET_VARIABLE}"}
             store.save_template(name, {"name": name, "steps": [step], "servers": {server: entry}})
         config = _upstreams_config(store, None, None)
     finally:

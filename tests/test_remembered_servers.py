@@ -24,7 +24,12 @@ def _entries() -> dict[str, dict[str, object]]:
                 "fs": {
                     "command": "npx",
                     "args": ["-y", "srv", f"--token={ARG_SECRET}"],
-                    "env": {"GITHUB_TOKEN": "ghp_abcdefghijklmnop", "MODE": "fast", "DB": "${env:DB_URL}"},
+                    "env": {
+                        "GITHUB_TOKEN": "ghp_abcdefghijklmnop",
+                        "MODE": "fast",
+                        "DB": "${env:DB_URL}",
+                        "CACHE": "redis://cache:s3cret@localhost:6379",
+                    },
                     "cwd": "/srv",
                     "alwaysAllow": ["read"],
                 },
@@ -45,12 +50,18 @@ def test_secret_values_become_env_references_and_written_references_stay() -> No
     assert entries["fs"] == {
         "command": "npx",
         "args": ["-y", "srv", "--token=${env:FS_ARG2}"],
-        "env": {"GITHUB_TOKEN": "${env:GITHUB_TOKEN}", "MODE": "fast", "DB": "${env:DB_URL}"},
+        "env": {
+            "GITHUB_TOKEN": "${env:GITHUB_TOKEN}",
+            "MODE": "fast",
+            "DB": "${env:DB_URL}",
+            "CACHE": "${env:CACHE}",
+        },
         "cwd": "/srv",
     }
     text = json.dumps(entries)
     assert "abc123" not in text and "ghp_" not in text and ARG_SECRET not in text and "postgres://db" not in text
-    assert env_references(entries) == ["API_AUTHORIZATION", "DB_URL", "FS_ARG2", "GITHUB_TOKEN", "TEAM"]
+    assert "s3cret" not in text
+    assert env_references(entries) == ["API_AUTHORIZATION", "CACHE", "DB_URL", "FS_ARG2", "GITHUB_TOKEN", "TEAM"]
 
 
 def test_a_wrapped_server_is_remembered_as_its_command_line_in_its_directory(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,7 @@ __all__ = ["env_references", "portable_entry", "remembered_config"]
 
 _REF_RE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 _NOT_VAR = re.compile(r"[^A-Za-z0-9_]")
+_CREDENTIALS_RE = re.compile(r"://[^/@\s:]+:[^/@\s]+@")  # a URL carrying a password (postgres://u:p@host)
 # Keys of an entry that say how to start and talk to the server; the rest (hosts' own keys) is left out.
 _KEPT = ("type", "transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "tools", "protocol")
 
@@ -75,7 +76,8 @@ def _env_value(key: str, value: Any) -> Any:
     if not isinstance(value, str) or _REF_RE.search(value):
         return value  # already a reference (or not a string: the parser will say so)
     variable = key if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) else _var(key)  # the variable it was set as
-    return f"${{env:{variable}}}" if is_secret_key(key) or opaque(value) else value
+    secret = is_secret_key(key) or opaque(value) or _CREDENTIALS_RE.search(value) is not None
+    return f"${{env:{variable}}}" if secret else value
 
 
 def _header_value(server: str, key: str, value: Any) -> Any:

@@ -191,6 +191,10 @@ class StepInferrer:
             return self._apply(keys, _Cand(best.value, "confirmed", max(best.score, 0.95), evidence))
         if not allow_input:
             return None
+        as_text = self.inputs.derived_as_text(per_run)
+        if as_text is not None:  # the text of a number or boolean input: "{{@input.x}}" gives it back
+            evidence = f"the text of input {as_text!r} in every recording"
+            return self._apply(keys, _Cand(f"{{{{@input.{as_text}}}}}", "input", 1.0, evidence))
         name = self.inputs.derived(keys, per_run)
         shown = ", ".join(repr(v) for found, v in per_run if found)
         evidence = f"differs between recordings ({shown}) and no earlier output explains it"
@@ -284,6 +288,10 @@ class StepInferrer:
         for name, named in self.inputs.named.items():
             if same(named, value):
                 return _Cand(f"@input.{name}", "input", 1.0, f"the value of input {name!r}")
+        if isinstance(value, str) and len(value) >= _NAMED_MIN:  # a number input passed as its text: "4521903"
+            for name, named in self.inputs.named.items():
+                if number_text(named) == value:
+                    return _Cand(f"{{{{@input.{name}}}}}", "input", 1.0, f"the text of input {name!r}")
         return None
 
     def _input_pieces(self, value: str, *, derived: bool) -> list[_Piece]:

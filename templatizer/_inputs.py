@@ -16,7 +16,7 @@ from toolreel.core.model import JSON
 from toolreel.core.secrets import is_secret_key
 from toolreel.core.template import InputSpec
 from toolreel.templatizer._result import LikelyInput
-from toolreel.templatizer._values import Keys, json_path, key_tokens, last_key, snake, type_name
+from toolreel.templatizer._values import Keys, json_path, key_tokens, last_key, scalar_text, snake, type_name
 
 _SETTING_RE: Final = re.compile(r"^[a-z0-9]+(?:[_.:-][a-z0-9]+)*$")
 # Keys whose string values are the subject of a task rather than a setting of a tool.
@@ -51,6 +51,7 @@ class InputTable:
         self._names = _Names(set())
         self._secrets: dict[str, str] = {}  # base name -> secret input
         self._derived: dict[str, str] = {}  # the values in every run (canonical JSON) -> input
+        self._as_text: dict[str, str] = {}  # the texts of a number/boolean input's values in every run -> input
 
     def add_named(self, inputs: Mapping[str, JSON]) -> None:
         for name, value in inputs.items():
@@ -73,6 +74,12 @@ class InputTable:
                 run[name] = placeholder
         return name
 
+    def derived_as_text(self, per_run: Sequence[tuple[bool, JSON]]) -> str | None:
+        """A number or boolean input whose text is this string in every run (`4521903` and `"4521903"`)."""
+        if not all(isinstance(value, str) for found, value in per_run if found):
+            return None
+        return self._as_text.get(json.dumps(per_run, sort_keys=True))
+
     def derived(self, keys: Keys, per_run: Sequence[tuple[bool, JSON]]) -> str:
         """The input for a value that differs between runs; reused where the same values recur."""
         identity = json.dumps(per_run, sort_keys=True, default=str)
@@ -81,6 +88,9 @@ class InputTable:
             return name
         name = self._derived[identity] = self._names.fresh(snake(last_key(keys) or "value"))
         self.specs[name] = InputSpec(type=type_name(per_run[0][1]), enum=_closed_set(per_run))
+        texts = [(found, scalar_text(value)) for found, value in per_run]
+        if all(text is not None for found, text in texts if found):
+            self._as_text.setdefault(json.dumps(texts, sort_keys=True), name)
         for run, (found, value) in zip(self.values, per_run, strict=True):
             if found:
                 run[name] = value

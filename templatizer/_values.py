@@ -289,6 +289,13 @@ def numeric_strength(text: str) -> float | None:
     return None
 
 
+def scalar_text(value: JSON) -> str | None:
+    """The text `{{@x}}` renders a number or boolean as (`4521903`, `5.7`, `true`); None for anything else."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return number_text(value)
+
+
 def number_text(value: JSON) -> str | None:
     """The text a number interpolates as (`{{@x}}`), or None for non-numbers."""
     if isinstance(value, bool) or not isinstance(value, int | float):

@@ -607,3 +607,30 @@ def test_a_number_glued_to_its_unit_is_found_but_an_id_inside_a_word_is_not() ->
     result = templatize([s.steps], name="t")
     assert inputs_of(result)["notify_1"] == {"text": "needs {{@estimate_1.hours}}h of work", "ref": "job_4f3e2d1cx"}
     reproduces(result, s.steps)
+
+
+# --------------------------------------------------------------------------- values equal across a type coercion
+
+
+def test_a_number_input_passed_elsewhere_as_its_text_is_one_input() -> None:
+    s = Session()
+    s.call("lookup", {"ticket": 4521903}, {"ok": True})
+    s.call("comment", {"ticket": "4521903", "page": "25"}, {"ok": True})
+    result = templatize([s.steps], name="t", inputs={"ticket": 4521903, "limit": 25})
+    assert inputs_of(result)["lookup_1"] == {"ticket": "@input.ticket"}
+    # two digits as text are no evidence: "25" stays a literal
+    assert inputs_of(result)["comment_1"] == {"ticket": "{{@input.ticket}}", "page": "25"}
+    reproduces(result, s.steps)
+
+
+def test_recordings_varying_a_number_and_its_text_together_give_one_input() -> None:
+    runs: list[list[StepRecord]] = []
+    for number, (count, flag) in enumerate(((1234, True), (5678, False))):
+        s = Session(execution=f"e{number}")
+        s.call("reserve", {"seats": count, "notify": flag}, {"ok": True})
+        s.call("confirm", {"seats": str(count), "notify": "true" if flag else "false"}, {"ok": True})
+        runs.append(s.steps)
+    result = templatize(runs, name="t")
+    assert set(result.template.inputs) == {"seats", "notify"}
+    assert inputs_of(result)["confirm_1"] == {"seats": "{{@input.seats}}", "notify": "{{@input.notify}}"}
+    assert verify(result, runs).verified

@@ -302,3 +302,31 @@ async def test_a_dry_run_asks_nothing_saves_nothing_and_still_verifies(tmp_path:
         assert set(answer["template"]["inputs"]) == {"name", "email"}
         assert gw.probe.elicitations == [] and "this is a dry run" in text_of(dry)
         assert (await _ok(gw, "toolreel__list_templates", {}))["templates"] == []
+
+
+async def test_a_login_token_is_passed_on_by_ref_at_replay_and_never_becomes_an_input(tmp_path: Path) -> None:
+    """The token is redacted in the store, so only a ref to the step that produced it can replay the session."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    config = write_config(tmp_path / "mcp.json", {"desk": fixture_entry("desk")})
+    async with stdio_gateway(["--config", str(config)], gateway_env(db), answers=False) as gw:
+        session = await _ok(gw, "desk__login", {"user": "ann.lee", "password": "hunter2-hunter2"})
+        written = {"session_token": "@login_1.session_token", "subject": "Printer on floor 3 is jammed"}
+        ticket = await _ok(gw, "desk__open_ticket", written)
+        by_hand = {"session_token": session["session_token"], "ticket": str(ticket["ticket"])}
+        await _ok(gw, "desk__get_ticket", by_hand)
+        saved = await call(gw, "toolreel__save_template", {"name": "desk"})
+        assert not saved.is_error, text_of(saved)
+        template = (saved.structured_content or {})["template"]
+        steps = {step["name"]: step["input"] for step in template["steps"]}
+        assert steps["open_ticket_1"]["session_token"] == "@login_1.session_token"
+        assert steps["get_ticket_1"] == {
+            "session_token": "@login_1.session_token",
+            "ticket": "{{@open_ticket_1.ticket}}",
+        }
+        assert set(template["inputs"]) == {"user", "password", "subject"}
+        assert template["inputs"]["password"]["secret"] is True
+        replayed = await call(
+            gw, "reel__desk", {"user": "bo", "password": "another-secret", "subject": "Projector has no signal"}
+        )
+        assert not replayed.is_error, text_of(replayed)
+        assert (replayed.structured_content or {})["subject"] == "Projector has no signal"

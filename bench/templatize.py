@@ -26,10 +26,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._transforms_corpus import transform_bars
-from fixtures.recordings import CorpusEntry, load_corpus
+from fixtures.recordings import CORPUS_DIR, HELDOUT_DIR, CorpusEntry, load_corpus
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import refs_in
-from toolreel.templatizer import TemplatizeResult, templatize
+from toolreel.templatizer import TemplatizeResult, templatize, verify
 
 PRECISION_BAR = 0.98
 RECALL_BAR = 0.95
@@ -97,10 +97,19 @@ def score_inputs(entry: CorpusEntry, result: TemplatizeResult) -> tuple[int, int
     return len(predicted & expected), len(predicted), len(expected), problems
 
 
+def verified(entry: CorpusEntry) -> bool:
+    """The template a plain save would store (likely inputs applied) replays its own recordings dry."""
+    first = templatize(entry.recordings, name=entry.name)
+    chosen = {likely.name: likely.value for likely in first.likely_inputs}
+    result = templatize(entry.recordings, name=entry.name, inputs=chosen) if chosen else first
+    return verify(result, list(entry.recordings)).verified
+
+
 def quality(corpus: Sequence[CorpusEntry], verbose: bool) -> dict[str, tuple[int, int, int]]:
-    totals = {"refs": [0, 0, 0], "inputs": [0, 0, 0]}
+    totals = {"refs": [0, 0, 0], "inputs": [0, 0, 0], "verified": [0, 0, 0]}
     print(
         f"{'recording':<22} {'runs':>4} {'steps':>5}  {'refs ok/found/expected':>24}  {'inputs ok/found/expected':>26}"
+        "  verified"
     )
     for entry in corpus:
         several = len(entry.recordings) > 1
@@ -109,11 +118,13 @@ def quality(corpus: Sequence[CorpusEntry], verbose: bool) -> dict[str, tuple[int
         refs = score_refs(entry, template_refs(with_names))
         unnamed = with_names if several else templatize(entry.recordings, name=entry.name)
         inputs = score_inputs(entry, unnamed)
+        checked = verified(entry)
+        totals["verified"] = [totals["verified"][0] + checked, totals["verified"][1] + 1, totals["verified"][2] + 1]
         for key, figures in (("refs", refs), ("inputs", inputs)):
             totals[key] = [a + b for a, b in zip(totals[key], figures[:3], strict=True)]
         print(
             f"{entry.name:<22} {len(entry.recordings):>4} {len(entry.steps):>5}  "
-            f"{'/'.join(map(str, refs[:3])):>24}  {'/'.join(map(str, inputs[:3])):>26}"
+            f"{'/'.join(map(str, refs[:3])):>24}  {'/'.join(map(str, inputs[:3])):>26}  {'yes' if checked else 'NO'}"
         )
         if verbose:
             for problem in refs[3] + inputs[3]:
@@ -232,26 +243,35 @@ def reference_ratio(repeat: int) -> float:
 # --------------------------------------------------------------------------- main
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="two timing runs of each size instead of nine")
-    parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch with the corpus")
-    args = parser.parse_args()
-    corpus = load_corpus()
-    totals = quality(corpus, args.verbose)
-    repeat = 2 if args.quick else 9
-    templatize([generated(50)], name="warmup")
-    (t1, w1), (t2, w2) = best_times([generated(1000), generated(2000)], repeat)
-    print()
+def quality_bars(part: str, totals: dict[str, tuple[int, int, int]]) -> list[tuple[str, bool]]:
     bars: list[tuple[str, bool]] = []
     for key in ("refs", "inputs"):
         ok, found, expected = totals[key]
         precision, recall = ratio(ok, found), ratio(ok, expected)
         print(f"{key:<7} precision {precision:.3f} ({ok}/{found})   recall {recall:.3f} ({ok}/{expected})")
         bars += [
-            (f"{key} precision {precision:.3f} >= {PRECISION_BAR}", precision >= PRECISION_BAR),
-            (f"{key} recall {recall:.3f} >= {RECALL_BAR}", recall >= RECALL_BAR),
+            (f"{part} {key} precision {precision:.3f} >= {PRECISION_BAR}", precision >= PRECISION_BAR),
+            (f"{part} {key} recall {recall:.3f} >= {RECALL_BAR}", recall >= RECALL_BAR),
         ]
+    ok, sessions, _ = totals["verified"]
+    print(f"verified {ok}/{sessions} sessions (the saved template replays its recordings dry)")
+    return [*bars, (f"{part} verification true for {ok}/{sessions} sessions", ok == sessions)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="two timing runs of each size instead of nine")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch with the corpus")
+    args = parser.parse_args()
+    bars: list[tuple[str, bool]] = []
+    for part, directory in (("tuned", CORPUS_DIR), ("held-out", HELDOUT_DIR)):
+        print(f"-- {part} corpus ({directory.relative_to(CORPUS_DIR.parents[1])})")
+        totals = quality(load_corpus(directory), args.verbose)
+        bars += quality_bars(part, totals)
+        print()
+    repeat = 2 if args.quick else 9
+    templatize([generated(50)], name="warmup")
+    (t1, w1), (t2, w2) = best_times([generated(1000), generated(2000)], repeat)
     print(f"cpu     1,000 steps {t1 * 1000:.0f} ms   2,000 steps {t2 * 1000:.0f} ms   ratio {t2 / t1:.2f}")
     print(f"wall    1,000 steps {w1 * 1000:.0f} ms   2,000 steps {w2 * 1000:.0f} ms   ratio {w2 / w1:.2f}")
     print(

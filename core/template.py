@@ -112,6 +112,9 @@ class Template:
     has_output: bool = False
     version: int | None = None  # set when loaded from the store
     hash: str | None = None
+    # The config entries of the servers its tools come from (secrets as `${env:VAR}`, never values),
+    # so a replay can start them with no config file.
+    servers: Mapping[str, Mapping[str, JSON]] = field(default_factory=dict)
 
     def step(self, name: str) -> StepSpec:
         for spec in self.steps:

@@ -136,6 +136,7 @@ def _build(model: TemplateModel) -> Template:
         steps=tuple(_step(step) for step in model.steps),
         output=model.output,
         has_output="output" in model.model_fields_set,
+        servers=model.servers,
     )
 
 
@@ -217,6 +218,8 @@ def template_to_dict(t: Template) -> dict[str, Any]:
     out["steps"] = [_step_dict(step) for step in t.steps]
     if t.has_output:
         out["output"] = t.output
+    if t.servers:
+        out["servers"] = {name: dict(entry) for name, entry in t.servers.items()}
     return out
 
 

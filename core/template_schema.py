@@ -275,6 +275,11 @@ class TemplateModel(_Strict):
     output: JsonAny = Field(
         None, description="The execution's output; default: the `return` step that ran, else the last step."
     )
+    servers: dict[str, dict[str, JsonAny]] = Field(
+        default_factory=dict,
+        description="Server name -> its client config entry (secrets as `${env:VAR}` references), so a replay "
+        "starts the servers with no config file; a config given to the replay overrides it.",
+    )
 
 
 def template_json_schema() -> dict[str, Any]:

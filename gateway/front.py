@@ -82,6 +82,9 @@ class ToolHook:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
 
+    async def tools_ready(self) -> None:
+        """Return once `extra_tools` lists everything there is (a first listing must be complete)."""
+
     def extra_tools(self) -> list[dict[str, Any]]:
         return []
 
@@ -311,6 +314,7 @@ class Front(ClientRouter):
     # list handlers ------------------------------------------------------------------------
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
+        await self.hook.tools_ready()
         return era_result(ctx, {"tools": [*self.hub.listed_tools(), *self.hook.extra_tools()]})
 
     async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:

@@ -31,13 +31,36 @@ from toolreel.upstreams.upstream import Upstream
 if TYPE_CHECKING:
     from toolreel.core.store import Store
 
-__all__ = ["GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
+__all__ = ["ANNOTATIONS", "GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
 
 logger = logging.getLogger("toolreel.gateway")
 STORE_RETRY = 5.0
+LISTING_WAIT = 20.0  # seconds a first tools/list waits for the store to list the templates
 PEEK_EVERY = 5.0  # seconds between looks at an idle store for templates or runs from other processes
 
 Handler = Callable[[dict[str, Any], Any, ClientLink], Awaitable[dict[str, Any]]]
+
+_READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+_WRITE = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
+_DESTROY = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+_REPLAY = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True}
+# MCP tool annotations, so hosts can auto-approve the harmless tools and ask before the others.
+# A replay calls upstream tools that may do anything: run and resume keep MCP's cautious defaults.
+ANNOTATIONS: dict[str, dict[str, bool]] = {
+    **dict.fromkeys(
+        (
+            "toolreel__status",
+            "toolreel__get_execution",
+            "toolreel__list_executions",
+            "toolreel__list_templates",
+            "toolreel__get_template",
+        ),
+        _READ,
+    ),
+    **dict.fromkeys(("toolreel__save_template", "toolreel__set_step_result"), _WRITE),
+    **dict.fromkeys(("toolreel__delete_template", "toolreel__cancel_execution"), _DESTROY),
+    **dict.fromkeys(("toolreel__run_template", "toolreel__resume_execution"), _REPLAY),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +71,11 @@ class ManagementTool:
     handler: Handler
 
     def definition(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        listed = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        annotations = ANNOTATIONS.get(self.name)
+        if annotations is not None:
+            listed["annotations"] = dict(annotations)
+        return listed
 
 
 def tool_result(value: Any) -> dict[str, Any]:
@@ -83,6 +110,7 @@ class GatewayHook(ToolHook):
         self._store: Store | None = None
         self.store_ready = anyio.Event()
         self.store_wanted = anyio.Event()  # something in this process needs the store: open it now
+        self.listing_ready = anyio.Event()  # the templates' tools are known (or there are none)
         self.secret_values = tuple(secret_values)
         # A database in this process's memory is invisible to the drain process: written from here.
         local = self.ready_store if store_peek.in_memory(db) else None
@@ -109,6 +137,7 @@ class GatewayHook(ToolHook):
             self.store_ready.set()
             for service in self.services:
                 await stack.enter_async_context(service())
+            self.listing_ready.set()
             await anyio.sleep_forever()
 
     async def _until_store_needed(self) -> None:
@@ -118,6 +147,8 @@ class GatewayHook(ToolHook):
         if self._peek is None:
             return
         look = await anyio.to_thread.run_sync(self._peek)
+        if look is not None and not look.templates:
+            self.listing_ready.set()  # no template to list: the first tools/list need not wait for the store
         if look is None or not look.idle:
             return
         async with anyio.create_task_group() as tg:
@@ -163,6 +194,13 @@ class GatewayHook(ToolHook):
         self.tools[tool.name] = tool
 
     # ToolHook ---------------------------------------------------------------------------
+    async def tools_ready(self) -> None:
+        # Every template is in a client's very first tools/list: wait (bounded) for the catalogue.
+        # Waited once: a store that does not open in time is not waited for again (list_changed follows).
+        with anyio.move_on_after(LISTING_WAIT):
+            await self.listing_ready.wait()
+        self.listing_ready.set()
+
     def extra_tools(self) -> list[dict[str, Any]]:
         listed = [tool.definition() for tool in self.tools.values()]
         for source in self.dynamic:

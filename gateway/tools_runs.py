@@ -23,6 +23,7 @@ from toolreel.core.errors import ExecutionError
 from toolreel.core.model import Execution, ExecutionStatus
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import GatewayHook, ManagementTool, tool_result
+from toolreel.recorder import EXECUTION_META
 
 if TYPE_CHECKING:
     from toolreel.core.store import Store
@@ -165,10 +166,11 @@ class _Runs:
         template = await anyio.to_thread.run_sync(load_saved, await self.hook.ready_store(), template_name, None)
         execution = await self._start(template, arguments, ctx, link, wait=True)
         if execution.status is ExecutionStatus.SUCCEEDED:
-            return tool_result(execution.output)
-        summary = _summary(execution)
-        result = tool_result(summary)
-        result["isError"] = execution.status is not ExecutionStatus.PAUSED
+            result = tool_result(execution.output)
+        else:
+            result = tool_result(_summary(execution))
+            result["isError"] = execution.status is not ExecutionStatus.PAUSED
+        result["_meta"] = {EXECUTION_META: execution.id}  # as a recorded call's result says where it went
         return result
 
 

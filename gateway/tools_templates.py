@@ -8,19 +8,22 @@ catalogue changes (here, or in another process sharing the store).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from toolreel.core.errors import NotFoundError, TemplateError
 from toolreel.core.model import StepRecord
+from toolreel.gateway import save_form
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import GatewayHook, ManagementTool, tool_result
 
 if TYPE_CHECKING:
     from toolreel.core.template import Template
+    from toolreel.templatizer import TemplatizeResult
 
 __all__ = ["install", "reel_tool"]
 
@@ -87,6 +90,9 @@ class _Catalogue:
     @contextlib.asynccontextmanager
     async def service(self) -> AsyncIterator[None]:
         self.listed = await anyio.to_thread.run_sync(self._current)
+        if self.hook.listing_ready.is_set() and self.listed:
+            self.hook.hub.router.lists_changed(frozenset({"tools"}))  # clients listed before the store opened
+        self.hook.listing_ready.set()  # a first tools/list waiting for the templates may answer now
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._poll)
             yield
@@ -102,29 +108,72 @@ class _Catalogue:
         name = arguments.get("name")
         if not isinstance(name, str) or not name:
             raise TemplateError("'name' is required: the template's name", field="name")
-        from toolreel.core.template_io import template_to_dict
-        from toolreel.templatizer import templatize
-
+        given = arguments.get("inputs")
+        if given is not None and not isinstance(given, dict):
+            raise TemplateError("'inputs' is an object of input name -> the recorded value it replaces", field="inputs")
         await self.hook.ready_store()
         recordings = await self._recordings(arguments, link)
-        result = templatize(
-            recordings,
-            name=name,
-            description=arguments.get("description"),
-            inputs=arguments.get("inputs"),
-            steps=arguments.get("steps"),
-            include_failed=bool(arguments.get("include_failed", False)),
-            read_only=self.hook.hub.read_only_tools(),
-        )
-        answer = result.to_json()
-        if not arguments.get("dry_run"):
+        draft = _Draft(self, recordings, arguments, name)
+        result = draft.templatize(given)
+        note = None
+        if given is None and result.likely_inputs:
+            dry = bool(arguments.get("dry_run"))  # a dry run asks the user nothing
+            asked = None if dry else await save_form.ask(link, name, result.likely_inputs)
+            if asked is not None and asked.declined:
+                text = f"Not saved: the form for template {name!r} was declined, so nothing was saved."
+                return _answer(text, {"saved": False, "declined": True})
+            if asked is None:
+                chosen = {likely.name: likely.value for likely in result.likely_inputs}
+                why = "this is a dry run" if dry else "this client cannot show a confirmation form"
+                note = _applied_note(chosen, why)
+            else:
+                chosen = dict(asked.inputs)
+            result = draft.templatize(chosen)
+        result = self._remembering(result)
+        return await self._finish(result, recordings, arguments, note)
+
+    def _remembering(self, result: TemplatizeResult) -> TemplatizeResult:
+        """The template with the config entries of the servers its tools come from."""
+        from toolreel.upstreams.remembered import portable_entry
+
+        servers: dict[str, Any] = {}
+        for spec in result.template.steps:
+            upstream = self.hook.hub.upstreams.get((spec.tool or "").partition("__")[0])
+            if upstream is not None and upstream.name not in servers:
+                servers[upstream.name] = portable_entry(upstream.config, self.hook.secret_values)
+        return dataclasses.replace(result, template=dataclasses.replace(result.template, servers=servers))
+
+    async def _finish(
+        self,
+        result: TemplatizeResult,
+        recordings: list[Sequence[StepRecord]],
+        arguments: dict[str, Any],
+        note: str | None,
+    ) -> dict[str, Any]:
+        from toolreel.core.template_io import template_to_dict
+        from toolreel.templatizer import summary, verify
+
+        verification = await anyio.to_thread.run_sync(verify, result, recordings)
+        detail: dict[str, Any] = {**result.to_json(), "verified": verification.verified}
+        detail["verification"] = verification.to_json()
+        name = result.template.name
+        if arguments.get("dry_run"):
+            headline = f"Dry run of template {name!r}, nothing saved"
+            detail["saved"] = False
+        elif not verification.verified and not arguments.get("force"):
+            headline = f"Not saved: template {name!r} does not replay its recording (force: true saves it anyway)"
+            detail["saved"] = False
+            failed = _answer(summary(result, verification, saved=headline, note=note), detail)
+            failed["isError"] = True
+            return failed
+        else:
             definition = template_to_dict(result.template)
             record = await anyio.to_thread.run_sync(self._save_checked, result.template, definition, arguments)
-            answer.update(saved=True, version=record.version, hash=record.hash)
+            headline = f"Saved template {name!r} (version {record.version}, tool reel__{name})"
+            note = "\n".join(filter(None, [note, _servers_note(result.template.servers)]))
+            detail.update(saved=True, version=record.version, hash=record.hash)
             await self.refresh()
-        else:
-            answer["saved"] = False
-        return tool_result(answer)
+        return _answer(summary(result, verification, saved=headline, note=note), detail)
 
     def _save_checked(self, template: Template, definition: dict[str, Any], arguments: dict[str, Any]) -> Any:
         from toolreel.core.template_io import check_template_cycles
@@ -198,6 +247,52 @@ class _Catalogue:
         return tool_result({"deleted": name, "versions": count})
 
 
+class _Draft:
+    """The templatizer's arguments of one save, so that it can run again with other inputs."""
+
+    def __init__(
+        self, catalogue: _Catalogue, recordings: list[Sequence[StepRecord]], arguments: dict[str, Any], name: str
+    ) -> None:
+        self.recordings = recordings
+        self.options: dict[str, Any] = {
+            "name": name,
+            "description": arguments.get("description"),
+            "steps": arguments.get("steps"),
+            "include_failed": bool(arguments.get("include_failed", False)),
+            "read_only": catalogue.hook.hub.read_only_tools(),
+        }
+
+    def templatize(self, inputs: Mapping[str, Any] | None) -> TemplatizeResult:
+        from toolreel.templatizer import templatize
+
+        return templatize(self.recordings, inputs=inputs, **self.options)
+
+
+def _applied_note(chosen: Mapping[str, Any], why: str) -> str:
+    names = ", ".join(chosen)
+    return (
+        f"The likely inputs ({names}) were applied because {why}; "
+        "to keep a value fixed, save again with inputs naming only the values that should change."
+    )
+
+
+def _servers_note(servers: Mapping[str, Mapping[str, Any]]) -> str | None:
+    from toolreel.upstreams.remembered import env_references
+
+    if not servers:
+        return None
+    needs = env_references(servers)
+    tail = f" (a replay needs the environment variables {', '.join(needs)})" if needs else ""
+    return f"It remembers its servers {', '.join(servers)}: `toolreel run` starts them with no config{tail}."
+
+
+def _answer(text: str, detail: dict[str, Any]) -> dict[str, Any]:
+    """The human summary first (what an agent relays), then the whole detail as JSON."""
+    result = tool_result({"summary": text, **detail})
+    result["content"] = [{"type": "text", "text": text}, *result["content"]]
+    return result
+
+
 def install(hook: GatewayHook, **_: Any) -> None:
     catalogue = _Catalogue(hook)
     hook.services.append(catalogue.service)
@@ -207,17 +302,24 @@ def install(hook: GatewayHook, **_: Any) -> None:
         ManagementTool(
             "toolreel__save_template",
             "Turn this session's recorded steps (or the recordings in execution_ids) into a template: literals become "
-            "refs (@step.path) and inputs (@input.name). Returns the template, every inferred ref with confidence and "
-            "evidence, and ambiguous candidates; saves it unless dry_run (same name: new version).",
+            "refs (@step.path) and inputs (@input.name). Without inputs, the likely inputs found are applied (the user "
+            "confirms them in a form when the client can show one). The template is replayed dry against the "
+            "recording first and saved only if every step gets its recorded input (or force). Returns a summary, "
+            "the template, every inferred ref with confidence and evidence, and ambiguous candidates; saves it "
+            "unless dry_run (same name: new version).",
             {
                 "type": "object",
                 "properties": {
                     **name_prop,
                     "description": {"type": "string"},
                     "steps": {"type": "array", "items": {"type": "string"}, "description": "Keep only these steps."},
-                    "inputs": {"type": "object", "description": "Input name -> the literal value it replaces."},
+                    "inputs": {
+                        "type": "object",
+                        "description": "Input name -> the literal value it replaces (default: the likely inputs).",
+                    },
                     "execution_ids": {"type": "array", "items": {"type": "string"}},
                     "dry_run": {"type": "boolean"},
+                    "force": {"type": "boolean", "description": "Save even if the dry replay differs."},
                     "include_failed": {"type": "boolean"},
                 },
                 "required": ["name"],

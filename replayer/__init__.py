@@ -11,6 +11,7 @@
         engine.aclose(grace=0)                                       # shutdown: runs left resumable
     Worker(engine).run(stop_event)                                 # the loop of `toolreel worker`
     execution_view(execution, steps) -> dict; load_template(store, name, version=None) -> Template
+    dry_replay(template, inputs, recording) -> [Difference]      # recorded outputs preset, nothing called
 
 `deadline` is epoch seconds; past it the run fails with `deadline_exceeded: ...`. `progress` gets
 (steps finished, steps in the template, "name: status") after each step. `Engine(..., approver=)`
@@ -53,6 +54,7 @@ Semantics chosen where the SPEC is silent:
   `Engine.aclose()` (shutdown) instead interrupts: the execution stays `running`, claim released.
 """
 
+from toolreel.replayer._dry import Difference, dry_replay
 from toolreel.replayer._engine import Engine, TemplateLoader
 from toolreel.replayer._inputs import bind_inputs, parse_cli_value
 from toolreel.replayer._ledger import MAX_DEPTH, child_execution_id, definition_hash, load_template
@@ -62,12 +64,14 @@ from toolreel.replayer._worker import Worker
 
 __all__ = [
     "MAX_DEPTH",
+    "Difference",
     "Engine",
     "TemplateLoader",
     "Worker",
     "bind_inputs",
     "child_execution_id",
     "definition_hash",
+    "dry_replay",
     "execution_view",
     "load_template",
     "parse_cli_value",

@@ -26,17 +26,27 @@ from rich.live import Live
 from rich.table import Table
 
 from toolreel.core.caller import ProgressFn
-from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError, UpstreamError
+from toolreel.core.errors import (
+    ConfigError,
+    ExecutionError,
+    NotFoundError,
+    TemplateError,
+    ToolreelError,
+    UpstreamError,
+)
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
 from toolreel.core.store import Store, open_store
 from toolreel.core.template import Template
+from toolreel.core.template_io import stored_template
 from toolreel.replayer._engine import Engine, load_template
 from toolreel.replayer._inputs import parse_cli_value
 from toolreel.replayer._state import awaiting_of
 from toolreel.replayer._view import execution_view
 from toolreel.replayer._worker import Worker
-from toolreel.upstreams.config import GatewayConfig, load_config
-from toolreel.upstreams.hub import open_upstreams
+from toolreel.upstreams.config import GatewayConfig, ServerConfig, load_config
+from toolreel.upstreams.hub import Hub, open_upstreams
+from toolreel.upstreams.remembered import remembered_config
+from toolreel.upstreams.upstream import UpstreamState
 
 __all__ = ["executions_commands", "register"]
 
@@ -182,7 +192,22 @@ async def _engine(
         open_upstreams(upstreams) as hub,
         Engine(store, hub, max_concurrency=max_concurrency, lease_seconds=lease_seconds, observer=observer) as engine,
     ):
+        if template is not None:
+            _check_started(hub, template)
         yield engine
+
+
+def _check_started(hub: Hub, template: Template) -> None:
+    """A server the template calls that failed to start: one error naming it, the template and the cause."""
+    called = {spec.tool.partition("__")[0] for spec in template.steps if spec.tool}
+    for name in sorted(called):
+        upstream = hub.upstreams.get(name)
+        if upstream is not None and upstream.state is UpstreamState.FAILED:
+            cause = upstream.last_error or upstream.stderr_tail()[-300:] or "no cause given"
+            raise _Usage(
+                f"template {template.name!r}: server {name!r} ({upstream.config.describe()}) could not be "
+                f"started: {cause}; fix it or pass --config with a server {name!r} that starts"
+            )
 
 
 async def _watch(
@@ -308,10 +333,14 @@ def _read_inputs(template: Template, pairs: Sequence[str], file: Path | None) ->
 
 
 def _upstreams_config(store: Store, path: Path | None, template: Template | None) -> GatewayConfig:
-    """The config's servers, only those the template (and its child templates) call when one is given."""
+    """The config's servers, only those the template (and its child templates) call when one is given;
+    with no config, the servers the template (a worker: every saved template) remembers."""
     source = path or (Path(os.environ["TOOLREEL_CONFIG"]) if os.environ.get("TOOLREEL_CONFIG") else None)
     if source is None:
-        return GatewayConfig(servers=())
+        try:
+            return _remembered(store, template)
+        except ToolreelError as exc:
+            raise _Usage(str(exc)) from exc
     try:
         config = load_config(source)
     except ToolreelError as exc:
@@ -323,6 +352,47 @@ def _upstreams_config(store: Store, path: Path | None, template: Template | None
     if {server.name for server in kept} != needed:
         return config  # a tool with another prefix: start everything, the run names what is missing
     return GatewayConfig(servers=kept, source=config.source)
+
+
+def _remembered(store: Store, template: Template | None) -> GatewayConfig:
+    """Every server remembered by the template and its children (or by every saved template); where two
+    templates remember a server of the same name differently, the first one met is kept."""
+    templates = _family(store, template) if template is not None else _all_saved(store)
+    servers: dict[str, ServerConfig] = {}
+    for each in templates:
+        try:
+            remembered = remembered_config(each.name, each.servers)
+        except ConfigError as exc:
+            if template is not None:
+                raise
+            # A worker serves every template: one whose servers cannot start must not stop the others.
+            typer.echo(f"toolreel worker: skipping the servers of a template: {exc}", err=True)
+            continue
+        for server in remembered.servers:
+            servers.setdefault(server.name, server)
+    return GatewayConfig(servers=tuple(servers.values()), source=None)
+
+
+def _family(store: Store, template: Template, seen: frozenset[str] = frozenset()) -> list[Template]:
+    family = [template]
+    for spec in template.steps:
+        if spec.template is not None and spec.template not in seen:
+            try:
+                child = load_template(store, spec.template, spec.template_version)
+            except NotFoundError:
+                continue  # the run reports it where it matters, in the step
+            family += _family(store, child, seen | {template.name})
+    return family
+
+
+def _all_saved(store: Store) -> list[Template]:
+    saved = []
+    for record in store.list_templates():
+        try:
+            saved.append(stored_template(record))
+        except TemplateError:
+            continue  # a template this version cannot read is reported when it is run, not here
+    return saved
 
 
 def _servers_called(store: Store, template: Template, seen: frozenset[str] = frozenset()) -> set[str]:

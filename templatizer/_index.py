@@ -15,12 +15,24 @@ from typing import Any, Final, NamedTuple
 
 from toolreel.core.model import JSON
 from toolreel.core.refs import format_ref
-from toolreel.templatizer._values import MIN_SUBSTRING, Interner, Keys, is_cursor_key, is_volatile_key, number_text
+from toolreel.core.secrets import REDACTED
+from toolreel.templatizer._values import (
+    MIN_DECIMAL,
+    MIN_SUBSTRING,
+    Interner,
+    Keys,
+    is_cursor_key,
+    is_decimal,
+    is_volatile_key,
+    number_text,
+)
 
 _PREFIX: Final = 8  # substring candidates are bucketed by their first characters (at most this many)
 _SAMPLE: Final = 4  # occurrences kept per value at each end (first ones, latest ones)
 _NEVER: Final = 1 << 62
 _TOKEN_RE: Final = re.compile(r"[^\W_]+|[\W_]")  # runs of letters/digits, and single other characters
+_UNIT_RE: Final = re.compile(r"[0-9](?=[^\W\d_])")  # a digit followed by a letter
+_NUMBER_RE: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 class Occurrence(NamedTuple):
@@ -84,6 +96,7 @@ class OutputIndex:
         self.short_texts: set[str] = set()
         self.long_texts: dict[str, tuple[set[str], int]] = {}
         self.first_input: list[int] = []  # by value id: order of the first step whose input held it
+        self.secrets: list[Occurrence] = []  # where outputs hold a redacted value, in order
 
     # ------------------------------------------------------------------ building
 
@@ -101,6 +114,10 @@ class OutputIndex:
         for keys, node, node_id in self.interner.nodes(output, skip=is_volatile_key):
             if node is None or node is True or node is False or node == "" or node == [] or node == {}:
                 continue
+            if node == REDACTED:  # a secret the step produced (a token): all redacted values look alike
+                key = next((k for k in reversed(keys) if isinstance(k, str)), None)
+                self.secrets.append(Occurrence(step, tool, order, keys, key, False))
+                continue
             if node_id < len(self.first_input) and self.first_input[node_id] <= order:
                 continue
             key = next((k for k in reversed(keys) if isinstance(k, str)), None)
@@ -117,7 +134,7 @@ class OutputIndex:
 
     def _add_text(self, text: str, occurrence: _Raw, table: dict[str, _Raw]) -> None:
         table[text] = _added(table.get(text, _EMPTY_RAW), occurrence)
-        if len(text) < MIN_SUBSTRING:
+        if len(text) < MIN_SUBSTRING and not is_decimal(text):
             return
         if len(text) < _PREFIX:
             self.short_texts.add(text)
@@ -152,19 +169,27 @@ class OutputIndex:
         if not self.short_texts and not self.long_texts:
             return
         size = len(text)
-        ends = sorted({m.end() for m in _TOKEN_RE.finditer(text)})
+        token_ends = {m.end() for m in _TOKEN_RE.finditer(text)}
+        # A number glued to its unit ("3.25h", "1253ms") ends inside a token: such ends take numbers only.
+        unit_ends = {m.end() for m in _UNIT_RE.finditer(text)} - token_ends
+        ends = sorted(token_ends | unit_ends)
         for match in _TOKEN_RE.finditer(text):
             start = match.start()
-            first = bisect_left(ends, start + MIN_SUBSTRING)
+            first = bisect_left(ends, start + MIN_DECIMAL)  # shorter than MIN_SUBSTRING: decimals only
             for end in ends[first:]:
                 if end - start >= _PREFIX:
                     break
-                if text[start:end] in self.short_texts and (start, end) != (0, size):
-                    yield start, end, text[start:end]
+                piece = text[start:end]
+                long_enough = end - start >= MIN_SUBSTRING or is_decimal(piece)
+                fits = end not in unit_ends or _NUMBER_RE.fullmatch(piece) is not None
+                if long_enough and fits and piece in self.short_texts and (start, end) != (0, size):
+                    yield start, end, piece
             entry = self.long_texts.get(text[start : start + _PREFIX])
             if entry is None:
                 continue
             texts, longest = entry
             for end in ends[bisect_left(ends, start + _PREFIX) : bisect_right(ends, start + longest)]:
-                if text[start:end] in texts and (start, end) != (0, size):
-                    yield start, end, text[start:end]
+                piece = text[start:end]
+                fits = end not in unit_ends or _NUMBER_RE.fullmatch(piece) is not None
+                if fits and piece in texts and (start, end) != (0, size):
+                    yield start, end, piece

@@ -26,11 +26,14 @@ from toolreel.templatizer._values import (
     Keys,
     get_at,
     is_cursor_key,
+    is_decimal,
     is_trivial,
     json_path,
     key_similarity,
+    key_tokens,
     last_key,
     number_text,
+    numeric_strength,
     same,
     strength,
     text_strength,
@@ -38,6 +41,7 @@ from toolreel.templatizer._values import (
 
 _OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
 _NAMED_MIN: Final = 3  # a named input is found inside strings from this length on
+_SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output only under a matching key name
 _PRIORITY: Final[dict[str, int]] = {"exact": 3, "subtree": 3, "confirmed": 3, "substring": 2, "input": 2, "coerced": 1}
 
 
@@ -187,6 +191,10 @@ class StepInferrer:
             return self._apply(keys, _Cand(best.value, "confirmed", max(best.score, 0.95), evidence))
         if not allow_input:
             return None
+        as_text = self.inputs.derived_as_text(per_run)
+        if as_text is not None:  # the text of a number or boolean input: "{{@input.x}}" gives it back
+            evidence = f"the text of input {as_text!r} in every recording"
+            return self._apply(keys, _Cand(f"{{{{@input.{as_text}}}}}", "input", 1.0, evidence))
         name = self.inputs.derived(keys, per_run)
         shown = ", ".join(repr(v) for found, v in per_run if found)
         evidence = f"differs between recordings ({shown}) and no earlier output explains it"
@@ -230,8 +238,35 @@ class StepInferrer:
     # ------------------------------------------------------------------ inputs
 
     def _secret(self, keys: Keys, value: JSON) -> JSON:
+        produced = self._produced_secret(keys) if value == REDACTED else None
+        if produced is not None:
+            return self._apply(keys, produced)
         name = self.inputs.secret(keys, value if isinstance(value, str) else REDACTED)
         return self._apply(keys, _Cand(f"@input.{name}", "secret", 1.0, "redacted when recorded: always an input"))
+
+    def _produced_secret(self, keys: Keys) -> _Cand | None:
+        """A ref to the latest earlier output holding a redacted value under a matching key (a login's token
+        passed on): the ref carries the value at replay time and is no secret itself."""
+        key = last_key(keys)
+        best: tuple[float, int, Occurrence] | None = None
+        for occ in self.index.secrets:
+            sim = key_similarity(key, occ.key, occ.tool)
+            if sim >= _SECRET_KEY_MATCH and (best is None or (sim, occ.order) > best[:2]):
+                best = (sim, occ.order, occ)
+        if best is None:
+            # `auth_token` <- `session_token`: the same kind of secret, when only one step produced one
+            tail = key_tokens(key or "")[-1:]
+            same_kind = [occ for occ in self.index.secrets if tail and key_tokens(occ.key or "")[-1:] == tail]
+            if len({(occ.step, occ.keys) for occ in same_kind}) == 1:
+                best = (_SECRET_KEY_MATCH, same_kind[0].order, same_kind[0])
+        if best is None:
+            return None
+        sim, _, occ = best
+        evidence = (
+            f"output {json_path(occ.keys)} of step {occ.step} -> input {json_path(keys)}: a secret the step "
+            f"produced (both redacted when recorded); key similarity {sim:.2f}"
+        )
+        return _Cand(occ.ref, "exact", min(1.0, 0.7 + 0.3 * sim), evidence)
 
     def _partial_secret(self, keys: Keys, value: str) -> JSON:
         """A string holding a redacted value: the secret becomes an input, high pieces around it refs."""
@@ -253,6 +288,10 @@ class StepInferrer:
         for name, named in self.inputs.named.items():
             if same(named, value):
                 return _Cand(f"@input.{name}", "input", 1.0, f"the value of input {name!r}")
+        if isinstance(value, str) and len(value) >= _NAMED_MIN:  # a number input passed as its text: "4521903"
+            for name, named in self.inputs.named.items():
+                if number_text(named) == value:
+                    return _Cand(f"{{{{@input.{name}}}}}", "input", 1.0, f"the text of input {name!r}")
         return None
 
     def _input_pieces(self, value: str, *, derived: bool) -> list[_Piece]:
@@ -285,18 +324,24 @@ class StepInferrer:
         bucket = self.index.coerced(value)
         if not bucket.seen:
             return []
-        weight = strength(value)
+        numeric = numeric_strength(value) if isinstance(value, str) else None
+        weight = numeric if numeric is not None else strength(value)
         # A number into a string interpolates (`{{@x}}` is text); text into a number has no ref syntax.
         wrap = "{{%s}}" if isinstance(value, str) else "%s"
         return [self._scored(keys, o, "coerced", weight, bucket.seen, wrap % o.ref) for o in bucket.sample()]
 
-    def _scored(self, keys: Keys, occ: Occurrence, kind: InferenceKind, weight: float, places: int, ref: str) -> _Cand:
+    def _scored(
+        self, keys: Keys, occ: Occurrence, kind: InferenceKind, weight: float, places: int, ref: str, piece: float = 0.9
+    ) -> _Cand:
+        """`piece`: what a match inside a longer string is worth against a whole-value match."""
         sim = 1.0 if occ.cursor else key_similarity(last_key(keys), occ.key, occ.tool)
         base = weight * _uniqueness(places, weight)
         if kind == "coerced":
-            score = min(0.79, 0.85 * base + 0.15 * sim)
+            # A number passed on as its text interpolates exactly (`{{@x}}`); text passed on as a number
+            # has no ref syntax (a ref keeps the string type): only ever a reported candidate.
+            score = 0.85 * base + 0.15 * sim if ref.startswith("{{") else min(0.79, 0.85 * base + 0.15 * sim)
         elif kind == "substring":
-            score = 0.9 * base + 0.15 * sim
+            score = piece * base + 0.15 * sim
         else:
             score = base + 0.25 * sim
         if is_trivial(_value_at(self.record.resolved_input, keys)) and kind != "subtree":
@@ -333,11 +378,16 @@ class StepInferrer:
         pieces: list[_Piece] = []
         evidence: list[str] = []
         for start, end, text in self.index.substrings(value):
+            if is_decimal(text) and _in_version(value, start, end):
+                continue  # "5.7" inside "5.7.1" is a version, not an amount
             buckets = self.index.texts(text)
             places = sum(b.seen for b in buckets)
-            weight = strength(int(text)) if text.lstrip("-").isdigit() else text_strength(text)
+            numeric = numeric_strength(text)
+            weight = numeric if numeric is not None else text_strength(text)
+            # A decimal delimited in a sentence is as telling as the number itself; other pieces count less.
+            piece = 1.0 if is_decimal(text) else 0.9
             best = max(
-                (self._scored(keys, o, "substring", weight, places, o.ref) for b in buckets for o in b.sample()),
+                (self._scored(keys, o, "substring", weight, places, o.ref, piece) for b in buckets for o in b.sample()),
                 key=lambda c: c.key,
             )
             if best.score >= MEDIUM:
@@ -361,8 +411,17 @@ def _evidence(occ: Occurrence, keys: Keys, kind: str, places: int, sim: float) -
     return f"{where}: {_WHY.get(kind, kind)}; {places} producing place(s); key similarity {sim:.2f}"
 
 
+def _in_version(text: str, start: int, end: int) -> bool:
+    before, after = text[max(0, start - 2) : start], text[end : end + 2]
+    return (len(after) == 2 and after[0] == "." and after[1].isdigit()) or (
+        len(before) == 2 and before[1] == "." and before[0].isdigit()
+    )
+
+
 def _uniqueness(places: int, weight: float) -> float:
     """A value produced in many places is weaker evidence; a strong value (an id) much less so."""
+    if weight >= 0.95 and places <= 10:
+        return 1.0  # a long id echoed by a few outputs (a user id as `owner_id`) is one entity, not chance
     factor = 1.0 if places <= 2 else 0.9 if places <= 5 else 0.7 if places <= 10 else 0.4
     return max(factor, 0.8) if weight >= 0.9 else factor
 

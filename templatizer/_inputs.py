@@ -16,7 +16,7 @@ from toolreel.core.model import JSON
 from toolreel.core.secrets import is_secret_key
 from toolreel.core.template import InputSpec
 from toolreel.templatizer._result import LikelyInput
-from toolreel.templatizer._values import Keys, json_path, key_tokens, last_key, snake, type_name
+from toolreel.templatizer._values import Keys, json_path, key_tokens, last_key, scalar_text, snake, type_name
 
 _SETTING_RE: Final = re.compile(r"^[a-z0-9]+(?:[_.:-][a-z0-9]+)*$")
 # Keys whose string values are the subject of a task rather than a setting of a tool.
@@ -27,6 +27,7 @@ _SUBJECT_TOKENS: Final = frozenset(
         *("description", "note", "notes", "branch", "repo", "repository", "url", "uri", "address", "phone"),
         *("username", "login", "owner", "observation", "observations", "entity", "entities", "person", "city"),
         *("country", "timezone", "time", "date", "when", "recipient", "to", "from"),
+        *("user", "account", "customer", "assignee", "author", "member"),
     }
 )
 _SETTING_TOKENS: Final = frozenset(
@@ -50,6 +51,7 @@ class InputTable:
         self._names = _Names(set())
         self._secrets: dict[str, str] = {}  # base name -> secret input
         self._derived: dict[str, str] = {}  # the values in every run (canonical JSON) -> input
+        self._as_text: dict[str, str] = {}  # the texts of a number/boolean input's values in every run -> input
 
     def add_named(self, inputs: Mapping[str, JSON]) -> None:
         for name, value in inputs.items():
@@ -72,6 +74,12 @@ class InputTable:
                 run[name] = placeholder
         return name
 
+    def derived_as_text(self, per_run: Sequence[tuple[bool, JSON]]) -> str | None:
+        """A number or boolean input whose text is this string in every run (`4521903` and `"4521903"`)."""
+        if not all(isinstance(value, str) for found, value in per_run if found):
+            return None
+        return self._as_text.get(json.dumps(per_run, sort_keys=True))
+
     def derived(self, keys: Keys, per_run: Sequence[tuple[bool, JSON]]) -> str:
         """The input for a value that differs between runs; reused where the same values recur."""
         identity = json.dumps(per_run, sort_keys=True, default=str)
@@ -79,23 +87,58 @@ class InputTable:
         if name is not None:
             return name
         name = self._derived[identity] = self._names.fresh(snake(last_key(keys) or "value"))
-        self.specs[name] = InputSpec(type=type_name(per_run[0][1]))
+        self.specs[name] = InputSpec(type=type_name(per_run[0][1]), enum=_closed_set(per_run))
+        texts = [(found, scalar_text(value)) for found, value in per_run]
+        if all(text is not None for found, text in texts if found):
+            self._as_text.setdefault(json.dumps(texts, sort_keys=True), name)
         for run, (found, value) in zip(self.values, per_run, strict=True):
             if found:
                 run[name] = value
         return name
 
     def final_specs(self, kept: set[str]) -> dict[str, InputSpec]:
-        """Inputs some kept step uses, with a description saying where."""
+        """Inputs some kept step uses, with a description a person can read: what, an example, where."""
         out: dict[str, InputSpec] = {}
         for name, spec in self.specs.items():
             steps = [step for step in self.used_by.get(name, []) if step in kept]
             if not steps:
                 continue
             where = f"used by {', '.join(steps)}"
-            description = f"{spec.description}; {where}" if spec.description else where.capitalize()
-            out[name] = InputSpec(type=spec.type, description=description, secret=spec.secret)
+            if spec.description:
+                description = f"{spec.description}; {where}"
+            else:
+                description = f"{_label(name)} (recorded: {_example(self.values[0].get(name))}); {where}"
+            out[name] = InputSpec(type=spec.type, description=description, secret=spec.secret, enum=spec.enum)
         return out
+
+
+_ENUM_MAX: Final = 5  # at most this many distinct values make a closed set
+_EXAMPLE_MAX: Final = 40
+
+
+def _closed_set(per_run: Sequence[tuple[bool, JSON]]) -> tuple[JSON, ...] | None:
+    """The values seen, when three or more recordings keep choosing among a few settings (one recurs)."""
+    values = [value for found, value in per_run if found]
+    distinct: list[JSON] = []
+    for value in values:
+        if not any(type(value) is type(d) and value == d for d in distinct):
+            distinct.append(value)
+    if len(values) < 3 or len(distinct) >= len(values) or len(distinct) > _ENUM_MAX:
+        return None
+    if all(isinstance(v, str) and _SETTING_RE.match(v) and len(v) <= 24 for v in distinct):
+        return tuple(distinct)
+    if all(isinstance(v, bool) for v in distinct):
+        return tuple(distinct)
+    return None
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def _example(value: JSON) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= _EXAMPLE_MAX else text[: _EXAMPLE_MAX - 3] + "..."
 
 
 # --------------------------------------------------------------------------- likely inputs

@@ -84,6 +84,8 @@ class TemplatizeResult:
     left_out: tuple[tuple[str, str], ...] = ()  # (step, why) for recorded steps not in the template
     input_values: Mapping[str, JSON] = field(default_factory=dict)
     """Each template input's value in the (first) recording: what reproduces it. Secrets: the placeholder."""
+    run_inputs: tuple[Mapping[str, JSON], ...] = ()
+    """The same for every recording given, in order (an input a recording lacks is absent)."""
 
     def to_json(self) -> dict[str, Any]:
         """The answer of `toolreel__save_template`."""

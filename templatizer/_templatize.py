@@ -75,6 +75,7 @@ def templatize(
         dropped=tuple(inf for inf in dropped if inf.step in names),
         left_out=tuple(left_out),
         input_values={k: v for k, v in table.values[0].items() if k in template.inputs},
+        run_inputs=tuple({k: v for k, v in run.items() if k in template.inputs} for run in table.values),
     )
 
 

@@ -26,6 +26,9 @@ _SPLIT_RE: Final = re.compile(r"[^a-z0-9]+")
 SMALL_INT: Final = 10
 # A substring shorter than this matches by accident too easily ("id", "src", "tmp").
 MIN_SUBSTRING: Final = 4
+# ... except a decimal number ("5.7"): a computed amount copied into a sentence is rarely a coincidence.
+MIN_DECIMAL: Final = 3
+_DECIMAL_RE: Final = re.compile(r"-?[0-9]+\.[0-9]+")
 
 
 # --------------------------------------------------------------------------- paths
@@ -270,6 +273,27 @@ def type_name(value: JSON) -> str | None:
         (Mapping, "object"),
     )
     return next((name for kind, name in kinds if isinstance(value, kind)), None)
+
+
+def is_decimal(text: str) -> bool:
+    """`5.7`, `-0.25`: a number with a fractional part, as JSON writes it."""
+    return len(text) >= MIN_DECIMAL and _DECIMAL_RE.fullmatch(text) is not None
+
+
+def numeric_strength(text: str) -> float | None:
+    """How unlikely a number written as text is to recur by chance; None for text that is not a number."""
+    if text.lstrip("-").isdigit():
+        return strength(int(text))
+    if is_decimal(text):
+        return 0.9 if len(text.lstrip("-").rstrip("0")) >= MIN_DECIMAL else 0.55  # 5.7 yes; 2.0 hardly
+    return None
+
+
+def scalar_text(value: JSON) -> str | None:
+    """The text `{{@x}}` renders a number or boolean as (`4521903`, `5.7`, `true`); None for anything else."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return number_text(value)
 
 
 def number_text(value: JSON) -> str | None:

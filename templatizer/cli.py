@@ -30,6 +30,7 @@ from toolreel.core.template_io import (
     to_mermaid,
 )
 from toolreel.templatizer._templatize import templatize
+from toolreel.templatizer._verify import verify
 
 __all__ = ["register", "schema_command", "templates_app", "templatize_command"]
 
@@ -267,31 +268,39 @@ def templatize_command(
         list[str] | None, typer.Option("--input-json", help="NAME=JSON: make this JSON value an input (repeat).")
     ] = None,
     include_failed: Annotated[bool, typer.Option("--include-failed", help="Keep failed steps.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Save even if the dry replay differs.")] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run the templatizer on stored recordings; print the template and what it inferred."""
+    """Run the templatizer on stored recordings; print the template and what it inferred.
+
+    `--save` with no `-i`/`--input-json` applies the likely inputs, as a plain `toolreel__save_template` does;
+    the template is replayed dry against the recordings first and saved only if it reproduces them (or --force).
+    """
     inputs = _named_inputs(text_input or [], json_input or [])
     template_name = save or name or f"execution-{execution_ids[0][:8]}"
     with _store(db) as store:
         recordings = [store.get_steps(execution_id) for execution_id in execution_ids]
-        result = templatize(
-            recordings,
-            name=template_name,
-            description=description,
-            inputs=inputs,
-            steps=step,
-            include_failed=include_failed,
-        )
+        options: dict[str, Any] = {"name": template_name, "description": description, "steps": step}
+        result = templatize(recordings, inputs=inputs, include_failed=include_failed, **options)
+        if save and not inputs and result.likely_inputs:
+            chosen = {likely.name: likely.value for likely in result.likely_inputs}
+            typer.echo(f"# applied the likely inputs {', '.join(chosen)} (name inputs with -i to choose)", err=True)
+            result = templatize(recordings, inputs=chosen, include_failed=include_failed, **options)
+        verification = verify(result, recordings)
+        if save and not verification.verified and not force:
+            steps = ", ".join(verification.steps)
+            raise _fail(f"not saved: the template does not replay its recording (steps {steps}); --force saves it", 1)
         record = _save(store, result.template, list(execution_ids)) if save else None
     if as_json:
-        out = result.to_json()
+        out = {**result.to_json(), "verified": verification.verified, "verification": verification.to_json()}
         if record is not None:
             out["saved"] = _record_json(record, definition=False)
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
     typer.echo(dump_template_yaml(result.template), nl=False)
     _print_decisions(result.to_json())
+    typer.echo(f"# verified: {str(verification.verified).lower()}", err=True)
     if record is not None:
         typer.echo(f"saved {record.name} v{record.version} (hash {record.hash[:12]})", err=True)
 

@@ -14,12 +14,14 @@ import typer
 from typer.testing import CliRunner
 
 from fixtures.recordings import CorpusEntry, load_corpus, record
-from toolreel.core.errors import TemplateError
+from toolreel.core.errors import ExecutionError, TemplateError
 from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import MappingScope, refs_in, resolve
 from toolreel.core.secrets import REDACTED
 from toolreel.core.store import open_store
-from toolreel.templatizer import TemplatizeResult, templatize
+from toolreel.core.template_io import tool_input_schema
+from toolreel.replayer import bind_inputs
+from toolreel.templatizer import TemplatizeResult, templatize, verify
 from toolreel.templatizer.cli import register
 
 CORPUS = load_corpus()
@@ -102,14 +104,37 @@ def test_a_typed_exact_id_becomes_a_ref_with_evidence() -> None:
     reproduces(result, s.steps)
 
 
-def test_a_number_matching_a_string_is_only_a_candidate() -> None:
+def test_a_long_number_passed_on_as_text_becomes_an_interpolated_ref() -> None:
     s = Session()
     s.call("create_ticket", {"title": "Printer jam"}, {"number": 4815162342})
     s.call("comment", {"ticket": "4815162342", "body": "on it"}, {"ok": True})
     result = templatize([s.steps], name="t")
-    assert inputs_of(result)["comment_1"] == {"ticket": "4815162342", "body": "on it"}
+    assert inputs_of(result)["comment_1"] == {"ticket": "{{@create_ticket_1.number}}", "body": "on it"}
+    (inference,) = [i for i in result.applied if (i.step, i.input_path) == ("comment_1", "$.ticket")]
+    assert (inference.kind, inference.confidence) == ("coerced", "high")
+    reproduces(result, s.steps)
+
+
+def test_text_passed_on_as_a_number_is_only_a_candidate() -> None:
+    """A ref keeps the string type: no template value can turn "4815162342" into the number."""
+    s = Session()
+    s.call("create_ticket", {"title": "Printer jam"}, {"number": "4815162342"})
+    s.call("comment", {"ticket": 4815162342, "body": "on it"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["comment_1"] == {"ticket": 4815162342, "body": "on it"}
     (candidate,) = result.candidates
-    assert (candidate.ref, candidate.kind, candidate.confidence) == ("{{@create_ticket_1.number}}", "coerced", "medium")
+    assert (candidate.ref, candidate.kind, candidate.confidence) == ("@create_ticket_1.number", "coerced", "medium")
+
+
+def test_a_decimal_amount_copied_into_a_sentence_becomes_a_ref_but_not_inside_a_version() -> None:
+    s = Session()
+    s.call("create_order", {"sku": "cheese"}, {"order_id": "ord_5d4c3b2a", "total": 5.7})
+    s.call("notify", {"text": "Your order totals 5.7 EUR"}, {"ok": True})
+    s.call("notify", {"text": "Running release 5.7.1"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["notify_1"] == {"text": "Your order totals {{@create_order_1.total}} EUR"}
+    assert inputs_of(result)["notify_2"] == {"text": "Running release 5.7.1"}
+    reproduces(result, s.steps)
 
 
 def test_a_whole_object_equal_to_an_output_subtree_becomes_one_ref() -> None:
@@ -468,3 +493,144 @@ def test_templatize_command_reads_a_stored_recording_and_saves(tmp_path: Path) -
     assert shown["source_executions"] == [execution_id]
     missing = runner.invoke(app, ["templatize", "nope", "--db", url])
     assert missing.exit_code == 1 and "nope" in missing.stderr
+
+
+# --------------------------------------------------------------------------- secrets produced by a step
+
+
+def test_a_token_produced_by_an_earlier_step_becomes_a_ref_not_an_input() -> None:
+    s = Session()
+    s.call("login", {"user": "ann", "password": REDACTED}, {"session_token": REDACTED}, redacted=("$.password",))
+    s.call(
+        "list_files", {"session_token": REDACTED, "dir": "/srv/reports"}, {"files": []}, redacted=("$.session_token",)
+    )
+    s.call("whoami", {"auth_token": REDACTED}, {"user": "ann"}, redacted=("$.auth_token",))
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["list_files_1"] == {"session_token": "@login_1.session_token", "dir": "/srv/reports"}
+    assert inputs_of(result)["whoami_1"] == {"auth_token": "@login_1.session_token"}
+    assert set(result.template.inputs) == {"password"}  # the user's own secret stays an input
+    assert result.template.inputs["password"].secret
+    reproduces(result, s.steps)
+
+
+def test_a_redacted_value_under_an_unrelated_key_stays_a_secret_input() -> None:
+    s = Session()
+    s.call("login", {"user": "ann"}, {"session_token": REDACTED})
+    s.call("charge", {"card_number": "4111", "api_key": REDACTED}, {"ok": True}, redacted=("$.api_key",))
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["charge_1"] == {"card_number": "4111", "api_key": "@input.api_key"}
+
+
+def test_a_ref_the_agent_wrote_under_a_secret_key_stays_a_ref() -> None:
+    s = Session()
+    s.call("login", {"user": "ann"}, {"session_token": REDACTED})
+    s.call(
+        "list_files",
+        {"session_token": REDACTED},
+        {"files": []},
+        written={"session_token": "@login_1.session_token"},
+        redacted=("$.session_token",),
+    )
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["list_files_1"] == {"session_token": "@login_1.session_token"}
+    assert result.template.inputs == {}
+    reproduces(result, s.steps)
+
+
+# --------------------------------------------------------------------------- enum and descriptions
+
+
+def _runs(*args: dict[str, JSON]) -> list[list[StepRecord]]:
+    runs: list[list[StepRecord]] = []
+    for number, arguments in enumerate(args):
+        s = Session(execution=f"e{number}")
+        s.call("search", arguments, {"hits": number})
+        runs.append(s.steps)
+    return runs
+
+
+def test_recordings_choosing_among_a_few_settings_give_an_enum_and_free_text_does_not() -> None:
+    runs = _runs(
+        {"order": "asc", "query": "red shoes"},
+        {"order": "desc", "query": "blue hats"},
+        {"order": "asc", "query": "green socks"},
+    )
+    result = templatize(runs, name="t")
+    assert result.template.inputs["order"].enum == ("asc", "desc")
+    assert result.template.inputs["query"].enum is None
+    assert verify(result, runs).verified
+    assert tool_input_schema(result.template)["properties"]["order"]["enum"] == ["asc", "desc"]
+    with pytest.raises(ExecutionError, match="'sideways' is not one of 'asc', 'desc'"):
+        bind_inputs(result.template, {"order": "sideways", "query": "x"})
+    assert bind_inputs(result.template, {"order": "desc", "query": "x"})["order"] == "desc"
+
+
+def test_two_recordings_are_too_few_to_close_a_set() -> None:
+    result = templatize(_runs({"order": "asc"}, {"order": "desc"}), name="t")
+    assert result.template.inputs["order"].enum is None
+
+
+def test_an_input_description_says_what_it_is_an_example_and_where_it_is_used() -> None:
+    s = Session()
+    s.call("create_user", {"name": "Ada Lovelace"}, {"id": "usr_0a1b2c3d4e5f"})
+    result = templatize([s.steps], name="t", inputs={"full_name": "Ada Lovelace"})
+    description = result.template.inputs["full_name"].description
+    assert description == 'Full name (recorded: "Ada Lovelace"); used by create_user_1'
+
+
+def test_templatize_save_with_no_inputs_applies_the_likely_ones_and_verifies(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    entry = next(e for e in CORPUS if e.name == "ids-order-flow")
+    store = open_store(url)
+    try:
+        execution_id = entry.steps[0].execution_id
+        store.create_execution(
+            Execution(execution_id, ExecutionMode.RECORD, ExecutionStatus.RECORDING, created_at=1.0, updated_at=1.0)
+        )
+        store.put_steps(list(entry.steps))
+    finally:
+        store.close()
+    app = typer.Typer()
+    register(app)
+    result = CliRunner().invoke(app, ["templatize", execution_id, "--db", url, "--save", "orders", "--json"])
+    assert result.exit_code == 0, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    assert report["verified"] is True and report["saved"]["version"] == 1
+    assert set(report["template"]["inputs"]) == {"name", "email"}
+    assert "applied the likely inputs" in result.stderr
+
+
+def test_a_number_glued_to_its_unit_is_found_but_an_id_inside_a_word_is_not() -> None:
+    s = Session()
+    s.call("estimate", {"ticket": "t-1"}, {"hours": 3.25, "id": "job_4f3e2d1c"})
+    s.call("notify", {"text": "needs 3.25h of work", "ref": "job_4f3e2d1cx"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    assert inputs_of(result)["notify_1"] == {"text": "needs {{@estimate_1.hours}}h of work", "ref": "job_4f3e2d1cx"}
+    reproduces(result, s.steps)
+
+
+# --------------------------------------------------------------------------- values equal across a type coercion
+
+
+def test_a_number_input_passed_elsewhere_as_its_text_is_one_input() -> None:
+    s = Session()
+    s.call("lookup", {"ticket": 4521903}, {"ok": True})
+    s.call("comment", {"ticket": "4521903", "page": "25"}, {"ok": True})
+    result = templatize([s.steps], name="t", inputs={"ticket": 4521903, "limit": 25})
+    assert inputs_of(result)["lookup_1"] == {"ticket": "@input.ticket"}
+    # two digits as text are no evidence: "25" stays a literal
+    assert inputs_of(result)["comment_1"] == {"ticket": "{{@input.ticket}}", "page": "25"}
+    reproduces(result, s.steps)
+
+
+def test_recordings_varying_a_number_and_its_text_together_give_one_input() -> None:
+    runs: list[list[StepRecord]] = []
+    for number, (count, flag) in enumerate(((1234, True), (5678, False))):
+        s = Session(execution=f"e{number}")
+        s.call("reserve", {"seats": count, "notify": flag}, {"ok": True})
+        s.call("confirm", {"seats": str(count), "notify": "true" if flag else "false"}, {"ok": True})
+        runs.append(s.steps)
+    result = templatize(runs, name="t")
+    assert set(result.template.inputs) == {"seats", "notify"}
+    assert inputs_of(result)["confirm_1"] == {"seats": "{{@input.seats}}", "notify": "{{@input.notify}}"}
+    assert verify(result, runs).verified

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from toolreel.core.errors import ConfigError
 from toolreel.core.secrets import is_secret_key
 
-__all__ = ["GatewayConfig", "ServerConfig", "load_config", "parse_config", "wrap_config"]
+__all__ = ["GatewayConfig", "ServerConfig", "load_config", "opaque", "parse_config", "wrap_config"]
 
 Transport = Literal["stdio", "http", "sse"]
 
@@ -63,6 +63,8 @@ class ServerConfig:
     disabled: bool = False
     # Era spoken to this upstream. auto: a lone stdio client's own era, else the stateless one where spoken.
     protocol: Literal["auto", "legacy", "modern"] = "auto"
+    # The entry as written in the file (`${env:VAR}` unexpanded): what a template remembers of it.
+    entry: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         if self.transport == "stdio":
@@ -170,6 +172,7 @@ def _parse_server(name: str, entry: Any, path: str, source: str | None, env: Map
         "tools": _allowlist(expanded.get("tools"), f"{path}.tools", source),
         "disabled": _bool(expanded.get("disabled", False), f"{path}.disabled", source),
         "protocol": _protocol(expanded.get("protocol", "auto"), f"{path}.protocol", source),
+        "entry": dict(entry),
     }
     if transport == "stdio":
         command = expanded.get("command")
@@ -290,6 +293,11 @@ def _opaque(value: str) -> bool:
     if len(value) < 12 or any(c.isspace() for c in value) or value.startswith(("/", ".", "~")):
         return False
     return not (re.match(r"[a-z][a-z0-9+.-]*://", value) or re.fullmatch(r"[0-9.:,-]+", value))
+
+
+def opaque(value: str) -> bool:
+    """A long, opaque value (>= 12 characters, no spaces, not a path, URL or number): treated as a secret."""
+    return _opaque(value)
 
 
 def _kind(value: Any) -> str:

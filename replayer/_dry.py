@@ -1,0 +1,103 @@
+"""A dry replay: a template run against a recording, each step's recorded output preset, nothing called.
+
+It resolves every step's input exactly as a run does (`bind_inputs`, the run's `RunScope`,
+`core.refs.resolve`) and compares it with the input the step received while recording, so a
+template that passes would send the recorded arguments if the servers answered as they did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from toolreel.core.errors import ExecutionError, RefError
+from toolreel.core.model import JSON, StepRecord, StepStatus
+from toolreel.core.refs import resolve
+from toolreel.core.template import StepSpec, Template
+from toolreel.core.template_io import topo_order
+from toolreel.replayer._inputs import bind_inputs
+from toolreel.replayer._state import RunScope, StepState, build_states
+
+__all__ = ["Difference", "dry_replay"]
+
+_MAX_SHOWN = 200  # characters of a value quoted in a difference
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """Step `step` would receive `got` at `field` (a JSON path of its input) where it recorded `recorded`."""
+
+    step: str
+    field: str
+    recorded: str
+    got: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"step": self.step, "field": self.field, "recorded": self.recorded, "got": self.got}
+
+
+def dry_replay(template: Template, inputs: Mapping[str, JSON], recording: Sequence[StepRecord]) -> list[Difference]:
+    """The steps and fields whose resolved input differs from the recording's; [] when every one matches."""
+    try:
+        bound = bind_inputs(template, inputs)
+    except ExecutionError as exc:
+        return [Difference("(inputs)", "$", "the recorded input values", str(exc))]
+    recorded = _latest(recording)
+    states = build_states(template)
+    scope = RunScope(states, bound)
+    differences: list[Difference] = []
+    for name in topo_order(template):
+        state = states[name]
+        differences += _check(state.spec, scope, recorded.get(name))
+        _preset(state, recorded.get(name))
+    return differences
+
+
+def _check(spec: StepSpec, scope: RunScope, record: StepRecord | None) -> list[Difference]:
+    if spec.kind != "tool" or spec.for_each is not None:
+        return []  # only tool calls are recorded with their arguments
+    if record is None:
+        return [Difference(spec.name, "$", "(no such step in this recording)", "(a call)")]
+    try:
+        got = resolve(spec.input, scope) if spec.input is not None else {}
+    except RefError as exc:
+        return [Difference(spec.name, "$", _shown(record.resolved_input), f"does not resolve: {exc}")]
+    want = record.resolved_input if record.resolved_input is not None else {}
+    return [Difference(spec.name, path, _shown(a), _shown(b)) for path, a, b in _diff(want, got, "$")]
+
+
+def _preset(state: StepState, record: StepRecord | None) -> None:
+    if record is None:
+        state.status, state.error = StepStatus.FAILED, "not in this recording"
+    elif record.status == StepStatus.SUCCEEDED and not record.is_error:
+        state.status, state.output = StepStatus.SUCCEEDED, record.output
+    else:
+        state.status, state.error = StepStatus.FAILED, record.error or "failed while recording"
+
+
+def _latest(recording: Sequence[StepRecord]) -> dict[str, StepRecord]:
+    latest: dict[str, StepRecord] = {}
+    for record in recording:
+        current = latest.get(record.name)
+        if current is None or record.attempt > current.attempt:
+            latest[record.name] = record
+    return latest
+
+
+def _diff(want: JSON, got: JSON, path: str) -> list[tuple[str, JSON, JSON]]:
+    """(path, recorded, resolved) for every leaf that differs; types kept apart (1 is not "1" nor 1.0)."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        out: list[tuple[str, JSON, JSON]] = []
+        for key in [*want, *(k for k in got if k not in want)]:
+            out += _diff(want.get(key), got.get(key), f"{path}.{key}")
+        return out
+    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        return [d for i, (a, b) in enumerate(zip(want, got, strict=True)) for d in _diff(a, b, f"{path}[{i}]")]
+    if type(want) is type(got) and want == got:
+        return []
+    return [(path, want, got)]
+
+
+def _shown(value: JSON) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."

@@ -1,0 +1,113 @@
+"""Verified before saved: a template replayed dry against the recordings it came from, and the summary
+a person reads first.
+
+`verify` runs the replayer's own dry replay (every recorded output preset, nothing called) once per
+recording, with that recording's input values, and collects every step and field whose resolved
+input is not the recorded one. `summary` says in a few lines what was saved and whether it checks out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from toolreel.core.model import StepRecord
+from toolreel.templatizer._result import TemplatizeResult
+
+__all__ = ["Mismatch", "Verification", "summary", "verify"]
+
+_SHOWN_INPUTS = 6  # inputs named in the summary line; the rest are counted
+_SHOWN_VALUE = 40  # characters of a recorded value quoted in the summary
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    execution_id: str
+    step: str
+    field: str
+    recorded: str
+    got: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "execution_id": self.execution_id,
+            "step": self.step,
+            "field": self.field,
+            "recorded": self.recorded,
+            "got": self.got,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """`verified` when every step of every recording resolves to exactly its recorded input."""
+
+    recordings: int
+    mismatches: tuple[Mismatch, ...]
+
+    @property
+    def verified(self) -> bool:
+        return not self.mismatches
+
+    @property
+    def steps(self) -> list[str]:
+        return list(dict.fromkeys(m.step for m in self.mismatches))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verified": self.verified,
+            "recordings": self.recordings,
+            "differences": [m.to_json() for m in self.mismatches],
+        }
+
+
+def verify(result: TemplatizeResult, recordings: Sequence[Sequence[StepRecord]]) -> Verification:
+    """Replay `result.template` dry against each recording (the replayer's own ref resolution)."""
+    from toolreel.replayer import dry_replay  # the replayer (and the store) load on first use
+
+    runs = result.run_inputs or (result.input_values,)
+    found: list[Mismatch] = []
+    for recording, inputs in zip(recordings, runs, strict=False):
+        execution_id = recording[0].execution_id if recording else "?"
+        for d in dry_replay(result.template, inputs, recording):
+            found.append(Mismatch(execution_id, d.step, d.field, d.recorded, d.got))
+    return Verification(recordings=len(recordings), mismatches=tuple(found))
+
+
+def summary(result: TemplatizeResult, verification: Verification, *, saved: str | None, note: str | None) -> str:
+    """A few readable lines: what was saved, its inputs, the refs inferred, whether it replays the recording.
+
+    `saved` is e.g. "Saved template 'x' (version 2)" or why nothing was saved; `note` one more line.
+    """
+    template = result.template
+    refs = sum(1 for inference in result.applied if inference.kind not in ("input", "secret", "explicit"))
+    lines = [f"{saved or 'Not saved (dry run)'}: {len(template.steps)} steps, {refs} refs inferred between them."]
+    lines.append(_inputs_line(result))
+    if verification.verified:
+        runs = "the recording" if verification.recordings == 1 else f"all {verification.recordings} recordings"
+        lines.append(f"Verified: replayed against {runs}, every step gets exactly its recorded input.")
+    else:
+        lines.append(
+            f"NOT verified: {len(verification.mismatches)} field(s) differ from the recording, in steps "
+            f"{', '.join(verification.steps)} (see 'verification.differences')."
+        )
+    if note:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+def _inputs_line(result: TemplatizeResult) -> str:
+    inputs = result.template.inputs
+    if not inputs:
+        return "No inputs: nothing in the recording varies, the template replays the same values."
+    shown = []
+    for name in list(inputs)[:_SHOWN_INPUTS]:
+        if inputs[name].secret:
+            shown.append(f"{name} (secret)")
+            continue
+        value = repr(result.input_values.get(name))
+        cut = value if len(value) <= _SHOWN_VALUE else value[: _SHOWN_VALUE - 3] + "..."
+        shown.append(f"{name} (recorded {cut})")
+    more = f" and {len(inputs) - _SHOWN_INPUTS} more" if len(inputs) > _SHOWN_INPUTS else ""
+    return f"Inputs: {', '.join(shown)}{more}."

@@ -3,6 +3,8 @@
 It resolves every step's input exactly as a run does (`bind_inputs`, the run's `RunScope`,
 `core.refs.resolve`) and compares it with the input the step received while recording, so a
 template that passes would send the recorded arguments if the servers answered as they did.
+A `code` step (the templatizer's inferred transforms) has no recording: it is pure, so it is run
+in its sandbox on the resolved input, and its output feeds the steps after it.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from toolreel.core.errors import ExecutionError, RefError
+from toolreel.core.errors import CodeError, ExecutionError, RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import resolve
+from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import topo_order
 from toolreel.replayer._inputs import bind_inputs
@@ -48,9 +51,25 @@ def dry_replay(template: Template, inputs: Mapping[str, JSON], recording: Sequen
     differences: list[Difference] = []
     for name in topo_order(template):
         state = states[name]
+        if state.spec.kind == "code" and state.spec.for_each is None:
+            differences += _run_code(state, scope)
+            continue
         differences += _check(state.spec, scope, recorded.get(name))
         _preset(state, recorded.get(name))
     return differences
+
+
+def _run_code(state: StepState, scope: RunScope) -> list[Difference]:
+    spec = state.spec
+    assert spec.code is not None
+    limits = CodeLimits(timeout=spec.timeout or DEFAULT_TIMEOUT, memory_mb=spec.memory_mb or DEFAULT_MEMORY_MB)
+    try:
+        value = resolve(spec.input, scope) if spec.input is not None else None
+        state.status, state.output = StepStatus.SUCCEEDED, run_code(spec.code, value, limits)
+    except (RefError, CodeError) as exc:
+        state.status, state.error = StepStatus.FAILED, str(exc)
+        return [Difference(spec.name, "$", "(a computed value)", f"the code step failed: {exc}")]
+    return []
 
 
 def _check(spec: StepSpec, scope: RunScope, record: StepRecord | None) -> list[Difference]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import toolreel
 
 REPO = Path(__file__).resolve().parents[1]
-PRODUCT = ("core", "gateway", "recorder", "replayer", "templatizer", "upstreams")
+PRODUCT = ("core", "gateway", "recorder", "replayer", "templatizer", "ui", "upstreams")
 
 
 def test_version_is_printed_by_the_command() -> None:

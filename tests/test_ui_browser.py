@@ -86,9 +86,7 @@ async def test_a_recording_is_watched_saved_as_a_template_and_replayed_from_the_
         assert user_id in (await page.locator("#drawer-resolved").text_content() or "")
         await page.screenshot(path=str(shots / "execution-drawer.png"))
         await page.click("#drawer-input a.ref[data-ref-step='create_user_1']")
-        await page.wait_for_function(
-            "document.querySelector('#drawer-title').textContent.startsWith('create_user_1')", timeout=WAIT_MS
-        )
+        await page.locator("#drawer-title", has_text="create_user_1").wait_for(timeout=WAIT_MS)
         await page.click("#drawer .close")
 
         # save as template, with the order's inferred ref turned back into the recorded literal
@@ -98,9 +96,8 @@ async def test_a_recording_is_watched_saved_as_a_template_and_replayed_from_the_
         ref_box = page.locator("input[data-ref-step='create_order_1'][data-ref-path='$.user_id']")
         assert await ref_box.is_checked()
         await ref_box.uncheck()
-        await page.wait_for_function(
-            "id => document.querySelector('#review-yaml').textContent.includes(id)", arg=user_id, timeout=WAIT_MS
-        )
+        # the page's policy allows no eval, so no wait_for_function: the text is waited for as an element
+        await page.locator("#review-yaml", has_text=user_id).wait_for(state="attached", timeout=WAIT_MS)
         await page.wait_for_selector("#review-verification [data-verified='true']", timeout=WAIT_MS)
         await page.screenshot(path=str(shots / "save-as-template.png"), full_page=True)
         await page.click("#review-save")
@@ -157,7 +154,7 @@ async def test_a_thousand_step_execution_renders_in_the_browser(tmp_path: Path) 
     async with web_view(db) as base, chromium() as browser:
         page = await browser.new_page(viewport={"width": 1400, "height": 900})
         await page.goto(f"{base}/ui/executions/{execution_id}")
-        await page.wait_for_function("document.body.dataset.rendered", timeout=WAIT_MS)
+        await page.wait_for_selector("body[data-rendered]", state="attached", timeout=WAIT_MS)
         assert await page.locator("svg.dag g.node").count() == 1000
         assert await page.locator("svg.dag g.edge").count() == 999
         assert await page.locator(".timeline .tl-row").count() == 1000

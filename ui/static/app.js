@@ -267,7 +267,7 @@ async function templatePage(name) {
     h("p", { class: "muted" }, t.description || "", ` · v${t.version} · `, h("a", { href: `/ui/?template=${encodeURIComponent(name)}` }, "its runs")),
     h("div", { class: "side-by-side" },
       h("section", {}, h("h3", {}, "YAML"), h("pre", { class: "yaml", id: "template-yaml" }, t.yaml)),
-      h("section", {}, h("h3", {}, "Graph"), h("div", { class: "dag-wrap" }, renderGraph(t.nodes, t.edges, null)))),
+      h("section", {}, h("h3", {}, "Graph"), h("div", { class: "dag-wrap" }, renderGraph(t.nodes, t.edges, null, "TB")))),
     h("div", { class: "side-by-side" },
       h("section", {}, h("h3", {}, "Run"), runForm(t)),
       h("section", {}, h("h3", {}, "Versions"), versions)),

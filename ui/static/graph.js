@@ -7,13 +7,13 @@ import { h } from "./dom.js";
 export const DAGRE_LIMIT = 120;
 const W = 168, H = 40, GAP_X = 70, GAP_Y = 18;
 
-export function layout(nodes, edges) {
-  return nodes.length <= DAGRE_LIMIT ? dagreLayout(nodes, edges) : layered(nodes, edges);
+export function layout(nodes, edges, rankdir = "LR") {
+  return nodes.length <= DAGRE_LIMIT ? dagreLayout(nodes, edges, rankdir) : layered(nodes, edges);
 }
 
-function dagreLayout(nodes, edges) {
+function dagreLayout(nodes, edges, rankdir) {
   const g = new dagre.graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir: "LR", nodesep: GAP_Y, ranksep: GAP_X, edgesep: 10, marginx: 12, marginy: 12 });
+  g.setGraph({ rankdir, nodesep: GAP_Y, ranksep: GAP_X, edgesep: 10, marginx: 12, marginy: 12 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const n of nodes) g.setNode(n.name, { width: W, height: H });
   edges.forEach((e, i) => {
@@ -82,8 +82,8 @@ function pathOf(points) {
 }
 
 // The SVG of a graph; `onSelect(name)` when a node is clicked.
-export function renderGraph(nodes, edges, onSelect) {
-  const { pos, routes, width, height } = layout(nodes, edges);
+export function renderGraph(nodes, edges, onSelect, rankdir = "LR") {
+  const { pos, routes, width, height } = layout(nodes, edges, rankdir);
   const svg = h("svg:svg", { class: "dag", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "steps and their refs" });
   svg.append(h("svg:defs", {}, h("svg:marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, h("svg:path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrowhead" }))));
   const edgeLayer = h("svg:g", { class: "edges" });

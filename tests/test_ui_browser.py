@@ -161,3 +161,54 @@ async def test_a_thousand_step_execution_renders_in_the_browser(tmp_path: Path) 
         with anyio.fail_after(5):
             await page.click("svg.dag g.node[data-step='step_500']")
             await page.locator("#drawer-title").wait_for()
+
+
+APPROVE = {
+    "name": "approve-echo",
+    "inputs": {"text": {"type": "string"}},
+    "steps": [
+        {"name": "confirm", "approve": "Echo {{@input.text}}?"},
+        {"name": "echo_1", "tool": "feat__echo", "input": {"text": "@input.text"}, "depends_on": ["confirm"]},
+    ],
+}
+SLEEPY = {"name": "sleepy", "steps": [{"name": "slow_1", "tool": "feat__slow", "input": {"seconds": 60}}]}
+
+
+async def test_a_paused_run_is_resumed_with_an_answer_and_a_running_one_cancelled(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'toolreel.db'}"
+    store = open_store(db)
+    for definition in (APPROVE, SLEEPY):
+        store.save_template(str(definition["name"]), definition)
+    store.close()
+    args = ["--name", "feat", "--", sys.executable, "-m", "fixtures.features"]
+    async with http_gateway(args, gateway_env(db)) as gw, chromium() as browser:
+        async with gw.connect() as agent:  # the upstream is up once it answers
+            assert not (await call(agent, "echo", {"text": "up?"})).is_error
+        page = await browser.new_page(viewport={"width": 1400, "height": 900})
+        await page.goto(_ui(gw, "/ui/templates/approve-echo"))
+        await page.fill("#run-form [name='text']", "hello")
+        await page.click("#run")
+        await page.wait_for_selector(".exec-head .badge[data-status='paused']", timeout=WAIT_MS)
+        assert "Echo hello?" in (await page.locator(".actions .prompt").text_content() or "")
+        await page.fill("#resume-response", "yes")
+        await page.click("#resume")
+        await page.wait_for_selector(".exec-head .badge[data-status='succeeded']", timeout=WAIT_MS)
+        assert await page.locator("svg.dag g.node[data-step='echo_1'][data-status='succeeded']").count() == 1
+
+        await page.goto(_ui(gw, "/ui/templates/sleepy"))
+        await page.click("#run")
+        await page.wait_for_selector("svg.dag g.node[data-step='slow_1'][data-status='running']", timeout=WAIT_MS)
+        assert await page.locator("#resume").count() == 0, "a run this gateway drives is not offered to resume"
+        await page.click("#cancel")
+        await page.wait_for_selector(".exec-head .badge[data-status='cancelled']", timeout=WAIT_MS)
+
+        # the list filters by template and by status
+        await page.goto(_ui(gw, "/ui/?template=approve-echo"))
+        rows = page.locator("tr[data-execution]")
+        await rows.first.wait_for(timeout=WAIT_MS)
+        assert await rows.evaluate_all("rs => rs.map(r => r.dataset.status)") == ["succeeded"]
+        await page.select_option("#filter-template", "")
+        await page.select_option("#filter-status", "cancelled")
+        await page.locator("tr[data-execution][data-status='cancelled']").wait_for(timeout=WAIT_MS)
+        assert await rows.evaluate_all("rs => rs.map(r => r.dataset.status)") == ["cancelled"]
+        assert "status=cancelled" in page.url

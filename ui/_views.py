@@ -7,6 +7,7 @@ written, labelled with the path it reads; a template's `depends_on` adds dashed 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +20,6 @@ if TYPE_CHECKING:
     from toolreel.core.template import StepSpec, Template
 
 __all__ = ["execution_page", "execution_summary", "graph_of_template", "template_page"]
-
-RESUMABLE = (ExecutionStatus.PAUSED, ExecutionStatus.RUNNING)
 
 
 def execution_summary(e: Execution) -> dict[str, Any]:
@@ -59,10 +58,18 @@ def execution_page(store: Store, execution_id: str) -> dict[str, Any]:
         nodes=nodes,
         edges=edges,
         can_cancel=not execution.status.finished and execution.status is not ExecutionStatus.RECORDING,
-        can_resume=execution.status in RESUMABLE,
+        can_resume=_resumable(execution),
         can_templatize=execution.status is ExecutionStatus.RECORDING or execution.template is None,
     )
     return page
+
+
+def _resumable(execution: Execution) -> bool:
+    """Paused, or interrupted: running with nobody driving it (no claim, or its lease lapsed)."""
+    if execution.status is ExecutionStatus.PAUSED:
+        return True
+    lapsed = execution.lease_until is None or execution.lease_until < time.time()
+    return execution.status is ExecutionStatus.RUNNING and lapsed
 
 
 def _template_of(store: Store, execution: Execution) -> Template | None:

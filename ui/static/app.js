@@ -49,7 +49,7 @@ function executionsPage() {
     problem,
     h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["Execution", "Mode", "Template", "Status", "Started", "Updated"].map((t) => h("th", {}, t)))), table),
   );
-  const wantedTemplate = params.get("template") || "";
+  let wantedTemplate = params.get("template") || ""; // until the template list is filled
   let shown = null;
   async function load() {
     const query = new URLSearchParams();
@@ -61,6 +61,7 @@ function executionsPage() {
       if (text === shown) return;
       shown = text;
       fillTemplates(template, data.templates, template.value || wantedTemplate);
+      if (template.value === wantedTemplate) wantedTemplate = "";
       clear(problem);
       clear(table).append(...data.executions.map(executionRow));
       if (!data.executions.length) table.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "Nothing yet: tool calls through the gateway are recorded here as they happen.")));

@@ -180,3 +180,25 @@ def test_renamed_inputs_name_the_template_inputs() -> None:
     assert list(template["inputs"]) == ["who"]
     assert _steps(proposal)["create_user_1"]["input"] == {"name": "@input.who"}
     assert proposal["verification"]["verified"] is True
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_secrets_stay_redacted_on_the_pages(tmp_path: Path) -> None:
+    from tests.gw import call
+
+    secret = "hunter2-not-for-pages"
+    env = gateway_env(f"sqlite:///{tmp_path / 'toolreel.db'}")
+    async with http_gateway(["--name", "feat", "--", sys.executable, "-m", "fixtures.features"], env) as gw:
+        async with gw.connect() as agent:
+            await call(agent, "echo", {"text": "hello", "password": secret})
+        base = f"http://127.0.0.1:{gw.port}/ui/api"
+        async with httpx.AsyncClient(timeout=30) as http:
+            (execution,) = (await http.get(f"{base}/executions")).json()["executions"]
+            page = await http.get(f"{base}/executions/{execution['id']}")
+            proposal = await http.post(f"{base}/executions/{execution['id']}/review", json={"name": "t"})
+        assert page.status_code == 200 and proposal.status_code == 200, proposal.text
+        (step,) = page.json()["nodes"]
+        assert step["redacted"] == ["$.password"]
+        for answer in (page, proposal):
+            assert secret not in answer.text

@@ -158,6 +158,9 @@ async def test_a_thousand_step_execution_renders_in_the_browser(tmp_path: Path) 
         assert await page.locator("svg.dag g.node").count() == 1000
         assert await page.locator("svg.dag g.edge").count() == 999
         assert await page.locator(".timeline .tl-row").count() == 1000
+        await page.click(".tab[data-view='timeline']")
+        await page.screenshot(path=str(screenshot_dir(tmp_path) / "timeline-1000.png"))
+        await page.click(".tab[data-view='dag']")
         with anyio.fail_after(5):
             await page.click("svg.dag g.node[data-step='step_500']")
             await page.locator("#drawer-title").wait_for()

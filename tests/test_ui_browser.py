@@ -212,6 +212,9 @@ async def test_a_paused_run_is_resumed_with_an_answer_and_a_running_one_cancelle
         assert await rows.evaluate_all("rs => rs.map(r => r.dataset.status)") == ["succeeded"]
         await page.select_option("#filter-template", "")
         await page.select_option("#filter-status", "cancelled")
+        await page.locator("tr[data-execution]:not([data-status='cancelled'])").first.wait_for(
+            state="detached", timeout=WAIT_MS
+        )
         await page.locator("tr[data-execution][data-status='cancelled']").wait_for(timeout=WAIT_MS)
         assert await rows.evaluate_all("rs => rs.map(r => r.dataset.status)") == ["cancelled"]
         assert "status=cancelled" in page.url

@@ -50,13 +50,15 @@ function executionsPage() {
     h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["Execution", "Mode", "Template", "Status", "Started", "Updated"].map((t) => h("th", {}, t)))), table),
   );
   let wantedTemplate = params.get("template") || ""; // until the template list is filled
-  let shown = null;
+  let shown = null, asked = 0;
   async function load() {
+    const mine = ++asked; // a filter changed twice quickly: only the latest answer is shown
     const query = new URLSearchParams();
     if (status.value) query.set("status", status.value);
     if (template.value || wantedTemplate) query.set("template", template.value || wantedTemplate);
     try {
       const data = await api(`/executions?${query}`);
+      if (mine !== asked) return;
       const text = JSON.stringify(data);
       if (text === shown) return;
       shown = text;

@@ -34,8 +34,9 @@ BAR_SECONDS = 1.0
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-async def render_times(base: str, execution_id: str, renders: int) -> list[float]:
-    times = []
+async def render_times(base: str, execution_id: str, renders: int) -> tuple[list[float], list[float]]:
+    """(first render, of which until the JSON was in hand) per fresh page load, in seconds."""
+    times, fetched = [], []
     async with chromium() as browser:
         for _ in range(renders):
             page = await browser.new_page(viewport={"width": 1400, "height": 900})
@@ -43,8 +44,9 @@ async def render_times(base: str, execution_id: str, renders: int) -> list[float
             body = page.locator("body[data-rendered]")
             await body.wait_for(state="attached", timeout=60_000)
             times.append(float(await body.get_attribute("data-rendered") or "nan") / 1000)
+            fetched.append(float(await body.get_attribute("data-fetched") or "nan") / 1000)
             await page.close()
-    return times
+    return times, fetched
 
 
 def server_pid(port: int) -> int:
@@ -111,10 +113,11 @@ async def main() -> int:
                 page = await http.get(f"{base}/ui/api/executions/{big}")
                 api_ms = (time.perf_counter() - t0) * 1000
             print(f"execution JSON: {len(page.content) / 1024:.0f} KiB in {api_ms:.0f} ms (first fetch)")
-            times = await render_times(base, big, args.renders)
+            times, fetched = await render_times(base, big, args.renders)
             median = statistics.median(times)
             listed = ", ".join(f"{t * 1000:.0f}" for t in times)
             print(f"first render of a {args.steps}-step execution: median {median * 1000:.0f} ms ({listed} ms)")
+            print(f"  of which until the JSON was parsed: median {statistics.median(fetched) * 1000:.0f} ms")
             pid = server_pid(int(base.rsplit(":", 1)[1]))
             idle = await stream_cost(base, pid, [], args.seconds)
             print(f"server CPU with no page: {idle * 1000:.1f} ms/s")

@@ -123,6 +123,7 @@ function executionPage(id) {
     // Redraw only what changed: a redraw under the pointer would swallow a click.
     const text = JSON.stringify(data);
     if (text === state.text) return;
+    if (!state.text) document.body.dataset.fetched = String(performance.now()); // the bench splits the time
     state.text = text;
     state.data = data;
     draw(state, head, actions, body, review, load);

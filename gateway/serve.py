@@ -121,12 +121,12 @@ def _web_backend(front: Front) -> UiBackend | None:
     return GatewayUiBackend(front.hook)
 
 
-def _ui_mount(backend: UiBackend | None, options: HttpOptions) -> list[Mount]:
+def _ui_apps(backend: UiBackend | None, options: HttpOptions) -> list[Starlette]:
     if backend is None:
         return []
     from toolreel.ui import ui_app
 
-    return [Mount("/ui", app=ui_app(backend, token=options.token))]
+    return [ui_app(backend, token=options.token)]
 
 
 async def _serve_http(front: Front, options: HttpOptions, web: UiBackend | None = None) -> None:
@@ -135,21 +135,22 @@ async def _serve_http(front: Front, options: HttpOptions, web: UiBackend | None 
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # _Guard does it
         max_request_body_size=256 * 1024 * 1024,  # large arguments are legitimate, as on stdio
     )
-    app = Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(manager)), *_ui_mount(web, options)])
+    ui = _ui_apps(web, options)
+    app = Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(manager)), *(Mount("/ui", app=u) for u in ui)])
     async with manager.run():
-        await _listen(app, options, "/mcp", web is not None)
+        await _listen(app, options, "/mcp", ui)
 
 
 async def run_web_view(options: HttpOptions, backend: UiBackend) -> None:
     """`toolreel ui`: the web view alone, over a store (same credentials and Origin rules)."""
     async with anyio.create_task_group() as tg:
         tg.start_soon(_cancel_on_signal, tg.cancel_scope)
-        app = Starlette(routes=_ui_mount(backend, options))
-        await _listen(app, options, None, True)
+        ui = _ui_apps(backend, options)
+        await _listen(Starlette(routes=[Mount("/ui", app=u) for u in ui]), options, None, ui)
         tg.cancel_scope.cancel()
 
 
-async def _listen(app: ASGIApp, options: HttpOptions, mcp_path: str | None, ui: bool) -> None:
+async def _listen(app: ASGIApp, options: HttpOptions, mcp_path: str | None, ui: list[Starlette]) -> None:
     import uvicorn  # only HTTP mode pays for the web server
 
     guarded = _Guard(app, options)
@@ -179,6 +180,9 @@ async def _listen(app: ASGIApp, options: HttpOptions, mcp_path: str | None, ui: 
     finally:
         server.should_exit = True
         sock.close()
+        with anyio.CancelScope(shield=True):
+            for web_view in ui:  # open pages' live streams end as finished responses, not cut ones
+                await web_view.state.stop_streams()
 
 
 class _Guard:

@@ -202,3 +202,47 @@ async def test_secrets_stay_redacted_on_the_pages(tmp_path: Path) -> None:
         assert step["redacted"] == ["$.password"]
         for answer in (page, proposal):
             assert secret not in answer.text
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_stopping_server_ends_open_live_streams_cleanly(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import tempfile
+
+    import anyio
+
+    from tests.gw import TOOLREEL, free_port, wait_until
+
+    db = f"sqlite:///{tmp_path / 'toolreel.db'}"
+    port = free_port()
+    args = [str(TOOLREEL), "ui", "--http", str(port), "--db", db]
+    with tempfile.TemporaryFile() as stderr:
+        process = await anyio.open_process(args, stdin=subprocess.DEVNULL, stderr=stderr, env=gateway_env(db))
+        try:
+
+            async def up() -> bool:
+                try:
+                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                except OSError:
+                    return False
+                return True
+
+            await wait_until(up, 30.0, "toolreel ui to listen")
+            async with (
+                httpx.AsyncClient(timeout=30) as http,
+                http.stream("GET", f"http://127.0.0.1:{port}/ui/api/events?topic=executions") as events,
+            ):
+                lines = events.aiter_lines()
+                with anyio.fail_after(10):
+                    while not (await anext(lines)).startswith("event: change"):
+                        pass
+                process.send_signal(signal.SIGTERM)
+                with anyio.fail_after(10):
+                    assert await process.wait() == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+        stderr.seek(0)
+        assert "Traceback" not in stderr.read().decode()

@@ -25,7 +25,7 @@ from toolreel.core.errors import NotFoundError, ToolreelError
 from toolreel.core.model import ExecutionStatus
 from toolreel.ui._auth import cookie_header
 from toolreel.ui._backend import RunRequest, SaveRequest, UiBackend
-from toolreel.ui._live import Fingerprints, digest, event_stream
+from toolreel.ui._live import Fingerprints, Streams, digest
 from toolreel.ui._review import Decision, ReviewRequest, review
 from toolreel.ui._views import execution_page, execution_summary, template_page
 
@@ -75,6 +75,7 @@ class _Ui:
         self.backend = backend
         self.token = token
         self.fingerprints = Fingerprints(self._fingerprint)
+        self.streams = Streams()
 
     async def _thread(self, func: Callable[..., Any], *args: Any) -> Any:
         store = await self.backend.store()
@@ -125,7 +126,7 @@ class _Ui:
 
     async def events(self, request: Request) -> Response:
         topic = request.query_params.get("topic") or "executions"
-        stream = event_stream(self.fingerprints, topic)
+        stream = self.streams.events(self.fingerprints, topic)
         headers = {**SECURITY_HEADERS, "x-accel-buffering": "no"}
         return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
 
@@ -253,5 +254,5 @@ def ui_app(backend: UiBackend, *, token: str | None) -> Starlette:
     ]
     pages = [Route(path, ui.page) for path in ("/", "/executions/{id}", "/templates", "/templates/{name}")]
     app = Starlette(routes=[*api, *pages, Mount("/static", StaticFiles(directory=STATIC, follow_symlink=True))])
-    app.state.ui = ui
+    app.state.stop_streams = ui.streams.stop  # the server ends the live streams before it stops
     return app

@@ -18,7 +18,7 @@ import anyio
 
 from toolreel.core.errors import NotFoundError, StoreError
 
-__all__ = ["POLL", "Fingerprints", "digest", "event_stream"]
+__all__ = ["POLL", "Fingerprints", "Streams", "digest"]
 
 POLL = 0.5  # seconds between looks; also how stale a shared look may be
 HEARTBEAT = 15.0  # a comment line keeps proxies from closing an idle stream
@@ -64,12 +64,39 @@ def digest(value: object) -> str:
     return hashlib.sha1(json.dumps(value, default=str).encode(), usedforsecurity=False).hexdigest()
 
 
-async def event_stream(fingerprints: Fingerprints, topic: str) -> AsyncIterator[str]:
-    """`change` events for one page, until it goes away (the response's task is cancelled)."""
+class Streams:
+    """The open event streams, so that a server that stops can end them as finished responses
+    (a stream cut by cancellation is reported by the web server as a failed request)."""
+
+    def __init__(self) -> None:
+        self.stopping = anyio.Event()
+        self.open = 0
+        self._none_open = anyio.Event()
+        self._none_open.set()
+
+    async def stop(self, timeout: float = 1.0) -> None:
+        self.stopping.set()
+        with anyio.move_on_after(timeout):
+            await self._none_open.wait()
+
+    async def events(self, fingerprints: Fingerprints, topic: str) -> AsyncIterator[str]:
+        """`change` events for one page, until it goes away or the server stops."""
+        self.open += 1
+        self._none_open = anyio.Event()
+        try:
+            async for event in _changes(fingerprints, topic, self.stopping):
+                yield event
+        finally:
+            self.open -= 1
+            if self.open == 0:
+                self._none_open.set()
+
+
+async def _changes(fingerprints: Fingerprints, topic: str, stopping: anyio.Event) -> AsyncIterator[str]:
     last = None
     quiet_since = time.monotonic()
     yield "retry: 2000\n\n"
-    while True:
+    while not stopping.is_set():
         try:
             current = await fingerprints.get(topic)
         except (StoreError, NotFoundError) as exc:
@@ -81,4 +108,5 @@ async def event_stream(fingerprints: Fingerprints, topic: str) -> AsyncIterator[
         elif time.monotonic() - quiet_since >= HEARTBEAT:
             quiet_since = time.monotonic()
             yield ": still here\n\n"
-        await anyio.sleep(POLL)
+        with anyio.move_on_after(POLL):
+            await stopping.wait()

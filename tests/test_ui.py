@@ -70,8 +70,8 @@ async def test_no_ui_turns_the_web_view_off(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_toolreel_ui_serves_a_store_on_its_own(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'toolreel.db'}"
+async def test_toolreel_ui_serves_a_store_on_its_own(store_url: str) -> None:
+    db = store_url
     execution_id = thousand_step_recording(db, 5)
     async with web_view(db, token_env={"UI_TOKEN": TOKEN}) as base, httpx.AsyncClient(timeout=30) as http:
         assert (await http.get(f"{base}/ui/")).status_code == 401

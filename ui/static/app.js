@@ -43,17 +43,20 @@ function executionsPage() {
   status.value = params.get("status") || "";
   const table = h("tbody", { id: "executions" });
   const problem = h("div");
+  let limit = 100;
+  const more = h("button", { type: "button", id: "more", class: "secondary", hidden: true, onclick: () => { limit = Math.min(limit + 100, 500); shown = null; load(); } }, "Show older");
   clear(main).append(
     h("h1", {}, "Executions"),
     h("div", { class: "filters" }, status, template),
     problem,
     h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["Execution", "Mode", "Template", "Status", "Started", "Updated"].map((t) => h("th", {}, t)))), table),
+    h("p", {}, more),
   );
   let wantedTemplate = params.get("template") || ""; // until the template list is filled
   let shown = null, asked = 0;
   async function load() {
     const mine = ++asked; // a filter changed twice quickly: only the latest answer is shown
-    const query = new URLSearchParams();
+    const query = new URLSearchParams({ limit: String(limit) });
     if (status.value) query.set("status", status.value);
     if (template.value || wantedTemplate) query.set("template", template.value || wantedTemplate);
     try {
@@ -66,6 +69,7 @@ function executionsPage() {
       if (template.value === wantedTemplate) wantedTemplate = "";
       clear(problem);
       clear(table).append(...data.executions.map(executionRow));
+      more.hidden = !data.next_cursor || limit >= 500;
       if (!data.executions.length) table.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "Nothing yet: tool calls through the gateway are recorded here as they happen.")));
     } catch (err) {
       clear(problem).append(errorBox(err.message));

@@ -246,3 +246,35 @@ async def test_a_stopping_server_ends_open_live_streams_cleanly(tmp_path: Path) 
                 process.kill()
         stderr.seek(0)
         assert "Traceback" not in stderr.read().decode()
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_saving_an_unverified_template_needs_force(tmp_path: Path) -> None:
+    from toolreel.core.store import open_store
+
+    db = f"sqlite:///{tmp_path / 'toolreel.db'}"
+    execution_id = thousand_step_recording(db, 3)
+    whole_output = {"step": "step_2", "input_path": "$.value", "ref": "@step_1"}  # {"value": 1}, not 1
+    wrong = {"name": "chain", "inputs": {}, "decisions": [whole_output]}
+    async with web_view(db) as base, httpx.AsyncClient(timeout=30) as http:
+        url = f"{base}/ui/api/executions/{execution_id}"
+        refused = await http.post(f"{url}/save", json=wrong)
+        assert refused.status_code == 409 and refused.json()["saved"] is False
+        (difference,) = refused.json()["verification"]["differences"]
+        assert difference["step"] == "step_2"
+        store = open_store(db)
+        try:
+            assert store.list_templates() == [], "nothing is saved unless verified or forced"
+        finally:
+            store.close()
+        forced = await http.post(f"{url}/save", json={**wrong, "force": True})
+        assert forced.status_code == 200 and forced.json()["version"] == 1
+        right = await http.post(f"{url}/save", json={"name": "chain", "inputs": {}})
+        assert right.status_code == 200 and right.json()["version"] == 2
+        assert right.json()["verification"]["verified"] is True
+        page = (await http.get(f"{base}/ui/api/templates/chain")).json()
+        assert [v["version"] for v in page["versions"]] == [2, 1]
+        assert "step_3" in page["yaml"] and page["inputs"] == []
+        older = (await http.get(f"{base}/ui/api/templates/chain?version=1")).json()
+        assert older["version"] == 1 and "'@step_1'" in older["yaml"]

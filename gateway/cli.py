@@ -88,6 +88,7 @@ def serve(
     ] = False,
     record: Annotated[bool, typer.Option("--record/--no-record", help="Record tool calls (default on).")] = True,
     max_concurrency: Annotated[int, typer.Option("--max-concurrency", help="Steps at once in auto mode.")] = 16,
+    no_ui: Annotated[bool, typer.Option("--no-ui", help="No web view at /ui/ (HTTP mode).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logs on stderr.")] = False,
 ) -> None:
     """Serve the upstreams of a config, or wrap one stdio server transparently."""
@@ -96,7 +97,7 @@ def serve(
 
     try:
         cfg = gateway_config(config, command, name)
-        options = parse_http(http, token_env) if http else None
+        options = parse_http(http, token_env, ui=not no_ui) if http else None
         if record:
             from toolreel.recorder import backlog_mark
 
@@ -121,6 +122,39 @@ def _hook_factory(cfg: GatewayConfig, **options: Any) -> Any:
     from toolreel.gateway.management import hook_factory
 
     return hook_factory(cfg, **options)
+
+
+@app.command("ui")
+def ui(
+    http: Annotated[str, typer.Option("--http", help="Serve the web view at [HOST:]PORT/ui/.")] = "127.0.0.1:8765",
+    token_env: Annotated[str | None, typer.Option("--token-env", help="Require the token in $VAR.")] = None,
+    db: DbOption = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logs on stderr.")] = False,
+) -> None:
+    """The web view on its own, over a store: executions, templates, save as template."""
+    _logging(verbose)
+    from toolreel.gateway.serve import parse_http, run_web_view
+    from toolreel.ui import StoreBackend
+
+    try:
+        options = parse_http(http, token_env)
+    except ToolreelError as exc:
+        raise fail(str(exc)) from None
+
+    def opener() -> Any:
+        from toolreel.core.store import open_store
+
+        return open_store(db)
+
+    backend = StoreBackend(opener)
+    try:
+        anyio.run(lambda: run_web_view(options, backend), backend_options=loop_options())
+    except ToolreelError as exc:
+        raise fail(str(exc), 1) from None
+    except KeyboardInterrupt:
+        pass
+    finally:
+        backend.close()
 
 
 @config_app.command("check")

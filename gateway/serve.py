@@ -14,6 +14,7 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import anyio
@@ -31,7 +32,10 @@ from toolreel.gateway.stdio import serve_stdio_streams
 from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.hub import Hub, open_hub
 
-__all__ = ["HttpOptions", "parse_http", "run_gateway"]
+if TYPE_CHECKING:
+    from toolreel.ui import UiBackend
+
+__all__ = ["HttpOptions", "parse_http", "run_gateway", "run_web_view"]
 
 logger = logging.getLogger("toolreel.serve")
 
@@ -43,9 +47,10 @@ class HttpOptions:
     host: str
     port: int
     token: str | None = None
+    ui: bool = True  # the web view at /ui/ (`--no-ui` turns it off)
 
 
-def parse_http(value: str, token_env: str | None) -> HttpOptions:
+def parse_http(value: str, token_env: str | None, *, ui: bool = True) -> HttpOptions:
     host, sep, port_text = value.rpartition(":")
     if not sep:
         host, port_text = "127.0.0.1", value
@@ -58,7 +63,7 @@ def parse_http(value: str, token_env: str | None) -> HttpOptions:
         token = os.environ.get(token_env)
         if not token:
             raise ConfigError(f"environment variable {token_env} (from --token-env) is not set", path="--token-env")
-    return HttpOptions(host=host.strip("[]") or "127.0.0.1", port=port, token=token)
+    return HttpOptions(host=host.strip("[]") or "127.0.0.1", port=port, token=token, ui=ui)
 
 
 def _gil_interval() -> None:
@@ -80,6 +85,7 @@ async def run_gateway(
         tg.start_soon(_cancel_on_signal, tg.cancel_scope)
         async with open_hub(config, prefix=prefix, lone_client=http is None) as hub:
             front = Front(hub, hook=hook_factory(hub) if hook_factory else None)
+            web = _web_backend(front) if http is not None and http.ui else None  # before the hook runs its services
             await tg.start(front.hook.run)
             await tg.start(front.run)
             if on_started is not None:
@@ -87,7 +93,7 @@ async def run_gateway(
             if http is None:
                 await _serve_stdio(front)
             else:
-                await _serve_http(front, http)
+                await _serve_http(front, http, web)
         tg.cancel_scope.cancel()
 
 
@@ -105,15 +111,48 @@ async def _serve_stdio(front: Front) -> None:
         await serve_dual_era_loop(front.server, read, write, lifespan_state=state, init_options=None)
 
 
-async def _serve_http(front: Front, options: HttpOptions) -> None:
-    import uvicorn  # only HTTP mode pays for the web server
+def _web_backend(front: Front) -> UiBackend | None:
+    from toolreel.gateway.management import GatewayHook
 
+    if not isinstance(front.hook, GatewayHook):
+        return None  # a bare pipe has no store to show
+    from toolreel.gateway.web import GatewayUiBackend
+
+    return GatewayUiBackend(front.hook)
+
+
+def _ui_apps(backend: UiBackend | None, options: HttpOptions) -> list[Starlette]:
+    if backend is None:
+        return []
+    from toolreel.ui import ui_app
+
+    return [ui_app(backend, token=options.token)]
+
+
+async def _serve_http(front: Front, options: HttpOptions, web: UiBackend | None = None) -> None:
     manager = StreamableHTTPSessionManager(
         app=front.server,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # _Guard does it
         max_request_body_size=256 * 1024 * 1024,  # large arguments are legitimate, as on stdio
     )
-    app = Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(manager))])
+    ui = _ui_apps(web, options)
+    app = Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(manager)), *(Mount("/ui", app=u) for u in ui)])
+    async with manager.run():
+        await _listen(app, options, "/mcp", ui)
+
+
+async def run_web_view(options: HttpOptions, backend: UiBackend) -> None:
+    """`toolreel ui`: the web view alone, over a store (same credentials and Origin rules)."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_cancel_on_signal, tg.cancel_scope)
+        ui = _ui_apps(backend, options)
+        await _listen(Starlette(routes=[Mount("/ui", app=u) for u in ui]), options, None, ui)
+        tg.cancel_scope.cancel()
+
+
+async def _listen(app: ASGIApp, options: HttpOptions, mcp_path: str | None, ui: list[Starlette]) -> None:
+    import uvicorn  # only HTTP mode pays for the web server
+
     guarded = _Guard(app, options)
     config = uvicorn.Config(
         guarded, host=options.host, port=options.port, log_level="warning", lifespan="off", access_log=False
@@ -131,13 +170,19 @@ async def _serve_http(front: Front, options: HttpOptions) -> None:
         raise ConfigError(f"cannot listen on {options.host}:{options.port}: {exc.strerror}", path="--http") from None
     port = sock.getsockname()[1]
     host = f"[{options.host}]" if family == socket.AF_INET6 else options.host
-    print(f"toolreel: serving streamable HTTP at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
-    async with manager.run():
-        try:
-            await server.serve(sockets=[sock])
-        finally:
-            server.should_exit = True
-            sock.close()
+    if mcp_path is not None:
+        print(f"toolreel: serving streamable HTTP at http://{host}:{port}{mcp_path}", file=sys.stderr, flush=True)
+    if ui:
+        login = "?token=<token>" if options.token else ""
+        print(f"toolreel: web view at http://{host}:{port}/ui/{login}", file=sys.stderr, flush=True)
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        server.should_exit = True
+        sock.close()
+        with anyio.CancelScope(shield=True):
+            for web_view in ui:  # open pages' live streams end as finished responses, not cut ones
+                await web_view.state.stop_streams()
 
 
 class _Guard:
@@ -150,7 +195,7 @@ class _Guard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-            problem = self._problem(headers)
+            problem = self._problem(headers, scope)
             if problem is not None:
                 status, message = problem
                 await _plain(send, status, message)
@@ -159,20 +204,28 @@ class _Guard:
                 scope = {**scope, "path": "/mcp/"}
         await self.app(scope, receive, send)
 
-    def _problem(self, headers: dict[str, str]) -> tuple[int, str] | None:
+    def _problem(self, headers: dict[str, str], scope: Scope) -> tuple[int, str] | None:
         origin = headers.get("origin")
         if origin is not None:
             host = urlsplit(origin).hostname or ""  # "null" (sandboxed pages, file://) has none: refused
             allowed = LOOPBACK if self.options.host in LOOPBACK else LOOPBACK | {self.options.host}
             if host not in allowed:
                 return 403, f"Origin {origin} is not allowed: toolreel only accepts local origins"
-        if self.options.token is not None:
-            scheme, _, token = headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not secrets.compare_digest(
-                token.strip().encode(), self.options.token.encode()
-            ):
-                return 401, "missing or wrong bearer token (Authorization: Bearer <token from --token-env>)"
+        if self.options.token is not None and not self._authorized(headers, scope, self.options.token):
+            return 401, "missing or wrong bearer token (Authorization: Bearer <token from --token-env>)"
         return None
+
+    @staticmethod
+    def _authorized(headers: dict[str, str], scope: Scope, expected: str) -> bool:
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), expected.encode()):
+            return True
+        path: str = scope["path"]
+        if path == "/ui" or path.startswith("/ui/"):  # a browser: the session cookie, or ?token= once
+            from toolreel.ui import ui_authorized
+
+            return ui_authorized(headers, scope.get("query_string", b""), expected)
+        return False
 
 
 async def _plain(send: Send, status: int, message: str) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import toolreel
 
 REPO = Path(__file__).resolve().parents[1]
-PRODUCT = ("core", "gateway", "recorder", "replayer", "templatizer", "upstreams")
+PRODUCT = ("core", "gateway", "recorder", "replayer", "templatizer", "ui", "upstreams")
 
 
 def test_version_is_printed_by_the_command() -> None:
@@ -37,6 +37,8 @@ def test_the_wheel_adds_only_the_toolreel_import_name(tmp_path: Path) -> None:
         assert f"toolreel/{package}/__init__.py" in names
     assert "toolreel/py.typed" in names
     assert "toolreel/core/store/__init__.py" in names
+    for asset in ("index.html", "app.js", "vendor/dagre.esm.js", "vendor/dagre.LICENSE"):  # the web view, offline
+        assert f"toolreel/ui/static/{asset}" in names
 
 
 def test_every_product_module_is_packaged() -> None:

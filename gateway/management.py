@@ -194,7 +194,7 @@ class GatewayHook(ToolHook):
         if self.recorder.writer.full:  # past the backlog's mark: slowed to the recorder's pace, for a bounded time
             await self.recorder.writer.room()
         try:
-            live = session.begin(upstream.name, tool, arguments)
+            live = session.begin(upstream.name, tool, arguments, upstream.config.policy.shown_name(tool))
         except RefError as exc:
             return error_result(f"{exc} — nothing was sent to {upstream.name!r}")
         try:

@@ -43,6 +43,8 @@ ALL_CLIENT_CAPABILITIES = types.ClientCapabilities(
 class Route:
     upstream: Upstream
     name: str  # the upstream's own tool/prompt name
+    shown: str = ""  # the tool's name as the agent sees it, unprefixed (`toolsOverride`); "" for prompts
+    confirm: bool = False  # the user's yes is asked before each call (`confirm`)
 
 
 class ClientRouter:
@@ -156,19 +158,30 @@ class Hub:
     def _rebuild(self) -> None:
         tools: dict[str, Route] = {}
         canonical: dict[str, Route] = {}
+        aliases: dict[str, Route] = {}
         listed_tools: list[dict[str, Any]] = []
         prompts: dict[str, Route] = {}
         listed_prompts: list[dict[str, Any]] = []
         for upstream in self.upstreams.values():
+            policy = upstream.config.policy
             for tool in upstream.listing.tools:
-                name = listed_name(upstream.name, tool["name"], prefix=self.prefix)
-                tools.setdefault(name, Route(upstream, tool["name"]))
-                canonical.setdefault(listed_name(upstream.name, tool["name"]), Route(upstream, tool["name"]))
-                listed_tools.append(tool if name == tool["name"] else {**tool, "name": name})
+                shown = policy.shown_name(tool["name"])
+                name = listed_name(upstream.name, shown, prefix=self.prefix)
+                route = Route(upstream, tool["name"], shown, policy.needs_confirmation(tool))
+                if name in tools:
+                    logger.warning("server %s: tool %r is listed as %r, which is taken", upstream.name, shown, name)
+                    continue
+                tools[name] = route
+                canonical.setdefault(listed_name(upstream.name, tool["name"]), route)
+                aliases.setdefault(listed_name(upstream.name, shown), route)
+                listed_tools.append(policy.present(tool, name))
             for prompt in upstream.listing.prompts:
                 name = listed_name(upstream.name, prompt["name"], prefix=self.prefix)
                 prompts.setdefault(name, Route(upstream, prompt["name"]))
                 listed_prompts.append(prompt if name == prompt["name"] else {**prompt, "name": name})
+        # A template may name a tool by the name the agent saw: the upstream's own names win.
+        for alias, route in aliases.items():
+            canonical.setdefault(alias, route)
         self._tools, self._listed_tools, self._canonical = tools, listed_tools, canonical
         self._prompts, self._listed_prompts = prompts, listed_prompts
 
@@ -185,7 +198,7 @@ class Hub:
         return self._prompts.get(listed)
 
     def mappings(self) -> list[NameMapping]:
-        """Names changed by the mapping rule (too long or illegal): shown in status."""
+        """Names changed by the mapping rule (too long or illegal) or by `toolsOverride`: shown in status."""
         out = []
         for table in (self._tools, self._prompts):
             for listed, route in table.items():

@@ -441,8 +441,8 @@ class Upstream:
         wanted = set(kinds or ("tools", "resources", "prompts"))
         if "tools" in wanted and caps.tools is not None:
             tools = await self._list_all("tools/list", "tools")
-            allow = self.config.tools
-            self.listing.tools = [t for t in tools if allow is None or t.get("name") in allow]
+            policy = self.config.policy
+            self.listing.tools = [t for t in tools if policy.shows(str(t.get("name")))]
         if "resources" in wanted and caps.resources is not None:
             self.listing.resources = await self._list_all("resources/list", "resources")
             self.listing.resource_templates = await self._list_all("resources/templates/list", "resourceTemplates")

@@ -346,7 +346,13 @@ class GatewayHook(ToolHook):
 
 
 def hook_factory(
-    config: GatewayConfig, *, db: str | None, annotate: bool, record: bool, max_concurrency: int
+    config: GatewayConfig,
+    *,
+    db: str | None,
+    annotate: bool,
+    record: bool,
+    max_concurrency: int,
+    retain: float | None = None,
 ) -> Callable[[Hub], GatewayHook]:
     def opener() -> Store:
         from toolreel.core.store import open_store
@@ -364,6 +370,10 @@ def hook_factory(
             db=db,
         )
         _install_extensions(hook, max_concurrency=max_concurrency)
+        if retain is not None:  # `--retain`: prune while serving (the store is open by then)
+            from toolreel.core.retention import retaining
+
+            hook.services.append(lambda: retaining(hook.store, retain))
         return hook
 
     return build

@@ -28,7 +28,8 @@ from rich.table import Table
 from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError, UpstreamError
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
-from toolreel.core.store import Store, open_store
+from toolreel.core.retention import parse_age, retaining
+from toolreel.core.store import Store, check_statuses, open_store
 from toolreel.core.template import Template
 from toolreel.replayer._engine import Engine, load_template
 from toolreel.replayer._inputs import parse_cli_value
@@ -38,7 +39,7 @@ from toolreel.replayer._worker import Worker
 from toolreel.upstreams.config import GatewayConfig, load_config
 from toolreel.upstreams.hub import open_upstreams
 
-__all__ = ["executions_commands", "register"]
+__all__ = ["executions_commands", "register", "retain_age"]
 
 DbOption = Annotated[str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else the user data dir).")]
 ConfigOption = Annotated[
@@ -47,6 +48,9 @@ ConfigOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the execution as JSON on stdout.")]
 ConcurrencyOption = Annotated[int, typer.Option("--max-concurrency", help="Steps at once.", min=1)]
 LeaseOption = Annotated[float, typer.Option("--lease-seconds", help="Claim lease, renewed while alive.", min=0.2)]
+RetainOption = Annotated[
+    str | None, typer.Option("--retain", help="Prune finished executions older than this (30d, 12h), hourly.")
+]
 _EXIT = {ExecutionStatus.SUCCEEDED: 0, ExecutionStatus.PAUSED: 3}
 _T = TypeVar("_T")
 
@@ -63,6 +67,7 @@ def register(app: typer.Typer) -> None:
 def executions_commands(group: typer.Typer) -> None:
     group.command("cancel")(cancel)
     group.command("resume")(resume)
+    group.command("prune")(prune)
 
 
 # ---------------------------------------------------------------------- commands
@@ -141,11 +146,16 @@ def worker(
     lease_seconds: LeaseOption = 15.0,
     poll: Annotated[float, typer.Option("--poll", help="Seconds between looks for work.", min=0.01)] = 0.5,
     grace: Annotated[float, typer.Option("--grace", help="Seconds to finish runs on SIGTERM.", min=0)] = 5.0,
+    retain: RetainOption = None,
 ) -> None:
     """Drive pending and orphaned executions from a shared database until SIGTERM or SIGINT."""
+    age = retain_age(retain)
 
     async def main(store: Store) -> None:
-        async with _engine(store, config, None, max_concurrency, lease_seconds, None) as engine:
+        async with (
+            retaining(store, age),
+            _engine(store, config, None, max_concurrency, lease_seconds, None) as engine,
+        ):
             stop = anyio.Event()
             pool = Worker(engine, capacity=capacity, poll_interval=poll, on_claim=_claimed)
             async with anyio.create_task_group() as tg:
@@ -157,6 +167,44 @@ def worker(
             typer.echo(f"toolreel worker {engine.owner}: stopped", err=True)
 
     _main(db, main)
+
+
+def prune(
+    older_than: Annotated[str, typer.Option("--older-than", help="Age: 30d, 12h, 90m, 2w, or seconds.")],
+    status: Annotated[
+        list[str] | None, typer.Option("--status", help="Only these statuses (repeatable; default: every finished).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would go; delete nothing.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="The counts as JSON on stdout.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Delete finished executions older than an age, with their steps (never templates, never live runs)."""
+    try:
+        age, statuses = parse_age(older_than), check_statuses(status)
+    except ValueError as exc:
+        raise _fail(str(exc), 2) from None
+
+    async def main(store: Store) -> Any:
+        before = time.time() - age
+        return await _thread(lambda: store.prune_executions(before=before, statuses=statuses, dry_run=dry_run))
+
+    report = _main(db, main)
+    if json_out:
+        typer.echo(json.dumps(report.as_dict()))
+        return
+    verb = "would delete" if dry_run else "deleted"
+    freed = f"; the file shrank by {report.freed_bytes:,} bytes" if report.freed_bytes else ""
+    typer.echo(f"{verb} {report.executions} executions and {report.steps} steps{freed}")
+
+
+def retain_age(value: str | None) -> float | None:
+    """`--retain D` as seconds; a bad value is a usage error."""
+    if value is None:
+        return None
+    try:
+        return parse_age(value)
+    except ValueError as exc:
+        raise _fail(f"--retain: {exc}", 2) from None
 
 
 # ---------------------------------------------------------------------- running

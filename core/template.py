@@ -12,11 +12,22 @@ from typing import Literal
 
 from toolreel.core.model import JSON
 
-__all__ = ["InputSpec", "RetryPolicy", "StepSpec", "Template", "When"]
+__all__ = ["InputSpec", "RetryPolicy", "SecretSource", "StepSpec", "Template", "When"]
 
 RetryOn = Literal["timeout", "transient", "tool_error"]
 Backoff = Literal["fixed", "linear", "exponential"]
 WhenOp = Literal["eq", "neq", "gt", "gte", "lt", "lte", "in", "exists"]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretSource:
+    """Where a secret input's value is read when the run starts: never typed, never stored."""
+
+    kind: Literal["env", "file"]
+    where: str  # the variable's name, or the file's path
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.where}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +37,7 @@ class InputSpec:
     default: JSON = None
     has_default: bool = False
     secret: bool = False  # came from a redacted value: never stored, always asked for
+    secret_source: SecretSource | None = None  # `secret: {env: VAR}` / `{file: PATH}`
 
     @property
     def required(self) -> bool:

@@ -30,7 +30,7 @@ from toolreel.core.secrets import REDACTED
 from toolreel.core.store import Store
 from toolreel.core.template import Template
 from toolreel.core.template_io import parse_template
-from toolreel.replayer._inputs import bind_inputs, redact_inputs
+from toolreel.replayer._inputs import bind_inputs, read_secret, redact_inputs
 from toolreel.replayer._ledger import (
     MAX_DEPTH,
     ClaimedElsewhere,
@@ -150,10 +150,20 @@ class Engine:
 
     # ------------------------------------------------------------------ the API
 
-    async def start(self, template: Template, inputs: Mapping[str, Any], *, deadline: float | None = None) -> str:
+    async def start(
+        self,
+        template: Template,
+        inputs: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        secrets: Mapping[str, str] | None = None,
+    ) -> str:
         """Create a `pending` execution claimed by this process; returns its id. Inputs are checked
-        (unknown and missing names, declared types) and every tool must be listed by an upstream."""
-        execution = await self._thread(self._create, template, inputs, deadline=deadline)
+        (unknown and missing names, declared types) and every tool must be listed by an upstream.
+        `secrets`: secret inputs read from their sources (`--secret`); one not given is read from the
+        template's default source. Entry points for people and LLMs refuse secrets in `inputs`."""
+        given = {**inputs, **(secrets or {})}
+        execution = await self._thread(self._create, template, given, deadline=deadline)
         return execution.id
 
     async def run(
@@ -397,11 +407,13 @@ class Engine:
     def _prepare(self, execution: Execution) -> tuple[Template, Mapping[str, JSON]]:
         template = self._template_of(execution)
         inputs: Mapping[str, JSON] = self._inputs.get(execution.id) or execution.inputs or {}
+        inputs = _reread_secrets(template, inputs)
         hidden = [name for name, spec in template.inputs.items() if spec.secret and inputs.get(name) == REDACTED]
         if hidden:
             raise ExecutionError(
                 f"execution {execution.id}: secret input(s) {', '.join(hidden)} are never stored and this process "
-                "does not hold them, so it cannot go on; run the template again with the inputs",
+                "does not hold them, so it cannot go on; give them a default source in the template "
+                "(`secret: {env: VAR}`), or run the template again",
                 execution_id=execution.id,
             )
         return template, inputs
@@ -549,3 +561,17 @@ class Engine:
 def _exit_reason(cancel: bool) -> Callable[[], StopCause | None]:
     cause: StopCause | None = ("cancel", "") if cancel else None
     return lambda: cause
+
+
+def _reread_secrets(template: Template, inputs: Mapping[str, JSON]) -> Mapping[str, JSON]:
+    """A stored run's secrets are redacted: those with a default source are read again where it is
+    driven (a worker, a resume), so queued and interrupted runs go on without ever storing them."""
+    out: dict[str, JSON] | None = None
+    for name, spec in template.inputs.items():
+        if spec.secret_source is not None and inputs.get(name) == REDACTED:
+            out = dict(inputs) if out is None else out
+            try:
+                out[name] = read_secret(spec.secret_source)
+            except ValueError:
+                continue  # left redacted: the caller names it as missing
+    return inputs if out is None else out

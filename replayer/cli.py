@@ -32,7 +32,7 @@ from toolreel.core.retention import parse_age, retaining
 from toolreel.core.store import Store, check_statuses, open_store
 from toolreel.core.template import Template
 from toolreel.replayer._engine import Engine, load_template
-from toolreel.replayer._inputs import parse_cli_value
+from toolreel.replayer._inputs import parse_cli_value, parse_secret_option, read_secret, refuse_given_secrets
 from toolreel.replayer._state import awaiting_of
 from toolreel.replayer._view import execution_view
 from toolreel.replayer._worker import Worker
@@ -77,6 +77,9 @@ def run(
     name: Annotated[str, typer.Argument(help="A saved template's name.")],
     inputs: Annotated[list[str] | None, typer.Option("--input", "-i", help="key=value (repeatable).")] = None,
     inputs_file: Annotated[Path | None, typer.Option("--inputs", help="A JSON or YAML file of inputs.")] = None,
+    secret: Annotated[
+        list[str] | None, typer.Option("--secret", help="A secret input: NAME=env:VAR or NAME=file:PATH (repeatable).")
+    ] = None,
     version: Annotated[int | None, typer.Option("--version", help="Template version (default: the latest).")] = None,
     config: ConfigOption = None,
     json_out: JsonOption = False,
@@ -92,11 +95,13 @@ def run(
     async def main(store: Store) -> tuple[Execution, list[StepRecord]]:
         template = await _thread(_load, store, name, version)
         given = _read_inputs(template, inputs or [], inputs_file)
+        secrets = _read_secrets(template, secret or [])
         view = None if json_out else _LiveView()
         async with _engine(store, config, template, max_concurrency, lease_seconds, view) as engine:
             try:
                 until = time.time() + deadline if deadline is not None else None
-                execution_id = await engine.start(template, given, deadline=until)
+                refuse_given_secrets(template, given)
+                execution_id = await engine.start(template, given, deadline=until, secrets=secrets)
             except (ExecutionError, TemplateError) as exc:
                 raise _Usage(str(exc)) from exc
             return await _watch(engine, execution_id, view, lambda: engine.run(execution_id))
@@ -348,6 +353,23 @@ def _read_inputs(template: Template, pairs: Sequence[str], file: Path | None) ->
         except ValueError as exc:
             raise _Usage(f"-i {key}: {exc}") from exc
     return given
+
+
+def _read_secrets(template: Template, options: Sequence[str]) -> dict[str, str]:
+    secrets: dict[str, str] = {}
+    declared = [name for name, spec in template.inputs.items() if spec.secret]
+    for option in options:
+        try:
+            name, source = parse_secret_option(option)
+            if name not in declared:
+                raise ValueError(
+                    f"--secret {name}: template {template.name!r} has no secret input {name!r} "
+                    f"(its secret inputs: {', '.join(declared) or 'none'})"
+                )
+            secrets[name] = read_secret(source)
+        except ValueError as exc:
+            raise _Usage(str(exc) if str(exc).startswith("--secret") else f"--secret {name}: {exc}") from exc
+    return secrets
 
 
 def _upstreams_config(store: Store, path: Path | None, template: Template | None) -> GatewayConfig:

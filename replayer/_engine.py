@@ -166,6 +166,12 @@ class Engine:
         execution = await self._thread(self._create, template, given, deadline=deadline)
         return execution.id
 
+    async def enqueue(self, template: Template, inputs: Mapping[str, Any], *, deadline: float | None = None) -> str:
+        """Store a `pending` execution that no process claims: any worker (or gateway) sharing the
+        store takes it. Inputs are checked here; tools are checked by whoever drives it."""
+        execution = await self._thread(partial(self._create, template, inputs, deadline=deadline, queued=True))
+        return execution.id
+
     async def run(
         self, execution_id: str, *, progress: ProgressFn | None = None, cancel_on_exit: bool = True
     ) -> Execution:
@@ -268,11 +274,18 @@ class Engine:
         execution_id: str | None = None,
         parent: Execution | None = None,
         parent_step: str | None = None,
+        queued: bool = False,
     ) -> Execution:
         bound = bind_inputs(template, inputs)
-        self._check_tools(template)
+        if not queued:
+            self._check_tools(template)
         digest = definition_hash(template)
         version = template.version if template.version is not None else self._saved_version(template, digest)
+        if queued and version is None:
+            raise ExecutionError(
+                f"template {template.name!r} is not saved: a queued run is driven by another process, which loads "
+                "it from the store; save it first (toolreel templates import FILE)"
+            )
         now = time.time()
         execution = Execution(
             id=execution_id or new_id(),
@@ -288,10 +301,13 @@ class Engine:
             parent_step=parent_step,
             depth=parent.depth + 1 if parent else 0,
             deadline=deadline,
-            claimed_by=self.owner,  # ours from birth: no worker takes it before `run` claims it properly
-            lease_until=now + self.lease_seconds,
+            # ours from birth (no worker takes it before `run` claims it properly), unless queued
+            claimed_by=None if queued else self.owner,
+            lease_until=None if queued else now + self.lease_seconds,
         )
         self.store.create_execution(execution)
+        if queued:
+            return execution
         self._inputs[execution.id] = bound
         if version is None:
             self._unsaved[execution.id] = template

@@ -89,8 +89,14 @@ def run(
     deadline: Annotated[
         float | None, typer.Option("--deadline", help="Seconds the run may take; past them it fails.", min=0.001)
     ] = None,
+    detach: Annotated[
+        bool, typer.Option("--detach", help="Queue it for a worker and print its id (nothing runs here).")
+    ] = False,
 ) -> None:
     """Run a saved template in auto mode, starting the upstreams it needs; a live view of its steps."""
+    if detach:
+        _detach(db, name, version, inputs or [], inputs_file, secret or [], json_out, deadline)
+        return
 
     async def main(store: Store) -> tuple[Execution, list[StepRecord]]:
         template = await _thread(_load, store, name, version)
@@ -107,6 +113,40 @@ def run(
             return await _watch(engine, execution_id, view, lambda: engine.run(execution_id))
 
     _report(*_main(db, main), json_out)
+
+
+def _detach(
+    db: str | None,
+    name: str,
+    version: int | None,
+    pairs: Sequence[str],
+    inputs_file: Path | None,
+    secrets: Sequence[str],
+    json_out: bool,
+    deadline: float | None,
+) -> None:
+    """`run --detach`: a pending execution in the store, for any worker sharing it."""
+
+    async def main(store: Store) -> str:
+        template = await _thread(_load, store, name, version)
+        if secrets:
+            raise _Usage(
+                "--secret cannot travel to the worker that drives a queued run (secrets are never stored); "
+                "give the template's secret inputs a default source (secret: {env: VAR}) read where it runs"
+            )
+        given = _read_inputs(template, pairs, inputs_file)
+        async with Engine(store, _NoUpstreams()) as engine:
+            try:
+                refuse_given_secrets(template, given)
+                until = time.time() + deadline if deadline is not None else None
+                return await engine.enqueue(template, given, deadline=until)
+            except (ExecutionError, TemplateError) as exc:
+                raise _Usage(str(exc)) from exc
+
+    execution_id = _main(db, main)
+    typer.echo(json.dumps({"execution_id": execution_id, "status": "pending"}) if json_out else execution_id)
+    if not json_out:
+        typer.echo(f"queued; watch it with: toolreel executions show {execution_id} --follow", err=True)
 
 
 def resume(

@@ -290,10 +290,12 @@ class GatewayHook(ToolHook):
                 }
             )
         session = self.session(link)
+        hub = self.hub
         return tool_result(
             {
                 "upstreams": upstreams,
                 "name_mapping": [{"listed": m.listed, "server": m.server, "name": m.name} for m in self.hub.mappings()],
+                "config": {"source": hub.config.source, "reloads": hub.reloads, "error": hub.config_error},
                 "execution_id": session.execution_id,
                 "recording": self.record,
                 "unsaved": self.recorder.writer.unsaved,  # records (steps, the execution) not in the store yet

@@ -82,6 +82,10 @@ async def run_gateway(
             front = Front(hub, hook=hook_factory(hub) if hook_factory else None)
             await tg.start(front.hook.run)
             await tg.start(front.run)
+            if config.source is not None:  # `serve --config`: hot reload
+                from toolreel.upstreams.watch import watch_config
+
+                await tg.start(watch_config, hub, config.source)
             if on_started is not None:
                 await on_started(front)
             if http is None:

@@ -37,6 +37,7 @@ from mcp.shared.subscriptions import (
 from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
 from toolreel.gateway.confirm import Confirmation, question
 from toolreel.gateway.exchange import Exchange, Exchanges, quiet_progress
@@ -256,7 +257,8 @@ class Front(ClientRouter):
             route = self.hub.tool_route(name)
         if route is None:
             return error_result(self.hub.unknown_tool_message(name))
-        meta = {k: v for k, v in (params.get("_meta") or {}).items() if k not in HOP_META}
+        meta_in = params.get("_meta") or {}
+        meta = {k: v for k, v in meta_in.items() if k not in HOP_META}
         upstream = route.upstream
 
         passthrough = link.modern and upstream.modern and exchange is None
@@ -270,6 +272,8 @@ class Front(ClientRouter):
             if confirmation is not None and not confirmation.allowed:
                 return confirmation.refusal()
             forwarded: dict[str, Any] = {"name": route.name, "arguments": resolved}
+            if tracing.ENABLED:  # the call's span goes on in the upstream
+                tracing.inject(meta)
             if meta:
                 forwarded["_meta"] = meta
             if passthrough:  # the stateless era's retry of an input-required call
@@ -290,6 +294,12 @@ class Front(ClientRouter):
             finally:
                 inflight.remove(entry)
 
+        if tracing.ENABLED:
+            attributes = _span_attributes(link, name, upstream)
+            with tracing.span(f"tools/call {name}", attributes, kind="server", meta=meta_in) as current:
+                traced = await self.hook.call_upstream(link, name, upstream, route.name, arguments, send)
+                tracing.record_result(current, traced)
+                return traced
         return await self.hook.call_upstream(link, name, upstream, route.name, arguments, send)
 
     def _how_to_ask(
@@ -539,6 +549,21 @@ class Front(ClientRouter):
             for link in list(self.links.values()):
                 if link.session is not None and not link.modern:
                     await send_quietly(link.session, notifications[kind])
+
+
+def _span_attributes(link: ClientLink, listed: str, upstream: Upstream) -> dict[str, Any]:
+    """A forwarded call's span attributes (MCP semantic conventions, plus the server it went to)."""
+    session = link.key.removeprefix("http:") if link.key.startswith("http:") else None
+    return {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": listed,
+        "gen_ai.operation.name": "execute_tool",
+        "mcp.session.id": session,
+        "mcp.protocol.version": link.protocol_version,
+        "network.transport": "pipe" if link.key == "stdio" else "tcp",
+        "toolreel.server": upstream.name,
+        "toolreel.client": link.key,
+    }
 
 
 class _Listen:

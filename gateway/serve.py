@@ -25,6 +25,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from toolreel.core import tracing
 from toolreel.core.errors import ConfigError
 from toolreel.gateway.front import Front, ToolHook
 from toolreel.gateway.stdio import serve_stdio_streams
@@ -76,6 +77,7 @@ async def run_gateway(
     on_started: Callable[[Front], Awaitable[None]] | None = None,
 ) -> None:
     _gil_interval()
+    tracing.configure()  # OTEL_* only; without the SDK nothing changes
     async with anyio.create_task_group() as tg:
         tg.start_soon(_cancel_on_signal, tg.cancel_scope)
         async with open_hub(config, prefix=prefix, lone_client=http is None) as hub:

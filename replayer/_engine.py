@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
+from toolreel.core import tracing
 from toolreel.core.caller import Approver, ProgressFn, ToolCaller
 from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError
 from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepRecord, new_id
@@ -409,7 +410,10 @@ class Engine:
         if slot.requested is not None or execution.status == ExecutionStatus.CANCELLED:
             run.stop(slot.requested or "cancel")
         try:
-            await run.drive()
+            if tracing.ENABLED:
+                await _traced_drive(run, execution)
+            else:
+                await run.drive()
         finally:
             with anyio.CancelScope(shield=True):
                 outcome = run.outcome or Outcome("interrupted")
@@ -591,3 +595,20 @@ def _reread_secrets(template: Template, inputs: Mapping[str, JSON]) -> Mapping[s
             except ValueError:
                 continue  # left redacted: the caller names it as missing
     return inputs if out is None else out
+
+
+async def _traced_drive(run: Run, execution: Execution) -> None:
+    """A replay execution's span: its steps' spans are its children."""
+    attributes = {
+        "toolreel.execution": execution.id,
+        "toolreel.template": execution.template,
+        "toolreel.template.version": execution.template_version,
+        "toolreel.parent_execution": execution.parent_id,
+    }
+    with tracing.span(f"toolreel.execution {execution.template}", attributes) as current:
+        await run.drive()
+        outcome = run.outcome
+        if outcome is not None:
+            current.set_attribute("toolreel.status", outcome.kind)
+            if outcome.kind == "failed":
+                current.set_attribute("error.type", "execution_failed")

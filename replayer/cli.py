@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from toolreel.core import tracing
 from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError, UpstreamError
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
@@ -443,6 +444,7 @@ def _servers_called(store: Store, template: Template, seen: frozenset[str] = fro
 
 
 def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:
+    tracing.configure()  # OTEL_* only; without the SDK nothing changes
     try:
         store = open_store(db)
     except ToolreelError as exc:

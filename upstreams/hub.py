@@ -19,6 +19,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from toolreel.core import tracing
 from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import UpstreamError
 from toolreel.upstreams.config import GatewayConfig, ServerConfig
@@ -335,7 +336,9 @@ class Hub:
         route = self.canonical_route(name)
         if route is None:
             raise UpstreamError(self.unknown_tool_message(name), server=_server_hint(name), transient=True)
-        params = {"name": route.name, "arguments": dict(arguments)}
+        params: dict[str, Any] = {"name": route.name, "arguments": dict(arguments)}
+        if tracing.ENABLED:  # the replay step's span goes on in the upstream
+            tracing.inject(params.setdefault("_meta", {}))
         upstream = route.upstream
 
         async def ask(method: str, request: dict[str, Any]) -> dict[str, Any]:

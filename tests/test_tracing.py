@@ -184,3 +184,29 @@ async def test_spans_reach_a_real_otlp_http_receiver(
         if span.name == "tools/call traced__meta"
     ]
     assert spans[0].trace_id.hex() == TRACE_ID and spans[0].parent_span_id.hex() == PARENT_ID
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_over_http_the_trace_context_also_travels_in_headers(tmp_path: Path) -> None:
+    from tests.gw import fixture_http_server
+
+    async with fixture_http_server("traced") as url:
+        config = write_config(tmp_path / "client.json", {"web": {"url": url}})
+        env = gateway_env(f"sqlite:///{tmp_path / 'store.db'}", OTEL_TRACES_EXPORTER="console")
+        async with stdio_gateway(["--config", str(config)], env) as s:
+            result = await call(s, "web__meta", meta={"traceparent": TRACEPARENT})
+    seen = result.structured_content
+    assert seen["header"] is not None and seen["header"].split("-")[1] == TRACE_ID
+    assert seen["traceparent"].split("-")[1] == TRACE_ID
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_without_otel_variables_the_callers_traceparent_passes_through_untouched(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "client.json", {"traced": fixture_entry("traced")})
+    async with stdio_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp_path / 'store.db'}")) as s:
+        result = await call(s, "traced__meta", meta={"traceparent": TRACEPARENT})
+        assert s.gateway is not None
+        stderr = s.gateway.stderr()
+    assert result.structured_content["traceparent"] == TRACEPARENT and not _console_spans(stderr)

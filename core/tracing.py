@@ -32,6 +32,8 @@ _ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES
 def configure(environ: Mapping[str, str] | None = None) -> bool:
     """Turn tracing on if `OTEL_TRACES_EXPORTER` (or an OTLP endpoint) is set and the SDK is
     installed; returns whether it is on. Nothing is exported unless asked for."""
+    if ENABLED:  # once per process: the global provider cannot be replaced
+        return True
     env = os.environ if environ is None else environ
     exporters = [e.strip() for e in env.get("OTEL_TRACES_EXPORTER", "").split(",") if e.strip()]
     if not exporters and any(env.get(v) for v in _ENDPOINT_VARIABLES):

@@ -12,11 +12,22 @@ from typing import Literal
 
 from toolreel.core.model import JSON
 
-__all__ = ["InputSpec", "RetryPolicy", "StepSpec", "Template", "When"]
+__all__ = ["InputSpec", "RetryPolicy", "SecretSource", "StepSpec", "Template", "When"]
 
 RetryOn = Literal["timeout", "transient", "tool_error"]
 Backoff = Literal["fixed", "linear", "exponential"]
 WhenOp = Literal["eq", "neq", "gt", "gte", "lt", "lte", "in", "exists"]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretSource:
+    """Where a secret input's value is read when the run starts: never typed, never stored."""
+
+    kind: Literal["env", "file"]
+    where: str  # the variable's name, or the file's path
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.where}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +41,7 @@ class InputSpec:
     pattern: str | None = None  # a regular expression a string value must match (search, as JSON Schema)
     minimum: float | None = None
     maximum: float | None = None
+    secret_source: SecretSource | None = None  # `secret: {env: VAR}` / `{file: PATH}`
 
     def constraints(self) -> dict[str, JSON]:
         """The JSON Schema keywords that constrain a value (enum, pattern, minimum, maximum)."""

@@ -22,10 +22,11 @@ from toolreel.core._template_graph import check_template_cycles, dependencies, t
 from toolreel.core.errors import TemplateError
 from toolreel.core.model import JSON, TemplateRecord
 from toolreel.core.refs import ref_roots
-from toolreel.core.template import InputSpec, RetryPolicy, StepSpec, Template, When
+from toolreel.core.template import InputSpec, RetryPolicy, SecretSource, StepSpec, Template, When
 from toolreel.core.template_schema import (
     ApproveModel,
     InputModel,
+    SecretSourceModel,
     StepModel,
     TemplateModel,
     WhenModel,
@@ -146,12 +147,19 @@ def _input(model: InputModel) -> InputSpec:
         description=model.description,
         default=model.default,
         has_default="default" in model.model_fields_set,
-        secret=model.secret,
+        secret=model.secret is not False,
+        secret_source=_secret_source(model.secret),
         enum=tuple(model.enum) if model.enum is not None else None,
         pattern=model.pattern,
         minimum=model.minimum,
         maximum=model.maximum,
     )
+
+
+def _secret_source(secret: bool | SecretSourceModel) -> SecretSource | None:
+    if isinstance(secret, bool):
+        return None
+    return SecretSource("env", secret.env) if secret.env is not None else SecretSource("file", secret.file or "")
 
 
 def _step(model: StepModel) -> StepSpec:
@@ -232,7 +240,8 @@ def _input_dict(spec: InputSpec) -> dict[str, Any]:
     if spec.has_default:
         out["default"] = spec.default
     if spec.secret:
-        out["secret"] = True
+        source = spec.secret_source
+        out["secret"] = {source.kind: source.where} if source is not None else True
     out.update(spec.constraints())
     return out
 
@@ -295,17 +304,16 @@ def tool_input_schema(t: Template) -> dict[str, Any]:
     """The `inputSchema` of the tool `reel__<name>`: one property per input, required unless it has a default."""
     properties: dict[str, Any] = {}
     for name, spec in t.inputs.items():
+        if spec.secret:  # never passed through the LLM: read from its source when the run starts
+            continue
         prop: dict[str, Any] = {"type": spec.type} if spec.type else {}
-        description = spec.description or ""
-        if spec.secret:
-            description = f"{description} (secret: never stored)".strip()
-        if description:
-            prop["description"] = description
+        if spec.description:
+            prop["description"] = spec.description
         if spec.has_default:
             prop["default"] = spec.default
         prop.update(spec.constraints())
         properties[name] = prop
-    required = [name for name, spec in t.inputs.items() if spec.required]
+    required = [name for name, spec in t.inputs.items() if spec.required and not spec.secret]
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
         schema["required"] = required

@@ -26,6 +26,7 @@ __all__ = [
     "FormModel",
     "InputModel",
     "RetryModel",
+    "SecretSourceModel",
     "StepModel",
     "TemplateModel",
     "WhenModel",
@@ -87,6 +88,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class SecretSourceModel(_Strict):
+    model_config = ConfigDict(title="SecretSource", json_schema_extra={"minProperties": 1, "maxProperties": 1})
+
+    env: str | None = Field(None, description="Read the value from this environment variable when the run starts.")
+    file: str | None = Field(None, description="Read the value from this file (one trailing newline dropped).")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SecretSourceModel:
+        if (self.env is None) == (self.file is None):
+            raise ValueError("a secret's source is exactly one of {env: VAR} or {file: PATH}")
+        return self
+
+
 class InputModel(_Strict):
     model_config = ConfigDict(title="Input")
 
@@ -95,7 +109,11 @@ class InputModel(_Strict):
     )
     description: str | None = Field(None, description="What the value is; shown in the `reel__<name>` tool schema.")
     default: JsonAny = Field(None, description="Used when the caller gives no value; without it the input is required.")
-    secret: bool = Field(False, description="A secret (came from a redacted value): never stored, always asked for.")
+    secret: bool | SecretSourceModel = Field(
+        False,
+        description="A secret: never stored, never typed on a command line nor passed through the LLM; "
+        "`true`, or a default source `{env: VAR}` / `{file: PATH}` read when the run starts.",
+    )
     enum: list[JsonAny] | None = Field(None, min_length=1, description="The allowed values; checked before a run.")
     pattern: str | None = Field(None, description="A regular expression a string value must match (JSON Schema).")
     minimum: int | float | None = Field(None, description="The smallest allowed number.")

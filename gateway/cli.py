@@ -90,9 +90,18 @@ def serve(
     max_concurrency: Annotated[int, typer.Option("--max-concurrency", help="Steps at once in auto mode.")] = 16,
     no_ui: Annotated[bool, typer.Option("--no-ui", help="No web view at /ui/ (HTTP mode).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logs on stderr.")] = False,
+    retain: Annotated[
+        str | None, typer.Option("--retain", help="Prune finished executions older than this (30d, 12h), hourly.")
+    ] = None,
 ) -> None:
     """Serve the upstreams of a config, or wrap one stdio server transparently."""
     _logging(verbose)
+    from toolreel.core.retention import parse_age
+
+    try:
+        age = parse_age(retain) if retain is not None else None
+    except ValueError as exc:
+        raise fail(f"--retain: {exc}") from None
     from toolreel.gateway.serve import parse_http, run_gateway
 
     try:
@@ -105,7 +114,9 @@ def serve(
     except ToolreelError as exc:
         raise fail(str(exc)) from None
     use_prefix = prefix if prefix is not None else config is not None
-    hook_factory = _hook_factory(cfg, db=db, annotate=annotate, record=record, max_concurrency=max_concurrency)
+    hook_factory = _hook_factory(
+        cfg, db=db, annotate=annotate, record=record, max_concurrency=max_concurrency, retain=age
+    )
     try:
         anyio.run(
             lambda: run_gateway(cfg, http=options, prefix=use_prefix, hook_factory=hook_factory),

@@ -37,7 +37,9 @@ from mcp.shared.subscriptions import (
 from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
+from toolreel.gateway.confirm import Confirmation, question
 from toolreel.gateway.exchange import Exchange, Exchanges, quiet_progress
 from toolreel.gateway.links import (
     HOP_META,
@@ -224,7 +226,8 @@ class Front(ClientRouter):
         meta = params.get("_meta") or {}
         progress = quiet_progress(ctx.session.report_progress) if meta.get("progressToken") is not None else None
         route = self.hub.tool_route(str(params.get("name")))
-        passthrough = link.modern and route is not None and route.upstream.modern
+        # a call that needs the user's yes asks through an exchange (this era pushes nothing)
+        passthrough = link.modern and route is not None and route.upstream.modern and not route.confirm
         if not link.modern or passthrough or self._tg is None:
             return self._finish(link, await self.forward_call(link, params, progress=progress, ctx=ctx))
 
@@ -257,17 +260,23 @@ class Front(ClientRouter):
             route = self.hub.tool_route(name)
         if route is None:
             return error_result(self.hub.unknown_tool_message(name))
-        meta = {k: v for k, v in (params.get("_meta") or {}).items() if k not in HOP_META}
+        meta_in = params.get("_meta") or {}
+        meta = {k: v for k, v in meta_in.items() if k not in HOP_META}
         upstream = route.upstream
 
-        passthrough = link.modern and upstream.modern
+        passthrough = link.modern and upstream.modern and exchange is None
         # Only a stateless-era upstream reads an envelope or asks through `ask`: the handshake
         # era's fast path builds neither.
-        envelope, ask = self._how_to_ask(link, ctx, passthrough) if upstream.modern else (None, None)
+        envelope, ask = self._how_to_ask(link, ctx, passthrough, exchange) if upstream.modern else (None, None)
         tracker = ProgressOrder(progress) if progress is not None else None
 
         async def send(resolved: dict[str, Any]) -> dict[str, Any]:
+            confirmation = await self._confirm(link, ctx, exchange, name, resolved) if route.confirm else None
+            if confirmation is not None and not confirmation.allowed:
+                return confirmation.refusal()
             forwarded: dict[str, Any] = {"name": route.name, "arguments": resolved}
+            if tracing.ENABLED:  # the call's span goes on in the upstream
+                tracing.inject(meta)
             if meta:
                 forwarded["_meta"] = meta
             if passthrough:  # the stateless era's retry of an input-required call
@@ -282,29 +291,56 @@ class Front(ClientRouter):
                 await upstream.settle()
                 if tracker is not None:
                     await tracker.drain()
-                return result
+                return result if confirmation is None else confirmation.stamp(result)
             except UpstreamError as exc:
                 return error_result(str(exc))
             finally:
                 inflight.remove(entry)
 
+        if tracing.ENABLED:
+            attributes = _span_attributes(link, name, upstream)
+            with tracing.span(f"tools/call {name}", attributes, kind="server", meta=meta_in) as current:
+                traced = await self.hook.call_upstream(link, name, upstream, route.name, arguments, send)
+                tracing.record_result(current, traced)
+                return traced
         return await self.hook.call_upstream(link, name, upstream, route.name, arguments, send)
 
-    def _how_to_ask(self, link: ClientLink, ctx: Any, passthrough: bool) -> tuple[dict[str, Any], AskFn | None]:
+    def _how_to_ask(
+        self, link: ClientLink, ctx: Any, passthrough: bool, exchange: Exchange | None = None
+    ) -> tuple[dict[str, Any], AskFn | None]:
         """For a stateless-era upstream: what to say of the caller, and who answers its questions.
-        A stateless-era caller answers them itself (passed through); any other is asked by us."""
+        A stateless-era caller answers them itself (passed through, or through the call's
+        exchange when the gateway asks something too); any other is asked by us."""
         if passthrough:
             return client_envelope(ctx), None
+        ask = self._asker(link, ctx, exchange)
+
+        # a handshake-era client hears every log unless it set a level: as that era's servers do
+        return {LOG_LEVEL_META_KEY: link.log_level or "debug"}, ask
+
+    def _asker(self, link: ClientLink, ctx: Any, exchange: Exchange | None) -> AskFn:
+        """Who puts a question to the calling client: its exchange (stateless era), else its session."""
         session = ctx.session if ctx is not None else link.session
         related = ctx.request_id if ctx is not None else None
 
         async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            if exchange is not None:
+                require_capability(link, method)
+                return await exchange.ask(method, params)
             if session is None:
                 raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
             return await self._ask_client(link, session, related, method, params)
 
-        # a handshake-era client hears every log unless it set a level: as that era's servers do
-        return {LOG_LEVEL_META_KEY: link.log_level or "debug"}, ask
+        return ask
+
+    async def _confirm(
+        self, link: ClientLink, ctx: Any, exchange: Exchange | None, listed: str, arguments: dict[str, Any]
+    ) -> Confirmation:
+        try:
+            answer = await self._asker(link, ctx, exchange)("elicitation/create", question(listed, arguments))
+        except MCPError as exc:
+            return Confirmation(listed, "unavailable", exc.message)
+        return Confirmation.from_answer(listed, answer)
 
     def _finish(self, link: ClientLink, result: dict[str, Any]) -> dict[str, Any]:
         if link.modern and "resultType" not in result:
@@ -517,6 +553,21 @@ class Front(ClientRouter):
             for link in list(self.links.values()):
                 if link.session is not None and not link.modern:
                     await send_quietly(link.session, notifications[kind])
+
+
+def _span_attributes(link: ClientLink, listed: str, upstream: Upstream) -> dict[str, Any]:
+    """A forwarded call's span attributes (MCP semantic conventions, plus the server it went to)."""
+    session = link.key.removeprefix("http:") if link.key.startswith("http:") else None
+    return {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": listed,
+        "gen_ai.operation.name": "execute_tool",
+        "mcp.session.id": session,
+        "mcp.protocol.version": link.protocol_version,
+        "network.transport": "pipe" if link.key == "stdio" else "tcp",
+        "toolreel.server": upstream.name,
+        "toolreel.client": link.key,
+    }
 
 
 class _Listen:

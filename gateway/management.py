@@ -232,7 +232,7 @@ class GatewayHook(ToolHook):
         if self.recorder.writer.full:  # past the backlog's mark: slowed to the recorder's pace, for a bounded time
             await self.recorder.writer.room()
         try:
-            live = session.begin(upstream.name, tool, arguments)
+            live = session.begin(upstream.name, tool, arguments, upstream.config.policy.shown_name(tool))
         except RefError as exc:
             return error_result(f"{exc} — nothing was sent to {upstream.name!r}")
         try:
@@ -328,10 +328,12 @@ class GatewayHook(ToolHook):
                 }
             )
         session = self.session(link)
+        hub = self.hub
         return tool_result(
             {
                 "upstreams": upstreams,
                 "name_mapping": [{"listed": m.listed, "server": m.server, "name": m.name} for m in self.hub.mappings()],
+                "config": {"source": hub.config.source, "reloads": hub.reloads, "error": hub.config_error},
                 "execution_id": session.execution_id,
                 "recording": self.record,
                 "unsaved": self.recorder.writer.unsaved,  # records (steps, the execution) not in the store yet
@@ -384,7 +386,13 @@ class GatewayHook(ToolHook):
 
 
 def hook_factory(
-    config: GatewayConfig, *, db: str | None, annotate: bool, record: bool, max_concurrency: int
+    config: GatewayConfig,
+    *,
+    db: str | None,
+    annotate: bool,
+    record: bool,
+    max_concurrency: int,
+    retain: float | None = None,
 ) -> Callable[[Hub], GatewayHook]:
     def opener() -> Store:
         from toolreel.core.store import open_store
@@ -402,6 +410,10 @@ def hook_factory(
             db=db,
         )
         _install_extensions(hook, max_concurrency=max_concurrency)
+        if retain is not None:  # `--retain`: prune while serving (the store is open by then)
+            from toolreel.core.retention import retaining
+
+            hook.services.append(lambda: retaining(hook.store, retain))
         return hook
 
     return build

@@ -26,6 +26,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from toolreel.core import tracing
 from toolreel.core.errors import ConfigError
 from toolreel.gateway.front import Front, ToolHook
 from toolreel.gateway.stdio import serve_stdio_streams
@@ -81,6 +82,7 @@ async def run_gateway(
     on_started: Callable[[Front], Awaitable[None]] | None = None,
 ) -> None:
     _gil_interval()
+    tracing.configure()  # OTEL_* only; without the SDK nothing changes
     async with anyio.create_task_group() as tg:
         tg.start_soon(_cancel_on_signal, tg.cancel_scope)
         async with open_hub(config, prefix=prefix, lone_client=http is None) as hub:
@@ -88,6 +90,10 @@ async def run_gateway(
             web = _web_backend(front) if http is not None and http.ui else None  # before the hook runs its services
             await tg.start(front.hook.run)
             await tg.start(front.run)
+            if config.source is not None:  # `serve --config`: hot reload
+                from toolreel.upstreams.watch import watch_config
+
+                await tg.start(watch_config, hub, config.source)
             if on_started is not None:
                 await on_started(front)
             if http is None:

@@ -135,6 +135,9 @@ class _Runs:
         wait: bool,
         deadline: float | None = None,
     ) -> Execution:
+        from toolreel.replayer import refuse_given_secrets
+
+        refuse_given_secrets(template, inputs)  # never passed through the LLM: read from their sources
         token = _caller_link.set(link)
         try:
             progress = _progress_fn(ctx)

@@ -40,6 +40,8 @@ def reel_tool(template: Template) -> dict[str, Any] | None:
     properties: dict[str, Any] = {}
     required: list[str] = []
     for key, spec in template.inputs.items():
+        if spec.secret:  # never passed through the LLM: read from the input's default source
+            continue
         prop: dict[str, Any] = {}
         if spec.type:
             prop["type"] = spec.type

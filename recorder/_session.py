@@ -126,8 +126,11 @@ class RecordingSession:
         return [{"name": name, "tool": tool, "status": state.status(name)} for name, tool in state.tools.items()]
 
     # calls ----------------------------------------------------------------------------
-    def begin(self, server: str | None, tool: str, arguments: Mapping[str, Any]) -> LiveStep:
-        """Resolve refs and open a step. Raises RefError (nothing is forwarded then)."""
+    def begin(self, server: str | None, tool: str, arguments: Mapping[str, Any], shown: str | None = None) -> LiveStep:
+        """Resolve refs and open a step. Raises RefError (nothing is forwarded then).
+
+        `shown`: the name the agent sees (`toolsOverride`), which names the step; `tool`, the
+        upstream's own name, is what is recorded and called."""
         if _may_hold_refs(arguments):
             resolved = self._resolve(arguments)
         else:  # most calls hold no `@` at all: their arguments are forwarded as they are
@@ -136,7 +139,7 @@ class RecordingSession:
         execution_id = self.execution.id if self.execution is not None else self._start_execution()
         names = state.names.get((server, tool))
         if names is None:
-            names = state.names[server, tool] = (step_name_base(tool), _listed(server, tool))
+            names = state.names[server, tool] = (step_name_base(shown or tool), _listed(server, tool))
         base, listed = names
         count = state.counts[base] = state.counts.get(base, 0) + 1
         name = f"{base}_{count}"

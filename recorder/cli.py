@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -10,12 +11,14 @@ import typer
 
 from toolreel.core.errors import ToolreelError
 from toolreel.core.model import ExecutionStatus
-from toolreel.core.store import open_store
+from toolreel.core.store import Store, open_store
 
 __all__ = ["executions_commands"]
 
 DbOption = Annotated[str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else the user data dir).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+FOLLOW_EVERY = 0.25  # seconds between looks at the store: another process drives the execution
+_FOLLOW_EXIT = {ExecutionStatus.SUCCEEDED: 0, ExecutionStatus.PAUSED: 3}
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -71,10 +74,15 @@ def show_execution(
     execution_id: Annotated[str, typer.Argument(help="The execution id.")],
     db: DbOption = None,
     as_json: JsonOption = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Print each step as it changes until the execution ends or pauses.")
+    ] = False,
 ) -> None:
-    """An execution's status and steps (inputs as written, outputs, errors)."""
+    """An execution's status and steps (inputs as written, outputs, errors); --follow watches it live."""
     try:
         store = open_store(db)
+        if follow:
+            code = _follow(store, execution_id)
         execution = store.get_execution(execution_id)
         steps = store.get_steps(execution_id)
     except ToolreelError as exc:
@@ -102,6 +110,10 @@ def show_execution(
             for s in steps
         ],
     }
+    if follow:
+        if as_json:
+            typer.echo(json.dumps(view, indent=2, default=str))
+        raise typer.Exit(code)
     if as_json:
         typer.echo(json.dumps(view, indent=2, default=str))
         return
@@ -117,6 +129,26 @@ def show_execution(
             typer.echo(f"    error:  {step['error'][:200]}")
         else:
             typer.echo(f"    output: {json.dumps(step['output'], ensure_ascii=False, default=str)[:200]}")
+
+
+def _follow(store: Store, execution_id: str) -> int:
+    """Print status and step changes on stderr until the execution ends (exit 0, 1) or pauses (3)."""
+    seen: dict[str, tuple[str, int]] = {}
+    status: ExecutionStatus | None = None
+    while True:
+        execution = store.get_execution(execution_id)
+        for step in store.get_steps(execution_id):
+            now = (step.status.value, step.attempt)
+            if seen.get(step.name) != now:
+                seen[step.name] = now
+                retry = f" (attempt {step.attempt})" if step.attempt > 1 else ""
+                typer.echo(f"  {step.name:<28} {step.status.value}{retry}", err=True)
+        if execution.status != status:
+            status = execution.status
+            typer.echo(f"{execution.id}  {status.value}", err=True)
+        if status.finished or status == ExecutionStatus.PAUSED:
+            return _FOLLOW_EXIT.get(status, 1)
+        time.sleep(FOLLOW_EVERY)
 
 
 def executions_commands(group: typer.Typer) -> None:

@@ -56,7 +56,7 @@ Semantics chosen where the SPEC is silent:
 
 from toolreel.replayer._dry import Difference, dry_replay
 from toolreel.replayer._engine import Engine, TemplateLoader
-from toolreel.replayer._inputs import bind_inputs, parse_cli_value
+from toolreel.replayer._inputs import bind_inputs, parse_cli_value, refuse_given_secrets
 from toolreel.replayer._ledger import MAX_DEPTH, child_execution_id, definition_hash, load_template
 from toolreel.replayer._policy import retry_delay
 from toolreel.replayer._view import execution_view
@@ -75,5 +75,6 @@ __all__ = [
     "execution_view",
     "load_template",
     "parse_cli_value",
+    "refuse_given_secrets",
     "retry_delay",
 ]

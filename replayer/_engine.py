@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
+from toolreel.core import tracing
 from toolreel.core.caller import Approver, ProgressFn, ToolCaller
 from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError
 from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepRecord, new_id
@@ -30,7 +31,7 @@ from toolreel.core.secrets import REDACTED
 from toolreel.core.store import Store
 from toolreel.core.template import Template
 from toolreel.core.template_io import parse_template
-from toolreel.replayer._inputs import bind_inputs, redact_inputs
+from toolreel.replayer._inputs import bind_inputs, read_secret, redact_inputs
 from toolreel.replayer._ledger import (
     MAX_DEPTH,
     ClaimedElsewhere,
@@ -150,10 +151,26 @@ class Engine:
 
     # ------------------------------------------------------------------ the API
 
-    async def start(self, template: Template, inputs: Mapping[str, Any], *, deadline: float | None = None) -> str:
+    async def start(
+        self,
+        template: Template,
+        inputs: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        secrets: Mapping[str, str] | None = None,
+    ) -> str:
         """Create a `pending` execution claimed by this process; returns its id. Inputs are checked
-        (unknown and missing names, declared types) and every tool must be listed by an upstream."""
-        execution = await self._thread(self._create, template, inputs, deadline=deadline)
+        (unknown and missing names, declared types) and every tool must be listed by an upstream.
+        `secrets`: secret inputs read from their sources (`--secret`); one not given is read from the
+        template's default source. Entry points for people and LLMs refuse secrets in `inputs`."""
+        given = {**inputs, **(secrets or {})}
+        execution = await self._thread(self._create, template, given, deadline=deadline)
+        return execution.id
+
+    async def enqueue(self, template: Template, inputs: Mapping[str, Any], *, deadline: float | None = None) -> str:
+        """Store a `pending` execution that no process claims: any worker (or gateway) sharing the
+        store takes it. Inputs are checked here; tools are checked by whoever drives it."""
+        execution = await self._thread(partial(self._create, template, inputs, deadline=deadline, queued=True))
         return execution.id
 
     async def run(
@@ -258,11 +275,18 @@ class Engine:
         execution_id: str | None = None,
         parent: Execution | None = None,
         parent_step: str | None = None,
+        queued: bool = False,
     ) -> Execution:
         bound = bind_inputs(template, inputs)
-        self._check_tools(template)
+        if not queued:
+            self._check_tools(template)
         digest = definition_hash(template)
         version = template.version if template.version is not None else self._saved_version(template, digest)
+        if queued and version is None:
+            raise ExecutionError(
+                f"template {template.name!r} is not saved: a queued run is driven by another process, which loads "
+                "it from the store; save it first (toolreel templates import FILE)"
+            )
         now = time.time()
         execution = Execution(
             id=execution_id or new_id(),
@@ -278,10 +302,13 @@ class Engine:
             parent_step=parent_step,
             depth=parent.depth + 1 if parent else 0,
             deadline=deadline,
-            claimed_by=self.owner,  # ours from birth: no worker takes it before `run` claims it properly
-            lease_until=now + self.lease_seconds,
+            # ours from birth (no worker takes it before `run` claims it properly), unless queued
+            claimed_by=None if queued else self.owner,
+            lease_until=None if queued else now + self.lease_seconds,
         )
         self.store.create_execution(execution)
+        if queued:
+            return execution
         self._inputs[execution.id] = bound
         if version is None:
             self._unsaved[execution.id] = template
@@ -383,7 +410,10 @@ class Engine:
         if slot.requested is not None or execution.status == ExecutionStatus.CANCELLED:
             run.stop(slot.requested or "cancel")
         try:
-            await run.drive()
+            if tracing.ENABLED:
+                await _traced_drive(run, execution)
+            else:
+                await run.drive()
         finally:
             with anyio.CancelScope(shield=True):
                 outcome = run.outcome or Outcome("interrupted")
@@ -397,11 +427,13 @@ class Engine:
     def _prepare(self, execution: Execution) -> tuple[Template, Mapping[str, JSON]]:
         template = self._template_of(execution)
         inputs: Mapping[str, JSON] = self._inputs.get(execution.id) or execution.inputs or {}
+        inputs = _reread_secrets(template, inputs)
         hidden = [name for name, spec in template.inputs.items() if spec.secret and inputs.get(name) == REDACTED]
         if hidden:
             raise ExecutionError(
                 f"execution {execution.id}: secret input(s) {', '.join(hidden)} are never stored and this process "
-                "does not hold them, so it cannot go on; run the template again with the inputs",
+                "does not hold them, so it cannot go on; give them a default source in the template "
+                "(`secret: {env: VAR}`), or run the template again",
                 execution_id=execution.id,
             )
         return template, inputs
@@ -549,3 +581,34 @@ class Engine:
 def _exit_reason(cancel: bool) -> Callable[[], StopCause | None]:
     cause: StopCause | None = ("cancel", "") if cancel else None
     return lambda: cause
+
+
+def _reread_secrets(template: Template, inputs: Mapping[str, JSON]) -> Mapping[str, JSON]:
+    """A stored run's secrets are redacted: those with a default source are read again where it is
+    driven (a worker, a resume), so queued and interrupted runs go on without ever storing them."""
+    out: dict[str, JSON] | None = None
+    for name, spec in template.inputs.items():
+        if spec.secret_source is not None and inputs.get(name) == REDACTED:
+            out = dict(inputs) if out is None else out
+            try:
+                out[name] = read_secret(spec.secret_source)
+            except ValueError:
+                continue  # left redacted: the caller names it as missing
+    return inputs if out is None else out
+
+
+async def _traced_drive(run: Run, execution: Execution) -> None:
+    """A replay execution's span: its steps' spans are its children."""
+    attributes = {
+        "toolreel.execution": execution.id,
+        "toolreel.template": execution.template,
+        "toolreel.template.version": execution.template_version,
+        "toolreel.parent_execution": execution.parent_id,
+    }
+    with tracing.span(f"toolreel.execution {execution.template}", attributes) as current:
+        await run.drive()
+        outcome = run.outcome
+        if outcome is not None:
+            current.set_attribute("toolreel.status", outcome.kind)
+            if outcome.kind == "failed":
+                current.set_attribute("error.type", "execution_failed")

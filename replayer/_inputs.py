@@ -9,15 +9,26 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from toolreel.core.errors import ExecutionError
 from toolreel.core.form import check_value
 from toolreel.core.secrets import REDACTED
-from toolreel.core.template import InputSpec, Template
+from toolreel.core.template import InputSpec, SecretSource, Template
 
-__all__ = ["REDACTED", "bind_inputs", "parse_cli_value", "redact_inputs", "secret_values"]
+__all__ = [
+    "REDACTED",
+    "bind_inputs",
+    "parse_cli_value",
+    "parse_secret_option",
+    "read_secret",
+    "redact_inputs",
+    "refuse_given_secrets",
+    "secret_values",
+]
 
 _TRUE = {"true", "yes", "y", "1", "on"}
 _FALSE = {"false", "no", "n", "0", "off"}
@@ -26,7 +37,11 @@ _FALSE = {"false", "no", "n", "0", "off"}
 def bind_inputs(template: Template, given: Mapping[str, Any]) -> dict[str, Any]:
     """The run's inputs: given values coerced, defaults filled. Raises ExecutionError naming every problem."""
     unknown = sorted(set(given) - set(template.inputs))
-    missing = sorted(name for name, spec in template.inputs.items() if spec.required and name not in given)
+    missing = sorted(
+        name
+        for name, spec in template.inputs.items()
+        if spec.required and name not in given and spec.secret_source is None
+    )
     problems = []
     if unknown:
         declared = ", ".join(sorted(template.inputs)) or "none"
@@ -35,7 +50,12 @@ def bind_inputs(template: Template, given: Mapping[str, Any]) -> dict[str, Any]:
         problems.append(f"missing required input(s) {', '.join(missing)}")
     bound: dict[str, Any] = {}
     for name, spec in template.inputs.items():
-        if name in given:
+        if name not in given and spec.secret_source is not None:
+            try:
+                bound[name] = coerce(spec, read_secret(spec.secret_source))
+            except ValueError as exc:
+                problems.append(f"secret input {name!r}: {exc}")
+        elif name in given:
             try:
                 bound[name] = coerce(spec, given[name])
             except ValueError as exc:
@@ -172,3 +192,37 @@ def redact_inputs(template: Template, inputs: Mapping[str, Any]) -> dict[str, An
 def _is_secret(template: Template, name: str) -> bool:
     spec = template.inputs.get(name)
     return spec is not None and spec.secret
+
+
+def read_secret(source: SecretSource) -> str:
+    """A secret's value from its source (ValueError naming the source when it cannot be read)."""
+    if source.kind == "env":
+        value = os.environ.get(source.where)
+        if value is None:
+            raise ValueError(f"environment variable {source.where} is not set; set it where the run is driven")
+        return value
+    try:
+        text = Path(source.where).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read the file {source.where} ({exc.strerror}); check the path") from None
+    return text.removesuffix("\n").removesuffix("\r")
+
+
+def parse_secret_option(text: str) -> tuple[str, SecretSource]:
+    """`NAME=env:VAR` or `NAME=file:PATH` (a `--secret` option)."""
+    name, sep, spec = text.partition("=")
+    kind, colon, where = spec.partition(":")
+    if not sep or not name or not colon or not where or kind not in ("env", "file"):
+        raise ValueError(f"--secret {text!r}: write NAME=env:VAR or NAME=file:PATH")
+    return name, SecretSource("env" if kind == "env" else "file", where)
+
+
+def refuse_given_secrets(template: Template, given: Mapping[str, Any]) -> None:
+    """Secret inputs are never typed on a command line nor passed through the LLM (a tool call)."""
+    typed = sorted(name for name in given if _is_secret(template, name))
+    if typed:
+        raise ExecutionError(
+            f"template {template.name!r}: {', '.join(typed)} is a secret input and is never typed on a command "
+            "line nor passed in a tool call; give it a source: `toolreel run --secret NAME=env:VAR` (or "
+            "file:PATH), or `secret: {env: VAR}` in the template"
+        )

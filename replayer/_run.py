@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
+from toolreel.core import tracing
 from toolreel.core.caller import Approver, ProgressFn, ToolCaller
 from toolreel.core.errors import RefError, StaleClaimError, StoreError
 from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatus
@@ -240,10 +241,28 @@ class Run:
         while following is not None:
             following = await self._run_step(following)
 
+    async def _traced_step(self, state: StepState) -> StepRecord:
+        """A step's span, named as MCP's semantic conventions name a tool call when it is one."""
+        spec = state.spec
+        attributes = {
+            "toolreel.execution": self.execution_id,
+            "toolreel.step": spec.name,
+            "mcp.method.name": "tools/call" if spec.tool else None,
+            "gen_ai.tool.name": spec.tool,
+            "gen_ai.operation.name": "execute_tool" if spec.tool else None,
+        }
+        name = f"tools/call {spec.tool}" if spec.tool else f"toolreel.step {spec.name}"
+        with tracing.span(name, attributes, kind="client" if spec.tool else "internal") as current:
+            record = await _kinds.execute(self, state)
+            current.set_attribute("toolreel.step.status", record.status.value)
+            if record.status == StepStatus.FAILED:
+                current.set_attribute("error.type", "tool_error" if record.is_error else "step_failed")
+            return record
+
     async def _run_step(self, name: str) -> str | None:
         state = self._steps[name]
         try:
-            record = await _kinds.execute(self, state)
+            record = await (self._traced_step(state) if tracing.ENABLED else _kinds.execute(self, state))
         except Exception as exc:  # a bug in a step kind must fail the step, not the engine
             logger.exception("step %s of execution %s raised", name, self.execution_id)
             current = self.running.get(name)

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from toolreel.core import tracing
 from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import (
     ConfigError,
@@ -35,11 +36,12 @@ from toolreel.core.errors import (
     UpstreamError,
 )
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
-from toolreel.core.store import Store, open_store
+from toolreel.core.retention import parse_age, retaining
+from toolreel.core.store import Store, check_statuses, open_store
 from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template
 from toolreel.replayer._engine import Engine, load_template
-from toolreel.replayer._inputs import parse_cli_value
+from toolreel.replayer._inputs import parse_cli_value, parse_secret_option, read_secret, refuse_given_secrets
 from toolreel.replayer._state import awaiting_of
 from toolreel.replayer._view import execution_view
 from toolreel.replayer._worker import Worker
@@ -48,7 +50,7 @@ from toolreel.upstreams.hub import Hub, open_upstreams
 from toolreel.upstreams.remembered import remembered_config
 from toolreel.upstreams.upstream import UpstreamState
 
-__all__ = ["executions_commands", "register"]
+__all__ = ["executions_commands", "register", "retain_age"]
 
 DbOption = Annotated[str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else the user data dir).")]
 ConfigOption = Annotated[
@@ -57,6 +59,9 @@ ConfigOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the execution as JSON on stdout.")]
 ConcurrencyOption = Annotated[int, typer.Option("--max-concurrency", help="Steps at once.", min=1)]
 LeaseOption = Annotated[float, typer.Option("--lease-seconds", help="Claim lease, renewed while alive.", min=0.2)]
+RetainOption = Annotated[
+    str | None, typer.Option("--retain", help="Prune finished executions older than this (30d, 12h), hourly.")
+]
 _EXIT = {ExecutionStatus.SUCCEEDED: 0, ExecutionStatus.PAUSED: 3}
 _T = TypeVar("_T")
 
@@ -73,6 +78,7 @@ def register(app: typer.Typer) -> None:
 def executions_commands(group: typer.Typer) -> None:
     group.command("cancel")(cancel)
     group.command("resume")(resume)
+    group.command("prune")(prune)
 
 
 # ---------------------------------------------------------------------- commands
@@ -82,6 +88,9 @@ def run(
     name: Annotated[str, typer.Argument(help="A saved template's name.")],
     inputs: Annotated[list[str] | None, typer.Option("--input", "-i", help="key=value (repeatable).")] = None,
     inputs_file: Annotated[Path | None, typer.Option("--inputs", help="A JSON or YAML file of inputs.")] = None,
+    secret: Annotated[
+        list[str] | None, typer.Option("--secret", help="A secret input: NAME=env:VAR or NAME=file:PATH (repeatable).")
+    ] = None,
     version: Annotated[int | None, typer.Option("--version", help="Template version (default: the latest).")] = None,
     config: ConfigOption = None,
     json_out: JsonOption = False,
@@ -91,22 +100,64 @@ def run(
     deadline: Annotated[
         float | None, typer.Option("--deadline", help="Seconds the run may take; past them it fails.", min=0.001)
     ] = None,
+    detach: Annotated[
+        bool, typer.Option("--detach", help="Queue it for a worker and print its id (nothing runs here).")
+    ] = False,
 ) -> None:
     """Run a saved template in auto mode, starting the upstreams it needs; a live view of its steps."""
+    if detach:
+        _detach(db, name, version, inputs or [], inputs_file, secret or [], json_out, deadline)
+        return
 
     async def main(store: Store) -> tuple[Execution, list[StepRecord]]:
         template = await _thread(_load, store, name, version)
         given = _read_inputs(template, inputs or [], inputs_file)
+        secrets = _read_secrets(template, secret or [])
         view = None if json_out else _LiveView()
         async with _engine(store, config, template, max_concurrency, lease_seconds, view) as engine:
             try:
                 until = time.time() + deadline if deadline is not None else None
-                execution_id = await engine.start(template, given, deadline=until)
+                refuse_given_secrets(template, given)
+                execution_id = await engine.start(template, given, deadline=until, secrets=secrets)
             except (ExecutionError, TemplateError) as exc:
                 raise _Usage(str(exc)) from exc
             return await _watch(engine, execution_id, view, lambda: engine.run(execution_id))
 
     _report(*_main(db, main), json_out)
+
+
+def _detach(
+    db: str | None,
+    name: str,
+    version: int | None,
+    pairs: Sequence[str],
+    inputs_file: Path | None,
+    secrets: Sequence[str],
+    json_out: bool,
+    deadline: float | None,
+) -> None:
+    """`run --detach`: a pending execution in the store, for any worker sharing it."""
+
+    async def main(store: Store) -> str:
+        template = await _thread(_load, store, name, version)
+        if secrets:
+            raise _Usage(
+                "--secret cannot travel to the worker that drives a queued run (secrets are never stored); "
+                "give the template's secret inputs a default source (secret: {env: VAR}) read where it runs"
+            )
+        given = _read_inputs(template, pairs, inputs_file)
+        async with Engine(store, _NoUpstreams()) as engine:
+            try:
+                refuse_given_secrets(template, given)
+                until = time.time() + deadline if deadline is not None else None
+                return await engine.enqueue(template, given, deadline=until)
+            except (ExecutionError, TemplateError) as exc:
+                raise _Usage(str(exc)) from exc
+
+    execution_id = _main(db, main)
+    typer.echo(json.dumps({"execution_id": execution_id, "status": "pending"}) if json_out else execution_id)
+    if not json_out:
+        typer.echo(f"queued; watch it with: toolreel executions show {execution_id} --follow", err=True)
 
 
 def resume(
@@ -156,11 +207,16 @@ def worker(
     lease_seconds: LeaseOption = 15.0,
     poll: Annotated[float, typer.Option("--poll", help="Seconds between looks for work.", min=0.01)] = 0.5,
     grace: Annotated[float, typer.Option("--grace", help="Seconds to finish runs on SIGTERM.", min=0)] = 5.0,
+    retain: RetainOption = None,
 ) -> None:
     """Drive pending and orphaned executions from a shared database until SIGTERM or SIGINT."""
+    age = retain_age(retain)
 
     async def main(store: Store) -> None:
-        async with _engine(store, config, None, max_concurrency, lease_seconds, None) as engine:
+        async with (
+            retaining(store, age),
+            _engine(store, config, None, max_concurrency, lease_seconds, None) as engine,
+        ):
             stop = anyio.Event()
             pool = Worker(engine, capacity=capacity, poll_interval=poll, on_claim=_claimed)
             async with anyio.create_task_group() as tg:
@@ -172,6 +228,44 @@ def worker(
             typer.echo(f"toolreel worker {engine.owner}: stopped", err=True)
 
     _main(db, main)
+
+
+def prune(
+    older_than: Annotated[str, typer.Option("--older-than", help="Age: 30d, 12h, 90m, 2w, or seconds.")],
+    status: Annotated[
+        list[str] | None, typer.Option("--status", help="Only these statuses (repeatable; default: every finished).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would go; delete nothing.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="The counts as JSON on stdout.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Delete finished executions older than an age, with their steps (never templates, never live runs)."""
+    try:
+        age, statuses = parse_age(older_than), check_statuses(status)
+    except ValueError as exc:
+        raise _fail(str(exc), 2) from None
+
+    async def main(store: Store) -> Any:
+        before = time.time() - age
+        return await _thread(lambda: store.prune_executions(before=before, statuses=statuses, dry_run=dry_run))
+
+    report = _main(db, main)
+    if json_out:
+        typer.echo(json.dumps(report.as_dict()))
+        return
+    verb = "would delete" if dry_run else "deleted"
+    freed = f"; the file shrank by {report.freed_bytes:,} bytes" if report.freed_bytes else ""
+    typer.echo(f"{verb} {report.executions} executions and {report.steps} steps{freed}")
+
+
+def retain_age(value: str | None) -> float | None:
+    """`--retain D` as seconds; a bad value is a usage error."""
+    if value is None:
+        return None
+    try:
+        return parse_age(value)
+    except ValueError as exc:
+        raise _fail(f"--retain: {exc}", 2) from None
 
 
 # ---------------------------------------------------------------------- running
@@ -332,6 +426,23 @@ def _read_inputs(template: Template, pairs: Sequence[str], file: Path | None) ->
     return given
 
 
+def _read_secrets(template: Template, options: Sequence[str]) -> dict[str, str]:
+    secrets: dict[str, str] = {}
+    declared = [name for name, spec in template.inputs.items() if spec.secret]
+    for option in options:
+        try:
+            name, source = parse_secret_option(option)
+            if name not in declared:
+                raise ValueError(
+                    f"--secret {name}: template {template.name!r} has no secret input {name!r} "
+                    f"(its secret inputs: {', '.join(declared) or 'none'})"
+                )
+            secrets[name] = read_secret(source)
+        except ValueError as exc:
+            raise _Usage(str(exc) if str(exc).startswith("--secret") else f"--secret {name}: {exc}") from exc
+    return secrets
+
+
 def _upstreams_config(store: Store, path: Path | None, template: Template | None) -> GatewayConfig:
     """The config's servers, only those the template (and its child templates) call when one is given;
     with no config, the servers the template (a worker: every saved template) remembers."""
@@ -408,6 +519,7 @@ def _servers_called(store: Store, template: Template, seen: frozenset[str] = fro
 
 
 def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:
+    tracing.configure()  # OTEL_* only; without the SDK nothing changes
     try:
         store = open_store(db)
     except ToolreelError as exc:

@@ -117,9 +117,9 @@ def test_extension_keys_timeout_tools_disabled(tmp_path: Path) -> None:
         },
     )
     a, b, c = cfg.servers
-    assert a.timeout == 2.5 and a.tools == frozenset({"echo", "add"}) and not a.disabled
+    assert a.timeout == 2.5 and a.policy.tools == ("echo", "add") and not a.disabled
     assert b.disabled and [s.name for s in cfg.enabled] == ["a", "c"]
-    assert c.timeout == DEFAULT_TIMEOUT == 60 and c.tools is None
+    assert c.timeout == DEFAULT_TIMEOUT == 60 and c.policy.tools is None
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from toolreel.core.errors import ConfigError
 from toolreel.core.secrets import is_secret_key
+from toolreel.upstreams.tool_policy import ToolPolicy, parse_policy
 
 __all__ = ["GatewayConfig", "ServerConfig", "load_config", "opaque", "parse_config", "wrap_config"]
 
@@ -36,6 +37,9 @@ _KNOWN_KEYS = frozenset(
         "transport",
         "timeout",
         "tools",
+        "excludeTools",
+        "toolsOverride",
+        "confirm",
         "disabled",
         "protocol",
         "envFile",
@@ -59,7 +63,7 @@ class ServerConfig:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
-    tools: frozenset[str] | None = None  # allowlist of the upstream's own tool names
+    policy: ToolPolicy = field(default_factory=ToolPolicy)  # tools, excludeTools, toolsOverride, confirm
     disabled: bool = False
     # Era spoken to this upstream. auto: a lone stdio client's own era, else the stateless one where spoken.
     protocol: Literal["auto", "legacy", "modern"] = "auto"
@@ -169,7 +173,7 @@ def _parse_server(name: str, entry: Any, path: str, source: str | None, env: Map
         "name": name,
         "transport": transport,
         "timeout": _timeout(expanded.get("timeout"), f"{path}.timeout", source),
-        "tools": _allowlist(expanded.get("tools"), f"{path}.tools", source),
+        "policy": parse_policy(expanded, path, source),
         "disabled": _bool(expanded.get("disabled", False), f"{path}.disabled", source),
         "protocol": _protocol(expanded.get("protocol", "auto"), f"{path}.protocol", source),
         "entry": dict(entry),
@@ -267,10 +271,6 @@ def _timeout(value: Any, path: str, source: str | None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise ConfigError(f"must be a positive number of seconds, not {value!r}", file=source, path=path)
     return float(value)
-
-
-def _allowlist(value: Any, path: str, source: str | None) -> frozenset[str] | None:
-    return None if value is None else frozenset(_strings(value, path, source))
 
 
 def _bool(value: Any, path: str, source: str | None) -> bool:

@@ -8,6 +8,7 @@ implements `core.caller.ToolCaller` so the replayer calls tools through the same
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -18,13 +19,14 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from toolreel.core import tracing
 from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import UpstreamError
-from toolreel.upstreams.config import GatewayConfig
+from toolreel.upstreams.config import GatewayConfig, ServerConfig
 from toolreel.upstreams.names import NameMapping, listed_name
-from toolreel.upstreams.upstream import Upstream, UpstreamState
+from toolreel.upstreams.upstream import Listing, Upstream, UpstreamState
 
-__all__ = ["ClientRouter", "Hub", "Route", "open_hub", "open_upstreams"]
+__all__ = ["ClientRouter", "Hub", "Reload", "Route", "open_hub", "open_upstreams"]
 
 logger = logging.getLogger("toolreel.hub")
 
@@ -43,6 +45,22 @@ ALL_CLIENT_CAPABILITIES = types.ClientCapabilities(
 class Route:
     upstream: Upstream
     name: str  # the upstream's own tool/prompt name
+    shown: str = ""  # the tool's name as the agent sees it, unprefixed (`toolsOverride`); "" for prompts
+    confirm: bool = False  # the user's yes is asked before each call (`confirm`)
+
+
+@dataclass(frozen=True, slots=True)
+class Reload:
+    """What a new config changed: servers started, stopped, restarted, and re-filtered in place."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    restarted: tuple[str, ...] = ()
+    refiltered: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.removed or self.restarted or self.refiltered)
 
 
 class ClientRouter:
@@ -74,6 +92,10 @@ class Hub:
         self._prompts: dict[str, Route] = {}
         self._listed_tools: list[dict[str, Any]] = []
         self._listed_prompts: list[dict[str, Any]] = []
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._scopes: dict[str, anyio.CancelScope] = {}  # per upstream: stopping one leaves the others be
+        self.config_error: str | None = None  # a reloaded config that was refused (the running one is kept)
+        self.reloads = 0
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
@@ -100,6 +122,7 @@ class Hub:
     # lifecycle ----------------------------------------------------------------------
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
+            self._tg = tg
             for upstream in self.upstreams.values():
                 tg.start_soon(self._start_one, tg, upstream)
             if not self.upstreams:
@@ -115,9 +138,62 @@ class Hub:
         self.started.set()
 
     async def _start_one(self, tg: anyio.abc.TaskGroup, upstream: Upstream) -> None:
-        await tg.start(upstream.serve)
-        if all(u.state is not UpstreamState.STARTING for u in self.upstreams.values()):
-            self.started.set()
+        with anyio.CancelScope() as scope:
+            self._scopes[upstream.name] = scope
+            try:
+                await tg.start(upstream.serve)
+                if all(u.state is not UpstreamState.STARTING for u in self.upstreams.values()):
+                    self.started.set()
+            finally:
+                if self._scopes.get(upstream.name) is scope:
+                    del self._scopes[upstream.name]
+
+    # reload -------------------------------------------------------------------------
+    def apply(self, config: GatewayConfig) -> Reload:
+        """Bring the running servers to `config`: only what changed is started, stopped or restarted;
+        a change of tool filters, overrides or confirmation only re-reads that server's tools.
+        Calls in flight to untouched servers go on; clients hear `list_changed`."""
+        old, new = {s.name: s for s in self.config.servers}, {s.name: s for s in config.servers}
+        removed = tuple(name for name in old if name not in new)
+        added = tuple(name for name in new if name not in old)
+        changed = [name for name in new if name in old and new[name] != old[name]]
+        refiltered = tuple(name for name in changed if _same_connection(old[name], new[name]))
+        restarted = tuple(name for name in changed if name not in refiltered)
+        self.config = config
+        for name in (*removed, *restarted):
+            self._stop(name)
+        for name in refiltered:
+            self.upstreams[name].config = new[name]
+            if self._tg is not None:
+                self._tg.start_soon(self._refilter, self.upstreams[name])
+        fresh = {name: Upstream(new[name], self) for name in (*added, *restarted)}
+        self.upstreams = {name: fresh.get(name) or self.upstreams[name] for name in new}  # the config's order
+        for upstream in fresh.values():
+            if self._tg is not None:
+                self._tg.start_soon(self._start_one, self._tg, upstream)
+        report = Reload(added, removed, restarted, refiltered)
+        if report.changed:
+            self.reloads += 1
+            self._rebuild()
+            self.router.lists_changed(frozenset({"tools", "prompts", "resources"}))
+        return report
+
+    def _stop(self, name: str) -> None:
+        scope = self._scopes.pop(name, None)
+        if scope is not None:
+            scope.cancel()
+        upstream = self.upstreams.get(name)
+        if upstream is not None:
+            upstream.state = UpstreamState.STOPPED
+            upstream.listing = Listing()
+
+    async def _refilter(self, upstream: Upstream) -> None:
+        try:
+            await upstream.refresh("tools")
+        except (MCPError, UpstreamError) as exc:
+            logger.warning("server %s: cannot re-read its tools after a config change: %s", upstream.name, exc)
+        self._rebuild()
+        self.router.lists_changed(frozenset({"tools"}))
 
     async def wait_started(self, timeout: float) -> None:
         with anyio.move_on_after(timeout):
@@ -156,19 +232,30 @@ class Hub:
     def _rebuild(self) -> None:
         tools: dict[str, Route] = {}
         canonical: dict[str, Route] = {}
+        aliases: dict[str, Route] = {}
         listed_tools: list[dict[str, Any]] = []
         prompts: dict[str, Route] = {}
         listed_prompts: list[dict[str, Any]] = []
         for upstream in self.upstreams.values():
+            policy = upstream.config.policy
             for tool in upstream.listing.tools:
-                name = listed_name(upstream.name, tool["name"], prefix=self.prefix)
-                tools.setdefault(name, Route(upstream, tool["name"]))
-                canonical.setdefault(listed_name(upstream.name, tool["name"]), Route(upstream, tool["name"]))
-                listed_tools.append(tool if name == tool["name"] else {**tool, "name": name})
+                shown = policy.shown_name(tool["name"])
+                name = listed_name(upstream.name, shown, prefix=self.prefix)
+                route = Route(upstream, tool["name"], shown, policy.needs_confirmation(tool))
+                if name in tools:
+                    logger.warning("server %s: tool %r is listed as %r, which is taken", upstream.name, shown, name)
+                    continue
+                tools[name] = route
+                canonical.setdefault(listed_name(upstream.name, tool["name"]), route)
+                aliases.setdefault(listed_name(upstream.name, shown), route)
+                listed_tools.append(policy.present(tool, name))
             for prompt in upstream.listing.prompts:
                 name = listed_name(upstream.name, prompt["name"], prefix=self.prefix)
                 prompts.setdefault(name, Route(upstream, prompt["name"]))
                 listed_prompts.append(prompt if name == prompt["name"] else {**prompt, "name": name})
+        # A template may name a tool by the name the agent saw: the upstream's own names win.
+        for alias, route in aliases.items():
+            canonical.setdefault(alias, route)
         self._tools, self._listed_tools, self._canonical = tools, listed_tools, canonical
         self._prompts, self._listed_prompts = prompts, listed_prompts
 
@@ -185,7 +272,7 @@ class Hub:
         return self._prompts.get(listed)
 
     def mappings(self) -> list[NameMapping]:
-        """Names changed by the mapping rule (too long or illegal): shown in status."""
+        """Names changed by the mapping rule (too long or illegal) or by `toolsOverride`: shown in status."""
         out = []
         for table in (self._tools, self._prompts):
             for listed, route in table.items():
@@ -249,7 +336,9 @@ class Hub:
         route = self.canonical_route(name)
         if route is None:
             raise UpstreamError(self.unknown_tool_message(name), server=_server_hint(name), transient=True)
-        params = {"name": route.name, "arguments": dict(arguments)}
+        params: dict[str, Any] = {"name": route.name, "arguments": dict(arguments)}
+        if tracing.ENABLED:  # the replay step's span goes on in the upstream
+            tracing.inject(params.setdefault("_meta", {}))
         upstream = route.upstream
 
         async def ask(method: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -261,6 +350,11 @@ class Hub:
             )
         except MCPError as exc:
             return error_result(f"server {route.upstream.name!r}, tool {route.name!r}: {exc.message}")
+
+
+def _same_connection(old: ServerConfig, new: ServerConfig) -> bool:
+    """Only the tool policy differs: the running session serves the new config as it is."""
+    return dataclasses.replace(old, policy=new.policy) == new
 
 
 def error_result(text: str) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOC
 from mcp_types.version import LATEST_MODERN_VERSION
 from pydantic import BaseModel
 
+from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError, UpstreamTimeout
 from toolreel.upstreams import prespawn
 from toolreel.upstreams.config import ServerConfig
@@ -235,6 +236,8 @@ class Upstream:
         self, limit: float, on_progress: ProgressFn | None, extra: dict[str, str] | None = None
     ) -> CallOptions:
         opts: CallOptions = {"timeout": limit}
+        if tracing.ENABLED and self.config.url:  # over HTTP the trace context also travels in headers
+            extra = {**(extra or {}), **_trace_headers()}
         if self._headers or extra:
             opts["headers"] = {**self._headers, **(extra or {})}
         if on_progress is not None:
@@ -441,8 +444,8 @@ class Upstream:
         wanted = set(kinds or ("tools", "resources", "prompts"))
         if "tools" in wanted and caps.tools is not None:
             tools = await self._list_all("tools/list", "tools")
-            allow = self.config.tools
-            self.listing.tools = [t for t in tools if allow is None or t.get("name") in allow]
+            policy = self.config.policy
+            self.listing.tools = [t for t in tools if policy.shows(str(t.get("name")))]
         if "resources" in wanted and caps.resources is not None:
             self.listing.resources = await self._list_all("resources/list", "resources")
             self.listing.resource_templates = await self._list_all("resources/templates/list", "resourceTemplates")
@@ -524,6 +527,12 @@ class Upstream:
             if late.cancelled_caught:  # a log the session dropped (malformed): stop waiting for it
                 self._logs_in_transit = 0
                 self._logs_settled.set()
+
+
+def _trace_headers() -> dict[str, str]:
+    carrier: dict[str, Any] = {}
+    tracing.inject(carrier)
+    return {key: str(value) for key, value in carrier.items()}
 
 
 def _refused_handshake(exc: BaseException) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
+from toolreel.core.store._prune import PRUNABLE, PruneReport
 
 
 class Store(Protocol):
@@ -93,6 +94,14 @@ class Store(Protocol):
         ...
 
     def put_idempotent(self, key: str, result: JSON, *, expires_at: float | None) -> None: ...
+
+    # retention ------------------------------------------------------------------------
+    def prune_executions(
+        self, *, before: float, statuses: Sequence[ExecutionStatus] = PRUNABLE, dry_run: bool = False
+    ) -> PruneReport:
+        """Delete finished executions (and recordings idle since) last updated before `before`, with their
+        steps, in batches; never templates nor pending/running/paused executions (SPEC §9)."""
+        ...
 
     # claims (auto mode) ---------------------------------------------------------------
     def claim_executions(self, owner: str, *, lease_seconds: float, limit: int, now: float) -> list[Execution]:

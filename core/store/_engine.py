@@ -201,6 +201,18 @@ def _create_sqlite_file(url: URL) -> None:
     with contextlib.suppress(FileExistsError):  # another process created it between the check and here
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         os.chmod(path, 0o600)  # umask could only have removed bits; make the mode exact anyway
+        _incremental_vacuum(path)
+
+
+def _incremental_vacuum(path: Path) -> None:
+    """A new file is made for incremental vacuum (retention gives freed pages back): the setting only
+    holds if it comes before the header is first written, which turning on WAL does."""
+    driver = sqlite3.connect(path, isolation_level=None)
+    try:
+        driver.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        driver.execute("PRAGMA journal_mode=WAL")
+    finally:
+        driver.close()
 
 
 def _sqlite_engine(url: URL, memory: bool) -> Engine:

@@ -28,6 +28,7 @@ from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, Te
 from toolreel.core.store._engine import Database
 from toolreel.core.store._migrate import upgrade
 from toolreel.core.store._paths import display_url, normalize_url, resolve_url
+from toolreel.core.store._prune import PRUNABLE, PruneReport, prune
 from toolreel.core.store._rows import (
     EXECUTION_FIELDS,
     canonical_json,
@@ -328,6 +329,13 @@ class SQLStore:
         row = {"key": key, "result": dumps(result, f"the result for idempotency key {key!r}"), "expires_at": expires_at}
         with self._db.write("storing an idempotency result") as conn:
             conn.execute(self._upsert_idempotent, row)
+
+    # retention --------------------------------------------------------------------------
+
+    def prune_executions(
+        self, *, before: float, statuses: Sequence[ExecutionStatus] = PRUNABLE, dry_run: bool = False
+    ) -> PruneReport:
+        return prune(self._db, before=before, statuses=statuses, dry_run=dry_run)
 
     # claims ---------------------------------------------------------------------------
 

@@ -325,8 +325,20 @@ async def test_a_login_token_is_passed_on_by_ref_at_replay_and_never_becomes_an_
         }
         assert set(template["inputs"]) == {"user", "password", "subject"}
         assert template["inputs"]["password"]["secret"] is True
-        replayed = await call(
-            gw, "reel__desk", {"user": "bo", "password": "another-secret", "subject": "Projector has no signal"}
-        )
-        assert not replayed.is_error, text_of(replayed)
-        assert (replayed.structured_content or {})["subject"] == "Projector has no signal"
+        # a secret input is never passed through a tool call: reel__desk does not even list it
+        listed = {tool.name: tool for tool in (await gw.client.list_tools()).tools}
+        assert "password" not in listed["reel__desk"].input_schema["properties"]
+    code, report, err = await _run_fresh(
+        db,
+        tmp_path,
+        "desk",
+        "-i",
+        "user=bo",
+        "-i",
+        "subject=Projector has no signal",
+        "--secret",
+        "password=env:DESK_PASSWORD",
+        DESK_PASSWORD="another-secret",
+    )
+    assert code == 0, err[-2000:]
+    assert report is not None and report["output"]["subject"] == "Projector has no signal"

@@ -19,13 +19,13 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from toolreel.gateway.screen import screen_client_message
 from toolreel.upstreams.pipes import Backlog, Coalescer, LineReader, PipeEnd, json_line
-from toolreel.upstreams.wire import BadMessage, check_message, dump_message, parse_line, valid_id
+from toolreel.upstreams.wire import BadMessage, dump_message, parse_line, valid_id
 
 __all__ = ["FastCall", "serve_stdio_streams"]
 
@@ -108,7 +108,7 @@ async def _pipe_streams(in_fd: int, out_fd: int, fast_call: FastCall | None) -> 
                     continue
                 if lane.take(line, tg):
                     continue
-                message = _message(line)
+                message = screen_client_message(line)
                 if isinstance(message, BadMessage):
                     out.write(json_line(message.response()))
                 elif message is not None:
@@ -190,56 +190,6 @@ class _FastFront:
                 self.scopes.pop(request_id, None)
         if response is not None and not scope.cancelled_caught:  # a cancelled request gets no response
             self.writer.write(json_line(response), alone=not self.scopes)
-
-
-def _message(line: bytes) -> types.JSONRPCMessage | BadMessage | None:
-    """A client line as the SDK's message; BadMessage to answer with; None to drop (a bad notification).
-
-    pydantic's reader is the fast path. What it refuses (lone surrogates, which it cannot read, and
-    real mistakes), and what it reads as a notification although the line has an `id` (a request
-    whose id is an array, an object, a bool, a fraction or null), is checked with `json` instead.
-    """
-    try:
-        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValueError:  # pydantic's ValidationError included
-        message = None
-    if isinstance(message, types.JSONRPCNotification):
-        if b'"id"' not in line and _cancel_names_an_id(message):
-            return message
-    elif message is not None:
-        return message
-    try:
-        value = parse_line(line)
-    except BadMessage as bad:
-        return _refused(line, bad, None)
-    try:
-        check_message(value)
-        checked = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
-    except BadMessage as bad:
-        return _refused(line, bad, value)
-    except ValueError as exc:
-        return _refused(line, BadMessage(types.INVALID_REQUEST, f"Invalid Request: {_first_error(exc)}"), value)
-    if isinstance(checked, types.JSONRPCNotification) and not _cancel_names_an_id(checked):
-        return _refused(line, BadMessage(types.INVALID_PARAMS, "requestId must be a string or an integer"), value)
-    return checked
-
-
-def _refused(line: bytes, bad: BadMessage, value: Any) -> BadMessage | None:
-    logger.warning("malformed message from the client (%s): %r", bad.message, line[:200])
-    is_notification = isinstance(value, dict) and "method" in value and "id" not in value
-    return None if is_notification else bad
-
-
-def _cancel_names_an_id(message: types.JSONRPCNotification) -> bool:
-    """A `notifications/cancelled` must name a request by a usable id (the SDK looks it up in a dict)."""
-    if message.method != "notifications/cancelled":
-        return True
-    return isinstance(message.params, dict) and valid_id(message.params.get("requestId"))
-
-
-def _first_error(exc: ValueError) -> str:
-    text = str(exc).splitlines()
-    return text[1].strip() if len(text) > 1 else (text[0] if text else "not a JSON-RPC message")
 
 
 def _loads(line: bytes) -> Any:

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
+import httpx2
 import pytest
 
 from fixtures.surrogate import CUT_SUFFIX
-from tests.gw import fixture_entry, gateway_env, running_gateway, spawn_gateway, write_config
-from tests.wire import INIT, NO_ID, RawStdio, handshake
+from tests.gw import fixture_entry, gateway_env, http_gateway, running_gateway, spawn_gateway, write_config
+from tests.wire import INIT, NO_ID, RawStdio, handshake, raw_post
 
 pytestmark = pytest.mark.anyio
 
@@ -116,6 +118,117 @@ async def test_stdout_on_dev_null_with_stdin_a_pipe_serves_and_ends_cleanly(tmp_
             code = await gateway.process.wait()
         assert code == 0, gateway.stderr()[-2000:]
         assert "Traceback" not in gateway.stderr(), gateway.stderr()[-2000:]
+    finally:
+        with anyio.CancelScope(shield=True):
+            await gateway.stop()
+
+
+# --- the same over streamable HTTP -----------------------------------------------------------------------------
+
+
+async def _http_session(client: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    response = await raw_post(client, url, json.dumps(INIT).encode())
+    assert response.status_code == 200, response.text
+    headers = {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    initialized = await raw_post(client, url, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', headers)
+    assert initialized.status_code == 202, initialized.text
+    return headers
+
+
+def _answer_of(response: httpx2.Response) -> Any:
+    """The JSON-RPC message in a POST's answer (plain JSON or one SSE `data:` event); None for none."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+        return json.loads(data[-1]) if data and data[-1] else None
+    return json.loads(response.content) if response.content else None
+
+
+async def _http_still_serving(client: httpx2.AsyncClient, url: str, headers: dict[str, str], tag: str) -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": tag,
+        "method": "tools/call",
+        "params": {"name": "feat__echo", "arguments": {"text": tag}},
+    }
+    answer = _answer_of(await raw_post(client, url, json.dumps(body).encode(), headers))
+    assert answer["result"]["content"] == [{"type": "text", "text": tag}], answer
+
+
+async def test_every_corpus_line_posted_over_http_is_answered_and_serving_goes_on(tmp_path: Path) -> None:
+    env = gateway_env(f"sqlite:///{tmp_path / 's.db'}")
+    async with http_gateway(["--config", str(_config(tmp_path))], env) as gw, httpx2.AsyncClient() as client:
+        headers = await _http_session(client, gw.url)
+        for index, case in enumerate(corpus()):
+            response = await raw_post(client, gw.url, case_bytes(case), headers)
+            assert response.status_code < 500, (case["name"], response.status_code, response.text)
+            if case["expect"] == "error":
+                assert response.status_code in (200, 400), (case["name"], response.status_code, response.text)
+                answer = _answer_of(response)
+                assert isinstance(answer, dict) and "error" in answer, (case["name"], response.text)
+            await _http_still_serving(client, gw.url, headers, f"c{index}")
+        assert gw.gateway.process.returncode is None
+
+
+async def test_an_upstream_answer_with_a_lone_surrogate_reaches_an_http_client_unchanged(tmp_path: Path) -> None:
+    env = gateway_env(f"sqlite:///{tmp_path / 's.db'}")
+    async with http_gateway(["--config", str(_config(tmp_path))], env) as gw, httpx2.AsyncClient() as client:
+        headers = await _http_session(client, gw.url)
+        body = {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "cut__cut", "arguments": {"text": "hi "}},
+        }
+        response = await raw_post(client, gw.url, json.dumps(body).encode(), headers)
+        assert response.status_code == 200, response.text
+        answer = _answer_of(response)
+        assert answer is not None, "an empty answer"
+        assert answer["result"]["content"][0]["text"] == "hi " + CUT_SUFFIX, answer
+        await _http_still_serving(client, gw.url, headers, "after")
+
+
+async def test_a_body_over_the_limit_is_refused_with_413_before_it_is_read(tmp_path: Path) -> None:
+    env = gateway_env(f"sqlite:///{tmp_path / 's.db'}")
+    args = ["--config", str(_config(tmp_path)), "--max-body-mb", "1"]
+    async with http_gateway(args, env) as gw, httpx2.AsyncClient() as client:
+        headers = await _http_session(client, gw.url)
+        text = "x" * (2 * 1024 * 1024)
+        body = {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {"name": "feat__echo", "arguments": {"text": text}},
+        }
+        response = await raw_post(client, gw.url, json.dumps(body).encode(), headers)
+        assert response.status_code == 413, response.text
+        assert "--max-body-mb" in response.json()["error"]["message"]
+
+        async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: the limit holds while streaming
+            payload = json.dumps(body).encode()
+            for start in range(0, len(payload), 65536):
+                yield payload[start : start + 65536]
+
+        streamed = await raw_post(client, gw.url, chunks(), headers)
+        assert streamed.status_code == 413, streamed.text
+        small = "y" * (512 * 1024)
+        answer = _answer_of(
+            await raw_post(
+                client,
+                gw.url,
+                json.dumps({**body, "params": {"name": "feat__echo", "arguments": {"text": small}}}).encode(),
+                headers,
+            )
+        )
+        assert answer["result"]["content"][0]["text"] == small
+
+
+async def test_max_body_mb_must_be_a_positive_size(tmp_path: Path) -> None:
+    env = gateway_env(f"sqlite:///{tmp_path / 's.db'}")
+    gateway = await spawn_gateway(["--http", "0", "--max-body-mb", "0", "--config", str(_config(tmp_path))], env)
+    try:
+        with anyio.fail_after(15):
+            code = await gateway.process.wait()
+        assert code == 2 and "--max-body-mb" in gateway.stderr(), gateway.stderr()
     finally:
         with anyio.CancelScope(shield=True):
             await gateway.stop()

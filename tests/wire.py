@@ -101,7 +101,7 @@ async def raw_stdio(gateway: GatewayProcess) -> AsyncIterator[RawStdio]:
 
 
 async def raw_post(
-    client: httpx2.AsyncClient, url: str, body: bytes, headers: Mapping[str, str] | None = None
+    client: httpx2.AsyncClient, url: str, body: bytes | AsyncIterator[bytes], headers: Mapping[str, str] | None = None
 ) -> httpx2.Response:
     """One POST of `body` as a JSON-RPC message (the Accept and Content-Type a client sends)."""
     base = {"accept": "application/json, text/event-stream", "content-type": "application/json"}

@@ -32,7 +32,7 @@ def screen_client_message(line: bytes) -> types.JSONRPCMessage | BadMessage | No
     except ValueError:  # pydantic's ValidationError included
         message = None
     if isinstance(message, types.JSONRPCNotification):
-        if b'"id"' not in line and _cancel_names_an_id(message):
+        if b'"id"' not in line and _notification_usable(message):
             return message
     elif message is not None:
         return message
@@ -47,8 +47,8 @@ def screen_client_message(line: bytes) -> types.JSONRPCMessage | BadMessage | No
         return _refused(line, bad, value)
     except ValueError as exc:
         return _refused(line, BadMessage(types.INVALID_REQUEST, f"Invalid Request: {_first_error(exc)}"), value)
-    if isinstance(checked, types.JSONRPCNotification) and not _cancel_names_an_id(checked):
-        return _refused(line, BadMessage(types.INVALID_PARAMS, "requestId must be a string or an integer"), value)
+    if isinstance(checked, types.JSONRPCNotification) and not _notification_usable(checked):
+        return _refused(line, BadMessage(types.INVALID_PARAMS, "not a notification MCP defines"), value)
     return checked
 
 
@@ -58,8 +58,12 @@ def _refused(line: bytes, bad: BadMessage, value: Any) -> BadMessage | None:
     return None if is_notification else bad
 
 
-def _cancel_names_an_id(message: types.JSONRPCNotification) -> bool:
-    """A `notifications/cancelled` must name a request by a usable id (the SDK looks it up in a dict)."""
+def _notification_usable(message: types.JSONRPCNotification) -> bool:
+    """Every MCP notification's method starts `notifications/` (a `tools/call` without an id is a request
+    missing its id, which handlers written for requests must not see), and `notifications/cancelled`
+    names a request by a usable id (the SDK looks it up in a dict)."""
+    if not message.method.startswith("notifications/"):
+        return False
     if message.method != "notifications/cancelled":
         return True
     return isinstance(message.params, dict) and valid_id(message.params.get("requestId"))

@@ -86,7 +86,8 @@ def parse_line(line: bytes) -> Any:
     try:
         value = json.loads(line)
     except RecursionError:
-        raise BadMessage(types.PARSE_ERROR, f"Parse error: the message nests deeper than {MAX_DEPTH} levels") from None
+        problem = f"Invalid Request: the message nests deeper than {MAX_DEPTH} levels"
+        raise BadMessage(types.INVALID_REQUEST, problem) from None
     except ValueError as exc:  # UnicodeDecodeError included
         raise BadMessage(types.PARSE_ERROR, f"Parse error: the line is not valid JSON ({exc})") from None
     # Counting brackets (quoted ones too) bounds the depth from above at C speed; only a line that

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import time
 from typing import Any
 
 import mcp_types
@@ -400,3 +401,22 @@ def test_step_names_are_unique_and_addressable(tools: list[str]) -> None:
     for name in names:
         assert STEP_NAME_RE.fullmatch(name) and name not in RESERVED_ROOTS
         assert parse_ref("@" + name) == Ref(name, None, "@" + name)
+
+
+# --------------------------------------------------------------------------- regex filters run in linear time
+
+
+def test_a_catastrophic_regex_filter_answers_at_once() -> None:
+    """`(a+)+$` backtracks exponentially on Python's `re` (26 characters: about 5 s, 40: hours); RE2 is
+    linear (a 100,000-character text: milliseconds)."""
+    for size in (26, 100_000):
+        scope = MappingScope(steps={"rx": [{"s": "a" * size + "b"}, {"s": "aaa"}]})
+        started = time.perf_counter()
+        assert resolve('@rx[?(@.s =~ "(a+)+$")].s', scope) == ["aaa"]
+        assert time.perf_counter() - started < 0.5, size
+
+
+def test_a_regex_filter_re2_cannot_run_is_not_a_ref() -> None:
+    assert parse_ref('@rx[?(@.s =~ "(?=a)b")].s') is None  # lookahead: RE2 has none
+    assert parse_ref('@rx[?(@.s =~ "^a{3}$")].s') is not None
+    assert resolve('@rx[?(@.s =~ "^a{3}$")].s', MappingScope(steps={"rx": [{"s": "aaa"}, {"s": "aaaa"}]})) == ["aaa"]

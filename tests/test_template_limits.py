@@ -71,3 +71,39 @@ def test_the_cli_answers_bad_files_in_one_line(tmp_path: Path, name: str, text: 
         done = subprocess.run([str(TOOLREEL), *command], env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, (command, done.returncode, done.stderr[-2000:])
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("definition", "problem"),
+    [
+        ({"name": "tn\n"}, "a template name is 1-64 characters"),
+        ({"inputs": {"x\n": {"type": "string"}}}, "input name 'x\\\\n' must match"),
+        (
+            {"inputs": {"n": {"type": "integer", "default": "abc"}}},
+            "input 'n' is declared integer but its default 'abc'",
+        ),
+        ({"inputs": {"n": {"type": "integer", "default": True}}}, "declared integer but its default True"),
+        ({"inputs": {"f": {"type": "boolean", "default": "no"}}}, "declared boolean but its default 'no'"),
+        ({"inputs": {"o": {"type": "object", "default": []}}}, "declared object but its default \\[\\]"),
+    ],
+)
+def test_names_with_a_trailing_newline_and_defaults_of_the_wrong_type_are_refused(
+    definition: dict[str, object], problem: str
+) -> None:
+    data = {"name": "t", "steps": [{"name": "a", "tool": "s__t", "input": {}}], **definition}
+    with pytest.raises(TemplateError, match=problem):
+        parse_template(data)
+
+
+def test_defaults_of_the_declared_type_are_kept() -> None:
+    inputs = {
+        "n": {"type": "integer", "default": 3},
+        "r": {"type": "number", "default": 2},
+        "s": {"type": "string", "default": ""},
+        "maybe": {"type": "string", "default": None},
+        "a": {"type": "array", "default": [1]},
+    }
+    template = parse_template({"name": "t", "inputs": inputs, "steps": [{"name": "a", "tool": "s__t", "input": {}}]})
+    assert {name: spec.default for name, spec in template.inputs.items()} == {
+        "n": 3, "r": 2, "s": "", "maybe": None, "a": [1]
+    }  # fmt: skip

@@ -211,15 +211,23 @@ async def _route(item: Any, lane: FastLane, to_session: Any) -> None:
 
 
 async def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Close stdin, give the server a moment to exit, then SIGTERM, then SIGKILL (its group)."""
+    """Close stdin, give the server a moment to exit, then SIGTERM, then SIGKILL (its group); then end
+    whatever the server left behind in its process group (`sh -c 'helper & exec server'`)."""
     with contextlib.suppress(OSError):
         if process.stdin is not None:
             process.stdin.close()
     for signum in (None, signal.SIGTERM, signal.SIGKILL):
         if signum is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signum)
+            _signal_group(process.pid, signum)
         with anyio.move_on_after(STOP_GRACE):
             # an abandoned wait() returns once the kill below lands
             await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
-            return
+            break
+    # The group outlives its leader while a member runs. The server was asked to stop and has: what it
+    # left in its group (a background helper) is an orphan now, and is killed.
+    _signal_group(process.pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)

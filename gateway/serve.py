@@ -41,6 +41,7 @@ logger = logging.getLogger("toolreel.serve")
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 MIB = 1024 * 1024
+SOCKET_BACKLOG = 2048  # uvicorn's default
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +146,9 @@ async def _serve_http(front: Front, options: HttpOptions) -> None:
         raise ConfigError(f"cannot listen on {options.host}:{options.port}: {exc.strerror}", path="--http") from None
     port = sock.getsockname()[1]
     host = f"[{options.host}]" if family == socket.AF_INET6 else options.host
+    # Listening before the announcement: from the moment it is printed, connections queue in the kernel
+    # (uvicorn starts accepting them a moment later) instead of being refused.
+    sock.listen(SOCKET_BACKLOG)
     print(f"toolreel: serving streamable HTTP at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     async with manager.run():
         try:

@@ -8,6 +8,7 @@ each case the same process still answers a `ping` and a forwarded `tools/call`.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,7 +19,15 @@ import httpx2
 import pytest
 
 from fixtures.surrogate import CUT_SUFFIX
-from tests.gw import fixture_entry, gateway_env, http_gateway, running_gateway, spawn_gateway, write_config
+from tests.gw import (
+    fixture_entry,
+    gateway_env,
+    http_gateway,
+    running_gateway,
+    spawn_gateway,
+    wait_until,
+    write_config,
+)
 from tests.wire import INIT, NO_ID, RawStdio, handshake, raw_post
 
 pytestmark = pytest.mark.anyio
@@ -232,3 +241,29 @@ async def test_max_body_mb_must_be_a_positive_size(tmp_path: Path) -> None:
     finally:
         with anyio.CancelScope(shield=True):
             await gateway.stop()
+
+
+async def test_the_http_announcement_comes_once_the_socket_accepts(tmp_path: Path) -> None:
+    """Connections made the moment "serving streamable HTTP at" is printed are accepted, none refused."""
+    env = gateway_env(f"sqlite:///{tmp_path / 's.db'}")
+    gateway = await spawn_gateway(["--http", "0", "--config", str(_config(tmp_path))], env, stdin=subprocess.DEVNULL)
+    try:
+        announced: list[str] = []
+
+        def url() -> bool:
+            found = [line for line in gateway.stderr().splitlines() if "serving streamable HTTP at" in line]
+            announced.extend(found[:1])
+            return bool(found) or gateway.process.returncode is not None
+
+        await wait_until(url, 30, "the HTTP announcement")
+        assert announced, gateway.stderr()
+        host, port = announced[0].rsplit("http://", 1)[1].removesuffix("/mcp").rsplit(":", 1)
+        for _ in range(10):
+            stream = await anyio.connect_tcp(host, int(port))
+            await stream.aclose()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if gateway.process.returncode is None:
+                gateway.process.send_signal(signal.SIGTERM)
+            await gateway.wait_exit(10)
+            gateway.reap_leftovers()

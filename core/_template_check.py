@@ -168,6 +168,13 @@ class Checker:
             ("concurrency", step.concurrency is not None, step.for_each is not None, "concurrency needs for_each"),
             ("input", step.input is not None, callable_kind, f"a {kind} step takes no input"),
             ("template_version", step.template_version is not None, kind == "template", "needs `template`"),
+            (
+                "timeout",
+                step.timeout is not None,
+                callable_kind,
+                f"a {kind} step has no timeout (only tool and template steps do; an approval waits for its "
+                "answer: cancel the execution to stop waiting)",
+            ),
         )
         for field, present, allowed, message in rules:
             if present and not allowed:

@@ -420,3 +420,33 @@ def test_a_regex_filter_re2_cannot_run_is_not_a_ref() -> None:
     assert parse_ref('@rx[?(@.s =~ "(?=a)b")].s') is None  # lookahead: RE2 has none
     assert parse_ref('@rx[?(@.s =~ "^a{3}$")].s') is not None
     assert resolve('@rx[?(@.s =~ "^a{3}$")].s', MappingScope(steps={"rx": [{"s": "aaa"}, {"s": "aaaa"}]})) == ["aaa"]
+
+
+# --------------------------------------------------------------------------- a broken ref to a step that exists
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@list_issues.",
+        "@list_issues[",
+        "@list_issues.items[0",
+        "@list_issues.items[x]",
+        "@list_issues..",
+        "@list_issues .items",
+        "@list_issues.items[?(@.id ==",
+        '@list_issues["items"',
+        "@list_issues.items[0]]",
+        "@count_1 please",
+        "@read_file_1/etc",
+    ],
+)
+def test_a_string_starting_as_a_ref_to_an_existing_step_that_does_not_parse_is_an_error(text: str) -> None:
+    with pytest.raises(RefError, match="is not a valid path") as caught:
+        resolve({"deep": [{"value": text}]}, SCOPE)
+    assert caught.value.ref is not None and caught.value.ref.startswith("@")
+
+
+@pytest.mark.parametrize("text", ["@nobody.", "@channel hi", "@@list_issues.", "@list_issuesX.", "@nobody["])
+def test_broken_looking_strings_that_name_no_step_stay_literals(text: str) -> None:
+    assert resolve(text, SCOPE) == (text[1:] if text.startswith("@@") else text)

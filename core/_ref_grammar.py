@@ -161,12 +161,17 @@ def compile_path(path: str) -> RefPath | None:
     from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
     from jsonpath_ng.ext.parser import parse as _jsonpath_parse
 
+    from toolreel.core._ref_regex import install_linear_regex, regexes_compile
+
+    install_linear_regex()
     try:
         # jsonpath-ng warns about deprecated filter syntax (`&`); the path still works.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             compiled = _jsonpath_parse("$" + suffix)
     except (JsonPathLexerError, JsonPathParserError, ValueError, TypeError, AttributeError):
+        return None
+    if not regexes_compile(compiled):
         return None
     return RefPath(tuple(segments), tuple(prefix), compiled)
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from toolreel.core._template_graph import CycleError, topo_order
 from toolreel.core.errors import CodeError, TemplateError
@@ -20,6 +20,14 @@ from toolreel.core.template_schema import INPUT_NAME_RE, TEMPLATE_NAME_RE
 __all__ = ["Checker"]
 
 _LOOP_ROOTS = frozenset({"item", "index"})
+_JSON_TYPES: dict[str, Callable[[object], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+}
 _FIRST_KEY_RE = re.compile(r"""^(?:([A-Za-z_][A-Za-z0-9_-]*)|\[(["'])((?:[^\\]|\\.)*?)\2\])""")
 
 
@@ -60,18 +68,19 @@ class Checker:
         return TemplateError(message, template=self.t.name, step=step, field=field)
 
     def check(self) -> None:
-        if not TEMPLATE_NAME_RE.match(self.t.name):
+        if not TEMPLATE_NAME_RE.fullmatch(self.t.name):  # fullmatch: `$` alone lets a trailing newline through
             raise self.error(
                 "a template name is 1-64 characters of [A-Za-z0-9_-], starting with a letter or digit "
                 "(it is also the tool name reel__<name>)",
                 field="name",
             )
         for name, spec in self.t.inputs.items():
-            if not INPUT_NAME_RE.match(name):
+            if not INPUT_NAME_RE.fullmatch(name):
                 raise self.error(
                     f"input name {name!r} must match [A-Za-z_][A-Za-z0-9_]* (it is written @input.{name})",
                     field=f"inputs.{name}",
                 )
+            self._check_default(name)
             self._check_constraints(name, spec)
         self._check_names()
         for step in self.t.steps:
@@ -103,6 +112,17 @@ class Checker:
                 raise self.error(
                     f"the default does not meet the constraints: {problem}", field=f"inputs.{name}.default"
                 )
+
+    def _check_default(self, name: str) -> None:
+        """A default must be a value of the declared type (null: no value), or every run without the input fails."""
+        spec = self.t.inputs[name]
+        if spec.type is None or not spec.has_default or spec.default is None:
+            return
+        if not _JSON_TYPES[spec.type](spec.default):
+            raise self.error(
+                f"input {name!r} is declared {spec.type} but its default {spec.default!r} is not",
+                field=f"inputs.{name}.default",
+            )
 
     def _field_naming(self, step: StepSpec, other: str) -> str | None:
         """Where `step` refers to (or depends on) step `other`."""
@@ -178,6 +198,13 @@ class Checker:
             ("input", step.input is not None, callable_kind, f"a {kind} step takes no input"),
             ("template_version", step.template_version is not None, kind == "template", "needs `template`"),
             ("memory_mb", step.memory_mb is not None, kind == "code", "needs `code`"),
+            (
+                "timeout",
+                step.timeout is not None,
+                callable_kind,
+                f"a {kind} step has no timeout (only tool and template steps do; an approval waits for its "
+                "answer: cancel the execution to stop waiting)",
+            ),
         )
         for field, present, allowed, message in rules:
             if present and not allowed:

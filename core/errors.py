@@ -100,10 +100,16 @@ class UpstreamError(ToolreelError):
 
 
 class UpstreamTimeout(UpstreamError):
-    def __init__(self, *, server: str, tool: str, seconds: float) -> None:
+    def __init__(self, *, server: str, tool: str, seconds: float, step: str | None = None) -> None:
+        # `step`: the limit was that template step's own `timeout`, which is where to raise it
+        remedy = (
+            f"raise the 'timeout' of step {step!r} in the template"
+            if step
+            else "raise the server's 'timeout' in the config"
+        )
         super().__init__(
             f"server {server!r}: tool {tool!r} did not answer within {seconds:g} s; the call was cancelled "
-            f"upstream (raise the server's 'timeout' in the config if the tool is legitimately slow)",
+            f"upstream ({remedy} if the tool is legitimately slow)",
             server=server,
             transient=False,
         )

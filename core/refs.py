@@ -65,6 +65,7 @@ __all__ = [
     "unescape_literal",
 ]
 
+_STEP_AT_START: Final = re.compile(r"@([A-Za-z_][A-Za-z0-9_]*)")
 _HINT: Final = "inputs are written @input.<name>; a literal '@' at the start is written '@@'"
 _MAX_LISTED: Final = 20
 
@@ -164,6 +165,7 @@ def _resolve_str(s: str, scope: Scope) -> JSON:
         ref = parse_ref(s)
         if ref is not None:
             return evaluate(ref, scope)
+        _refuse_broken_ref(s, scope)
     elif "{{" not in s:
         return s
     lead, rest = literal_head(s)
@@ -171,6 +173,25 @@ def _resolve_str(s: str, scope: Scope) -> JSON:
     if not lead and parts == (s,):
         return s
     return lead + "".join(part if isinstance(part, str) else _as_text(evaluate(part[0], scope)) for part in parts)
+
+
+def _refuse_broken_ref(s: str, scope: Scope) -> None:
+    """A string that starts with `@<a step that exists>` but does not parse as a ref was meant as one: sending
+    it on as text would hide the mistake (`@list_1.items[0` , `@list_1 .name`)."""
+    start = _STEP_AT_START.match(s)
+    if start is None or start.group(1) in RESERVED_ROOTS or not scope.has_step(start.group(1)):
+        return
+    rest = s[start.end() :]
+    raise RefError(
+        f"`{_clip(s)}` starts as a ref to step {start.group(1)}, but `{_clip(rest)}` is not a valid path "
+        f"(keys as .name or [\"name\"], indexes as [n], JSONPath filters as [?(...)]; a literal '@' at the "
+        "start is written '@@')",
+        ref=_clip(s),
+    )
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _as_text(value: JSON) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from toolreel.core.template_schema import (
     template_json_schema,
     validate_shape,
 )
+from toolreel.core.yaml_bounded import load_yaml
 
 __all__ = [
     "check_template_cycles",
@@ -57,6 +59,7 @@ __all__ = [
 
 def parse_template(data: Mapping[str, Any], *, source: str | None = None) -> Template:
     """Validate a template definition (a JSON object) and return it as a frozen Template."""
+    _refuse_lone_surrogates(data, source or "<template>")
     model = validate_shape(data, source=source)
     template = _build(model)
     Checker(template, source).check()
@@ -83,44 +86,32 @@ def load_template_file(path: str | Path) -> Template:
     return load_template_text(text, source=str(file))
 
 
-class _Loader(yaml.SafeLoader):
-    """Safe YAML without timestamps (dates stay strings: templates are JSON) and without duplicate keys."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    seen: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in seen:
-            mark = key_node.start_mark
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (the second one would silently win)", mark
-            )
-        seen[key] = loader.construct_object(value_node, deep=True)
-    return seen
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+def _refuse_lone_surrogates(data: Any, where: str) -> None:
+    """A lone UTF-16 surrogate (YAML's or JSON's `"\\ud800"`) is not text: no store, hash or file can hold it."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            found = None if value.isascii() else _SURROGATE.search(value)
+            if found is not None:
+                raise TemplateError(
+                    f"{where}: {path or 'the template'} holds a lone UTF-16 surrogate "
+                    f"(\\u{ord(found.group()):04x}), which is not text; write the whole character"
+                )
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                stack.append((key, path or "a key"))
+                stack.append((item, f"{path}.{key}" if path else str(key)))
+        elif isinstance(value, list | tuple):
+            stack.extend((item, f"{path}[{index}]") for index, item in enumerate(value))
 
 
 def _load_yaml(text: str, source: str | None) -> Mapping[str, Any]:
     where = source or "<template>"
-    try:
-        data = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        position = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise TemplateError(f"{where}{position}: YAML error: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise TemplateError(f"{where}: YAML error: {exc}") from None
+    data = load_yaml(text, where)
     if not isinstance(data, Mapping):
         raise TemplateError(f"{where}: a template is a mapping with name and steps, got {type(data).__name__}")
     return data

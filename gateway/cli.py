@@ -18,6 +18,7 @@ import typer
 
 from toolreel.core.errors import ConfigError, ToolreelError
 from toolreel.upstreams.config import GatewayConfig, load_config, wrap_config
+from toolreel.upstreams.wire import DEFAULT_MAX_BODY_MB
 
 __all__ = ["app", "main"]
 
@@ -77,6 +78,9 @@ def serve(
     config: Annotated[Path | None, typer.Option("--config", "-c", help="mcpServers / servers JSON file.")] = None,
     http: Annotated[str | None, typer.Option("--http", help="Serve streamable HTTP at [HOST:]PORT/mcp.")] = None,
     token_env: Annotated[str | None, typer.Option("--token-env", help="Require Authorization: Bearer $VAR.")] = None,
+    max_body_mb: Annotated[
+        float, typer.Option("--max-body-mb", help="Largest HTTP request body, in MiB (larger: 413).")
+    ] = DEFAULT_MAX_BODY_MB,
     name: Annotated[str | None, typer.Option("--name", help="Server name of a wrapped command.")] = None,
     prefix: Annotated[
         bool | None,
@@ -106,7 +110,7 @@ def serve(
 
     try:
         cfg = gateway_config(config, command, name)
-        options = parse_http(http, token_env, ui=not no_ui) if http else None
+        options = parse_http(http, token_env, ui=not no_ui, max_body_mb=max_body_mb) if http else None
         if record:
             from toolreel.recorder import backlog_mark
 

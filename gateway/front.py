@@ -36,6 +36,7 @@ from mcp.shared.subscriptions import (
 )
 from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
@@ -192,6 +193,20 @@ class Front(ClientRouter):
 
     # middleware: initialize and the tools/call fast path ------------------------------------
     async def _middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Every request passes here. A failure that is not already a JSON-RPC error is logged and answered
+        as -32603 without its Python text: the SDK would send code 0 and the exception's message."""
+        try:
+            return await self._route(ctx, call_next)
+        except (MCPError, ValidationError):
+            raise
+        except Exception:
+            if ctx.request_id is None:  # a notification: there is no one to answer; the SDK logs it
+                raise
+            logger.exception("%s failed inside toolreel", ctx.method)
+            message = f"Internal error: toolreel could not handle {ctx.method}; its log (stderr) has the details"
+            raise MCPError(code=types.INTERNAL_ERROR, message=message) from None
+
+    async def _route(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         method = ctx.method
         if method == "tools/call":
             return await self._call_tool(ctx)
@@ -224,6 +239,8 @@ class Front(ClientRouter):
         params: Mapping[str, Any] = ctx.params or {}
         link = self.link_for(ctx)
         meta = params.get("_meta") or {}
+        if not isinstance(meta, Mapping):
+            raise MCPError(code=types.INVALID_PARAMS, message="tools/call: '_meta' must be an object")
         progress = quiet_progress(ctx.session.report_progress) if meta.get("progressToken") is not None else None
         route = self.hub.tool_route(str(params.get("name")))
         # a call that needs the user's yes asks through an exchange (this era pushes nothing)

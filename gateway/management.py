@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 
 from toolreel.core import store_peek
-from toolreel.core.errors import RefError, StoreError, ToolreelError
+from toolreel.core.errors import ExecutionError, RefError, StoreError, ToolreelError
 from toolreel.core.model import ExecutionStatus
 from toolreel.core.store_peek import Peek
 from toolreel.gateway.front import ToolHook
@@ -345,6 +345,9 @@ class GatewayHook(ToolHook):
     async def _set_step_result(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         if "output" not in arguments:
             raise RefError("toolreel__set_step_result needs 'output' (any JSON value)")
+        for key in ("step", "tool"):
+            if not isinstance(arguments.get(key, ""), str):
+                raise RefError(f"toolreel__set_step_result: {key!r} is a string, not {arguments[key]!r}")
         record = self.session(link).preset(arguments["output"], step=arguments.get("step"), tool=arguments.get("tool"))
         return tool_result({"step": record.name, "execution_id": record.execution_id})
 
@@ -359,14 +362,15 @@ class GatewayHook(ToolHook):
         return tool_result(execution_view(execution, steps))
 
     async def _list_executions(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
-        status = arguments.get("status")
+        status = _status(arguments.get("status"))
+        limit = _limit(arguments.get("limit"))
         store = await self.ready_store()
         await self.recorder.writer.flush()
         page, cursor = await anyio.to_thread.run_sync(
             lambda: store.list_executions(
-                status=ExecutionStatus(status) if status else None,
+                status=status,
                 template=arguments.get("template"),
-                limit=int(arguments.get("limit") or 50),
+                limit=limit,
                 cursor=arguments.get("cursor"),
             )
         )
@@ -425,3 +429,22 @@ def _install_extensions(hook: GatewayHook, *, max_concurrency: int) -> None:
 
     tools_templates.install(hook)
     tools_runs.install(hook, max_concurrency=max_concurrency)
+
+
+def _limit(value: object) -> int:
+    """toolreel__list_executions' page size: a whole number from 1 to 1000 (default 50)."""
+    if value is None:
+        return 50
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+        raise ExecutionError(f"toolreel__list_executions: limit is a whole number from 1 to 1000, not {value!r}")
+    return value
+
+
+def _status(value: object) -> ExecutionStatus | None:
+    if not value:
+        return None
+    try:
+        return ExecutionStatus(str(value))
+    except ValueError:
+        known = ", ".join(s.value for s in ExecutionStatus)
+        raise ExecutionError(f"toolreel__list_executions: status is one of {known}, not {value!r}") from None

@@ -14,24 +14,27 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
+import mcp_types as types
 from mcp.server.runner import serve_dual_era_loop
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Mount
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolreel.core import tracing
 from toolreel.core.errors import ConfigError
 from toolreel.gateway.front import Front, ToolHook
+from toolreel.gateway.screen import screen_client_message
 from toolreel.gateway.stdio import serve_stdio_streams
 from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.hub import Hub, open_hub
+from toolreel.upstreams.wire import DEFAULT_MAX_BODY_MB, BadMessage, encode_json, error_response
 
 if TYPE_CHECKING:
     from toolreel.ui import UiBackend
@@ -41,6 +44,8 @@ __all__ = ["HttpOptions", "parse_http", "run_gateway", "run_web_view"]
 logger = logging.getLogger("toolreel.serve")
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+MIB = 1024 * 1024
+SOCKET_BACKLOG = 2048  # uvicorn's default
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +54,12 @@ class HttpOptions:
     port: int
     token: str | None = None
     ui: bool = True  # the web view at /ui/ (`--no-ui` turns it off)
+    max_body: int = int(DEFAULT_MAX_BODY_MB * MIB)
 
 
-def parse_http(value: str, token_env: str | None, *, ui: bool = True) -> HttpOptions:
+def parse_http(
+    value: str, token_env: str | None, *, ui: bool = True, max_body_mb: float = DEFAULT_MAX_BODY_MB
+) -> HttpOptions:
     host, sep, port_text = value.rpartition(":")
     if not sep:
         host, port_text = "127.0.0.1", value
@@ -64,7 +72,13 @@ def parse_http(value: str, token_env: str | None, *, ui: bool = True) -> HttpOpt
         token = os.environ.get(token_env)
         if not token:
             raise ConfigError(f"environment variable {token_env} (from --token-env) is not set", path="--token-env")
-    return HttpOptions(host=host.strip("[]") or "127.0.0.1", port=port, token=token, ui=ui)
+    if not 0 < max_body_mb <= 4096:
+        raise ConfigError(
+            f"--max-body-mb takes a size in MiB above 0 and up to 4096, not {max_body_mb:g}", path="--max-body-mb"
+        )
+    return HttpOptions(
+        host=host.strip("[]") or "127.0.0.1", port=port, token=token, ui=ui, max_body=int(max_body_mb * MIB)
+    )
 
 
 def _gil_interval() -> None:
@@ -136,10 +150,14 @@ def _ui_apps(backend: UiBackend | None, options: HttpOptions) -> list[Starlette]
 
 
 async def _serve_http(front: Front, options: HttpOptions, web: UiBackend | None = None) -> None:
+    from toolreel.gateway import http_escape
+
+    http_escape.install()
+
     manager = StreamableHTTPSessionManager(
         app=front.server,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # _Guard does it
-        max_request_body_size=256 * 1024 * 1024,  # large arguments are legitimate, as on stdio
+        max_request_body_size=options.max_body,  # _Guard refuses larger bodies before reading them
     )
     ui = _ui_apps(web, options)
     app = Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(manager)), *(Mount("/ui", app=u) for u in ui)])
@@ -176,6 +194,9 @@ async def _listen(app: ASGIApp, options: HttpOptions, mcp_path: str | None, ui: 
         raise ConfigError(f"cannot listen on {options.host}:{options.port}: {exc.strerror}", path="--http") from None
     port = sock.getsockname()[1]
     host = f"[{options.host}]" if family == socket.AF_INET6 else options.host
+    # Listening before the announcement: from the moment it is printed, connections queue in the kernel
+    # (uvicorn starts accepting them a moment later) instead of being refused.
+    sock.listen(SOCKET_BACKLOG)
     if mcp_path is not None:
         print(f"toolreel: serving streamable HTTP at http://{host}:{port}{mcp_path}", file=sys.stderr, flush=True)
     if ui:
@@ -192,7 +213,8 @@ async def _listen(app: ASGIApp, options: HttpOptions, mcp_path: str | None, ui: 
 
 
 class _Guard:
-    """Refuses foreign Origins (DNS rebinding) and, with --token-env, missing bearer tokens."""
+    """Refuses foreign Origins (DNS rebinding), with --token-env missing bearer tokens, bodies over
+    --max-body-mb (before reading them), and messages the SDK would misread (see `screen`)."""
 
     def __init__(self, app: ASGIApp, options: HttpOptions) -> None:
         self.app = app
@@ -208,7 +230,30 @@ class _Guard:
                 return
             if scope["path"] == "/mcp":  # Starlette's Mount would redirect /mcp to /mcp/
                 scope = {**scope, "path": "/mcp/"}
+            if scope["method"] == "POST" and scope["path"].startswith("/mcp/"):  # the web view posts its own JSON
+                body = await self._screened_body(headers, receive, send)
+                if body is None:
+                    return
+                receive = _replay(body, receive)
         await self.app(scope, receive, send)
+
+    async def _screened_body(self, headers: dict[str, str], receive: Receive, send: Send) -> bytes | None:
+        """The POST's body, or None once it has been answered here (too large, malformed, a bad notification)."""
+        limit = self.options.max_body
+        declared = headers.get("content-length", "")
+        body = None if declared.isdigit() and int(declared) > limit else await _read_body(receive, limit)
+        if body is None:
+            message = f"the request body is larger than {limit / MIB:g} MiB; start toolreel with a larger --max-body-mb"
+            await _json(send, 413, error_response(None, types.INVALID_REQUEST, message))
+            return None
+        verdict = screen_client_message(body)
+        if isinstance(verdict, BadMessage):
+            await _json(send, 400, verdict.response())
+            return None
+        if verdict is None:  # a malformed notification: dropped, as it would be on stdio
+            await _json(send, 202, None)
+            return None
+        return body
 
     def _problem(self, headers: dict[str, str], scope: Scope) -> tuple[int, str] | None:
         origin = headers.get("origin")
@@ -232,6 +277,46 @@ class _Guard:
 
             return ui_authorized(headers, scope.get("query_string", b""), expected)
         return False
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole body, or None as soon as it passes `limit` bytes (the rest is never buffered)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(parts)  # the client left; the app hears it on its own receive
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the app the body already read, then the client's own events."""
+    pending = True
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _json(send: Send, status: int, message: Any) -> None:
+    body = b"" if message is None else encode_json(message)
+    headers = [(b"content-length", str(len(body)).encode())]
+    if message is not None:
+        headers.append((b"content-type", b"application/json"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _plain(send: Send, status: int, message: str) -> None:

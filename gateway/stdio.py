@@ -4,14 +4,13 @@ The SDK's `stdio_server` reads and writes through worker threads (`anyio.wrap_fi
 which costs more than the rest of a forwarded call. Here the pipes are read and written
 by the event loop itself. fd 1 is pointed at stderr while serving so nothing stray
 (a print, a child that inherits it) can corrupt the protocol channel; fd 0 at /dev/null.
-When stdin/stdout are not pipes or sockets (a regular file), the SDK transport is used.
+When stdin/stdout are not pipes, sockets or terminals (a regular file, /dev/null), the SDK transport is used.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import stat
@@ -20,12 +19,13 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from toolreel.gateway.screen import screen_client_message
 from toolreel.upstreams.pipes import Backlog, Coalescer, LineReader, PipeEnd, json_line
+from toolreel.upstreams.wire import BadMessage, dump_message, parse_line, valid_id
 
 __all__ = ["FastCall", "serve_stdio_streams"]
 
@@ -38,11 +38,13 @@ LINE_LIMIT = 256 * 1024 * 1024  # one JSON-RPC message per line; large tool resu
 
 
 def _pipe_like(fd: int) -> bool:
+    """A pipe, a socket or a terminal; not another character device such as /dev/null, which the event
+    loop's pipe transports cannot poll (uvloop aborts the process on it)."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
 
 
 @contextlib.asynccontextmanager
@@ -106,18 +108,16 @@ async def _pipe_streams(in_fd: int, out_fd: int, fast_call: FastCall | None) -> 
                     continue
                 if lane.take(line, tg):
                     continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except ValueError:  # pydantic's ValidationError included
-                    out.write(_invalid(line))
-                    continue
-                await to_server.send(SessionMessage(message))
+                message = screen_client_message(line)
+                if isinstance(message, BadMessage):
+                    out.write(json_line(message.response()))
+                elif message is not None:
+                    await to_server.send(SessionMessage(message))
 
     async def write_lines() -> None:
         async with from_server:
             async for session_message in from_server:
-                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                out.write(data.encode() + b"\n")
+                out.write(dump_message(session_message.message))
                 await out.drain()
 
     try:
@@ -163,7 +163,8 @@ class _FastFront:
         elif b"notifications/cancelled" in line and self.scopes:
             message = _loads(line)
             params = message.get("params") if isinstance(message, dict) else None
-            scope = self.scopes.get(params.get("requestId")) if isinstance(params, dict) else None
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            scope = self.scopes.get(request_id) if valid_id(request_id) else None
             if scope is not None:
                 scope.cancel()
                 return True
@@ -191,28 +192,17 @@ class _FastFront:
             self.writer.write(json_line(response), alone=not self.scopes)
 
 
-def _invalid(line: bytes) -> bytes:
-    """The JSON-RPC error for a line that is not JSON (-32700) or not a JSON-RPC message (-32600)."""
-    logger.warning("malformed message from the client: %r", line[:200])
-    raw = _loads(line)
-    if raw is None:
-        error = {"code": -32700, "message": "Parse error: the line is not valid JSON"}
-        request_id = None
-    else:
-        error = {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 request, notification or response"}
-        request_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str | int) else None
-    return json_line({"jsonrpc": "2.0", "id": request_id, "error": error})
-
-
 def _loads(line: bytes) -> Any:
     try:
-        return json.loads(line)
-    except ValueError:
+        return parse_line(line)
+    except BadMessage:
         return None
 
 
 def _fast_eligible(message: Any) -> bool:
-    if not isinstance(message, dict) or message.get("method") != "tools/call" or "id" not in message:
+    if not isinstance(message, dict) or message.get("method") != "tools/call" or not valid_id(message.get("id")):
+        return False
+    if message.get("jsonrpc") != "2.0":
         return False
     params = message.get("params")
     if not isinstance(params, dict):

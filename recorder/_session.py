@@ -37,6 +37,7 @@ _SUCCEEDED = StepStatus.SUCCEEDED.value
 _FAILED = StepStatus.FAILED.value
 _RESULT = StepEntry._fields.index("result")
 STEP_META = "toolreel/step"
+MAX_STEP_NAME = 64  # a preset's name is a column, a ref root and a template step name
 EXECUTION_META = "toolreel/execution"
 
 
@@ -143,6 +144,8 @@ class RecordingSession:
         base, listed = names
         count = state.counts[base] = state.counts.get(base, 0) + 1
         name = f"{base}_{count}"
+        if name in state.tools:  # toolreel__set_step_result took this name: the call gets the next free one
+            name = _free_name(state, base)
         state.seq += 1
         state.tools[name] = listed
         return LiveStep(name, state.seq, server, tool, arguments, resolved, time.time(), execution_id)
@@ -172,13 +175,18 @@ class RecordingSession:
         """toolreel__set_step_result: a step with a given output and no upstream call."""
         state = self._state
         if step is not None:
-            if not STEP_NAME_RE.fullmatch(step) or step in RESERVED_ROOTS:
-                raise RefError(f"step name {step!r} must match [A-Za-z_][A-Za-z0-9_]* and not be input/item/index")
+            if not STEP_NAME_RE.fullmatch(step) or step in RESERVED_ROOTS or len(step) > MAX_STEP_NAME:
+                raise RefError(
+                    f"step name {step[:80]!r} must match [A-Za-z_][A-Za-z0-9_]*, be at most {MAX_STEP_NAME} "
+                    "characters and not be input/item/index"
+                )
             if step in state.tools or step in state.outputs or step in state.failed:
                 raise RefError(f"step {step!r} already exists in this session; choose another name")
             name = step
         else:
             name = step_name_for(_unprefixed(tool) if tool else "preset", state.counts)
+            if name in state.tools:
+                name = _free_name(state, name.rpartition("_")[0])
         execution_id = self.execution.id if self.execution is not None else self._start_execution()
         state.seq += 1
         state.outputs.put(name, output)
@@ -211,6 +219,15 @@ class RecordingSession:
         self.execution = ExecutionEntry("execution", new_id(), time.time(), self.key)
         self._writer.submit(self.execution)
         return self.execution.id
+
+
+def _free_name(state: _State, base: str) -> str:
+    """The next `<base>_<n>` no step of the session has (counting on from where `base` is)."""
+    count = state.counts.get(base, 0)
+    while (name := f"{base}_{count}") in state.tools or count == 0:
+        count += 1
+    state.counts[base] = count
+    return name
 
 
 def _may_hold_refs(value: Any) -> bool:

@@ -131,7 +131,12 @@ async def _call(run: Run, spec: StepSpec, args: dict[str, Any]) -> tuple[dict[st
             return await run.ctx.caller.call_tool(spec.tool, args, timeout=timeout), None
     except TimeoutError:
         server = run.ctx.caller.server_of(spec.tool) or spec.tool.partition("__")[0]
-        return None, UpstreamTimeout(server=server, tool=spec.tool, seconds=timeout or 0.0)
+        return None, UpstreamTimeout(server=server, tool=spec.tool, seconds=timeout or 0.0, step=spec.name)
+    except UpstreamTimeout as exc:
+        if timeout:  # the step's own timeout was the limit (it replaces the server's)
+            server = exc.server or spec.tool.partition("__")[0]
+            return None, UpstreamTimeout(server=server, tool=spec.tool, seconds=timeout, step=spec.name)
+        return None, exc
     except UpstreamError as exc:
         return None, exc
     finally:

@@ -20,7 +20,6 @@ from typing import Annotated, Any, TypeVar
 import anyio
 import anyio.to_thread
 import typer
-import yaml
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -40,6 +39,7 @@ from toolreel.core.retention import parse_age, retaining
 from toolreel.core.store import Store, check_statuses, open_store
 from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template
+from toolreel.core.yaml_bounded import load_yaml
 from toolreel.replayer._engine import Engine, load_template
 from toolreel.replayer._inputs import parse_cli_value, parse_secret_option, read_secret, refuse_given_secrets
 from toolreel.replayer._state import awaiting_of
@@ -409,9 +409,11 @@ def _read_inputs(template: Template, pairs: Sequence[str], file: Path | None) ->
     given: dict[str, Any] = {}
     if file is not None:
         try:
-            loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise _Usage(f"--inputs {file}: cannot read it as JSON or YAML ({exc})") from exc
+            loaded = load_yaml(file.read_text(encoding="utf-8"), f"--inputs {file}")
+        except OSError as exc:
+            raise _Usage(f"--inputs {file}: cannot read it as JSON or YAML ({exc.strerror or exc})") from exc
+        except TemplateError as exc:
+            raise _Usage(str(exc)) from exc
         if not isinstance(loaded, dict):
             raise _Usage(f"--inputs {file}: expected an object of input name -> value")
         given.update(loaded)

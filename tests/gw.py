@@ -232,13 +232,19 @@ class GatewayProcess:
 
 
 async def spawn_gateway(
-    args: Sequence[str], env: Mapping[str, str], *, stdin: int | None = subprocess.PIPE, cwd: Path | None = None
+    args: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    stdin: int | None = subprocess.PIPE,
+    stdout: int | None = None,
+    cwd: Path | None = None,
 ) -> GatewayProcess:
+    """`stdout` defaults to a pipe when stdin is one (else /dev/null)."""
     stderr_file = tempfile.TemporaryFile()  # noqa: SIM115 - owned by the GatewayProcess
     process = await anyio.open_process(
         [str(TOOLREEL), "serve", *args],
         stdin=stdin,
-        stdout=subprocess.PIPE if stdin == subprocess.PIPE else subprocess.DEVNULL,
+        stdout=stdout if stdout is not None else subprocess.PIPE if stdin == subprocess.PIPE else subprocess.DEVNULL,
         stderr=stderr_file,
         env=dict(env),
         cwd=str(cwd or REPO),

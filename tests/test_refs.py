@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import time
 from typing import Any
 
 import mcp_types
@@ -400,3 +401,52 @@ def test_step_names_are_unique_and_addressable(tools: list[str]) -> None:
     for name in names:
         assert STEP_NAME_RE.fullmatch(name) and name not in RESERVED_ROOTS
         assert parse_ref("@" + name) == Ref(name, None, "@" + name)
+
+
+# --------------------------------------------------------------------------- regex filters run in linear time
+
+
+def test_a_catastrophic_regex_filter_answers_at_once() -> None:
+    """`(a+)+$` backtracks exponentially on Python's `re` (26 characters: about 5 s, 40: hours); RE2 is
+    linear (a 100,000-character text: milliseconds)."""
+    for size in (26, 100_000):
+        scope = MappingScope(steps={"rx": [{"s": "a" * size + "b"}, {"s": "aaa"}]})
+        started = time.perf_counter()
+        assert resolve('@rx[?(@.s =~ "(a+)+$")].s', scope) == ["aaa"]
+        assert time.perf_counter() - started < 0.5, size
+
+
+def test_a_regex_filter_re2_cannot_run_is_not_a_ref() -> None:
+    assert parse_ref('@rx[?(@.s =~ "(?=a)b")].s') is None  # lookahead: RE2 has none
+    assert parse_ref('@rx[?(@.s =~ "^a{3}$")].s') is not None
+    assert resolve('@rx[?(@.s =~ "^a{3}$")].s', MappingScope(steps={"rx": [{"s": "aaa"}, {"s": "aaaa"}]})) == ["aaa"]
+
+
+# --------------------------------------------------------------------------- a broken ref to a step that exists
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@list_issues.",
+        "@list_issues[",
+        "@list_issues.items[0",
+        "@list_issues.items[x]",
+        "@list_issues..",
+        "@list_issues .items",
+        "@list_issues.items[?(@.id ==",
+        '@list_issues["items"',
+        "@list_issues.items[0]]",
+        "@count_1 please",
+        "@read_file_1/etc",
+    ],
+)
+def test_a_string_starting_as_a_ref_to_an_existing_step_that_does_not_parse_is_an_error(text: str) -> None:
+    with pytest.raises(RefError, match="is not a valid path") as caught:
+        resolve({"deep": [{"value": text}]}, SCOPE)
+    assert caught.value.ref is not None and caught.value.ref.startswith("@")
+
+
+@pytest.mark.parametrize("text", ["@nobody.", "@channel hi", "@@list_issues.", "@list_issuesX.", "@nobody["])
+def test_broken_looking_strings_that_name_no_step_stay_literals(text: str) -> None:
+    assert resolve(text, SCOPE) == (text[1:] if text.startswith("@@") else text)

@@ -11,22 +11,19 @@ running loop's transports do not.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections import deque
 from collections.abc import Callable
 from typing import IO, Any, cast
 
-__all__ = ["Backlog", "Coalescer", "LineReader", "PipeEnd", "adopt", "json_line"]
+from toolreel.upstreams.wire import encode_json
 
-# One encoder for every message on the fast lanes: `json.dumps` with any option builds a new
-# encoder per call, a microsecond of each forwarded message's path.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+__all__ = ["Backlog", "Coalescer", "LineReader", "PipeEnd", "adopt", "json_line"]
 
 
 def json_line(message: Any) -> bytes:
-    """A JSON-RPC message as one newline-delimited line (stdio framing)."""
-    return _ENCODER.encode(message).encode() + b"\n"
+    """A JSON-RPC message as one newline-delimited line (stdio framing); lone surrogates stay escapes."""
+    return encode_json(message) + b"\n"
 
 
 def _loop_closes_descriptors() -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import signal
 import subprocess
@@ -25,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from toolreel.upstreams.pipes import Backlog, Coalescer, LineReader, adopt, json_line
+from toolreel.upstreams.wire import BadMessage, dump_message, parse_line
 
 __all__ = ["FastLane", "open_stdio_upstream"]
 
@@ -128,9 +128,9 @@ async def open_stdio_upstream(
         if not line.strip():
             return
         try:
-            raw = json.loads(line)
-        except ValueError:
-            backlog.put(ValueError(f"upstream sent a line that is not JSON: {line[:200]!r}"))
+            raw = parse_line(line)
+        except BadMessage as bad:
+            backlog.put(ValueError(f"upstream sent a line toolreel cannot take ({bad.message}): {line[:200]!r}"))
             return
         if not backlog.pending and lane is not None and _lane_response(raw) and lane.resolve(raw):
             return
@@ -169,9 +169,8 @@ async def open_stdio_upstream(
     async def write() -> None:
         async with from_session:
             async for session_message in from_session:
-                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                 try:
-                    out.write(data.encode() + b"\n")
+                    out.write(dump_message(session_message.message))
                     await out.drain()
                 except (ConnectionError, RuntimeError):
                     return
@@ -212,15 +211,23 @@ async def _route(item: Any, lane: FastLane, to_session: Any) -> None:
 
 
 async def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Close stdin, give the server a moment to exit, then SIGTERM, then SIGKILL (its group)."""
+    """Close stdin, give the server a moment to exit, then SIGTERM, then SIGKILL (its group); then end
+    whatever the server left behind in its process group (`sh -c 'helper & exec server'`)."""
     with contextlib.suppress(OSError):
         if process.stdin is not None:
             process.stdin.close()
     for signum in (None, signal.SIGTERM, signal.SIGKILL):
         if signum is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signum)
+            _signal_group(process.pid, signum)
         with anyio.move_on_after(STOP_GRACE):
             # an abandoned wait() returns once the kill below lands
             await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
-            return
+            break
+    # The group outlives its leader while a member runs. The server was asked to stop and has: what it
+    # left in its group (a background helper) is an orphan now, and is killed.
+    _signal_group(process.pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)

@@ -1,0 +1,105 @@
+"""YAML for files people and agents write: safe, no timestamps, no duplicate keys, and bounded.
+
+Aliases make YAML a compression format: a 455-byte "billion laughs" file names 10^9 nodes, and whatever
+walks the loaded value (validation, hashing, saving) walks all of them. Here the document's node graph is
+measured, each alias counted at its full expanded size, before any Python value is built: more than
+MAX_NODES nodes, or an alias that contains itself, is refused. Nesting past what the parser can follow
+(thousands of levels) is refused too, with one line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import yaml
+
+from toolreel.core.errors import TemplateError
+
+__all__ = ["MAX_NODES", "load_yaml"]
+
+MAX_NODES: Final = 100_000  # a template with 1,000 steps of 50 values each is 50,000
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe YAML without timestamps (dates stay strings: templates are JSON) and without duplicate keys."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (the second one would silently win)", mark
+            )
+        seen[key] = loader.construct_object(value_node, deep=True)
+    return seen
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """The value of a YAML (or JSON) document; TemplateError naming `where` (and line:column) if it is
+    not YAML, too large once aliases are expanded, or nested too deeply."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_size(node, where)
+        return loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        position = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise TemplateError(f"{where}{position}: YAML error: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise TemplateError(f"{where}: YAML error: {exc}") from None
+    except RecursionError:
+        raise TemplateError(f"{where}: YAML error: nested too deeply (thousands of levels)") from None
+    finally:
+        loader.dispose()
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_size(root: yaml.Node, where: str) -> None:
+    """Count nodes as if every alias were a copy (memoized per node: linear in the text)."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            active.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            if sizes[key] > MAX_NODES:
+                raise TemplateError(
+                    f"{where}:{node.start_mark.line + 1}:{node.start_mark.column + 1}: YAML error: more than "
+                    f"{MAX_NODES:,} values once its aliases are expanded (an alias bomb?)"
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in active:
+            mark = node.start_mark
+            raise TemplateError(f"{where}:{mark.line + 1}:{mark.column + 1}: YAML error: an alias that contains itself")
+        active.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)

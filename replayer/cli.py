@@ -175,7 +175,14 @@ async def _engine(
     observer = view.observe if view is not None else None
     async with (
         open_upstreams(upstreams) as hub,
-        Engine(store, hub, max_concurrency=max_concurrency, lease_seconds=lease_seconds, observer=observer) as engine,
+        Engine(
+            store,
+            hub,
+            max_concurrency=max_concurrency,
+            lease_seconds=lease_seconds,
+            observer=observer,
+            secret_values=upstreams.secret_values(),
+        ) as engine,
     ):
         yield engine
 
@@ -197,7 +204,10 @@ async def _watch(
     finally:
         if view is not None:
             view.close()
-    return execution, await _thread(engine.store.get_steps, execution_id)
+    # What is printed is what the store holds: output piped to a file or a CI log keeps no secret either.
+    shown = {"output": execution.output, "error": execution.error, "prompt": execution.prompt}
+    shown = engine.store.redactor.fields(shown)
+    return execution.replace(**shown), await _thread(engine.store.get_steps, execution_id)
 
 
 async def _signals(engine: Engine, execution_id: str) -> None:

@@ -19,11 +19,12 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from toolreel.gateway.exchange import Exchange
 
 __all__ = [
+    "CLIENT_HEADER",
     "HOP_META",
     "Call",
     "ClientLink",
@@ -49,6 +50,10 @@ HOP_META = frozenset(
         "io.modelcontextprotocol/logLevel",
     }
 )
+
+
+# Set by the HTTP guard, never by the client: which stateless client sent the request (serve._ClientIds).
+CLIENT_HEADER = b"x-toolreel-client"
 
 
 @dataclass(eq=False)
@@ -165,9 +170,13 @@ def link_key(ctx: ServerRequestContext[Any, Any]) -> str:
     if headers is None:
         return "stdio"
     session_id = headers.get("mcp-session-id")
-    if session_id:
+    # Only a handshake-era request has had its session id checked (an unknown one is refused with 404);
+    # a stateless request is not routed by it, so the id it carries proves nothing and is ignored.
+    version = headers.get("mcp-protocol-version")
+    if session_id and (version is None or version in HANDSHAKE_PROTOCOL_VERSIONS):
         return f"http:{session_id}"
-    # Stateless era: group by who the client is (client info and credentials).
+    # Stateless era: group by who the client is: the id the guard gave it, its client info, its credentials.
     info = (ctx.meta or {}).get(CLIENT_INFO_META_KEY)
-    fingerprint = f"{info}|{headers.get('authorization', '')}"
+    client = headers.get(CLIENT_HEADER.decode(), "")
+    fingerprint = f"{client}|{info}|{headers.get('authorization', '')}"
     return "client:" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16]

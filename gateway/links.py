@@ -33,6 +33,7 @@ __all__ = [
     "client_envelope",
     "era_result",
     "link_key",
+    "owner_of",
     "require_capability",
     "send_quietly",
 ]
@@ -73,6 +74,16 @@ class ClientLink:
     @property
     def modern(self) -> bool:
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def owner(self) -> str:
+        """Who the client's recordings belong to: a digest of its credentials, "" without any."""
+        return owner_of(self.key)
+
+    def may_see(self, session: str | None) -> bool:
+        """Whether this client may read a stored execution (`Execution.session`): recordings only by the
+        credentials that made them; runs of templates (no session) by any client of the gateway."""
+        return session is None or owner_of(session) == self.owner
 
 
 class ProgressOrder:
@@ -164,11 +175,26 @@ def capabilities_of(ctx: ServerRequestContext[Any, Any]) -> types.ClientCapabili
     return types.ClientCapabilities.model_validate(raw) if isinstance(raw, dict) else None
 
 
+def owner_of(key: str | None) -> str:
+    """The credential digest a link key (and so a recording's `session`) starts with, "" if none."""
+    if not key or "/" not in key:
+        return ""
+    return key.partition("/")[0]
+
+
 def link_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The client a request comes from; with credentials (`Authorization`), prefixed by their digest
+    (`<digest>/http:<session>`), which the recording keeps as the execution's owner."""
     request = ctx.request
     headers = getattr(request, "headers", None)
     if headers is None:
         return "stdio"
+    credentials = headers.get("authorization")
+    key = _client_key(ctx, headers)
+    return f"{hashlib.sha256(credentials.encode()).hexdigest()[:16]}/{key}" if credentials else key
+
+
+def _client_key(ctx: ServerRequestContext[Any, Any], headers: Mapping[str, str]) -> str:
     session_id = headers.get("mcp-session-id")
     # Only a handshake-era request has had its session id checked (an unknown one is refused with 404);
     # a stateless request is not routed by it, so the id it carries proves nothing and is ignored.

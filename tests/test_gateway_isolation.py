@@ -150,3 +150,21 @@ async def test_local_host_headers_are_served(gateway: HttpGateway, host: str) ->
     async with httpx2.AsyncClient(timeout=10) as http:
         served = await http.post(gateway.url, json=INIT, headers={**HEADERS, "host": f"{host}:{gateway.port}"})
     assert served.status_code == 200, served.text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_recordings_belong_to_the_credentials_that_made_them(gateway: HttpGateway, mode: str) -> None:
+    alice, bob = {"authorization": f"Bearer alice-{mode}"}, {"authorization": f"Bearer bob-{mode}"}
+    async with gateway.connect(mode=mode, headers=alice) as first:
+        made = await call(first, "feat__echo", {"text": "alice's"})
+        execution = str((made.meta or {})["toolreel/execution"])
+        own = await call(first, "toolreel__get_execution", {"id": execution})
+    assert not own.is_error, text_of(own)
+    async with gateway.connect(mode=mode, headers=bob) as second:
+        await call(second, "feat__echo", {"text": "bob's"})
+        read = await call(second, "toolreel__get_execution", {"id": execution})
+        listed = await call(second, "toolreel__list_executions", {"limit": 200})
+        saved = await call(second, "toolreel__save_template", {"name": f"stolen_{mode}", "execution_ids": [execution]})
+    assert read.is_error and "alice's" not in text_of(read)
+    assert execution not in text_of(listed)
+    assert saved.is_error and "alice's" not in text_of(saved)

@@ -8,6 +8,7 @@ implements `core.caller.ToolCaller` so the replayer calls tools through the same
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -29,6 +30,8 @@ __all__ = ["ClientRouter", "Hub", "Route", "open_hub", "open_upstreams"]
 logger = logging.getLogger("toolreel.hub")
 
 READY_BUDGET = 5.0  # seconds the first answers wait for slow upstreams
+# The phrase of a server that could not push a question on the stateless era (the SDK's NoBackChannelError).
+NO_BACK_CHANNEL = "no back-channel for server-initiated requests"
 
 ALL_CLIENT_CAPABILITIES = types.ClientCapabilities(
     sampling=types.SamplingCapability(),
@@ -74,6 +77,9 @@ class Hub:
         self._prompts: dict[str, Route] = {}
         self._listed_tools: list[dict[str, Any]] = []
         self._listed_prompts: list[dict[str, Any]] = []
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._twins: dict[str, Upstream] = {}  # handshake-era connections, by server name (handshake_twin)
+        self._twin_lock = anyio.Lock()
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
@@ -100,6 +106,7 @@ class Hub:
     # lifecycle ----------------------------------------------------------------------
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
+            self._tg = tg
             for upstream in self.upstreams.values():
                 tg.start_soon(self._start_one, tg, upstream)
             if not self.upstreams:
@@ -118,6 +125,24 @@ class Hub:
         await tg.start(upstream.serve)
         if all(u.state is not UpstreamState.STARTING for u in self.upstreams.values()):
             self.started.set()
+
+    async def handshake_twin(self, upstream: Upstream) -> Upstream | None:
+        """A second connection to a `protocol: auto` server spoken to in the stateless era, in the handshake
+        era: where a server that can only *push* its questions (sampling, elicitation, roots) can ask a
+        handshake-era client mid-call. Started on first need and kept; None if it cannot start."""
+        if self.lone_client or upstream.config.protocol != "auto" or not upstream.modern or self._tg is None:
+            return None
+        async with self._twin_lock:
+            twin = self._twins.get(upstream.name)
+            if twin is None:
+                twin = self._twins[upstream.name] = Upstream(
+                    dataclasses.replace(upstream.config, protocol="legacy"), self
+                )
+                await self._tg.start(twin.serve)
+        return twin if twin.state is UpstreamState.READY else None
+
+    def is_twin(self, upstream: Upstream) -> bool:
+        return self._twins.get(upstream.name) is upstream
 
     async def wait_started(self, timeout: float) -> None:
         with anyio.move_on_after(timeout):

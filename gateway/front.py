@@ -51,7 +51,7 @@ from toolreel.gateway.links import (
     require_capability,
     send_quietly,
 )
-from toolreel.upstreams.hub import NO_BACK_CHANNEL, ClientRouter, Hub, error_result
+from toolreel.upstreams.hub import NO_BACK_CHANNEL, ClientRouter, Hub, could_not_push, error_result
 from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
 
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
@@ -325,7 +325,7 @@ class Front(ClientRouter):
                 return await self._send_call(entry, twin, forwarded, tracker, None, None)
         try:
             result = await self._send_call(entry, upstream, forwarded, tracker, envelope, ask)
-            if not _could_not_push(result):
+            if not could_not_push(result):
                 return result
             failure: MCPError | None = None
         except MCPError as exc:
@@ -591,11 +591,3 @@ class _Listen:
                 for uri in subscribed:
                     await self.front.unsubscribe_upstream(uri)
 
-
-def _could_not_push(result: Mapping[str, Any]) -> bool:
-    """A tool error saying the server had no way to ask its question (a server that reports the SDK's
-    NoBackChannelError as an `isError` result rather than a JSON-RPC error)."""
-    if not result.get("isError"):
-        return False
-    texts = (c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict))
-    return any(NO_BACK_CHANNEL in str(text).lower() for text in texts)

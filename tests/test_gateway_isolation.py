@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
+import mcp_types as types
 import pytest
 
 from tests.gw import (
@@ -168,3 +170,39 @@ async def test_recordings_belong_to_the_credentials_that_made_them(gateway: Http
     assert read.is_error and "alice's" not in text_of(read)
     assert execution not in text_of(listed)
     assert saved.is_error and "alice's" not in text_of(saved)
+
+
+async def test_a_push_only_servers_questions_reach_the_handshake_client_that_caused_them(tmp_path: Path) -> None:
+    """Six handshake-era clients call a server that can only push its questions, all at once; each
+    answers after the next one did, so a question delivered to the wrong client would show."""
+    config = write_config(tmp_path / "mcp.json", {"push": fixture_entry("push_only")})
+    count = 6
+    answered = [anyio.Event() for _ in range(count)]
+    results: dict[int, str] = {}
+    asked: dict[int, list[str]] = {}
+
+    def answerer(index: int) -> Any:
+        async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+            if index < count - 1:
+                await answered[index + 1].wait()
+            answered[index].set()
+            return types.ElicitResult(action="accept", content={"username": f"user{index}", "email": "e@x.test"})
+
+        return answer
+
+    async def one(gw: HttpGateway, index: int) -> None:
+        probe = Probe(f"client{index}")
+        probe.elicit = answerer(index)
+        async with gw.connect(mode="legacy", probe=probe) as client:
+            result = await call(client, "push__test_elicitation", {"message": f"who is {index}?"})
+            results[index] = text_of(result)
+        asked[index] = [e.message for e in probe.elicitations]
+
+    async with http_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp_path / 'store.db'}")) as gw:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for index in range(count):
+                    tg.start_soon(one, gw, index)
+    assert asked == {i: [f"who is {i}?"] for i in range(count)}
+    for index, text in results.items():
+        assert f"user{index}" in text, (index, text)

@@ -25,7 +25,16 @@ from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.names import NameMapping, listed_name
 from toolreel.upstreams.upstream import Upstream, UpstreamState
 
-__all__ = ["ClientRouter", "Hub", "Route", "open_hub", "open_upstreams"]
+__all__ = [
+    "NO_BACK_CHANNEL",
+    "ClientRouter",
+    "Hub",
+    "Route",
+    "could_not_push",
+    "error_result",
+    "open_hub",
+    "open_upstreams",
+]
 
 logger = logging.getLogger("toolreel.hub")
 
@@ -286,6 +295,15 @@ class Hub:
             )
         except MCPError as exc:
             return error_result(f"server {route.upstream.name!r}, tool {route.name!r}: {exc.message}")
+
+
+def could_not_push(result: Mapping[str, Any]) -> bool:
+    """A tool error saying the server had no way to ask its question (a server that reports the SDK's
+    NoBackChannelError as an `isError` result rather than a JSON-RPC error)."""
+    if not result.get("isError"):
+        return False
+    texts = (c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict))
+    return any(NO_BACK_CHANNEL in str(text).lower() for text in texts)
 
 
 def error_result(text: str) -> dict[str, Any]:

@@ -69,6 +69,9 @@ _KEY_WORDS_RE: Final = re.compile(r"pass|pwd|secret|token|key|auth|credential|co
 LEARN_MIN_LENGTH: Final = 6
 # A process that sees many distinct secrets stops learning past this many (the regex grows with them).
 LEARN_MAX: Final = 4096
+# Step records `step` returned lately: the store gets them again from a writer that redacted them already
+# (the replay engine keeps clear copies of what it redacts), and need not walk them twice.
+_RECENT_STEPS: Final = 1024
 # JSON inside a string is parsed only up to this size: a bigger text is redacted by known values only.
 _JSON_TEXT_MAX: Final = 1 << 20
 # Literal text around `{{@ref}}` placeholders that still makes a string structure (`Bearer {{@login.token}}`).
@@ -111,6 +114,7 @@ class Redactor:
         self._values: set[str] = set()
         self._learned = 0
         self._matcher: tuple[re.Pattern[str] | None, bool] = (None, True)
+        self._recent: dict[int, StepRecord] = {}  # id -> the record itself (kept alive, so the id stays its own)
         self.add(secret_values)
 
     def add(self, secret_values: Iterable[str]) -> None:
@@ -179,6 +183,15 @@ class Redactor:
 
         The result is redacted before the output (read from it) so a secret learned in the raw
         result is also caught in an output derived differently; `redacted` lists resolved-input paths."""
+        if self._recent.get(id(record)) is record:
+            return record
+        clean = self._step(record)
+        if len(self._recent) >= _RECENT_STEPS:
+            self._recent.clear()
+        self._recent[id(clean)] = clean
+        return clean
+
+    def _step(self, record: StepRecord) -> StepRecord:
         if not self.might_hold_secrets([record.input, record.resolved_input, record.result, record.error]):
             return record
         resolved, paths = self.redact(record.resolved_input)

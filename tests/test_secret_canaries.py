@@ -132,7 +132,8 @@ async def _record(config: Path, env: Mapping[str, str], canaries: Canaries) -> t
         remote = await call(gw, "remote__login", {"seed": canaries.login_seed + "r"})
         assert not remote.is_error, text_of(remote)
         execution = str((remote.meta or {})["toolreel/execution"])
-        saved = await call(gw, "toolreel__save_template", {"name": "leak"})
+        inputs = {"api_key": canaries.api_key, "note": f"uses {canaries.env_token}"}
+        saved = await call(gw, "toolreel__save_template", {"name": "leak", "inputs": inputs})
         assert not saved.is_error, text_of(saved)
         assert gw.gateway is not None
         return execution, gw.gateway.stderr()

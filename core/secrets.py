@@ -19,6 +19,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
@@ -68,7 +69,10 @@ _KEY_WORDS_RE: Final = re.compile(r"pass|pwd|secret|token|key|auth|credential|co
 # 3-character password would otherwise turn every "abc" of every later row into «redacted».
 LEARN_MIN_LENGTH: Final = 6
 # A process that sees many distinct secrets stops learning past this many (the regex grows with them).
-LEARN_MAX: Final = 4096
+LEARN_MAX: Final = 1024
+# Learned values are looked for one by one until this many wait, then compiled into the regex with the
+# rest: compiling is what costs (150 ms for 1,024 values), so it happens once per batch, not per value.
+_LEARN_BATCH: Final = 32
 # Step records `step` returned lately: the store gets them again from a writer that redacted them already
 # (the replay engine keeps clear copies of what it redacts), and need not walk them twice.
 _RECENT_STEPS: Final = 1024
@@ -113,7 +117,8 @@ class Redactor:
         self._lock = threading.Lock()
         self._values: set[str] = set()
         self._learned = 0
-        self._matcher: tuple[re.Pattern[str] | None, bool] = (None, True)
+        self._matcher = _Matcher(None)
+        self._pending: tuple[str, ...] = ()  # learned, not yet in the regex
         self._recent: dict[int, StepRecord] = {}  # id -> the record itself (kept alive, so the id stays its own)
         self.add(secret_values)
 
@@ -134,32 +139,36 @@ class Redactor:
         return len(self._values) != before
 
     def _rebuild_locked(self) -> None:
+        self._values.update(self._pending)
+        self._pending = ()
         kept = sorted(self._values, key=len, reverse=True)
         # Longest first, so `Bearer abc` is replaced whole rather than leaving `Bearer ` behind.
-        pattern = re.compile("|".join(map(re.escape, kept))) if kept else None
-        # The quick check reads JSON text: it can only vouch for values JSON writes as they are.
-        checkable = all(json.dumps(v, ensure_ascii=False)[1:-1] == v for v in kept)
-        self._matcher = (pattern, checkable)
+        self._matcher = _Matcher(re.compile("|".join(map(re.escape, kept))) if kept else None, _checkable(kept))
 
     def _learn(self, value: JSON) -> None:
         """Remember the strings of a value redacted by key, so a copy of it elsewhere is redacted too."""
-        found = [v for v in _strings(value) if len(v) >= LEARN_MIN_LENGTH and v not in self._values]
+        found = [v for v in _strings(value) if len(v) >= LEARN_MIN_LENGTH and not self._matcher.knows(v)]
         if not found:
             return
         with self._lock:
             if self._learned >= LEARN_MAX:
                 return
             self._learned += len(found)
-            if self._add_locked(found):
+            self._pending = tuple(dict.fromkeys((*self._pending, *found)))
+            if len(self._pending) >= _LEARN_BATCH:
                 self._rebuild_locked()
+                return
+            old = self._matcher
+            pending = tuple(sorted(self._pending, key=len, reverse=True))
+            self._matcher = _Matcher(old.pattern, old.checkable and _checkable(pending), pending)
 
     def might_hold_secrets(self, value: JSON) -> bool:
         """A quick, conservative check: False means `redact(value)` would change nothing.
 
         One JSON dump and two scans instead of a walk: every secret key contains one of a few
         words, and known values appear verbatim in the JSON text (see `_rebuild_locked`)."""
-        pattern, checkable = self._matcher
-        if not checkable:
+        matcher = self._matcher
+        if not matcher.checkable:
             return True
         try:
             text = json.dumps(value, ensure_ascii=False)
@@ -167,7 +176,7 @@ class Redactor:
             return True
         if _KEY_WORDS_RE.search(text) is not None:
             return True
-        return pattern is not None and pattern.search(text) is not None
+        return matcher.found(text)
 
     def redact(self, value: JSON) -> tuple[JSON, tuple[str, ...]]:
         """(`value` with its secrets replaced, the JSON paths replaced); `value` itself if none."""
@@ -261,12 +270,12 @@ class Redactor:
         inner = self._redact_json_text(value, path, paths)
         if inner is not None:
             value = inner
-        pattern = self._matcher[0]
-        if pattern is None or pattern.search(value) is None:
+        matcher = self._matcher
+        if not matcher.found(value):
             return value
         if inner is None:
             paths.append(path)
-        return pattern.sub(REDACTED, value)
+        return matcher.sub(value)
 
     def _redact_json_text(self, value: str, path: str, paths: list[str]) -> str | None:
         """JSON held in a string (a text item, an error body) redacted inside; None if not JSON or clean."""
@@ -282,6 +291,35 @@ class Redactor:
             return None
         paths.append(path)
         return json.dumps(redacted, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Matcher:
+    """Known values: compiled into one regex, plus the few learned since it was compiled."""
+
+    pattern: re.Pattern[str] | None
+    checkable: bool = True  # every value reads the same in JSON text (might_hold_secrets can trust a scan)
+    pending: tuple[str, ...] = ()  # longest first
+
+    def knows(self, value: str) -> bool:
+        return value in self.pending or (self.pattern is not None and self.pattern.fullmatch(value) is not None)
+
+    def found(self, text: str) -> bool:
+        return (self.pattern is not None and self.pattern.search(text) is not None) or any(
+            value in text for value in self.pending
+        )
+
+    def sub(self, text: str) -> str:
+        if self.pattern is not None:
+            text = self.pattern.sub(REDACTED, text)
+        for value in self.pending:
+            text = text.replace(value, REDACTED)
+        return text
+
+
+def _checkable(values: Iterable[str]) -> bool:
+    """The quick check reads JSON text: it can only vouch for values JSON writes as they are."""
+    return all(json.dumps(v, ensure_ascii=False)[1:-1] == v for v in values)
 
 
 class LogRedaction(logging.Filter):

@@ -211,3 +211,13 @@ def test_a_step_row_is_redacted_in_every_column() -> None:
     assert clean.resolved_input == {"token": REDACTED, "copy": REDACTED}
     assert "row-0001" not in repr([clean.result, clean.error])
     assert clean.redacted == ("$.token", "$.copy")
+
+
+def test_values_learned_across_compiled_batches_are_all_found() -> None:
+    redactor = Redactor(["config-secret-0001"])
+    learned = [f"learned-secret-{i:04d}" for i in range(100)]  # several batches, some still waiting
+    for value in learned:
+        redactor.redact({"token": value})
+    text = " ".join([*learned, "config-secret-0001", "plain"])
+    assert redactor.redact({"log": text})[0] == {"log": " ".join([REDACTED] * 101 + ["plain"])}
+    assert redactor.might_hold_secrets({"x": learned[-1]}) and not redactor.might_hold_secrets({"x": "plain"})

@@ -590,4 +590,3 @@ class _Listen:
             with anyio.CancelScope(shield=True):
                 for uri in subscribed:
                     await self.front.unsubscribe_upstream(uri)
-

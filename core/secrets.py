@@ -336,9 +336,14 @@ class LogRedaction(logging.Filter):
 
 
 def redact_logs(redactor: Redactor) -> LogRedaction:
-    """Put a `LogRedaction` on every handler of the root logger (call after `logging.basicConfig`)."""
+    """Put a `LogRedaction` on every handler of the root logger (call after `logging.basicConfig`), and on
+    the handler of last resort, which prints warnings when no logging was configured (`toolreel run`)."""
     redaction = LogRedaction(redactor)
-    for handler in logging.getLogger().handlers:
+    for handler in [*logging.getLogger().handlers, logging.lastResort]:
+        if handler is None:
+            continue
+        for old in [f for f in handler.filters if isinstance(f, LogRedaction)]:
+            handler.removeFilter(old)  # the newest redactor knows what the older ones did (one per process)
         handler.addFilter(redaction)
     return redaction
 

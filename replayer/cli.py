@@ -28,6 +28,7 @@ from rich.table import Table
 from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError, UpstreamError
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
+from toolreel.core.secrets import redact_logs
 from toolreel.core.store import Store, open_store
 from toolreel.core.template import Template
 from toolreel.replayer._engine import Engine, load_template
@@ -172,6 +173,8 @@ async def _engine(
     view: _LiveView | None,
 ) -> AsyncIterator[Engine]:
     upstreams = await _thread(_upstreams_config, store, config, template)
+    store.redactor.add(upstreams.secret_values())
+    redact_logs(store.redactor)  # what this run logs on stderr keeps the secrets its rows do not hold
     observer = view.observe if view is not None else None
     async with (
         open_upstreams(upstreams) as hub,

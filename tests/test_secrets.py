@@ -13,7 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolreel.core.model import StepKind, StepRecord, StepStatus
-from toolreel.core.secrets import REDACTED, LogRedaction, Redactor, is_redacted, is_secret_key, url_secrets
+from toolreel.core.secrets import (
+    REDACTED,
+    LogRedaction,
+    Redactor,
+    is_redacted,
+    is_secret_key,
+    redact_logs,
+    url_secrets,
+)
 
 FAST = settings(max_examples=200, deadline=None)
 
@@ -221,3 +229,17 @@ def test_values_learned_across_compiled_batches_are_all_found() -> None:
     text = " ".join([*learned, "config-secret-0001", "plain"])
     assert redactor.redact({"log": text})[0] == {"log": " ".join([REDACTED] * 101 + ["plain"])}
     assert redactor.might_hold_secrets({"x": learned[-1]}) and not redactor.might_hold_secrets({"x": "plain"})
+
+
+def test_warnings_printed_without_logging_configured_leave_redacted(capsys: pytest.CaptureFixture[str]) -> None:
+    """`toolreel run` configures no logging: Python's handler of last resort prints its warnings."""
+    root = logging.getLogger()
+    handlers, root.handlers = root.handlers, []
+    redaction = redact_logs(Redactor(["run-secret-0001"]))
+    try:
+        logging.getLogger("toolreel.test.lastresort").warning("store refused a write of run-secret-0001")
+    finally:
+        root.handlers = handlers
+        assert logging.lastResort is not None
+        logging.lastResort.removeFilter(redaction)
+    assert capsys.readouterr().err == f"store refused a write of {REDACTED}\n"

@@ -111,7 +111,7 @@ class Execution:
         return dataclasses.replace(self, **changes)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # the redactor remembers records it returned, weakly
 class StepRecord:
     """One attempt of one step. Recording writes attempt 1; retries add rows.
 

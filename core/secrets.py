@@ -1,22 +1,43 @@
-"""Secret redaction before anything reaches the store (SPEC §3 "Secrets").
+"""Secret redaction: the one function every stored row, export and log line passes through (SPEC §3 "Secrets").
 
 `Redactor.redact(value)` returns a copy in which values under secret-looking keys are replaced
-whole by `REDACTED`, and known secret values (from the config's `env` and `headers`) are replaced
-wherever they occur inside a string; it also returns the JSON paths of what it replaced. The input
-is never mutated, and when nothing matches the very same object comes back (no copy).
+whole by `REDACTED`, known secret values (the config's `env` and `headers`, secret inputs) are replaced
+wherever they occur inside a string, and JSON held in a string (a result's text item) is redacted
+inside; it also returns the JSON paths of what it replaced. The input is never mutated, and when
+nothing matches the very same object comes back (no copy).
+
+A value once redacted under a secret key is *learned*: wherever it reappears later (copied by a ref
+into an ordinary key, echoed by another tool) it is redacted too. A ref written under a secret key
+(`session_token: "@login_1.session_token"`) is structure, not a secret: it is kept as written.
+`Redactor.step` / `Redactor.fields` apply the same rules to whole rows; `redact_text` to log lines.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import threading
+import weakref
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from toolreel.core.model import JSON
+from toolreel.core._ref_grammar import parse_ref, split_template
+from toolreel.core.model import JSON, StepRecord
 
-__all__ = ["REDACTED", "SECRET_KEY_RE", "Redactor", "is_redacted", "is_secret_key"]
+__all__ = [
+    "REDACTED",
+    "SECRET_KEY_RE",
+    "LogRedaction",
+    "Redactor",
+    "is_redacted",
+    "is_secret_key",
+    "looks_like_ref",
+    "redact_logs",
+    "url_secrets",
+]
 
 REDACTED: Final = "«redacted»"
 """What a secret is stored as. Distinctive enough not to occur in real data, so `is_redacted` can trust it."""
@@ -44,7 +65,23 @@ _SCHEME_RE: Final = re.compile(r"^(?:bearer|basic|token|digest|bot|apikey)\s+(\S
 _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A word every SECRET_KEY_RE match contains, looked for anywhere in a JSON text (so also in values:
 # the check may say "maybe" too often, never "no" wrongly).
-_KEY_WORDS_RE: Final = re.compile(r"pass|pwd|secret|token|key|auth|credential|cookie|session|bearer|jwt", re.IGNORECASE)
+# Searched in lower-cased text: on 30 MB, lower() and a case-sensitive scan take 0.09 s, IGNORECASE 2.5 s.
+_KEY_WORDS_RE: Final = re.compile(r"pass|pwd|secret|token|key|auth|credential|cookie|session|bearer|jwt")
+# Learned values (redacted under a secret key, then looked for everywhere) need some length: a
+# 3-character password would otherwise turn every "abc" of every later row into «redacted».
+LEARN_MIN_LENGTH: Final = 6
+# A process that sees many distinct secrets stops learning past this many (the regex grows with them).
+LEARN_MAX: Final = 1024
+# Learned values are looked for one by one until this many wait, then compiled into the regex with the
+# rest: compiling is what costs (150 ms for 1,024 values), so it happens once per batch, not per value.
+_LEARN_BATCH: Final = 32
+# JSON inside a string is parsed only up to this size: a bigger text is redacted by known values only.
+_JSON_TEXT_MAX: Final = 1 << 20
+# Literal text around `{{@ref}}` placeholders that still makes a string structure (`Bearer {{@login.token}}`).
+_REF_LITERAL_MAX: Final = 16
+# Credentials in URLs (log lines): `scheme://user:password@host` and `?token=...` query parameters.
+_URL_USERINFO_RE: Final = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)@")
+_URL_PARAM_RE: Final = re.compile(r"([?&;])([^=&;#\s]+)=([^&;#\s]+)")
 
 
 @lru_cache(maxsize=4096)
@@ -67,44 +104,135 @@ def is_redacted(value: JSON) -> bool:
 
 
 class Redactor:
-    """Replaces secrets in JSON values: by key anywhere, and known literal values inside strings.
+    """Replaces secrets in JSON values: by key anywhere, known literal values inside strings, JSON in text.
 
     Known values shorter than `min_length` are ignored: replacing `true` or `8080` inside every
-    string would destroy data without protecting anything.
+    string would destroy data without protecting anything. Thread-safe: stores call it from worker
+    threads, and learning swaps one immutable matcher.
     """
 
     def __init__(self, secret_values: Iterable[str] = (), *, min_length: int = 4) -> None:
-        values: set[str] = set()
+        self._min_length = min_length
+        self._lock = threading.Lock()
+        self._values: set[str] = set()
+        self._learned = 0
+        self._matcher = _Matcher(None)
+        self._pending: tuple[str, ...] = ()  # learned, not yet in the regex
+        # Records `step` returned, by id, held weakly: a record that died takes its entry (and id) with it.
+        self._recent: weakref.WeakValueDictionary[int, StepRecord] = weakref.WeakValueDictionary()
+        self.add(secret_values)
+
+    def add(self, secret_values: Iterable[str]) -> None:
+        """Known secret values from now on (config values, secret inputs): replaced wherever they occur."""
+        with self._lock:
+            if self._add_locked(secret_values):
+                self._rebuild_locked()
+
+    def _add_locked(self, secret_values: Iterable[str]) -> bool:
+        before = len(self._values)
         for value in secret_values:
-            values.add(value)
+            candidates = [value]
             scheme = _SCHEME_RE.match(value.strip())
             if scheme is not None:
-                values.add(scheme.group(1).strip())
-        kept = sorted((v for v in values if len(v) >= min_length and v != REDACTED), key=len, reverse=True)
+                candidates.append(scheme.group(1).strip())
+            self._values.update(v for v in candidates if len(v) >= self._min_length and v != REDACTED)
+        return len(self._values) != before
+
+    def _rebuild_locked(self) -> None:
+        self._values.update(self._pending)
+        self._pending = ()
+        kept = sorted(self._values, key=len, reverse=True)
         # Longest first, so `Bearer abc` is replaced whole rather than leaving `Bearer ` behind.
-        self._pattern: re.Pattern[str] | None = re.compile("|".join(map(re.escape, kept))) if kept else None
-        # The quick check reads JSON text: it can only vouch for values JSON writes as they are.
-        self._checkable = all(json.dumps(v, ensure_ascii=False)[1:-1] == v for v in kept)
+        self._matcher = _Matcher(re.compile("|".join(map(re.escape, kept))) if kept else None, _checkable(kept))
+
+    def _learn(self, value: JSON) -> None:
+        """Remember the strings of a value redacted by key, so a copy of it elsewhere is redacted too."""
+        found = [v for v in _strings(value) if len(v) >= LEARN_MIN_LENGTH and not self._matcher.knows(v)]
+        if not found:
+            return
+        with self._lock:
+            if self._learned >= LEARN_MAX:
+                return
+            self._learned += len(found)
+            self._pending = tuple(dict.fromkeys((*self._pending, *found)))
+            if len(self._pending) >= _LEARN_BATCH:
+                self._rebuild_locked()
+                return
+            old = self._matcher
+            pending = tuple(sorted(self._pending, key=len, reverse=True))
+            self._matcher = _Matcher(old.pattern, old.checkable and _checkable(pending), pending)
 
     def might_hold_secrets(self, value: JSON) -> bool:
         """A quick, conservative check: False means `redact(value)` would change nothing.
 
         One JSON dump and two scans instead of a walk: every secret key contains one of a few
-        words, and known values appear verbatim in the JSON text (see `_checkable`)."""
-        if not self._checkable:
+        words, and known values appear verbatim in the JSON text (see `_rebuild_locked`)."""
+        matcher = self._matcher
+        if not matcher.checkable:
             return True
         try:
             text = json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError):
             return True
-        if _KEY_WORDS_RE.search(text) is not None:
+        if _KEY_WORDS_RE.search(text.lower()) is not None:
             return True
-        return self._pattern is not None and self._pattern.search(text) is not None
+        return matcher.found(text)
 
     def redact(self, value: JSON) -> tuple[JSON, tuple[str, ...]]:
         """(`value` with its secrets replaced, the JSON paths replaced); `value` itself if none."""
         paths: list[str] = []
         return self._redact(value, "$", paths), tuple(paths)
+
+    def clean(self, value: JSON) -> JSON:
+        """`redact` without the paths."""
+        return self._redact(value, "$", [])
+
+    def step(self, record: StepRecord) -> StepRecord:
+        """A step row as it may be stored: every JSON column and the error text redacted.
+
+        The result is redacted before the output (read from it) so a secret learned in the raw
+        result is also caught in an output derived differently; `redacted` lists resolved-input paths."""
+        if self._recent.get(id(record)) is record:
+            return record
+        clean = self._step(record)
+        self._recent[id(clean)] = clean
+        return clean
+
+    def _step(self, record: StepRecord) -> StepRecord:
+        if not self.might_hold_secrets([record.input, record.resolved_input, record.result, record.error]):
+            return record
+        resolved, paths = self.redact(record.resolved_input)
+        written = self.clean(record.input)
+        result = self.clean(record.result)
+        output = self.clean(record.output)
+        error = self.redact_text(record.error) if record.error is not None else None
+        same = (written, resolved, result, output, error) == (
+            record.input, record.resolved_input, record.result, record.output, record.error
+        )  # fmt: skip
+        if same and not paths:
+            return record
+        return record.replace(
+            input=written, resolved_input=resolved, result=result, output=output, error=error,
+            redacted=tuple(dict.fromkeys((*record.redacted, *paths))),
+        )  # fmt: skip
+
+    def fields(self, fields: Mapping[str, object]) -> dict[str, object]:
+        """Column values of a row (an execution's `inputs`, `output`, `error`, ...): JSON and text redacted."""
+        out: dict[str, object] = {}
+        for name, value in fields.items():
+            if isinstance(value, str):
+                out[name] = self.redact_text(value)
+            elif value is None or isinstance(value, dict | list):
+                out[name] = self.clean(value)
+            else:
+                out[name] = value
+        return out
+
+    def redact_text(self, text: str) -> str:
+        """Free text (an error message, a log line): known values, JSON inside it, URL credentials."""
+        redacted = self._redact_str(text, "$", [])
+        redacted = _URL_USERINFO_RE.sub(lambda m: f"{m.group(1)}:{REDACTED}@", redacted)
+        return _URL_PARAM_RE.sub(_url_param, redacted)
 
     def _redact(self, value: JSON, path: str, paths: list[str]) -> JSON:
         if isinstance(value, str):
@@ -128,6 +256,7 @@ class Redactor:
             if _holds_secret(item) and isinstance(key, str) and is_secret_key(key):
                 new: JSON = REDACTED
                 paths.append(where)
+                self._learn(item)
             else:
                 new = self._redact(item, where, paths)
             if new is not item:
@@ -136,15 +265,129 @@ class Redactor:
         return value if out is None else out
 
     def _redact_str(self, value: str, path: str, paths: list[str]) -> str:
-        if self._pattern is None or self._pattern.search(value) is None:
+        inner = self._redact_json_text(value, path, paths)
+        if inner is not None:
+            value = inner
+        matcher = self._matcher
+        if not matcher.found(value):
             return value
+        if inner is None:
+            paths.append(path)
+        return matcher.sub(value)
+
+    def _redact_json_text(self, value: str, path: str, paths: list[str]) -> str | None:
+        """JSON held in a string (a text item, an error body) redacted inside; None if not JSON or clean."""
+        head = value[:1]
+        if head not in ("{", "[") or len(value) > _JSON_TEXT_MAX or _KEY_WORDS_RE.search(value.lower()) is None:
+            return None
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return None
+        redacted = self._redact(parsed, path, [])
+        if redacted is parsed:
+            return None
         paths.append(path)
-        return self._pattern.sub(REDACTED, value)
+        return json.dumps(redacted, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Matcher:
+    """Known values: compiled into one regex, plus the few learned since it was compiled."""
+
+    pattern: re.Pattern[str] | None
+    checkable: bool = True  # every value reads the same in JSON text (might_hold_secrets can trust a scan)
+    pending: tuple[str, ...] = ()  # longest first
+
+    def knows(self, value: str) -> bool:
+        return value in self.pending or (self.pattern is not None and self.pattern.fullmatch(value) is not None)
+
+    def found(self, text: str) -> bool:
+        return (self.pattern is not None and self.pattern.search(text) is not None) or any(
+            value in text for value in self.pending
+        )
+
+    def sub(self, text: str) -> str:
+        if self.pattern is not None:
+            text = self.pattern.sub(REDACTED, text)
+        for value in self.pending:
+            text = text.replace(value, REDACTED)
+        return text
+
+
+def _checkable(values: Iterable[str]) -> bool:
+    """The quick check reads JSON text: it can only vouch for values JSON writes as they are."""
+    return all(json.dumps(v, ensure_ascii=False)[1:-1] == v for v in values)
+
+
+class LogRedaction(logging.Filter):
+    """A handler filter: every log line leaves with its secrets redacted (`-v` logs URLs and headers)."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self.redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = self.redactor.redact_text(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+def redact_logs(redactor: Redactor) -> LogRedaction:
+    """Put a `LogRedaction` on every handler of the root logger (call after `logging.basicConfig`), and on
+    the handler of last resort, which prints warnings when no logging was configured (`toolreel run`)."""
+    redaction = LogRedaction(redactor)
+    for handler in [*logging.getLogger().handlers, logging.lastResort]:
+        if handler is None:
+            continue
+        for old in [f for f in handler.filters if isinstance(f, LogRedaction)]:
+            handler.removeFilter(old)  # the newest redactor knows what the older ones did (one per process)
+        handler.addFilter(redaction)
+    return redaction
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets a URL carries: the password of `user:password@`, query values under secret-named keys."""
+    found = [m.group(2) for m in _URL_USERINFO_RE.finditer(url)]
+    found += [m.group(3) for m in _URL_PARAM_RE.finditer(url) if is_secret_key(m.group(2))]
+    return found
+
+
+def looks_like_ref(value: JSON) -> bool:
+    """A ref (`@login_1.session_token`, `Bearer {{@login_1.token}}`): structure to keep, not a secret.
+
+    A bare `@word` could be a password, so a whole-string ref needs a path; an interpolation may
+    carry a short literal around its placeholders (a scheme such as `Bearer `)."""
+    if not isinstance(value, str) or "@" not in value:
+        return False
+    ref = parse_ref(value)
+    if ref is not None:
+        return ref.path is not None
+    parts = split_template(value)
+    literal = sum(len(part) for part in parts if isinstance(part, str))
+    return literal <= _REF_LITERAL_MAX and any(not isinstance(part, str) for part in parts)
+
+
+def _url_param(match: re.Match[str]) -> str:
+    sep, key, value = match.groups()
+    return f"{sep}{key}={REDACTED}" if is_secret_key(key) and value != REDACTED else match.group(0)
+
+
+def _strings(value: JSON) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list | tuple):
+        return [s for item in value for s in _strings(item)]
+    return []
 
 
 def _holds_secret(value: JSON) -> bool:
-    """Null, booleans, empty strings and values already redacted reveal nothing: keep them."""
-    return not (value is None or isinstance(value, bool) or value == "" or value == REDACTED)
+    """Null, booleans, empty strings, values already redacted and refs reveal nothing: keep them."""
+    return not (value is None or isinstance(value, bool) or value == "" or value == REDACTED or looks_like_ref(value))
 
 
 def _child_path(path: str, key: object) -> str:

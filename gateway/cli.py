@@ -17,6 +17,7 @@ import anyio
 import typer
 
 from toolreel.core.errors import ConfigError, ToolreelError
+from toolreel.core.secrets import Redactor, redact_logs
 from toolreel.upstreams.config import GatewayConfig, load_config, wrap_config
 from toolreel.upstreams.wire import DEFAULT_MAX_BODY_MB
 
@@ -117,6 +118,7 @@ def serve(
             backlog_mark()  # a bad TOOLREEL_RECORD_BACKLOG is a usage error, before anything starts
     except ToolreelError as exc:
         raise fail(str(exc)) from None
+    redact_logs(Redactor(cfg.secret_values()))
     use_prefix = prefix if prefix is not None else config is not None
     hook_factory = _hook_factory(
         cfg, db=db, annotate=annotate, record=record, max_concurrency=max_concurrency, retain=age

@@ -54,7 +54,7 @@ from toolreel.gateway.links import (
     require_capability,
     send_quietly,
 )
-from toolreel.upstreams.hub import ClientRouter, Hub, error_result
+from toolreel.upstreams.hub import NO_BACK_CHANNEL, ClientRouter, Hub, could_not_push, error_result
 from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
 
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
@@ -124,7 +124,10 @@ class Front(ClientRouter):
         self.hook = hook or ToolHook()
         self.links: dict[str, ClientLink] = {}
         self.bus = InMemorySubscriptionBus()
-        self._inflight: dict[str, list[Call]] = {}
+        self._inflight: dict[Upstream, list[Call]] = {}  # by connection: a server's twin has its own
+        # (server, tool) that could not push a question on the stateless era: a handshake-era client's
+        # calls to them go to the server's handshake-era connection (Hub.handshake_twin).
+        self._pushes: set[tuple[str, str]] = set()
         self.exchanges = Exchanges()
         self._subscribers: collections.Counter[str] = collections.Counter()
         self._tg: anyio.abc.TaskGroup | None = None
@@ -299,20 +302,14 @@ class Front(ClientRouter):
             if passthrough:  # the stateless era's retry of an input-required call
                 forwarded.update({k: params[k] for k in ("inputResponses", "requestState") if k in params})
             entry = Call(ctx, link, exchange)
-            inflight = self._inflight.setdefault(upstream.name, [])
-            inflight.append(entry)
             try:
-                result = await upstream.request(
-                    "tools/call", forwarded, on_progress=tracker, tool=route.name, envelope=envelope, ask=ask
-                )
-                await upstream.settle()
-                if tracker is not None:
-                    await tracker.drain()
+                if link.modern or not upstream.modern:
+                    result = await self._send_call(entry, upstream, forwarded, tracker, envelope, ask)
+                else:
+                    result = await self._send_pushable(entry, upstream, route.name, forwarded, tracker, envelope, ask)
                 return result if confirmation is None else confirmation.stamp(result)
             except UpstreamError as exc:
                 return error_result(str(exc))
-            finally:
-                inflight.remove(entry)
 
         if tracing.ENABLED:
             attributes = _span_attributes(link, name, upstream)
@@ -321,6 +318,64 @@ class Front(ClientRouter):
                 tracing.record_result(current, traced)
                 return traced
         return await self.hook.call_upstream(link, name, upstream, route.name, arguments, send)
+
+    async def _send_call(
+        self,
+        entry: Call,
+        upstream: Upstream,
+        forwarded: dict[str, Any],
+        tracker: ProgressOrder | None,
+        envelope: dict[str, Any] | None,
+        ask: AskFn | None,
+    ) -> dict[str, Any]:
+        """One tools/call on one connection, known as in flight there (whom its questions and logs are for)."""
+        inflight = self._inflight.setdefault(upstream, [])
+        inflight.append(entry)
+        try:
+            result = await upstream.request(
+                "tools/call", forwarded, on_progress=tracker, tool=forwarded["name"], envelope=envelope, ask=ask
+            )
+            await upstream.settle()
+            if tracker is not None:
+                await tracker.drain()
+            return result
+        finally:
+            inflight.remove(entry)
+
+    async def _send_pushable(
+        self,
+        entry: Call,
+        upstream: Upstream,
+        tool: str,
+        forwarded: dict[str, Any],
+        tracker: ProgressOrder | None,
+        envelope: dict[str, Any] | None,
+        ask: AskFn | None,
+    ) -> dict[str, Any]:
+        """A handshake-era client's call to a server spoken to in the stateless era. A server that can only
+        *push* its questions fails them there ("no back-channel"): the call is then made again on the
+        server's handshake-era connection, where the client gets it as it would directly, and the tool is
+        remembered so its later calls from such clients go there at once."""
+        if (upstream.name, tool) in self._pushes:
+            twin = await self.hub.handshake_twin(upstream)
+            if twin is not None:
+                return await self._send_call(entry, twin, forwarded, tracker, None, None)
+        try:
+            result = await self._send_call(entry, upstream, forwarded, tracker, envelope, ask)
+            if not could_not_push(result):
+                return result
+            failure: MCPError | None = None
+        except MCPError as exc:
+            if NO_BACK_CHANNEL not in exc.error.message.lower():
+                raise
+            failure = exc
+        twin = await self.hub.handshake_twin(upstream)
+        if twin is None:
+            if failure is not None:
+                raise failure
+            return result
+        self._pushes.add((upstream.name, tool))
+        return await self._send_call(entry, twin, forwarded, tracker, None, None)
 
     def _how_to_ask(
         self, link: ClientLink, ctx: Any, passthrough: bool, exchange: Exchange | None = None
@@ -500,7 +555,7 @@ class Front(ClientRouter):
         (on stdio nothing links the two), so the oldest call to that server that is not already
         waiting on a question gets it: exact with one caller at a time, and for handlers that
         ask before anything else, in the order the calls were forwarded."""
-        inflight = self._inflight.get(upstream.name) or []
+        inflight = self._inflight.get(upstream) or []
         for call in inflight:
             if call.asking == 0:
                 return call

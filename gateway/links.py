@@ -19,11 +19,12 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from toolreel.gateway.exchange import Exchange
 
 __all__ = [
+    "CLIENT_HEADER",
     "HOP_META",
     "Call",
     "ClientLink",
@@ -32,6 +33,7 @@ __all__ = [
     "client_envelope",
     "era_result",
     "link_key",
+    "owner_of",
     "require_capability",
     "send_quietly",
 ]
@@ -51,6 +53,10 @@ HOP_META = frozenset(
 )
 
 
+# Set by the HTTP guard, never by the client: which stateless client sent the request (serve._ClientIds).
+CLIENT_HEADER = b"x-toolreel-client"
+
+
 @dataclass(eq=False)
 class ClientLink:
     """One client connection (stdio), HTTP session, or stateless client group."""
@@ -68,6 +74,16 @@ class ClientLink:
     @property
     def modern(self) -> bool:
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def owner(self) -> str:
+        """Who the client's recordings belong to: a digest of its credentials, "" without any."""
+        return owner_of(self.key)
+
+    def may_see(self, session: str | None) -> bool:
+        """Whether this client may read a stored execution (`Execution.session`): recordings only by the
+        credentials that made them; runs of templates (no session) by any client of the gateway."""
+        return session is None or owner_of(session) == self.owner
 
 
 class ProgressOrder:
@@ -159,15 +175,34 @@ def capabilities_of(ctx: ServerRequestContext[Any, Any]) -> types.ClientCapabili
     return types.ClientCapabilities.model_validate(raw) if isinstance(raw, dict) else None
 
 
+def owner_of(key: str | None) -> str:
+    """The credential digest a link key (and so a recording's `session`) starts with, "" if none."""
+    if not key or "/" not in key:
+        return ""
+    return key.partition("/")[0]
+
+
 def link_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The client a request comes from; with credentials (`Authorization`), prefixed by their digest
+    (`<digest>/http:<session>`), which the recording keeps as the execution's owner."""
     request = ctx.request
     headers = getattr(request, "headers", None)
     if headers is None:
         return "stdio"
+    credentials = headers.get("authorization")
+    key = _client_key(ctx, headers)
+    return f"{hashlib.sha256(credentials.encode()).hexdigest()[:16]}/{key}" if credentials else key
+
+
+def _client_key(ctx: ServerRequestContext[Any, Any], headers: Mapping[str, str]) -> str:
     session_id = headers.get("mcp-session-id")
-    if session_id:
+    # Only a handshake-era request has had its session id checked (an unknown one is refused with 404);
+    # a stateless request is not routed by it, so the id it carries proves nothing and is ignored.
+    version = headers.get("mcp-protocol-version")
+    if session_id and (version is None or version in HANDSHAKE_PROTOCOL_VERSIONS):
         return f"http:{session_id}"
-    # Stateless era: group by who the client is (client info and credentials).
+    # Stateless era: group by who the client is: the id the guard gave it, its client info, its credentials.
     info = (ctx.meta or {}).get(CLIENT_INFO_META_KEY)
-    fingerprint = f"{info}|{headers.get('authorization', '')}"
+    client = headers.get(CLIENT_HEADER.decode(), "")
+    fingerprint = f"{client}|{info}|{headers.get('authorization', '')}"
     return "client:" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16]

@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 
 from toolreel.core import store_peek
-from toolreel.core.errors import ExecutionError, RefError, StoreError, ToolreelError
+from toolreel.core.errors import ExecutionError, NotFoundError, RefError, StoreError, ToolreelError
 from toolreel.core.model import ExecutionStatus
 from toolreel.core.store_peek import Peek
 from toolreel.gateway.front import ToolHook
@@ -358,6 +358,8 @@ class GatewayHook(ToolHook):
         store = await self.ready_store()
         await self.recorder.writer.flush()
         execution = await anyio.to_thread.run_sync(store.get_execution, execution_id)
+        if not link.may_see(execution.session):
+            raise NotFoundError(f"no execution {execution_id!r} recorded with this client's credentials")
         steps = await anyio.to_thread.run_sync(store.get_steps, execution_id)
         return tool_result(execution_view(execution, steps))
 
@@ -385,6 +387,7 @@ class GatewayHook(ToolHook):
                 "error": e.error,
             }
             for e in page
+            if link.may_see(e.session)
         ]
         return tool_result({"executions": items, "next_cursor": cursor})
 

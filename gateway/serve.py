@@ -12,8 +12,10 @@ import secrets
 import signal
 import socket
 import sys
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from http.cookies import CookieError, SimpleCookie
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -30,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from toolreel.core import tracing
 from toolreel.core.errors import ConfigError
 from toolreel.gateway.front import Front, ToolHook
+from toolreel.gateway.links import CLIENT_HEADER
 from toolreel.gateway.screen import screen_client_message
 from toolreel.gateway.stdio import serve_stdio_streams
 from toolreel.upstreams.config import GatewayConfig
@@ -46,6 +49,10 @@ logger = logging.getLogger("toolreel.serve")
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 MIB = 1024 * 1024
 SOCKET_BACKLOG = 2048  # uvicorn's default
+WILDCARD = {"0.0.0.0", "::", ""}
+CLIENT_COOKIE = "toolreel_client"
+# Connections remembered for clients that keep no cookie; the oldest are forgotten first.
+_CONNECTIONS_KEPT = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,12 +220,18 @@ async def _listen(app: ASGIApp, options: HttpOptions, mcp_path: str | None, ui: 
 
 
 class _Guard:
-    """Refuses foreign Origins (DNS rebinding), with --token-env missing bearer tokens, bodies over
-    --max-body-mb (before reading them), and messages the SDK would misread (see `screen`)."""
+    """Refuses foreign Origins and Hosts (DNS rebinding), with --token-env missing bearer tokens, bodies
+    over --max-body-mb (before reading them), and messages the SDK would misread (see `screen`); tells
+    stateless clients apart (`_ClientIds`)."""
 
     def __init__(self, app: ASGIApp, options: HttpOptions) -> None:
         self.app = app
         self.options = options
+        self.clients = _ClientIds()
+        host = options.host
+        self._origins = LOOPBACK if host in LOOPBACK else LOOPBACK | {host}
+        # Bound to every interface on purpose: any name of the machine may be used to reach it.
+        self._hosts = None if host in WILDCARD else self._origins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -228,6 +241,7 @@ class _Guard:
                 status, message = problem
                 await _plain(send, status, message)
                 return
+            scope, send = self.clients.identify(scope, headers, send)
             if scope["path"] == "/mcp":  # Starlette's Mount would redirect /mcp to /mcp/
                 scope = {**scope, "path": "/mcp/"}
             if scope["method"] == "POST" and scope["path"].startswith("/mcp/"):  # the web view posts its own JSON
@@ -259,9 +273,14 @@ class _Guard:
         origin = headers.get("origin")
         if origin is not None:
             host = urlsplit(origin).hostname or ""  # "null" (sandboxed pages, file://) has none: refused
-            allowed = LOOPBACK if self.options.host in LOOPBACK else LOOPBACK | {self.options.host}
-            if host not in allowed:
+            if host not in self._origins:
                 return 403, f"Origin {origin} is not allowed: toolreel only accepts local origins"
+        named = headers.get("host")
+        # A page on another site whose name was re-pointed at 127.0.0.1 (DNS rebinding) sends its own
+        # name as Host, and no Origin on simple requests: the Host header is what gives it away.
+        if self._hosts is not None and named is not None and _hostname(named) not in self._hosts:
+            allowed = ", ".join(sorted(self._hosts))
+            return 403, f"Host {named} is not allowed: toolreel answers to {allowed} only (DNS rebinding protection)"
         if self.options.token is not None and not self._authorized(headers, scope, self.options.token):
             return 401, "missing or wrong bearer token (Authorization: Bearer <token from --token-env>)"
         return None
@@ -317,6 +336,56 @@ async def _json(send: Send, status: int, message: Any) -> None:
         headers.append((b"content-type", b"application/json"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+class _ClientIds:
+    """Who a stateless (2026-07-28) client is, over HTTP, where the protocol has no session.
+
+    Each client gets an id: the one in its `toolreel_client` cookie (minted by the gateway on its first
+    request; cookie-keeping clients such as the SDK's HTTP client send it back on every request, over any
+    connection), else the id already given to its TCP connection. The id reaches the MCP layer as the
+    `x-toolreel-client` header (one sent by the client is dropped): the recording groups by it.
+    """
+
+    def __init__(self) -> None:
+        self._by_connection: OrderedDict[object, str] = OrderedDict()
+
+    def identify(self, scope: Scope, headers: dict[str, str], send: Send) -> tuple[Scope, Send]:
+        given = _cookie(headers.get("cookie", ""))
+        peer = tuple(scope.get("client") or ())
+        client = given or self._by_connection.get(peer) or secrets.token_hex(16)
+        if peer:
+            self._by_connection[peer] = client
+            self._by_connection.move_to_end(peer)
+            while len(self._by_connection) > _CONNECTIONS_KEPT:
+                self._by_connection.popitem(last=False)
+        kept = [(k, v) for k, v in scope["headers"] if k != CLIENT_HEADER]
+        scope = {**scope, "headers": [*kept, (CLIENT_HEADER, client.encode())]}
+        if given == client:
+            return scope, send
+        cookie = f"{CLIENT_COOKIE}={client}; Path=/mcp; HttpOnly; SameSite=Strict".encode()
+
+        async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie)]}
+            await send(message)
+
+        return scope, send_with_cookie
+
+
+def _hostname(host_header: str) -> str:
+    """`example.test:8080` -> `example.test`, `[::1]:80` -> `::1`."""
+    return urlsplit(f"//{host_header}").hostname or ""
+
+
+def _cookie(header: str) -> str | None:
+    """The client id of a `toolreel_client` cookie, if well formed (32 hex digits, as minted)."""
+    try:
+        morsel = SimpleCookie(header).get(CLIENT_COOKIE)
+    except CookieError:
+        return None
+    value = morsel.value if morsel is not None else ""
+    return value if len(value) == 32 and all(c in "0123456789abcdef" for c in value) else None
 
 
 async def _plain(send: Send, status: int, message: str) -> None:

@@ -211,6 +211,9 @@ class _Catalogue:
             raise TemplateError("'execution_ids' must be a list of execution ids", field="execution_ids")
         recordings: list[Sequence[StepRecord]] = []
         for execution_id in ids:
+            execution = await anyio.to_thread.run_sync(self.store.get_execution, execution_id)
+            if not link.may_see(execution.session):
+                raise NotFoundError(f"no execution {execution_id!r} recorded with this client's credentials")
             steps = await anyio.to_thread.run_sync(self.store.get_steps, execution_id)
             recordings.append(steps)
         return recordings

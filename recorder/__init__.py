@@ -16,7 +16,6 @@ import anyio
 import anyio.abc
 
 from toolreel.core.errors import StoreError
-from toolreel.core.secrets import Redactor
 from toolreel.recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
 from toolreel.recorder._writer import StoreWriter, backlog_mark
 
@@ -46,7 +45,6 @@ class Recorder:
         local_store: Callable[[], Awaitable[Store]] | None = None,
     ) -> None:
         values = list(secret_values)
-        self.redactor = Redactor(values)
         self.writer = StoreWriter(db, values, on_error=self._failed, local_store=local_store)
         self.sessions: dict[str, RecordingSession] = {}
         self.pending_errors: list[str] = []  # reported to the agent with its next result
@@ -58,7 +56,7 @@ class Recorder:
     def session(self, key: str) -> RecordingSession:
         session = self.sessions.get(key)
         if session is None:
-            session = self.sessions[key] = RecordingSession(key, self.writer, self.redactor)
+            session = self.sessions[key] = RecordingSession(key, self.writer)
         return session
 
     def end_soon(self, session: RecordingSession, live: LiveStep, result: Mapping[str, Any]) -> None:

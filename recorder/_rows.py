@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from toolreel.core.errors import NotFoundError, RefError
 from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import step_output
-from toolreel.core.secrets import Redactor
 
 if TYPE_CHECKING:
     from toolreel.core.store import Store
@@ -27,7 +26,6 @@ __all__ = [
     "build",
     "entry",
     "error_text",
-    "redacted",
     "write_entries",
 ]
 
@@ -82,7 +80,8 @@ def entry(values: tuple[Any, ...] | list[Any]) -> Entry:
     return made
 
 
-def build(item: Entry, redactor: Redactor) -> Execution | StepRecord:
+def build(item: Entry) -> Execution | StepRecord:
+    """The row of one entry, in clear: the store redacts every row it writes."""
     if isinstance(item, ExecutionEntry):
         return Execution(
             id=item.id,
@@ -93,8 +92,8 @@ def build(item: Entry, redactor: Redactor) -> Execution | StepRecord:
             session=item.session,
         )
     if isinstance(item, PresetEntry):
-        return redacted(_preset(item), redactor)
-    return redacted(_finished(item), redactor)
+        return _preset(item)
+    return _finished(item)
 
 
 def _finished(item: StepEntry) -> StepRecord:
@@ -141,13 +140,13 @@ def _preset(item: PresetEntry) -> StepRecord:
     )
 
 
-def write_entries(store: Store, redactor: Redactor, entries: Sequence[Entry], created: set[str]) -> None:
+def write_entries(store: Store, entries: Sequence[Entry], created: set[str]) -> None:
     """Build and write a batch in order (an execution before its steps). `created` holds the
     executions this writer already made; an execution found in the store is not made again
     (a batch may be sent twice when a drain is restarted; steps are upserts)."""
     steps: list[StepRecord] = []
     for item in entries:
-        row = build(item, redactor)
+        row = build(item)
         if isinstance(row, StepRecord):
             steps.append(row)
             continue
@@ -162,20 +161,6 @@ def write_entries(store: Store, redactor: Redactor, entries: Sequence[Entry], cr
             created.add(row.id)
     if steps:
         store.put_steps(steps)
-
-
-def redacted(record: StepRecord, redactor: Redactor) -> StepRecord:
-    # The output is read from the result, so checking the result covers it.
-    if not redactor.might_hold_secrets([record.input, record.resolved_input, record.result]):
-        return record
-    redact = redactor.redact
-    resolved, paths = redact(record.resolved_input)
-    written, _ = redact(record.input)
-    result, _ = redact(record.result)
-    output, _ = redact(record.output)
-    if not paths and resolved is record.resolved_input and result is record.result and output is record.output:
-        return record
-    return record.replace(input=written, resolved_input=resolved, result=result, output=output, redacted=paths)
 
 
 def error_text(result: Mapping[str, Any] | None) -> str:

@@ -25,7 +25,6 @@ from toolreel.core.refs import (
     step_name_for,
     step_output,
 )
-from toolreel.core.secrets import Redactor
 from toolreel.recorder._journal import pack_tuple, unpack
 from toolreel.recorder._rows import ExecutionEntry, PresetEntry, StepEntry, error_text
 from toolreel.recorder._writer import StoreWriter
@@ -110,11 +109,10 @@ class _State:
 
 
 class RecordingSession:
-    def __init__(self, key: str, writer: StoreWriter, redactor: Redactor) -> None:
+    def __init__(self, key: str, writer: StoreWriter) -> None:
         self.key = key
         self.execution: ExecutionEntry | None = None
         self._writer = writer
-        self._redactor = redactor
         self._state = _State()
 
     @property

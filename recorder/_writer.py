@@ -31,7 +31,6 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from toolreel.core.errors import ConfigError, StoreError
-from toolreel.core.secrets import Redactor
 from toolreel.recorder._journal import HEADER_SIZE, decode, encode, frame_length, pack, unpack
 from toolreel.recorder._rows import Entry, entry, write_entries
 
@@ -200,7 +199,7 @@ class StoreWriter:
 
     async def _write_here(self, local_store: Callable[[], Awaitable[Store]]) -> None:
         """The drain's work in this process, for a database in this process's memory."""
-        redactor, created = Redactor(self._secret_values), set[str]()
+        created: set[str] = set()
         while True:
             await self._next_batch()
             self._flush_wanted = False  # a flush here is this write: nothing else to ask
@@ -211,8 +210,9 @@ class StoreWriter:
             while True:
                 try:
                     store = await local_store()
+                    store.redactor.add(self._secret_values)
                     entries = [entry(unpack(packed)) for packed in batch]
-                    await anyio.to_thread.run_sync(write_entries, store, redactor, entries, created)
+                    await anyio.to_thread.run_sync(write_entries, store, entries, created)
                     break
                 except StoreError as exc:
                     self._report(f"recording not saved: {exc}", store_error=str(exc))

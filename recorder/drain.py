@@ -28,7 +28,6 @@ import time
 from typing import IO, TYPE_CHECKING, Any
 
 from toolreel.core.errors import StoreError
-from toolreel.core.secrets import Redactor
 from toolreel.recorder._journal import FrameReader, encode, unpack
 from toolreel.recorder._rows import entry, write_entries
 
@@ -76,7 +75,8 @@ def main() -> int:
         return 1
     reply("ready")
     try:
-        return _drain(store, Redactor(secret_values), source, reply, parent)
+        store.redactor.add(secret_values)
+        return _drain(store, source, reply, parent)
     finally:
         store.close()
 
@@ -126,7 +126,7 @@ class _Held:
         return max(0.0, min(last_input + QUIET, self.since + MAX_DELAY) - time.monotonic())
 
 
-def _drain(store: Store, redactor: Redactor, source: FrameReader, reply: _Reply, parent: int) -> int:
+def _drain(store: Store, source: FrameReader, reply: _Reply, parent: int) -> int:
     created: set[str] = set()
     held = _Held()
     last_input = time.monotonic()
@@ -135,7 +135,7 @@ def _drain(store: Store, redactor: Redactor, source: FrameReader, reply: _Reply,
         wait = held.wait(last_input)
         messages = _poll(source, wait)
         if messages is None:  # end of input: write what is held, and stop
-            return 0 if _write_held(store, redactor, held, created, reply, parent) else 1
+            return 0 if _write_held(store, held, created, reply, parent) else 1
         if messages:
             last_input = time.monotonic()
         flush = False
@@ -149,20 +149,20 @@ def _drain(store: Store, redactor: Redactor, source: FrameReader, reply: _Reply,
         due = flush or held.wait(last_input) == 0.0  # a quiet moment, the oldest too old, or too many held
         if due:
             writing = bool(held.batches)
-            if not _write_held(store, redactor, held, created, reply, parent, lower=not lowered):
+            if not _write_held(store, held, created, reply, parent, lower=not lowered):
                 return 1
             lowered = lowered or writing
 
 
 def _write_held(
-    store: Store, redactor: Redactor, held: _Held, created: set[str], reply: _Reply, parent: int, *, lower: bool = False
+    store: Store, held: _Held, created: set[str], reply: _Reply, parent: int, *, lower: bool = False
 ) -> bool:
     """Write what is held and confirm it; `lower`: then go to the lowest priority (after the first
     write, what remains is steady work, for idle CPU), before the confirmation goes out."""
     if not held.batches:
         return True
     entries = [entry(unpack(packed)) for packed in held.packed]
-    if not _write_until_done(store, redactor, entries, created, reply, parent):
+    if not _write_until_done(store, entries, created, reply, parent):
         logger.error("%d recorded calls not saved: the store kept failing and the gateway is gone", len(entries))
         return False
     if lower:
@@ -187,12 +187,12 @@ def _poll(source: FrameReader, timeout: float | None, *, limit: int | None = Non
 
 
 def _write_until_done(
-    store: Store, redactor: Redactor, entries: list[Any], created: set[str], reply: _Reply, parent: int
+    store: Store, entries: list[Any], created: set[str], reply: _Reply, parent: int
 ) -> bool:
     tries_left: int | None = None
     while True:
         try:
-            write_entries(store, redactor, entries, created)
+            write_entries(store, entries, created)
             return True
         except StoreError as exc:
             if not reply("error", str(exc)):

@@ -91,6 +91,8 @@ class Engine:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
         self.store = store
+        secret_values = tuple(secret_values)
+        store.redactor.add(secret_values)  # also for rows written outside a run (inputs, outcomes, idempotency)
         self.caller = caller
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds

@@ -25,7 +25,6 @@ from toolreel.core.caller import Approver, ProgressFn, ToolCaller
 from toolreel.core.errors import RefError, StaleClaimError, StoreError
 from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import resolve
-from toolreel.core.secrets import Redactor
 from toolreel.core.store import Store
 from toolreel.core.template import StepSpec, Template, When
 from toolreel.replayer import _kinds
@@ -111,7 +110,10 @@ class Run:
         self.outcome: Outcome | None = None
         self._progress = progress
         self._parent_reason = parent_reason
-        self._redactor = Redactor([*ctx.secret_values, *secret_values(template, inputs)])
+        # The store's redactor: what it learns from this run's rows (a secret copied by a ref) it applies to
+        # every other row, the idempotency table and the execution's outcome as well.
+        self._redactor = ctx.store.redactor
+        self._redactor.add([*ctx.secret_values, *secret_values(template, inputs)])
         self.clear = clear if clear is not None else {}  # outputs stored redacted, in clear, by step row name
         self._steps = build_states(template)
         self.scope = RunScope(self._steps, inputs)
@@ -491,19 +493,10 @@ class Run:
         return self.ctx.write_rows_now([self._redacted(row) for row in rows], self.execution.fence)
 
     def _redacted(self, record: StepRecord) -> StepRecord:
-        redact = self._redactor.redact
-        resolved, paths = redact(record.resolved_input)
-        output, _ = redact(record.output)
-        if output is not record.output:
+        redacted = self._redactor.step(record)
+        if redacted.output is not record.output:
             self.clear[record.name] = record.output  # what later steps of this process must still see
-        return record.replace(
-            input=redact(record.input)[0],
-            resolved_input=resolved,
-            result=redact(record.result)[0],
-            output=output,
-            error=self.redact(record.error),
-            redacted=paths,
-        )
+        return redacted
 
     def redact(self, value: _V) -> _V:
         """`value` without the secrets this run knows (config values, secret inputs, secret-looking keys)."""

@@ -36,6 +36,7 @@ from toolreel.core.errors import (
 )
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
 from toolreel.core.retention import parse_age, retaining
+from toolreel.core.secrets import redact_logs
 from toolreel.core.store import Store, check_statuses, open_store
 from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template
@@ -281,10 +282,19 @@ async def _engine(
     view: _LiveView | None,
 ) -> AsyncIterator[Engine]:
     upstreams = await _thread(_upstreams_config, store, config, template)
+    store.redactor.add(upstreams.secret_values())
+    redact_logs(store.redactor)  # what this run logs on stderr keeps the secrets its rows do not hold
     observer = view.observe if view is not None else None
     async with (
         open_upstreams(upstreams) as hub,
-        Engine(store, hub, max_concurrency=max_concurrency, lease_seconds=lease_seconds, observer=observer) as engine,
+        Engine(
+            store,
+            hub,
+            max_concurrency=max_concurrency,
+            lease_seconds=lease_seconds,
+            observer=observer,
+            secret_values=upstreams.secret_values(),
+        ) as engine,
     ):
         if template is not None:
             _check_started(hub, template)
@@ -321,7 +331,10 @@ async def _watch(
     finally:
         if view is not None:
             view.close()
-    return execution, await _thread(engine.store.get_steps, execution_id)
+    # What is printed is what the store holds: output piped to a file or a CI log keeps no secret either.
+    shown = {"output": execution.output, "error": execution.error, "prompt": execution.prompt}
+    shown = engine.store.redactor.fields(shown)
+    return execution.replace(**shown), await _thread(engine.store.get_steps, execution_id)
 
 
 async def _signals(engine: Engine, execution_id: str) -> None:

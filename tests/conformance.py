@@ -196,11 +196,17 @@ async def wait_for_port(port: int, timeout: float = 30.0) -> None:
 
 
 @asynccontextmanager
-async def toolreel_proxy(fixture: str = "conformance_server") -> AsyncIterator[str]:
-    """`toolreel serve --http 127.0.0.1:PORT -- python -m fixtures.<fixture>`; yields the gateway's URL."""
+async def toolreel_proxy(fixture: str = "conformance_server", *, transport: str = "http") -> AsyncIterator[str]:
+    """`toolreel serve --http 127.0.0.1:PORT -- python -m fixtures.<fixture>`; yields the gateway's URL.
+
+    `transport="stdio"` puts a stdio gateway in between (`... -- toolreel serve -- python -m ...`): the suite
+    tests HTTP servers only, so the stdio front is reached through an HTTP one that adds nothing."""
     port = free_port()
     toolreel = Path(sys.executable).parent / "toolreel"
-    command = [str(toolreel), "serve", "--http", f"127.0.0.1:{port}", "--", *fixture_command(fixture)]
+    server = fixture_command(fixture)
+    if transport == "stdio":
+        server = [str(toolreel), "serve", "--no-record", "--", *server]
+    command = [str(toolreel), "serve", "--http", f"127.0.0.1:{port}", "--", *server]
     # The gateway's stderr stays on the test's stderr, where a failure shows it.
     process = await anyio.open_process(
         command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None

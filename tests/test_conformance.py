@@ -22,6 +22,8 @@ pytestmark = [pytest.mark.npm, pytest.mark.anyio]
 # Enabling the proxied comparison is this one line: it runs as soon as the gateway's CLI exists.
 GATEWAY_READY: Final = (REPO_ROOT / "gateway" / "cli.py").exists()
 
+# How the suite reaches the gateway: its HTTP front, or its stdio front behind an HTTP one.
+TRANSPORTS: Final = ("http", "stdio")
 # Checks that do not pass when the suite talks to the fixture directly, and why. Empty: every check passes.
 KNOWN_DIRECT_FAILURES: Final[dict[str, dict[str, str]]] = {SPEC_2025: {}, SPEC_2026: {}}
 # Warnings (SHOULDs) seen directly, and why; informative, not asserted as failures.
@@ -74,8 +76,38 @@ async def test_compare_names_checks_the_proxy_breaks() -> None:
 
 
 @pytest.mark.skipif(not GATEWAY_READY, reason="gateway not ready")
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("spec_version", SPEC_VERSIONS)
-async def test_proxied_run_loses_no_check(direct_runs: dict[str, SuiteRun], spec_version: str, tmp_path: Path) -> None:
-    async with conformance.toolreel_proxy("conformance_server") as url:
+async def test_proxied_run_loses_no_check(
+    direct_runs: dict[str, SuiteRun], spec_version: str, transport: str, tmp_path: Path
+) -> None:
+    async with conformance.toolreel_proxy("conformance_server", transport=transport) as url:
         proxied = await conformance.run_suite(url, spec_version, tmp_path / spec_version)
     assert conformance.compare(direct_runs[spec_version].statuses, proxied.statuses) == []
+
+
+@pytest.fixture(scope="module")
+async def push_only_runs(
+    suite_installed: None, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[dict[str, SuiteRun]]:
+    """The suite against the push-only server directly: it asks only by pushing, so on 2026-07-28 the
+    checks that need a question fail directly too (11), and a proxy must fail exactly those."""
+    out = tmp_path_factory.mktemp("conformance-push-only")
+    async with http_fixture("push_only") as url:
+        yield {version: await conformance.run_suite(url, version, out / version) for version in SPEC_VERSIONS}
+
+
+@pytest.mark.skipif(not GATEWAY_READY, reason="gateway not ready")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("spec_version", SPEC_VERSIONS)
+async def test_a_push_only_server_scores_the_same_through_toolreel(
+    push_only_runs: dict[str, SuiteRun], spec_version: str, transport: str, tmp_path: Path
+) -> None:
+    """Check for check: a 2025-11-25 client over HTTP gets the server's pushed questions (the gateway
+    speaks the handshake era upstream for it), a 2026-07-28 client gets what it gets directly."""
+    direct = push_only_runs[spec_version]
+    assert direct.console_totals()[0] > 40, direct.console[-3000:]
+    async with conformance.toolreel_proxy("push_only", transport=transport) as url:
+        proxied = await conformance.run_suite(url, spec_version, tmp_path / spec_version)
+    assert conformance.compare(direct.statuses, proxied.statuses) == []
+    assert proxied.statuses == direct.statuses

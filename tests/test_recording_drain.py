@@ -28,7 +28,6 @@ from tests.gw import (
     write_config,
 )
 from toolreel.core.errors import ConfigError, StoreError
-from toolreel.core.secrets import Redactor
 from toolreel.core.store import Store, open_store
 from toolreel.recorder import RecordingSession, StoreWriter
 from toolreel.recorder._writer import BACKLOG, BACKLOG_ENV, HOLD, backlog_mark
@@ -217,7 +216,7 @@ async def test_room_holds_calls_past_the_mark_until_the_backlog_is_under_half_of
     with open_store("sqlite://") as store:
         gate = _Gate(store)
         writer = StoreWriter(None, on_error=errors.append, local_store=gate, backlog=4, hold=hold)
-        session = RecordingSession("test", writer, Redactor([]))
+        session = RecordingSession("test", writer)
         async with anyio.create_task_group() as tg:
             await tg.start(writer.run)
             _echo(session, "one")  # the execution and echo_1
@@ -253,7 +252,7 @@ async def test_an_idle_writer_sleeps_until_the_next_entry_and_then_writes_it() -
     # entry with no timer, and that entry must still reach the store without anyone flushing.
     with open_store("sqlite://") as store:
         writer = StoreWriter(None, local_store=_opened(store))
-        session = RecordingSession("test", writer, Redactor([]))
+        session = RecordingSession("test", writer)
         async with anyio.create_task_group() as tg:
             await tg.start(writer.run)
             _echo(session, "one")
@@ -278,7 +277,7 @@ async def test_the_byte_mark_holds_calls_back_too() -> None:
     with open_store("sqlite://") as store:
         gate = _Gate(store)
         writer = StoreWriter(None, on_error=errors.append, local_store=gate, backlog_bytes=4096, hold=0.01)
-        session = RecordingSession("test", writer, Redactor([]))
+        session = RecordingSession("test", writer)
         async with anyio.create_task_group() as tg:
             await tg.start(writer.run)
             _echo(session, "x" * 5000)  # two records, far under the call mark, over the byte mark

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import copy
+import io
+import json
+import logging
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolreel.core.secrets import REDACTED, Redactor, is_redacted, is_secret_key
+from toolreel.core.model import StepKind, StepRecord, StepStatus
+from toolreel.core.secrets import (
+    REDACTED,
+    LogRedaction,
+    Redactor,
+    is_redacted,
+    is_secret_key,
+    redact_logs,
+    url_secrets,
+)
 
 FAST = settings(max_examples=200, deadline=None)
 
@@ -130,3 +142,104 @@ def test_the_quick_check_clears_ordinary_values_and_flags_secrets() -> None:
     assert redactor.might_hold_secrets({"apiKey": "x"})
     assert redactor.might_hold_secrets({"note": "uses s3cr3t-value-42 inside"})
     assert Redactor(['with "quotes" inside']).might_hold_secrets({"message": "hello"})  # cannot vouch: says maybe
+
+
+def test_a_value_redacted_by_key_is_redacted_wherever_it_reappears() -> None:
+    redactor = Redactor()
+    first, _ = redactor.redact({"api_key": "sk-copied-0001"})
+    assert first == {"api_key": REDACTED}
+    copied, paths = redactor.redact({"copy": "sk-copied-0001", "note": "has sk-copied-0001 inside"})
+    assert copied == {"copy": REDACTED, "note": f"has {REDACTED} inside"}
+    assert paths == ("$.copy", "$.note")
+    short, _ = redactor.redact({"token": "abc"})  # too short to look for everywhere
+    assert short == {"token": REDACTED} and redactor.redact({"x": "abc"})[0] == {"x": "abc"}
+
+
+@pytest.mark.parametrize(
+    "ref", ["@login_1.session_token", "@input.api_key", "Bearer {{@login_1.token}}", "{{@a.b}}:{{@c.d}}"]
+)
+def test_a_ref_under_a_secret_key_is_structure_and_is_kept(ref: str) -> None:
+    value = {"session_token": ref}
+    assert Redactor().redact(value) == (value, ())
+
+
+@pytest.mark.parametrize("value", ["@Passw0rd", "my password is {{@x.y}} and more words here"])
+def test_a_secret_that_only_looks_like_a_ref_is_redacted(value: str) -> None:
+    assert Redactor().redact({"password": value})[0] == {"password": REDACTED}
+
+
+def test_json_inside_a_text_item_is_redacted_inside() -> None:
+    text = '{"user": "ada", "password": "pw-in-text-0001"}'
+    result = {"content": [{"type": "text", "text": text}]}
+    redacted, paths = Redactor().redact(result)
+    assert json.loads(redacted["content"][0]["text"]) == {"user": "ada", "password": REDACTED}
+    assert paths == ("$.content[0].text",)
+    assert Redactor().redact({"text": '{"broken": "password'}) == ({"text": '{"broken": "password'}, ())
+
+
+def test_free_text_loses_url_credentials_and_known_values() -> None:
+    redactor = Redactor(["known-secret-0001"])
+    line = "POST https://bob:hunter2@api.test/mcp?token=abc123&page=2 with known-secret-0001"
+    assert redactor.redact_text(line) == (
+        f"POST https://bob:{REDACTED}@api.test/mcp?token={REDACTED}&page=2 with {REDACTED}"
+    )
+    assert url_secrets("https://bob:hunter2@api.test/mcp?api_key=k1&page=2") == ["hunter2", "k1"]
+
+
+def test_log_lines_leave_redacted() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(LogRedaction(Redactor(["header-secret-0001"])))
+    logger = logging.getLogger("toolreel.test.redaction")
+    logger.addHandler(handler)
+    try:
+        logger.warning("HTTP Request: POST %s (%s)", "http://h/mcp?token=t-0001", "Bearer header-secret-0001")
+    finally:
+        logger.removeHandler(handler)
+    assert stream.getvalue() == f"HTTP Request: POST http://h/mcp?token={REDACTED} (Bearer {REDACTED})\n"
+
+
+def test_a_step_row_is_redacted_in_every_column() -> None:
+    record = StepRecord(
+        execution_id="e",
+        name="echo_1",
+        seq=1,
+        kind=StepKind.TOOL,
+        status=StepStatus.FAILED,
+        input={"token": "@login_1.token", "copy": "@echo_0.api_key"},
+        resolved_input={"token": "tok-row-0001", "copy": "key-row-0001"},
+        result={"content": [{"type": "text", "text": '{"api_key": "key-row-0001"}'}], "isError": True},
+        error='{"api_key": "key-row-0001"} and tok-row-0001',
+        is_error=True,
+    )
+    redactor = Redactor()
+    redactor.redact({"api_key": "key-row-0001"})  # seen earlier under a secret key
+    clean = redactor.step(record)
+    assert clean.input == record.input
+    assert clean.resolved_input == {"token": REDACTED, "copy": REDACTED}
+    assert "row-0001" not in repr([clean.result, clean.error])
+    assert clean.redacted == ("$.token", "$.copy")
+
+
+def test_values_learned_across_compiled_batches_are_all_found() -> None:
+    redactor = Redactor(["config-secret-0001"])
+    learned = [f"learned-secret-{i:04d}" for i in range(100)]  # several batches, some still waiting
+    for value in learned:
+        redactor.redact({"token": value})
+    text = " ".join([*learned, "config-secret-0001", "plain"])
+    assert redactor.redact({"log": text})[0] == {"log": " ".join([REDACTED] * 101 + ["plain"])}
+    assert redactor.might_hold_secrets({"x": learned[-1]}) and not redactor.might_hold_secrets({"x": "plain"})
+
+
+def test_warnings_printed_without_logging_configured_leave_redacted(capsys: pytest.CaptureFixture[str]) -> None:
+    """`toolreel run` configures no logging: Python's handler of last resort prints its warnings."""
+    root = logging.getLogger()
+    handlers, root.handlers = root.handlers, []
+    redaction = redact_logs(Redactor(["run-secret-0001"]))
+    try:
+        logging.getLogger("toolreel.test.lastresort").warning("store refused a write of run-secret-0001")
+    finally:
+        root.handlers = handlers
+        assert logging.lastResort is not None
+        logging.lastResort.removeFilter(redaction)
+    assert capsys.readouterr().err == f"store refused a write of {REDACTED}\n"

@@ -15,6 +15,7 @@ import pytest
 from tests.store_helpers import T0, execution, run_threads, step
 from toolreel.core.errors import NotFoundError, StaleClaimError, StoreError
 from toolreel.core.model import ExecutionStatus, StepStatus
+from toolreel.core.secrets import REDACTED
 from toolreel.core.store import SQLStore, Store, open_store
 
 
@@ -126,7 +127,7 @@ def test_step_round_trips_every_field(store: SQLStore) -> None:
         server="fs",
         tool="read_file",
         input={"path": "@input.path"},
-        resolved_input={"path": "/tmp/a", "token": "[redacted]"},
+        resolved_input={"path": "/tmp/a", "token": REDACTED},
         result={"content": [{"type": "text", "text": "hi"}], "isError": False},
         output="hi",
         error=None,

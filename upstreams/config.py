@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolreel.core.errors import ConfigError
-from toolreel.core.secrets import is_secret_key
+from toolreel.core.secrets import is_secret_key, url_secrets
 from toolreel.upstreams.tool_policy import ToolPolicy, parse_policy
 
 __all__ = ["GatewayConfig", "ServerConfig", "load_config", "opaque", "parse_config", "wrap_config"]
@@ -88,13 +88,15 @@ class GatewayConfig:
     def secret_values(self) -> list[str]:
         """Values from `headers` and `env` that are never stored in clear (SPEC §3).
 
-        Every header value counts. An env value counts when its name looks secret, or when it is
-        long and opaque (>= 12 characters, no spaces, not a path, URL or number): redacting short
-        values such as `true`, `8080` or `/tmp` from every stored string would mangle recordings.
+        Every header value counts, and the password or token a URL carries. An env value counts
+        when its name looks secret, or when it is long and opaque (>= 12 characters, no spaces, not
+        a path, URL or number): redacting short values such as `true`, `8080` or `/tmp` from every
+        stored string would mangle recordings.
         """
         values: list[str] = []
         for server in self.servers:
             values.extend(server.headers.values())
+            values.extend(url_secrets(server.url or ""))
             values.extend(v for k, v in server.env.items() if is_secret_key(k) or _opaque(v))
         return values
 

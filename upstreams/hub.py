@@ -26,11 +26,23 @@ from toolreel.upstreams.config import GatewayConfig, ServerConfig
 from toolreel.upstreams.names import NameMapping, listed_name
 from toolreel.upstreams.upstream import Listing, Upstream, UpstreamState
 
-__all__ = ["ClientRouter", "Hub", "Reload", "Route", "open_hub", "open_upstreams"]
+__all__ = [
+    "NO_BACK_CHANNEL",
+    "ClientRouter",
+    "Hub",
+    "Reload",
+    "Route",
+    "could_not_push",
+    "error_result",
+    "open_hub",
+    "open_upstreams",
+]
 
 logger = logging.getLogger("toolreel.hub")
 
 READY_BUDGET = 5.0  # seconds the first answers wait for slow upstreams
+# The phrase of a server that could not push a question on the stateless era (the SDK's NoBackChannelError).
+NO_BACK_CHANNEL = "no back-channel for server-initiated requests"
 
 ALL_CLIENT_CAPABILITIES = types.ClientCapabilities(
     sampling=types.SamplingCapability(),
@@ -96,6 +108,8 @@ class Hub:
         self._scopes: dict[str, anyio.CancelScope] = {}  # per upstream: stopping one leaves the others be
         self.config_error: str | None = None  # a reloaded config that was refused (the running one is kept)
         self.reloads = 0
+        self._twins: dict[str, Upstream] = {}  # handshake-era connections, by server name (handshake_twin)
+        self._twin_lock = anyio.Lock()
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
@@ -194,6 +208,24 @@ class Hub:
             logger.warning("server %s: cannot re-read its tools after a config change: %s", upstream.name, exc)
         self._rebuild()
         self.router.lists_changed(frozenset({"tools"}))
+
+    async def handshake_twin(self, upstream: Upstream) -> Upstream | None:
+        """A second connection to a `protocol: auto` server spoken to in the stateless era, in the handshake
+        era: where a server that can only *push* its questions (sampling, elicitation, roots) can ask a
+        handshake-era client mid-call. Started on first need and kept; None if it cannot start."""
+        if self.lone_client or upstream.config.protocol != "auto" or not upstream.modern or self._tg is None:
+            return None
+        async with self._twin_lock:
+            twin = self._twins.get(upstream.name)
+            if twin is None:
+                twin = self._twins[upstream.name] = Upstream(
+                    dataclasses.replace(upstream.config, protocol="legacy"), self
+                )
+                await self._tg.start(twin.serve)
+        return twin if twin.state is UpstreamState.READY else None
+
+    def is_twin(self, upstream: Upstream) -> bool:
+        return self._twins.get(upstream.name) is upstream
 
     async def wait_started(self, timeout: float) -> None:
         with anyio.move_on_after(timeout):
@@ -355,6 +387,15 @@ class Hub:
 def _same_connection(old: ServerConfig, new: ServerConfig) -> bool:
     """Only the tool policy differs: the running session serves the new config as it is."""
     return dataclasses.replace(old, policy=new.policy) == new
+
+
+def could_not_push(result: Mapping[str, Any]) -> bool:
+    """A tool error saying the server had no way to ask its question (a server that reports the SDK's
+    NoBackChannelError as an `isError` result rather than a JSON-RPC error)."""
+    if not result.get("isError"):
+        return False
+    texts = (c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict))
+    return any(NO_BACK_CHANNEL in str(text).lower() for text in texts)
 
 
 def error_result(text: str) -> dict[str, Any]:

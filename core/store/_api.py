@@ -11,11 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
+from toolreel.core.secrets import Redactor
 from toolreel.core.store._prune import PRUNABLE, PruneReport
 
 
 class Store(Protocol):
     url: str
+    redactor: Redactor
+    """Every row written passes through it; writers add the secret values they know."""
 
     @property
     def writes_now(self) -> bool:

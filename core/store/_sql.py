@@ -25,6 +25,7 @@ from sqlalchemy.sql.dml import Insert
 
 from toolreel.core.errors import NotFoundError, StaleClaimError, StoreError
 from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
+from toolreel.core.secrets import Redactor
 from toolreel.core.store._engine import Database
 from toolreel.core.store._migrate import upgrade
 from toolreel.core.store._paths import display_url, normalize_url, resolve_url
@@ -54,6 +55,8 @@ _RUNNABLE = (ExecutionStatus.PENDING.value, ExecutionStatus.RUNNING.value)
 # try_put_steps leaves larger batches (characters of their encoded rows) to a worker thread: the loop
 # must not spend long on them
 _NOW_CHARS = 64 * 1024
+# The execution columns that hold what a run was given or produced: redacted like step rows.
+_EXECUTION_REDACTED = frozenset({"inputs", "output", "error", "prompt"})
 
 
 class _Stale(Exception):
@@ -66,9 +69,13 @@ def open_store(url: str | None = None) -> SQLStore:
 
 
 class SQLStore:
-    """The store over one database. `url` is the URL as shown: its password, if any, is masked."""
+    """The store over one database. `url` is the URL as shown: its password, if any, is masked.
+
+    Every row written passes through `redactor` (SPEC §3 "Secrets"): whoever writes, no secret is stored
+    in clear. Writers add the secret values they know (`store.redactor.add(...)`)."""
 
     def __init__(self, url: str) -> None:
+        self.redactor = Redactor()
         try:
             parsed = normalize_url(url)
         except ArgumentError as exc:
@@ -117,7 +124,8 @@ class SQLStore:
     # executions -----------------------------------------------------------------------
 
     def create_execution(self, execution: Execution) -> None:
-        row = execution_to_row(execution)
+        given = {name: getattr(execution, name) for name in _EXECUTION_REDACTED}
+        row = execution_to_row(execution.replace(**self._redacted_fields(given)))
         with self._db.write(f"creating execution {execution.id}") as conn:
             conn.execute(self._insert_execution, row)
 
@@ -125,6 +133,7 @@ class SQLStore:
         unknown = sorted(fields.keys() - _SETTABLE)
         if unknown:
             raise TypeError(f"update_execution: cannot set {unknown}; settable fields: {sorted(_SETTABLE)}")
+        fields = {**fields, **self._redacted_fields(fields)}
         values = {name: column_value(name, value) for name, value in fields.items()}
         values.setdefault("updated_at", time.time())
         stmt = update(EXECUTIONS).where(E.id == execution_id)
@@ -135,6 +144,9 @@ class SQLStore:
             if row is None:
                 raise self._not_written(conn, execution_id, fence)
         return execution_from_row(row)
+
+    def _redacted_fields(self, fields: Mapping[str, object]) -> dict[str, object]:
+        return self.redactor.fields({name: fields[name] for name in _EXECUTION_REDACTED if name in fields})
 
     def get_execution(self, execution_id: str) -> Execution:
         with self._db.read(f"reading execution {execution_id}") as conn:
@@ -170,7 +182,7 @@ class SQLStore:
     # steps ----------------------------------------------------------------------------
 
     def put_step(self, step: StepRecord, *, fence: int | None = None) -> None:
-        row = step_to_row(step)
+        row = step_to_row(self.redactor.step(step))
         what = f"writing step {step.name!r} of execution {step.execution_id}"
         if self._db.is_sqlite:
             self._put_sqlite([row], what, step.execution_id if fence is not None else None, fence)
@@ -182,7 +194,7 @@ class SQLStore:
                 raise self._not_written(conn, step.execution_id, fence)
 
     def put_steps(self, steps: Sequence[StepRecord], *, fence: int | None = None) -> None:
-        rows, execution_id = _step_rows(steps, fence)
+        rows, execution_id = _step_rows(self.redactor, steps, fence)
         if not rows:
             return
         what = f"writing {len(rows)} steps"
@@ -215,7 +227,7 @@ class SQLStore:
     def try_put_steps(self, steps: Sequence[StepRecord], *, fence: int | None = None) -> bool:
         if not self._db.writes_now:
             return False
-        rows, execution_id = _step_rows(steps, fence)
+        rows, execution_id = _step_rows(self.redactor, steps, fence)
         if sum(len(value) for row in rows for value in row.values() if isinstance(value, str)) > _NOW_CHARS:
             return False
         what = f"writing {len(rows)} steps"
@@ -326,7 +338,8 @@ class SQLStore:
         return loads(row.result)
 
     def put_idempotent(self, key: str, result: JSON, *, expires_at: float | None) -> None:
-        row = {"key": key, "result": dumps(result, f"the result for idempotency key {key!r}"), "expires_at": expires_at}
+        text = dumps(self.redactor.clean(result), f"the result for idempotency key {key!r}")
+        row = {"key": key, "result": text, "expires_at": expires_at}
         with self._db.write("storing an idempotency result") as conn:
             conn.execute(self._upsert_idempotent, row)
 
@@ -399,11 +412,14 @@ class SQLStore:
         return NotFoundError(f"no template named {name!r} in store {self.url} (stored templates: {known})")
 
 
-def _step_rows(steps: Sequence[StepRecord], fence: int | None) -> tuple[list[dict[str, object]], str | None]:
+def _step_rows(
+    redactor: Redactor, steps: Sequence[StepRecord], fence: int | None
+) -> tuple[list[dict[str, object]], str | None]:
     """The rows to write, and the execution whose fence guards them (None for an unfenced write). Later
     records of one (execution, name, attempt) replace earlier ones, as sequential put_step would:
     PostgreSQL refuses one statement touching a row twice, so only the last survives here."""
-    rows = list({(s.execution_id, s.name, s.attempt): step_to_row(s) for s in steps}.values())
+    latest = {(s.execution_id, s.name, s.attempt): s for s in steps}
+    rows = [step_to_row(redactor.step(s)) for s in latest.values()]
     if fence is None:
         return rows, None
     executions = {s.execution_id for s in steps}

@@ -73,3 +73,13 @@ def test_a_wrapped_server_is_remembered_as_its_command_line_in_its_directory(mon
 def test_a_missing_variable_names_the_template_and_the_server() -> None:
     with pytest.raises(ConfigError, match=r"template 'nightly'.*mcpServers\.api\.headers.*API_AUTHORIZATION"):
         remembered_config("nightly", _entries())
+
+
+def test_a_token_in_an_http_servers_url_is_remembered_as_a_reference() -> None:
+    config = parse_config(
+        {"mcpServers": {"api": {"url": "https://x.test/mcp?api_key=k3y-v4lue-0123&region=eu"}}}, environ={}
+    )
+    entry = portable_entry(config.servers[0], config.secret_values())
+    assert "k3y-v4lue-0123" not in json.dumps(entry)
+    assert entry["url"] == "https://x.test/mcp?api_key=${env:API_URL}&region=eu"
+    assert env_references({"api": entry}) == ["API_URL"]

@@ -177,9 +177,10 @@ async def test_no_canary_reaches_the_store_exports_output_or_stderr(
         assert exported.returncode == 0, exported.stderr
         found += canaries.found_in(exported.stdout + exported.stderr, "the exported template")
 
-        run_args = ["-i", f"api_key={canaries.input_key}", "-i", f"pin={canaries.secret_input}"]
+        # a secret input never comes on the command line: from the environment, as a user gives it
+        run_args = ["-i", f"api_key={canaries.input_key}", "--secret", "pin=env:CANARY_PIN"]
         run_args += ["-i", f"seed={canaries.replay_seed}", "--json", "--config", str(config)]
-        replayed = _cli(env, "run", "replay", *run_args)
+        replayed = _cli({**env, "CANARY_PIN": canaries.secret_input}, "run", "replay", *run_args)
         assert replayed.returncode == 0, replayed.stderr
         found += canaries.found_in(replayed.stdout, "`run --json` output")
         found += canaries.found_in(replayed.stderr, "`run` stderr")

@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from toolreel.core.errors import ConfigError
-from toolreel.core.secrets import is_secret_key
+from toolreel.core.secrets import is_secret_key, url_secrets
 from toolreel.upstreams.config import GatewayConfig, ServerConfig, opaque, parse_config
 
 __all__ = ["env_references", "portable_entry", "remembered_config"]
@@ -37,6 +37,9 @@ def portable_entry(server: ServerConfig, secrets: Collection[str] = ()) -> dict[
         entry["args"] = [_hide(server.name, f"ARG{i}", a, secrets) for i, a in enumerate(raw.get("args") or [])]
     else:
         entry["headers"] = {k: _header_value(server.name, k, v) for k, v in dict(raw.get("headers") or {}).items()}
+        url = raw.get("url")
+        if isinstance(url, str):  # a token in the query or a password in the URL: a reference, never the value
+            entry["url"] = _hide(server.name, "URL", url, url_secrets(url))
     return {k: v for k, v in entry.items() if v not in ({}, [])}
 
 

@@ -165,7 +165,8 @@ def test_not_a_config_object_is_refused(tmp_path: Path) -> None:
 
 def test_invalid_json_error_gives_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "client.json"
-    path.write_text('{"mcpServers": {\n  "a": {"command": "x",}\n}}', encoding="utf-8")
+    # (a trailing comma is JSONC, which VS Code writes and toolreel reads: a missing comma is an error in both)
+    path.write_text('{"mcpServers": {\n  "a": {"command": "x" "args": []}\n}}', encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert str(path) in str(caught.value) and "line 2" in str(caught.value)
@@ -256,3 +257,49 @@ def test_config_check_reports_a_server_that_cannot_start(tmp_path: Path) -> None
     assert done.returncode == 1, done.stdout + done.stderr
     assert "feat__echo" in done.stdout
     assert "missing FOO" in done.stdout  # the stderr tail of the server that failed
+
+
+# --- VS Code files: JSONC, envFile, ${workspaceFolder}, ${input:ID} ---------------------------------------------------
+
+VSCODE_JSONC = """{
+  // servers of this workspace
+  "servers": {
+    "notes": {
+      "type": "stdio",
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "${workspaceFolder}/notes",],
+      "envFile": "${workspaceFolder}/.env",
+      "env": {"MODE": "fast", "SHARED": "from-env",},  /* env wins over envFile */
+    },
+  },
+}
+"""
+
+
+def test_a_vscode_jsonc_file_with_comments_trailing_commas_and_an_env_file_loads(tmp_path: Path) -> None:
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".env").write_text("API_KEY=k-123\nSHARED=from-file\n# a comment\n", encoding="utf-8")
+    path = tmp_path / ".vscode" / "mcp.json"
+    path.write_text(VSCODE_JSONC, encoding="utf-8")
+    (server,) = load_config(path, environ={}).servers
+    assert server.args[-1] == f"{tmp_path.resolve()}/notes"  # the folder holding .vscode/
+    assert dict(server.env) == {"API_KEY": "k-123", "SHARED": "from-env", "MODE": "fast"}
+
+
+def test_a_missing_env_file_is_named(tmp_path: Path) -> None:
+    message = _error(tmp_path, {"servers": {"s": {"command": "x", "envFile": "nope.env"}}})
+    assert "servers.s.envFile" in message and "nope.env" in message and "does not exist" in message
+
+
+def test_a_vscode_input_prompt_is_refused_with_the_key_and_what_to_do(tmp_path: Path) -> None:
+    data = {"servers": {"gh": {"command": "x", "env": {"GITHUB_TOKEN": "${input:github_token}"}}}}
+    message = _error(tmp_path, data)
+    assert "servers.gh.env.GITHUB_TOKEN" in message
+    assert "${input:github_token}" in message and "${env:VAR}" in message
+
+
+def test_a_file_that_is_neither_json_nor_jsonc_gets_the_json_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"mcpServers": {"a": {"command": "x"}}\n  oops\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"line 2, column 3"):
+        load_config(path, environ={})

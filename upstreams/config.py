@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import json5
+from dotenv import dotenv_values
+
 from toolreel.core.errors import ConfigError
 from toolreel.core.secrets import is_secret_key, url_secrets
 from toolreel.upstreams.tool_policy import ToolPolicy, parse_policy
@@ -25,6 +28,7 @@ Transport = Literal["stdio", "http", "sse"]
 
 SERVER_NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 _ENV_RE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+_INPUT_RE = re.compile(r"\$\{input:[^}]*\}")  # VS Code's prompted inputs
 _KNOWN_KEYS = frozenset(
     {
         "command",
@@ -107,11 +111,22 @@ def load_config(path: str | os.PathLike[str], environ: Mapping[str, str] | None 
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read the config file ({exc.strerror}); check the path", file=source) from None
+    return parse_config(_json_or_jsonc(text, source), source=source, environ=environ)
+
+
+def _json_or_jsonc(text: str, source: str) -> Any:
+    """Plain JSON first (exact errors, fast); else JSONC as VS Code writes it (comments, trailing
+    commas), read by json5, a superset. A file that is neither gets the JSON error, line and column."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=source) from None
-    return parse_config(data, source=source, environ=environ)
+        error = exc
+    try:
+        return json5.loads(text)
+    except ValueError:
+        raise ConfigError(
+            f"not valid JSON (nor JSONC) at line {error.lineno}, column {error.colno}: {error.msg}", file=source
+        ) from None
 
 
 def parse_config(data: Any, *, source: str | None = None, environ: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -170,6 +185,8 @@ def _parse_server(name: str, entry: Any, path: str, source: str | None, env: Map
             path=f"{path}.{unknown[0]}",
         )
     expanded = _expand(entry, path, source, env)
+    if "envFile" in expanded:
+        expanded["env"] = {**_env_file(expanded["envFile"], f"{path}.envFile", source), **(expanded.get("env") or {})}
     transport = _transport(expanded, path, source)
     common: dict[str, Any] = {
         "name": name,
@@ -221,11 +238,42 @@ def _transport(entry: Mapping[str, Any], path: str, source: str | None) -> Trans
     return aliases[declared]
 
 
+def _env_file(value: Any, path: str, source: str | None) -> dict[str, str]:
+    """VS Code's `envFile`: a dotenv file whose variables the server gets (its `env` wins over them);
+    a relative path is read from the config file's folder."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError("must be the path of a dotenv file", file=source, path=path)
+    file = Path(value)
+    if not file.is_absolute() and source is not None:
+        file = Path(source).parent / file
+    if not file.is_file():
+        raise ConfigError(
+            f"the env file {str(file)!r} does not exist; fix the path or remove envFile", file=source, path=path
+        )
+    return {key: val for key, val in dotenv_values(file).items() if val is not None}
+
+
+def _workspace_folder(source: str) -> str:
+    """VS Code's `${workspaceFolder}`: the folder holding `.vscode/` for a workspace file, else the file's folder."""
+    folder = Path(source).resolve().parent
+    return str(folder.parent if folder.name == ".vscode" else folder)
+
+
 def _expand(value: Any, path: str, source: str | None, env: Mapping[str, str]) -> Any:
     if isinstance(value, str):
+        prompt = _INPUT_RE.search(value)
+        if prompt is not None:
+            raise ConfigError(
+                f"{prompt.group(0)} asks VS Code to prompt for a value, which toolreel cannot do; set an environment "
+                f"variable and write ${{env:VAR}} instead",
+                file=source,
+                path=path,
+            )
 
         def substitute(match: re.Match[str]) -> str:
             variable = match.group(1)
+            if variable == "workspaceFolder" and variable not in env and source is not None:
+                return _workspace_folder(source)
             if variable not in env:
                 raise ConfigError(
                     f"environment variable {variable} is not set (referenced as {match.group(0)}); set it or "

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 
+from toolreel._cli import DbOption, fail
 from toolreel.core.errors import ConfigError, ToolreelError
 from toolreel.core.secrets import Redactor, redact_logs
 from toolreel.upstreams.config import GatewayConfig, load_config, wrap_config
@@ -35,10 +36,6 @@ app.add_typer(config_app, name="config")
 executions_app = typer.Typer(help="Recorded and replayed executions.", no_args_is_help=True)
 app.add_typer(executions_app, name="executions")
 
-DbOption = Annotated[
-    str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else SQLite in the user data dir).")
-]
-
 
 def _print_version(value: bool) -> None:
     if value:
@@ -56,11 +53,6 @@ def _root(
     ] = False,
 ) -> None:
     """A recording MCP gateway: record tool calls as a DAG, save templates, replay them without the LLM."""
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"toolreel: {message}", err=True)
-    return typer.Exit(code)
 
 
 def gateway_config(config: Path | None, command: list[str] | None, name: str | None) -> GatewayConfig:

@@ -9,21 +9,16 @@ from typing import Annotated, Any
 
 import typer
 
+from toolreel._cli import DbOption, JsonOption, fail
 from toolreel.core.errors import ToolreelError
 from toolreel.core.model import ExecutionStatus
 from toolreel.core.store import Store, open_store
+from toolreel.core.view import execution_view
 
 __all__ = ["executions_commands"]
 
-DbOption = Annotated[str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else the user data dir).")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 FOLLOW_EVERY = 0.25  # seconds between looks at the store: another process drives the execution
 _FOLLOW_EXIT = {ExecutionStatus.SUCCEEDED: 0, ExecutionStatus.PAUSED: 3}
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"toolreel: {message}", err=True)
-    return typer.Exit(code)
 
 
 def _when(stamp: float | None) -> str:
@@ -43,12 +38,12 @@ def list_executions(
         wanted = ExecutionStatus(status) if status else None
     except ValueError:
         choices = ", ".join(s.value for s in ExecutionStatus)
-        raise _fail(f"--status {status!r} is not one of: {choices}") from None
+        raise fail(f"--status {status!r} is not one of: {choices}") from None
     try:
         store = open_store(db)
         page, next_cursor = store.list_executions(status=wanted, template=template, limit=limit, cursor=cursor)
     except ToolreelError as exc:
-        raise _fail(str(exc), 1) from None
+        raise fail(str(exc), 1) from None
     rows: list[dict[str, Any]] = [
         {
             "execution_id": e.id,
@@ -86,30 +81,8 @@ def show_execution(
         execution = store.get_execution(execution_id)
         steps = store.get_steps(execution_id)
     except ToolreelError as exc:
-        raise _fail(str(exc), 1) from None
-    view: dict[str, Any] = {
-        "execution_id": execution.id,
-        "status": execution.status.value,
-        "mode": execution.mode.value,
-        "template": execution.template,
-        "inputs": execution.inputs,
-        "output": execution.output,
-        "error": execution.error,
-        "steps": [
-            {
-                "name": s.name,
-                "tool": f"{s.server}__{s.tool}" if s.server and s.tool else s.tool,
-                "status": s.status.value,
-                "attempt": s.attempt,
-                "input": s.input,
-                "output": s.output,
-                "error": s.error,
-                "started_at": s.started_at,
-                "ended_at": s.ended_at,
-            }
-            for s in steps
-        ],
-    }
+        raise fail(str(exc), 1) from None
+    view = execution_view(execution, steps)
     if follow:
         if as_json:
             typer.echo(json.dumps(view, indent=2, default=str))
@@ -124,11 +97,11 @@ def show_execution(
         took = (step["ended_at"] - step["started_at"]) * 1000 if step["ended_at"] and step["started_at"] else None
         timing = f" {took:.1f} ms" if took is not None else ""
         typer.echo(f"  {step['name']:<28} {step['status']:<10} {step['tool'] or '-'}{timing}")
-        typer.echo(f"    input:  {json.dumps(step['input'], ensure_ascii=False)[:200]}")
-        if step["error"]:
+        typer.echo(f"    input:  {json.dumps(step.get('input'), ensure_ascii=False)[:200]}")
+        if step.get("error"):
             typer.echo(f"    error:  {step['error'][:200]}")
         else:
-            typer.echo(f"    output: {json.dumps(step['output'], ensure_ascii=False, default=str)[:200]}")
+            typer.echo(f"    output: {json.dumps(step.get('output'), ensure_ascii=False, default=str)[:200]}")
 
 
 def _follow(store: Store, execution_id: str) -> int:

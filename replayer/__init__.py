@@ -54,12 +54,12 @@ Semantics chosen where the SPEC is silent:
   `Engine.aclose()` (shutdown) instead interrupts: the execution stays `running`, claim released.
 """
 
+from toolreel.core.view import execution_view
 from toolreel.replayer._dry import Difference, dry_replay
 from toolreel.replayer._engine import Engine, TemplateLoader
 from toolreel.replayer._inputs import bind_inputs, parse_cli_value, refuse_given_secrets
 from toolreel.replayer._ledger import MAX_DEPTH, child_execution_id, definition_hash, load_template
 from toolreel.replayer._policy import retry_delay
-from toolreel.replayer._view import execution_view
 from toolreel.replayer._worker import Worker
 
 __all__ = [

@@ -31,6 +31,7 @@ from toolreel.core.secrets import REDACTED
 from toolreel.core.store import Store
 from toolreel.core.template import Template
 from toolreel.core.template_io import parse_template
+from toolreel.core.view import execution_view
 from toolreel.replayer._inputs import bind_inputs, read_secret, redact_inputs
 from toolreel.replayer._ledger import (
     MAX_DEPTH,
@@ -43,7 +44,6 @@ from toolreel.replayer._ledger import (
 )
 from toolreel.replayer._run import Run, RunContext
 from toolreel.replayer._state import ChildRequest, Outcome, StopCause
-from toolreel.replayer._view import execution_view
 
 __all__ = ["MAX_DEPTH", "Engine", "TemplateLoader", "child_execution_id", "definition_hash", "load_template"]
 

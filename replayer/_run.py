@@ -27,6 +27,7 @@ from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatu
 from toolreel.core.refs import resolve
 from toolreel.core.store import Store
 from toolreel.core.template import StepSpec, Template, When
+from toolreel.core.view import item_name
 from toolreel.replayer import _kinds
 from toolreel.replayer._inputs import secret_values
 from toolreel.replayer._journal import Announcer, Journal, small_rows
@@ -42,7 +43,6 @@ from toolreel.replayer._state import (
     failed,
     load_rows,
 )
-from toolreel.replayer._view import item_name
 
 __all__ = ["Run", "RunContext"]
 

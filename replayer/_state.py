@@ -16,7 +16,7 @@ from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, Execution, StepRecord, StepStatus
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import dependencies
-from toolreel.replayer._view import split_item_name
+from toolreel.core.view import split_item_name
 
 __all__ = [
     "AWAITING",

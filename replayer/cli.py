@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from toolreel._cli import DbOption, JsonOption, fail
 from toolreel.core import tracing
 from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import (
@@ -40,11 +41,11 @@ from toolreel.core.secrets import redact_logs
 from toolreel.core.store import Store, check_statuses, open_store
 from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template
+from toolreel.core.view import execution_view
 from toolreel.core.yaml_bounded import load_yaml
 from toolreel.replayer._engine import Engine, load_template
 from toolreel.replayer._inputs import parse_cli_value, parse_secret_option, read_secret, refuse_given_secrets
 from toolreel.replayer._state import awaiting_of
-from toolreel.replayer._view import execution_view
 from toolreel.replayer._worker import Worker
 from toolreel.upstreams.config import GatewayConfig, ServerConfig, load_config
 from toolreel.upstreams.hub import Hub, open_upstreams
@@ -53,11 +54,9 @@ from toolreel.upstreams.upstream import UpstreamState
 
 __all__ = ["executions_commands", "register", "retain_age"]
 
-DbOption = Annotated[str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else the user data dir).")]
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", "-c", help="Client config with the upstream servers (or TOOLREEL_CONFIG).")
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the execution as JSON on stdout.")]
 ConcurrencyOption = Annotated[int, typer.Option("--max-concurrency", help="Steps at once.", min=1)]
 LeaseOption = Annotated[float, typer.Option("--lease-seconds", help="Claim lease, renewed while alive.", min=0.2)]
 RetainOption = Annotated[
@@ -244,7 +243,7 @@ def prune(
     try:
         age, statuses = parse_age(older_than), check_statuses(status)
     except ValueError as exc:
-        raise _fail(str(exc), 2) from None
+        raise fail(str(exc), 2) from None
 
     async def main(store: Store) -> Any:
         before = time.time() - age
@@ -266,7 +265,7 @@ def retain_age(value: str | None) -> float | None:
     try:
         return parse_age(value)
     except ValueError as exc:
-        raise _fail(f"--retain: {exc}", 2) from None
+        raise fail(f"--retain: {exc}", 2) from None
 
 
 # ---------------------------------------------------------------------- running
@@ -538,15 +537,15 @@ def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:
     try:
         store = open_store(db)
     except ToolreelError as exc:
-        raise _fail(str(exc), 2) from None
+        raise fail(str(exc), 2) from None
     try:
         return anyio.run(body, store)
     except BaseException as exc:
         cause = _unwrap(exc)
         if isinstance(cause, _Usage | NotFoundError):
-            raise _fail(str(cause), 2) from None
+            raise fail(str(cause), 2) from None
         if isinstance(cause, ToolreelError):
-            raise _fail(str(cause), 1) from None
+            raise fail(str(cause), 1) from None
         raise
     finally:
         store.close()
@@ -558,11 +557,6 @@ def _unwrap(exc: BaseException) -> BaseException:
         ours = [e for e in exc.exceptions if isinstance(_unwrap(e), _Usage | ToolreelError)]
         exc = _unwrap(ours[0]) if ours else exc.exceptions[0]
     return exc
-
-
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"toolreel: {message}", err=True)
-    return typer.Exit(code)
 
 
 def _report(execution: Execution, steps: list[StepRecord], json_out: bool, *, exit_by_status: bool = True) -> None:

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from toolreel._cli import DbOption, JsonOption, fail
 from toolreel.core.errors import NotFoundError, TemplateError, ToolreelError
 from toolreel.core.model import JSON, TemplateRecord
 from toolreel.core.store import Store, open_store
@@ -38,11 +39,6 @@ templates_app = typer.Typer(
     help="The template catalogue: list, show, export, import, delete, validate.", no_args_is_help=True
 )
 
-DbOption = Annotated[
-    str | None, typer.Option("--db", help="Store URL (default: TOOLREEL_DB, else SQLite in the user data dir).")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
-
 
 def register(app: typer.Typer) -> None:
     """Add `templates`, `templatize` and `schema` to the root `toolreel` app."""
@@ -54,24 +50,19 @@ def register(app: typer.Typer) -> None:
 # --------------------------------------------------------------------------- plumbing
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"toolreel: {message}", err=True)
-    return typer.Exit(code)
-
-
 @contextmanager
 def _store(db: str | None) -> Iterator[Store]:
     """The store, with toolreel errors turned into one line on stderr (2: invalid, 1: failed)."""
     try:
         store = open_store(db)
     except ToolreelError as exc:
-        raise _fail(str(exc), 1) from None
+        raise fail(str(exc), 1) from None
     try:
         yield store
     except TemplateError as exc:
-        raise _fail(str(exc), 2) from None
+        raise fail(str(exc), 2) from None
     except ToolreelError as exc:
-        raise _fail(str(exc), 1) from None
+        raise fail(str(exc), 1) from None
     finally:
         store.close()
 
@@ -181,7 +172,7 @@ def export_command(
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise _fail(f"cannot write {str(output)!r}: {exc.strerror or exc}", 1) from None
+        raise fail(f"cannot write {str(output)!r}: {exc.strerror or exc}", 1) from None
     typer.echo(f"wrote {name} to {output}", err=True)
 
 
@@ -247,7 +238,7 @@ def _validated(file: Path) -> Template:
     try:
         return load_template_file(file)
     except TemplateError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- templatize, schema
@@ -290,7 +281,7 @@ def templatize_command(
         verification = verify(result, recordings)
         if save and not verification.verified and not force:
             steps = ", ".join(verification.steps)
-            raise _fail(f"not saved: the template does not replay its recording (steps {steps}); --force saves it", 1)
+            raise fail(f"not saved: the template does not replay its recording (steps {steps}); --force saves it", 1)
         record = _save(store, result.template, list(execution_ids)) if save else None
     if as_json:
         out = {**result.to_json(), "verified": verification.verified, "verification": verification.to_json()}
@@ -311,14 +302,14 @@ def _named_inputs(text: list[str], as_json: list[str]) -> dict[str, JSON]:
         for pair in pairs:
             key, sep, value = pair.partition("=")
             if not sep or not key:
-                raise _fail(f"{option} {pair!r}: expected NAME=VALUE")
+                raise fail(f"{option} {pair!r}: expected NAME=VALUE")
             if not decode:
                 named[key] = value
                 continue
             try:
                 named[key] = json.loads(value)
             except json.JSONDecodeError as exc:
-                raise _fail(f"{option} {key}: {value!r} is not JSON ({exc.msg})") from None
+                raise fail(f"{option} {key}: {value!r} is not JSON ({exc.msg})") from None
     return named
 
 

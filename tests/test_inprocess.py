@@ -3,10 +3,13 @@ management tools, in both protocol eras, with the gateway in the test's own even
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import anyio
 import pytest
 
-from tests.gw import MODES, fixture_entry, status, text_of
+from tests.gw import MODES, TOOLREEL, fixture_entry, status, text_of, wait_until
 from tests.inproc import gateway_in_process
 
 pytestmark = pytest.mark.anyio
@@ -61,3 +64,31 @@ async def test_a_ref_that_does_not_resolve_is_not_forwarded_and_names_what_exist
     assert wrong_field.is_error and "sum" in text_of(wrong_field)
     # nothing was forwarded: only the one real call is a step
     assert [s["name"] for s in state["steps"] if s["status"] == "succeeded"] == ["add_1"]
+
+
+async def test_executions_show_json_is_the_same_view_as_get_execution(tmp_path: Path) -> None:
+    """One execution view: the CLI's --json and the management tool return the same JSON."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    with anyio.fail_after(90):
+        async with gateway_in_process(SERVERS, db=db) as gw:
+            await gw.client.call_tool("feat__add", {"a": 1, "b": 2})
+            await gw.client.call_tool("feat__echo", {"text": "{{@add_1.sum}}"})
+            execution = (await status(gw))["execution_id"]
+
+            async def saved() -> bool:
+                return (await status(gw))["unsaved"] == 0
+
+            await wait_until(saved, 60, "the recording to be saved")
+            tool = await gw.client.call_tool("toolreel__get_execution", {"id": execution})
+        done = await anyio.run_process(
+            [str(TOOLREEL), "executions", "show", execution, "--json", "--db", db], check=False
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    shown = json.loads(done.stdout)
+    assert shown == tool.structured_content
+    assert [(s["name"], s["input"]) for s in shown["steps"]] == [
+        ("add_1", {"a": 1, "b": 2}),
+        ("echo_1", {"text": "{{@add_1.sum}}"}),
+    ]
+    assert shown["steps"][1]["resolved_input"] == {"text": "3.0"}
+    assert shown["mode"] == "record"

@@ -1,7 +1,9 @@
-"""The JSON an MCP client sees for an auto-mode execution (`run_template`, `get_execution`).
+"""The one JSON view of an execution, a recording or a replay: what `toolreel__get_execution`,
+`toolreel__run_template` and `toolreel executions show --json` return alike.
 
-`{execution_id, status, output | error | prompt, steps: [...]}`; one entry per step (the
-latest attempt), for_each items nested under their step as `items`.
+`{execution_id, status, mode, template, inputs, output | error | prompt, steps: [...]}`; one entry
+per step (the latest attempt) with its input as written and as resolved, for_each items nested
+under their step as `items`.
 """
 
 from __future__ import annotations
@@ -30,9 +32,12 @@ def execution_view(execution: Execution, steps: Sequence[StepRecord]) -> dict[st
     view: dict[str, Any] = {
         "execution_id": execution.id,
         "status": str(execution.status),
+        "mode": str(execution.mode),
         "template": execution.template,
         "template_version": execution.template_version,
     }
+    if execution.inputs:
+        view["inputs"] = execution.inputs
     if execution.status == ExecutionStatus.SUCCEEDED:
         view["output"] = execution.output
     elif execution.status == ExecutionStatus.PAUSED:
@@ -68,6 +73,10 @@ def step_view(record: StepRecord) -> dict[str, Any]:
         "status": str(record.status),
         "attempt": record.attempt,
     }
+    if record.input is not None:
+        entry["input"] = record.input  # as written: refs intact
+    if record.resolved_input is not None and record.resolved_input != record.input:
+        entry["resolved_input"] = record.resolved_input
     if record.output is not None:
         entry["output"] = record.output
     if record.error is not None:

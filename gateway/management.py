@@ -23,7 +23,7 @@ from toolreel.core.model import ExecutionStatus
 from toolreel.core.store_peek import Peek
 from toolreel.gateway.front import ToolHook
 from toolreel.gateway.links import ClientLink
-from toolreel.recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession
+from toolreel.recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession, pending_journals
 from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.hub import Hub, error_result
 from toolreel.upstreams.upstream import Upstream
@@ -80,6 +80,7 @@ class GatewayHook(ToolHook):
         self.hub = hub
         self._open_store = open_store
         self._peek = peek
+        self._db = db
         self._store: Store | None = None
         self.store_ready = anyio.Event()
         self.store_wanted = anyio.Event()  # something in this process needs the store: open it now
@@ -118,7 +119,7 @@ class GatewayHook(ToolHook):
         if self._peek is None:
             return
         look = await anyio.to_thread.run_sync(self._peek)
-        if look is None or not look.idle:
+        if look is None or not look.idle or pending_journals(self._db):  # journals: opening the store writes them
             return
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._peek_until_busy)
@@ -202,9 +203,8 @@ class GatewayHook(ToolHook):
         except BaseException:  # cancellation included: the step is recorded, then it goes on
             session.end(live, None, error="the call was cancelled before it finished")
             raise
-        # Closed once the response is on its way (the agent does not wait for the packing),
-        # and before the loop reads anything more.
-        self.recorder.end_soon(session, live, result)
+        # Closed (and journaled) before the answer goes out: a step the agent has heard of survives a kill -9.
+        self.recorder.end(session, live, result)
         return self._tagged(result, live.name, live.execution_id)
 
     def session(self, link: ClientLink) -> RecordingSession:

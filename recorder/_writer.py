@@ -34,6 +34,7 @@ from toolreel.core.errors import ConfigError, StoreError
 from toolreel.core.secrets import Redactor
 from toolreel.recorder._journal import HEADER_SIZE, decode, encode, frame_length, pack, unpack
 from toolreel.recorder._rows import Entry, entry, write_entries
+from toolreel.recorder._spool import Spool
 
 if TYPE_CHECKING:
     from toolreel.core.store import Store
@@ -72,11 +73,14 @@ class StoreWriter:
         backlog: int | None = None,
         backlog_bytes: int = BACKLOG_BYTES,
         hold: float = HOLD,
+        spool: Spool | None = None,
     ) -> None:
         """`backlog`: the high-water mark in calls (default: $TOOLREEL_RECORD_BACKLOG, else BACKLOG);
         `hold`: seconds a call waits at most past it."""
         self._db = db
         self._local_store = local_store  # a database only this process can see: written from here
+        self._spool = spool  # the journal every entry is appended to before it is queued
+        self._journal_reported = False
         self._secret_values = list(secret_values)
         self._on_error = on_error
         self._queue: list[bytes] = []  # packed entries
@@ -106,6 +110,10 @@ class StoreWriter:
         """Queue an entry packed with `recorder._journal.pack` (a call's path packs it once
         and keeps the bytes for its refs too)."""
         self._submitted += 1
+        spool = self._spool
+        if spool is not None and not spool.append(packed) and not self._journal_reported:
+            self._journal_reported = True
+            self._report(f"{spool.error}; recorded calls are kept in memory only until they are saved")
         if self._submitted == 1:  # the first entry ever: the drain is started now
             self.wanted.set()
         self._bytes += len(packed)
@@ -194,9 +202,21 @@ class StoreWriter:
                 failures += 1
                 await anyio.sleep(RESTART_DELAYS[min(failures, len(RESTART_DELAYS)) - 1])
         finally:
-            unsaved = self._submitted - self._written
-            if unsaved:
-                logger.error("%d recorded calls were not saved before the gateway stopped", unsaved)
+            self._closed()
+
+    def _closed(self) -> None:
+        unsaved = self._submitted - self._written
+        spool = self._spool
+        kept = spool.close(self._written) if spool is not None else 0
+        if kept and spool is not None and spool.complete:
+            logger.warning(
+                "%d recorded calls were not saved before the gateway stopped; they are kept in the journal "
+                "%s and written the next time a toolreel command opens the store",
+                kept,
+                spool.path or "folder",
+            )
+        elif unsaved:
+            logger.error("%d recorded calls were not saved before the gateway stopped", unsaved)
 
     async def _write_here(self, local_store: Callable[[], Awaitable[Store]]) -> None:
         """The drain's work in this process, for a database in this process's memory."""
@@ -305,6 +325,9 @@ class StoreWriter:
     def _confirmed(self, count: int, size: int) -> None:
         self._written += count
         self._bytes -= size
+        if self._spool is not None:
+            self._spool.confirmed(self._written)
+            self._journal_reported = self._journal_reported and self._spool.error is not None
         self._last_error = None
         self._progress.set()
         self._progress = anyio.Event()

@@ -31,6 +31,7 @@ from toolreel.core.errors import StoreError
 from toolreel.core.secrets import Redactor
 from toolreel.recorder._journal import FrameReader, encode, unpack
 from toolreel.recorder._rows import entry, write_entries
+from toolreel.recorder._spool import know_secrets
 
 if TYPE_CHECKING:
     from toolreel.core.store import Store
@@ -60,9 +61,10 @@ class _Reply:
 
 
 def main() -> int:
-    # Ctrl-C reaches the whole process group; the gateway decides when recording ends (end of input).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # Ctrl-C, and the hangup of a closing terminal, reach the whole process group; the gateway
+    # decides when recording ends (end of input), and is given the time to hand everything over.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="toolreel recorder: %(message)s")
     source, reply = FrameReader(sys.stdin.fileno()), _Reply(sys.stdout.buffer)
     parent = os.getppid()
@@ -71,6 +73,7 @@ def main() -> int:
         logger.error("expected a hello from the gateway, got %r; exiting", hello)
         return 2
     _, db, secret_values = hello
+    know_secrets(secret_values)  # journals of a dead gateway with the same secrets are written at the opening
     store = _open(db, reply, parent)
     if store is None:
         return 1

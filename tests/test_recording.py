@@ -400,7 +400,11 @@ async def test_secrets_are_redacted_in_the_store(rec: Rec) -> None:
 
 
 def _assert_not_in_files(db_path: Path, secrets: tuple[str, ...]) -> None:
-    for path in db_path.parent.glob(db_path.name + "*"):  # the database, its -wal and -shm
+    # the database, its -wal and -shm, and the recording journals in <name>.journal/
+    near = list(db_path.parent.glob(db_path.name + "*"))
+    for path in [*near, *(inner for folder in near if folder.is_dir() for inner in folder.rglob("*"))]:
+        if path.is_dir():
+            continue
         data = path.read_bytes()
         for secret in secrets:
             assert secret.encode() not in data, f"{secret} found in {path.name}"

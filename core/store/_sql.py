@@ -41,6 +41,7 @@ from toolreel.core.store._rows import (
     template_from_row,
 )
 from toolreel.core.store._tables import EXECUTIONS, IDEMPOTENCY, STEPS, TEMPLATES
+from toolreel.core.store_hooks import run_open_hooks
 
 __all__ = ["SQLStore", "open_store"]
 
@@ -60,8 +61,12 @@ class _Stale(Exception):
 
 
 def open_store(url: str | None = None) -> SQLStore:
-    """Open (creating or migrating) the store at `url`, else $TOOLREEL_DB, else the default SQLite file."""
-    return SQLStore(resolve_url(url))
+    """Open (creating or migrating) the store at `url`, else $TOOLREEL_DB, else the default SQLite file;
+    then run the open hooks (`core.store_hooks`: the recorder drains journals of dead processes)."""
+    resolved = resolve_url(url)
+    store = SQLStore(resolved)
+    run_open_hooks(store, resolved)
+    return store
 
 
 class SQLStore:

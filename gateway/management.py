@@ -218,6 +218,8 @@ class GatewayHook(ToolHook):
         meta = {**(result.get("_meta") or {}), STEP_META: step, EXECUTION_META: execution_id}
         if self.recorder.pending_errors:
             meta["toolreel/error"] = "; ".join(self.recorder.take_errors())
+        elif (failing := self.recorder.writer.failing) is not None:  # said on every result while writes fail
+            meta["toolreel/error"] = f"toolreel could not save the recording: {failing}"
         tagged = {**result, "_meta": meta}
         if self.annotate:
             note = {"type": "text", "text": f"[toolreel] recorded as step {step}; pass it on as @{step}"}
@@ -298,6 +300,7 @@ class GatewayHook(ToolHook):
                 "recording": self.record,
                 "unsaved": self.recorder.writer.unsaved,  # records (steps, the execution) not in the store yet
                 "held_back": self.recorder.writer.holding,  # calls wait for the recorder: its backlog is past the mark
+                "recording_error": self.recorder.writer.failing,  # why the last write failed; None when healthy
                 "steps": session.steps(),
             }
         )

@@ -8,13 +8,14 @@ catalogue changes (here, or in another process sharing the store).
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolreel.core.errors import NotFoundError, TemplateError
+from toolreel.core.errors import NotFoundError, StoreError, TemplateError
 from toolreel.core.model import StepRecord
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import GatewayHook, ManagementTool, tool_result
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from toolreel.core.template import Template
 
 __all__ = ["install", "reel_tool"]
+
+logger = logging.getLogger("toolreel.gateway")
 
 REEL_PREFIX = "reel__"
 REFRESH_SECONDS = 5.0
@@ -58,6 +61,7 @@ class _Catalogue:
     def __init__(self, hook: GatewayHook) -> None:
         self.hook = hook
         self.listed: list[dict[str, Any]] = []
+        self._failing = False  # the last refresh could not read the store
 
     @property
     def store(self) -> Any:
@@ -85,7 +89,7 @@ class _Catalogue:
 
     @contextlib.asynccontextmanager
     async def service(self) -> AsyncIterator[None]:
-        self.listed = await anyio.to_thread.run_sync(self._current)
+        await self._refresh_logged()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._poll)
             yield
@@ -94,7 +98,21 @@ class _Catalogue:
     async def _poll(self) -> None:
         while True:
             await anyio.sleep(REFRESH_SECONDS)
+            await self._refresh_logged()
+
+    async def _refresh_logged(self) -> None:
+        """A refresh that outlives the store: while it cannot be read, the last listing stays and
+        the failure is said once (a store outage degrades the gateway, it never ends it)."""
+        try:
             await self.refresh()
+        except StoreError as exc:
+            if not self._failing:
+                logger.warning("the template list cannot be refreshed (%s); retrying every %g s", exc, REFRESH_SECONDS)
+            self._failing = True
+            return
+        if self._failing:
+            logger.warning("the template list is refreshed again")
+        self._failing = False
 
     # tools ---------------------------------------------------------------------------------
     async def save(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:

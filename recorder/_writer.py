@@ -56,6 +56,7 @@ BACKLOG = 50_000
 BACKLOG_BYTES = 256 * 1024 * 1024
 BACKLOG_ENV = "TOOLREEL_RECORD_BACKLOG"
 HOLD = 2.0  # seconds a call past the mark waits at most for the recorder to catch up
+FAILING_WAIT = 2.0  # seconds a flush waits at most while the store's writes fail
 
 
 class _DrainLost(Exception):
@@ -99,7 +100,7 @@ class StoreWriter:
         self._wake = anyio.Event()
         self._idle = False  # the batching task waits for a first entry, with no timer running
         self._progress = anyio.Event()
-        self._last_error: str | None = None
+        self._last_error: str | None = None  # the last write failed, nothing written since
         self._flush_wanted = False  # someone waits: the drain is asked to write at once
         self.wanted = anyio.Event()  # set by the first entry: the drain is started then
 
@@ -174,11 +175,20 @@ class StoreWriter:
         if self._on_error is not None:
             self._on_error(StoreError(message))
 
-    async def flush(self, timeout: float = 15.0) -> None:
-        """Wait until everything submitted so far is in the store (reads, tests, status)."""
+    @property
+    def failing(self) -> str | None:
+        """Why the last write failed, while nothing has been written since (the store is down, full,
+        read-only, or gone); None when recording is healthy."""
+        return self._last_error
+
+    async def flush(self, timeout: float = 15.0, *, failing_timeout: float = FAILING_WAIT) -> None:
+        """Wait until everything submitted so far is in the store (reads, tests, status). While writes
+        fail, wait `failing_timeout` at most: a read on a broken store answers promptly, with the error."""
         target = self._submitted
-        with anyio.move_on_after(timeout):
+        with anyio.move_on_after(timeout) as scope:
             while self._written < target:
+                if self._last_error is not None:
+                    scope.deadline = min(scope.deadline, anyio.current_time() + failing_timeout)
                 self._flush_wanted = True
                 self._wake.set()
                 await self._progress.wait()
@@ -339,8 +349,11 @@ class StoreWriter:
                 logger.warning("recording has caught up (%d calls unsaved); calls no longer wait for it", self.unsaved)
 
     def _report(self, message: str, *, store_error: str | None = None) -> None:
-        logger.error("%s", message)
+        if (store_error or message) != self._last_error:  # a store that stays down is said once, not every retry
+            logger.error("%s", message)
         self._last_error = store_error or message
+        self._progress.set()  # a flush waiting on a failing store answers promptly
+        self._progress = anyio.Event()
         if self._on_error is not None:
             self._on_error(StoreError(store_error or message))
 

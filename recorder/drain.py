@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 from toolreel.core.errors import StoreError
 from toolreel.core.secrets import Redactor
 from toolreel.recorder._journal import FrameReader, encode, unpack
-from toolreel.recorder._rows import entry, write_entries
+from toolreel.recorder._rows import ExecutionEntry, entry, write_entries
 from toolreel.recorder._spool import know_secrets
 
 if TYPE_CHECKING:
@@ -66,6 +66,8 @@ def main() -> int:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="toolreel recorder: %(message)s")
+    # psycopg logs each connection it gives up while the server is down; the failed write says it once
+    logging.getLogger("psycopg").setLevel(logging.CRITICAL)
     source, reply = FrameReader(sys.stdin.fileno()), _Reply(sys.stdout.buffer)
     parent = os.getppid()
     hello = _next_frame(source, None)
@@ -166,7 +168,11 @@ def _write_held(
         return True
     entries = [entry(unpack(packed)) for packed in held.packed]
     if not _write_until_done(store, redactor, entries, created, reply, parent):
-        logger.error("%d recorded calls not saved: the store kept failing and the gateway is gone", len(entries))
+        logger.error(
+            "%d recorded calls not saved: the store kept failing and the gateway is gone; they stay in its "
+            "journal and are written the next time a toolreel command opens the store",
+            len(entries),
+        )
         return False
     if lower:
         _lowest_priority()
@@ -193,6 +199,9 @@ def _write_until_done(
     store: Store, redactor: Redactor, entries: list[Any], created: set[str], reply: _Reply, parent: int
 ) -> bool:
     tries_left: int | None = None
+    for item in entries:
+        if isinstance(item, ExecutionEntry):
+            _EXECUTIONS[item.id] = item
     while True:
         try:
             write_entries(store, redactor, entries, created)
@@ -200,11 +209,25 @@ def _write_until_done(
         except StoreError as exc:
             if not reply("error", str(exc)):
                 logger.error("recording not saved: %s", exc)
+            # After a failure, each execution is looked for again before its steps: a database restored,
+            # recreated, or that lost its last commits in a crash may no longer hold it.
+            created.clear()
+            entries = _with_executions(entries)
         if os.getppid() != parent:
             tries_left = LAST_TRIES if tries_left is None else tries_left - 1
             if tries_left <= 0:
                 return False
         time.sleep(RETRY_DELAY)
+
+
+_EXECUTIONS: dict[str, ExecutionEntry] = {}  # every execution this process was given, by id
+
+
+def _with_executions(entries: list[Any]) -> list[Any]:
+    """`entries`, led by the execution entries of its steps that it does not hold itself."""
+    held = {item.id for item in entries if isinstance(item, ExecutionEntry)}
+    wanted = {item.execution_id for item in entries if not isinstance(item, ExecutionEntry)} - held
+    return [_EXECUTIONS[i] for i in sorted(wanted) if i in _EXECUTIONS] + entries
 
 
 if __name__ == "__main__":

@@ -39,14 +39,15 @@ from toolreel.recorder._spool import Spool
 if TYPE_CHECKING:
     from toolreel.core.store import Store
 
-__all__ = ["BACKLOG", "BACKLOG_BYTES", "BACKLOG_ENV", "HOLD", "StoreWriter", "backlog_mark"]
+__all__ = ["BACKLOG", "BACKLOG_BYTES", "BACKLOG_ENV", "GRACE_ENV", "HOLD", "StoreWriter", "backlog_mark"]
 
 logger = logging.getLogger("toolreel.recorder")
 
 BATCH = 4096
 LINGER = 0.05  # seconds a batch waits for company: one frame and one transaction per many steps
 RESTART_DELAYS = (0.2, 1.0, 5.0)
-SHUTDOWN_GRACE = 10.0
+SHUTDOWN_GRACE = 10.0  # seconds the recorder process gets at shutdown; what it has not written stays journaled
+GRACE_ENV = "TOOLREEL_RECORD_GRACE"
 DRAIN = (sys.executable, "-P", "-m", "toolreel.recorder.drain")  # -P: never import a `recorder` from the cwd
 # The backlog's high-water mark. A healthy recorder process holds at most 20,000 calls (drain.MAX_HELD),
 # and a burst at ~4,000 calls/s leaves at most a few seconds' worth unconfirmed: 50,000 is reached
@@ -321,7 +322,7 @@ class StoreWriter:
         """Give the drain what is queued and end its input; wait (SHUTDOWN_GRACE at most) for
         it to write everything and exit, else stop it."""
         assert process.stdin is not None
-        with anyio.move_on_after(SHUTDOWN_GRACE):
+        with anyio.move_on_after(_grace()):
             try:
                 await self._send_queued(process.stdin)
                 await process.stdin.aclose()
@@ -356,6 +357,16 @@ class StoreWriter:
         self._progress = anyio.Event()
         if self._on_error is not None:
             self._on_error(StoreError(store_error or message))
+
+
+def _grace(environ: Mapping[str, str] = os.environ) -> float:
+    """$TOOLREEL_RECORD_GRACE seconds, else SHUTDOWN_GRACE (a bad value is said, and the default used)."""
+    raw = environ.get(GRACE_ENV, "").strip()
+    try:
+        return float(raw) if raw else SHUTDOWN_GRACE
+    except ValueError:
+        logger.warning("%s=%r is not a number of seconds; using %g", GRACE_ENV, raw, SHUTDOWN_GRACE)
+        return SHUTDOWN_GRACE
 
 
 def backlog_mark(environ: Mapping[str, str] = os.environ) -> int:

@@ -34,6 +34,7 @@ from tests.gw import (
     fixture_entry,
     gateway_env,
     line_transport,
+    running_gateway,
     text_of,
     wait_until,
     write_config,
@@ -195,4 +196,34 @@ def test_a_journal_is_written_back_only_by_a_process_that_knows_its_secrets(tmp_
     assert [step.name for step in steps] == ["echo_1", "echo_2", "echo_3"]
     assert "s3cret-Value-9" not in repr([(s.input, s.resolved_input, s.result, s.output) for s in steps])
     assert steps[0].redacted
+    assert not pending_journals(db)
+
+
+async def test_what_the_recorder_cannot_write_in_the_shutdown_budget_stays_journaled(
+    config: Path, tmp_path: Path
+) -> None:
+    from toolreel.recorder._writer import GRACE_ENV
+
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    big = "x" * (1024 * 1024)
+    env = gateway_env(db, **{GRACE_ENV: "1"})
+    async with running_gateway(["--config", str(config)], env) as gateway:
+        async with line_transport(gateway.process) as streams, client_for(_Streams(streams), "legacy", Probe()) as c:
+            s = Connected(c, Probe(), gateway)
+            first = await call(s, "feat__echo", {"text": "first"})
+            execution = (first.meta or {})["toolreel/execution"]
+            await wait_until(lambda: bool(_drain_of(gateway)), 15, "the recorder process")
+            [drain] = _drain_of(gateway)
+            os.kill(drain, signal.SIGSTOP)  # a recorder that cannot finish within the budget
+            for n in range(10):
+                assert text_of(await call(s, "feat__echo", {"text": f"{n}{big}"})).startswith(str(n))
+        assert gateway.process.stdin is not None
+        await gateway.process.stdin.aclose()  # the client is gone: the gateway shuts down
+        assert await gateway.wait_exit(30) == 0
+        assert "kept in the journal" in gateway.stderr(), gateway.stderr()
+    assert pending_journals(db)
+    with open_store(db) as store:  # the next opening of the store writes them
+        steps = store.get_steps(execution)
+    assert [step.name for step in steps] == [f"echo_{n}" for n in range(1, 12)]
+    assert steps[-1].output == f"9{big}"
     assert not pending_journals(db)

@@ -386,7 +386,7 @@ def measure_journal(plan: Plan, tmp: Path, out: Callable[[str], None]) -> Latenc
         step.resolved_input, step.result, None, step.started_at, step.ended_at,
     )  # fmt: skip
     packed = pack(entry)
-    spool = Spool(tmp / "journal", ["a-secret"])
+    spool = Spool([tmp / "journal"], ["a-secret"])
     count = plan.writes * 5
     samples: list[float] = []
     clock = time.perf_counter

@@ -35,6 +35,7 @@ __all__ = ["GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
 
 logger = logging.getLogger("toolreel.gateway")
 STORE_RETRY = 5.0
+FAILING_WAIT = 2.0  # seconds a management read waits for a store whose opening failed
 PEEK_EVERY = 5.0  # seconds between looks at an idle store for templates or runs from other processes
 
 Handler = Callable[[dict[str, Any], Any, ClientLink], Awaitable[dict[str, Any]]]
@@ -82,6 +83,7 @@ class GatewayHook(ToolHook):
         self._peek = peek
         self._db = db
         self._store: Store | None = None
+        self._open_error: str | None = None  # the last attempt to open the store failed: why
         self.store_ready = anyio.Event()
         self.store_wanted = anyio.Event()  # something in this process needs the store: open it now
         self.secret_values = tuple(secret_values)
@@ -146,6 +148,7 @@ class GatewayHook(ToolHook):
             except StoreError as exc:  # the store turns file-system errors into StoreError too
                 logger.error("%s; retrying in %g s", exc, STORE_RETRY)
                 self.recorder.pending_errors.append(str(exc))
+                self._open_error = str(exc)
             await anyio.sleep(STORE_RETRY)
 
     @property
@@ -155,9 +158,12 @@ class GatewayHook(ToolHook):
         return self._store
 
     async def ready_store(self, timeout: float = 30.0) -> Store:
+        """The store, once open; a store whose opening failed answers within FAILING_WAIT s with why."""
         self.store_wanted.set()
-        with anyio.move_on_after(timeout):
+        with anyio.move_on_after(FAILING_WAIT if self._open_error else timeout):
             await self.store_ready.wait()
+        if self._store is None and self._open_error is not None:
+            raise StoreError(f"the store cannot be opened ({self._open_error}); it is retried every {STORE_RETRY:g} s")
         return self.store  # StoreError (said what to do) if it is still not open
 
     def add(self, tool: ManagementTool) -> None:

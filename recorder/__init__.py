@@ -18,7 +18,7 @@ from toolreel.core.errors import StoreError
 from toolreel.core.secrets import Redactor
 from toolreel.core.store_hooks import add_open_hook
 from toolreel.recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
-from toolreel.recorder._spool import Spool, journal_dir, know_secrets, pending_journals, recover
+from toolreel.recorder._spool import Spool, journal_dir, journal_dirs, know_secrets, pending_journals, recover
 from toolreel.recorder._writer import StoreWriter, backlog_mark
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class Recorder:
         values = list(secret_values)
         self.redactor = Redactor(values)
         know_secrets(values)
-        spool = None if local_store is not None else Spool(journal_dir(db), values)
+        spool = None if local_store is not None else Spool(journal_dirs(db), values)
         self.writer = StoreWriter(db, values, on_error=self._failed, local_store=local_store, spool=spool)
         self.sessions: dict[str, RecordingSession] = {}
         self.pending_errors: list[str] = []  # reported to the agent with its next result

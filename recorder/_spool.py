@@ -47,7 +47,7 @@ from toolreel.recorder._rows import Entry, entry, write_entries
 if TYPE_CHECKING:
     from toolreel.core.store import Store
 
-__all__ = ["ROTATE_BYTES", "Spool", "journal_dir", "know_secrets", "pending_journals", "recover"]
+__all__ = ["ROTATE_BYTES", "Spool", "journal_dir", "journal_dirs", "know_secrets", "pending_journals", "recover"]
 
 logger = logging.getLogger("toolreel.recorder")
 
@@ -65,6 +65,18 @@ def know_secrets(values: Sequence[str]) -> None:
 
 def _digest(salt: bytes, value: str) -> str:
     return hashlib.sha256(salt + value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def journal_dirs(url: str | None) -> list[Path]:
+    """Where journals of the store at `url` may be: `journal_dir`, then a fallback in memory-backed
+    /dev/shm (or the runtime dir) for when that disk is full or read-only: it outlives a killed
+    process, not a reboot."""
+    primary = journal_dir(url)
+    if primary is None:
+        return []
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp")
+    key = hashlib.sha256(str(primary).encode()).hexdigest()[:16]
+    return [primary, base / f"toolreel-journal-{os.getuid()}" / key]
 
 
 def journal_dir(url: str | None) -> Path | None:
@@ -96,8 +108,9 @@ class Spool:
     """This process's journal files. `append` is called once per submitted entry, in order;
     `confirmed(n)` when the first n entries are in the store."""
 
-    def __init__(self, directory: Path | None, secret_values: Sequence[str] = ()) -> None:
-        self._dir = directory
+    def __init__(self, directories: Sequence[Path], secret_values: Sequence[str] = ()) -> None:
+        self._dirs = list(directories)  # the first that takes a write is used: a full disk moves on
+        self._dir = self._dirs[0] if self._dirs else None
         self._secret_values = list(secret_values)
         self._fd = -1
         self._path: Path | None = None
@@ -124,22 +137,42 @@ class Spool:
         self._count += 1
         if self._dir is None:
             return False
-        try:
-            if self._fd < 0:
-                self._open()
-            written = os.writev(self._fd, (_header(len(packed)), packed))
-            if written != HEADER_SIZE + len(packed):
-                raise OSError(errno.ENOSPC, "the journal file took only part of an entry")
-        except OSError as exc:
-            self._undo()
-            self._missed = True
-            self.error = f"the recording journal {self._path or self._dir} cannot be written ({exc})"
-            return False
+        while True:
+            try:
+                written = self._write(packed)
+                break
+            except OSError as exc:
+                self._undo()
+                if self._next_dir():
+                    continue
+                self._missed = True
+                self.error = f"the recording journal {self._path or self._dir} cannot be written ({exc})"
+                return False
         self.error = None
         self._size += written
         self._in_file += 1
         if self._size >= ROTATE_BYTES:
             self._rotate()
+        return True
+
+    def _write(self, packed: bytes) -> int:
+        if self._fd < 0:
+            self._open()
+        written = os.writev(self._fd, (_header(len(packed)), packed))
+        if written != HEADER_SIZE + len(packed):
+            raise OSError(errno.ENOSPC, "the journal file took only part of an entry")
+        return written
+
+    def _next_dir(self) -> bool:
+        """Go on in the next folder (the file so far is kept, locked, until its entries are saved)."""
+        at = self._dirs.index(self._dir) if self._dir in self._dirs else len(self._dirs)
+        if at + 1 >= len(self._dirs):
+            return False
+        if self._fd >= 0:
+            self._full.append((self._path or self._dirs[at], self._fd, self._count - 1))
+            self._fd, self._path = -1, None
+        self._dir = self._dirs[at + 1]
+        logger.warning("the recording journal moves to %s (%s cannot be written)", self._dir, self._dirs[at])
         return True
 
     def confirmed(self, written: int) -> None:
@@ -212,13 +245,11 @@ def _unlink(path: Path) -> None:
 # recovery -------------------------------------------------------------------------------------
 def pending_journals(url: str | None) -> list[Path]:
     """Journal files of the store at `url` (any owner): something may wait to be written."""
-    directory = journal_dir(url)
-    if directory is None:
-        return []
-    try:
-        return sorted(directory.glob(f"*{_SUFFIX}"))
-    except OSError:
-        return []
+    found: list[Path] = []
+    for directory in journal_dirs(url):
+        with contextlib.suppress(OSError):
+            found.extend(sorted(directory.glob(f"*{_SUFFIX}")))
+    return found
 
 
 def recover(store: Store, url: str) -> None:

@@ -25,10 +25,12 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from toolreel.core.errors import StoreError
 from toolreel.core.secrets import Redactor
+from toolreel.core.store_peek import in_memory
 from toolreel.recorder._journal import FrameReader, encode, unpack
 from toolreel.recorder._rows import ExecutionEntry, entry, write_entries
 from toolreel.recorder._spool import know_secrets
@@ -40,6 +42,7 @@ __all__ = ["main"]
 
 logger = logging.getLogger("toolreel.drain")
 RETRY_DELAY = 1.0
+CHUNK = 64  # entries per transaction once a larger write failed
 LAST_TRIES = 3  # attempts left for a batch once the gateway is gone
 QUIET = 0.2  # seconds without input that end a burst (the gateway sends a batch every 50 ms while busy)
 MAX_DELAY = 2.0  # seconds the oldest held call waits at most
@@ -80,10 +83,11 @@ def main() -> int:
     if store is None:
         return 1
     reply("ready")
+    target = _Target(db, store)
     try:
-        return _drain(store, Redactor(secret_values), source, reply, parent)
+        return _drain(target, Redactor(secret_values), source, reply, parent)
     finally:
-        store.close()
+        target.store.close()
 
 
 def _open(db: str | None, reply: _Reply, parent: int) -> Store | None:
@@ -98,6 +102,53 @@ def _open(db: str | None, reply: _Reply, parent: int) -> Store | None:
         if os.getppid() != parent:
             return None
         time.sleep(RETRY_DELAY)
+
+
+class _Target:
+    """The store written to. A SQLite file deleted or replaced under a running gateway is noticed
+    (its inode): the store is opened again, which creates it anew, instead of writing on into a
+    file nobody can read any more."""
+
+    def __init__(self, db: str | None, store: Store) -> None:
+        self.db = db
+        self.store = store
+        self.path = _sqlite_file(db)
+        self.identity = self._identity()
+
+    def _identity(self) -> tuple[int, int] | None:
+        if self.path is None:
+            return None
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return None
+        return (stat.st_dev, stat.st_ino) if stat.st_size else None  # an emptied file is a store no more
+
+    def moved(self) -> bool:
+        return self.path is not None and self._identity() != self.identity
+
+    def gone_message(self) -> str:
+        return f"the store file {self.path} was deleted, emptied or replaced under the running gateway"
+
+    def reopen(self) -> None:
+        from toolreel.core.store import open_store
+
+        self.store.close()
+        if self.path is not None and self.path.exists() and not self.path.stat().st_size:
+            for leftover in (self.path, *(self.path.with_name(self.path.name + x) for x in ("-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)  # an emptied file beside an old WAL: start clean
+        self.store = open_store(self.db)
+        self.identity = self._identity()
+
+
+def _sqlite_file(db: str | None) -> Path | None:
+    from toolreel.core.store import default_db_url  # platformdirs only, SQLAlchemy is loaded by now anyway
+
+    url = db or os.environ.get("TOOLREEL_DB") or default_db_url()
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or "?" in url or in_memory(url):
+        return None
+    return Path(url[len(prefix) :]).absolute()
 
 
 def _lowest_priority() -> None:
@@ -131,7 +182,7 @@ class _Held:
         return max(0.0, min(last_input + QUIET, self.since + MAX_DELAY) - time.monotonic())
 
 
-def _drain(store: Store, redactor: Redactor, source: FrameReader, reply: _Reply, parent: int) -> int:
+def _drain(target: _Target, redactor: Redactor, source: FrameReader, reply: _Reply, parent: int) -> int:
     created: set[str] = set()
     held = _Held()
     last_input = time.monotonic()
@@ -140,7 +191,7 @@ def _drain(store: Store, redactor: Redactor, source: FrameReader, reply: _Reply,
         wait = held.wait(last_input)
         messages = _poll(source, wait)
         if messages is None:  # end of input: write what is held, and stop
-            return 0 if _write_held(store, redactor, held, created, reply, parent) else 1
+            return 0 if _write_held(target, redactor, held, created, reply, parent) else 1
         if messages:
             last_input = time.monotonic()
         flush = False
@@ -154,29 +205,48 @@ def _drain(store: Store, redactor: Redactor, source: FrameReader, reply: _Reply,
         due = flush or held.wait(last_input) == 0.0  # a quiet moment, the oldest too old, or too many held
         if due:
             writing = bool(held.batches)
-            if not _write_held(store, redactor, held, created, reply, parent, lower=not lowered):
+            if not _write_held(target, redactor, held, created, reply, parent, lower=not lowered):
                 return 1
             lowered = lowered or writing
 
 
 def _write_held(
-    store: Store, redactor: Redactor, held: _Held, created: set[str], reply: _Reply, parent: int, *, lower: bool = False
+    target: _Target,
+    redactor: Redactor,
+    held: _Held,
+    created: set[str],
+    reply: _Reply,
+    parent: int,
+    *,
+    lower: bool = False,
 ) -> bool:
     """Write what is held and confirm it; `lower`: then go to the lowest priority (after the first
-    write, what remains is steady work, for idle CPU), before the confirmation goes out."""
+    write, what remains is steady work, for idle CPU), before the confirmation goes out. All of it
+    in one transaction; if that fails, batch by batch, each confirmed once written (a disk with room
+    for some of it takes that much, and what follows is not held up by what does not fit)."""
     if not held.batches:
         return True
     entries = [entry(unpack(packed)) for packed in held.packed]
-    if not _write_until_done(store, redactor, entries, created, reply, parent):
-        logger.error(
-            "%d recorded calls not saved: the store kept failing and the gateway is gone; they stay in its "
-            "journal and are written the next time a toolreel command opens the store",
-            len(entries),
-        )
-        return False
-    if lower:
-        _lowest_priority()
-    for count in held.batches:
+    try:
+        _write_checked(target, redactor, entries, created, reply)
+        batches: list[tuple[int, list[Any]]] = [(count, []) for count in held.batches]
+    except StoreError as exc:
+        _said(reply, exc)
+        batches, at = [], 0
+        for count in held.batches:
+            batches.append((count, entries[at : at + count]))
+            at += count
+    for count, pending in batches:
+        if pending and not _write_until_done(target, redactor, pending, created, reply, parent):
+            logger.error(
+                "%d recorded calls not saved: the store kept failing and the gateway is gone; they stay in its "
+                "journal and are written the next time a toolreel command opens the store",
+                sum(c for c, _ in batches),
+            )
+            return False
+        if lower:
+            _lowest_priority()
+            lower = False
         reply("done", count)
     held.packed, held.batches = [], []
     return True
@@ -196,28 +266,50 @@ def _poll(source: FrameReader, timeout: float | None, *, limit: int | None = Non
 
 
 def _write_until_done(
-    store: Store, redactor: Redactor, entries: list[Any], created: set[str], reply: _Reply, parent: int
+    target: _Target, redactor: Redactor, entries: list[Any], created: set[str], reply: _Reply, parent: int
 ) -> bool:
+    """Write `entries`, CHUNK at a time, retrying every RETRY_DELAY s: what was written stays written
+    (a full disk freed a little takes the next chunk). False once the gateway is gone and LAST_TRIES
+    more attempts failed."""
     tries_left: int | None = None
-    for item in entries:
-        if isinstance(item, ExecutionEntry):
-            _EXECUTIONS[item.id] = item
+    done = 0
     while True:
         try:
-            write_entries(store, redactor, entries, created)
+            while done < len(entries):
+                # each execution is looked for again before its steps: a database restored, recreated,
+                # or that lost its last commits in a crash may no longer hold it
+                created.clear()
+                _write_checked(target, redactor, _with_executions(entries[done : done + CHUNK]), created, reply)
+                done += CHUNK
             return True
         except StoreError as exc:
-            if not reply("error", str(exc)):
-                logger.error("recording not saved: %s", exc)
-            # After a failure, each execution is looked for again before its steps: a database restored,
-            # recreated, or that lost its last commits in a crash may no longer hold it.
-            created.clear()
-            entries = _with_executions(entries)
+            _said(reply, exc)
         if os.getppid() != parent:
             tries_left = LAST_TRIES if tries_left is None else tries_left - 1
             if tries_left <= 0:
                 return False
         time.sleep(RETRY_DELAY)
+
+
+def _write_checked(target: _Target, redactor: Redactor, entries: list[Any], created: set[str], reply: _Reply) -> None:
+    """One transaction into the store's current file; StoreError if the file was deleted or replaced
+    during it (the rows went with the old file: they are written again into the new one)."""
+    for item in entries:
+        if isinstance(item, ExecutionEntry):
+            _EXECUTIONS[item.id] = item
+    if target.moved():
+        target.reopen()
+        _said(reply, StoreError(f"{target.gone_message()}; a new store was created there and recording goes on in it"))
+        created.clear()
+        entries = _with_executions(entries)
+    write_entries(target.store, redactor, entries, created)
+    if target.moved():
+        raise StoreError(f"{target.gone_message()} while recorded calls were written; writing them again")
+
+
+def _said(reply: _Reply, exc: StoreError) -> None:
+    if not reply("error", str(exc)):  # the gateway reports what it is told; else say it here
+        logger.error("recording not saved: %s", exc)
 
 
 _EXECUTIONS: dict[str, ExecutionEntry] = {}  # every execution this process was given, by id

@@ -160,7 +160,7 @@ from toolreel.recorder._journal import pack
 from toolreel.recorder._rows import ExecutionEntry, StepEntry
 from toolreel.recorder._spool import Spool
 
-spool = Spool(Path(sys.argv[1]), ["s3cret-Value-9"])
+spool = Spool([Path(sys.argv[1])], ["s3cret-Value-9"])
 spool.append(pack(ExecutionEntry("execution", "ex1", time.time(), "session")))
 for n in range(1, 4):
     result = {"content": [{"type": "text", "text": f"key s3cret-Value-9 n{n}"}]}

@@ -213,6 +213,10 @@ class GatewayHook(ToolHook):
         self.recorder.end(session, live, result)
         return self._tagged(result, live.name, live.execution_id)
 
+    def link_closed(self, link: ClientLink) -> None:
+        self.recorder.close_session(link.key)
+        link.state.pop("recording", None)
+
     def session(self, link: ClientLink) -> RecordingSession:
         session = link.state.get("recording")
         if session is None:
@@ -307,6 +311,7 @@ class GatewayHook(ToolHook):
                 "unsaved": self.recorder.writer.unsaved,  # records (steps, the execution) not in the store yet
                 "held_back": self.recorder.writer.holding,  # calls wait for the recorder: its backlog is past the mark
                 "recording_error": self.recorder.writer.failing,  # why the last write failed; None when healthy
+                "open_sessions": len(self.recorder.sessions),  # recording sessions held in memory (closed ones are not)
                 "steps": session.steps(),
             }
         )

@@ -12,8 +12,9 @@ import secrets
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -114,7 +115,7 @@ async def _serve_http(front: Front, options: HttpOptions) -> None:
         max_request_body_size=256 * 1024 * 1024,  # large arguments are legitimate, as on stdio
     )
     app = Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(manager))])
-    guarded = _Guard(app, options)
+    guarded = _Guard(app, options, on_deleted=lambda session_id: front.forget(f"http:{session_id}"))
     config = uvicorn.Config(
         guarded, host=options.host, port=options.port, log_level="warning", lifespan="off", access_log=False
     )
@@ -143,9 +144,10 @@ async def _serve_http(front: Front, options: HttpOptions) -> None:
 class _Guard:
     """Refuses foreign Origins (DNS rebinding) and, with --token-env, missing bearer tokens."""
 
-    def __init__(self, app: ASGIApp, options: HttpOptions) -> None:
+    def __init__(self, app: ASGIApp, options: HttpOptions, *, on_deleted: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.options = options
+        self.on_deleted = on_deleted  # a client ended its session (DELETE with its Mcp-Session-Id)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -157,7 +159,26 @@ class _Guard:
                 return
             if scope["path"] == "/mcp":  # Starlette's Mount would redirect /mcp to /mcp/
                 scope = {**scope, "path": "/mcp/"}
+            session_id = headers.get("mcp-session-id")
+            if scope.get("method") == "DELETE" and session_id and self.on_deleted is not None:
+                await self._delete(scope, receive, send, session_id, self.on_deleted)
+                return
         await self.app(scope, receive, send)
+
+    async def _delete(
+        self, scope: Scope, receive: Receive, send: Send, session_id: str, on_deleted: Callable[[str], None]
+    ) -> None:
+        """Pass a DELETE on; once the session is ended (a 2xx answer), release what was kept for it."""
+        statuses: list[int] = []
+
+        async def watched(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(int(message["status"]))
+            await send(message)
+
+        await self.app(scope, receive, watched)
+        if statuses and 200 <= statuses[0] < 300:
+            on_deleted(session_id)
 
     def _problem(self, headers: dict[str, str]) -> tuple[int, str] | None:
         origin = headers.get("origin")

@@ -68,6 +68,11 @@ class Recorder:
             session = self.sessions[key] = RecordingSession(key, self.writer, self.redactor)
         return session
 
+    def close_session(self, key: str) -> None:
+        """The client session is over: its bookkeeping (step names, outputs for refs) is released;
+        what it recorded is in the writer's hands already."""
+        self.sessions.pop(key, None)
+
     def end(self, session: RecordingSession, live: LiveStep, result: Mapping[str, Any]) -> None:
         """Close a step before its answer goes out: its entry is in the journal (`recorder._spool`)
         when the agent reads the step's name, so a gateway killed right after answering loses nothing."""

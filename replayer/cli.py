@@ -28,7 +28,7 @@ from rich.table import Table
 from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError, UpstreamError
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
-from toolreel.core.store import Store, open_store
+from toolreel.core.store import Store, open_store, riding_out
 from toolreel.core.template import Template
 from toolreel.replayer._engine import Engine, load_template
 from toolreel.replayer._inputs import parse_cli_value
@@ -338,7 +338,7 @@ def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:
     except ToolreelError as exc:
         raise _fail(str(exc), 2) from None
     try:
-        return anyio.run(body, store)
+        return anyio.run(body, riding_out(store))  # a short store outage is waited out, not fatal
     except BaseException as exc:
         cause = _unwrap(exc)
         if isinstance(cause, _Usage | NotFoundError):

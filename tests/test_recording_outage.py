@@ -1,6 +1,6 @@
-"""A store outage never ends the gateway: calls go on, recording backs up, `toolreel__status` and
-`_meta["toolreel/error"]` say so, and everything is written once the store is back. Real PostgreSQL,
-a private cluster stopped and started under a running gateway."""
+"""A store outage never ends the gateway, nor a `toolreel run`: calls go on, recording backs up,
+`toolreel__status` and `_meta["toolreel/error"]` say so, and everything is written once the store is
+back; a run waits the outage out. Real PostgreSQL, a private cluster stopped and started under them."""
 
 from __future__ import annotations
 
@@ -91,3 +91,29 @@ async def test_a_postgresql_outage_degrades_recording_and_loses_nothing(
 
 async def _unsaved(s: Connected, expected: int) -> bool:
     return (await status(s))["unsaved"] == expected
+
+
+async def test_toolreel_run_rides_out_a_short_store_outage(private_cluster: pg.PgCluster, tmp_path: Path) -> None:
+    from tests.callers import saved
+    from tests.test_replayer_durability import chain, counts, finished_steps, only_execution, replayer_process
+    from tests.test_replayer_durability import write_config as replayer_config
+    from toolreel.core.model import ExecutionStatus
+
+    url = private_cluster.create_database()
+    store = open_store(url)
+    saved(store, chain("through-outage", 3, 0.5))
+    args = ["run", "through-outage", "--json", "--db", url, "--config", str(replayer_config(tmp_path))]
+    with replayer_process(tmp_path, "run", *args) as runner:
+        await wait_until(
+            lambda: (e := only_execution(store)) is not None and "c1" in finished_steps(store, e.id), 60, "c1"
+        )
+        private_cluster.stop()
+        err = tmp_path / "run.err"
+        await wait_until(lambda: "retrying for up to" in err.read_text(), 30, "the run to wait for the store")
+        private_cluster.start()
+        await wait_until(lambda: runner.poll() is not None, 60, "the run to finish")
+    assert runner.returncode == 0, err.read_text()
+    execution = only_execution(store)
+    assert execution is not None and execution.status == ExecutionStatus.SUCCEEDED
+    assert counts(tmp_path) == {"c1": 1, "c2": 1, "c3": 1}
+    store.close()

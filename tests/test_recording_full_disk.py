@@ -53,7 +53,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def _fill(path: Path) -> None:
-    with path.open("wb") as filler, contextlib.suppress(OSError):
+    with contextlib.suppress(OSError), path.open("wb") as filler:
         while True:
             filler.write(b"\0" * 65536)
             filler.flush()

@@ -378,10 +378,11 @@ def parse(argv: list[str]) -> Plan:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="the issue's counts: 20 kills, 10 of each group "
                         "signal and restart, 10,000 sessions, 10 resumes (about 15 minutes)")  # fmt: skip
+    parser.add_argument("--sessions", type=int, help="HTTP sessions to open and close (default 500; --full 10,000)")
     args = parser.parse_args(argv)
     if args.full:
-        return Plan(kills=20, group=10, pg_restarts=10, sessions=10_000, resumes=10)
-    return Plan(kills=3, group=2, pg_restarts=2, sessions=500, resumes=2)
+        return Plan(kills=20, group=10, pg_restarts=10, sessions=args.sessions or 10_000, resumes=10)
+    return Plan(kills=3, group=2, pg_restarts=2, sessions=args.sessions or 500, resumes=2)
 
 
 def main(argv: list[str] | None = None) -> int:

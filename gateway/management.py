@@ -62,6 +62,11 @@ def tool_result(value: Any) -> dict[str, Any]:
     }
 
 
+async def _then_cancel(wait: Callable[[], Awaitable[Any]], scope: anyio.CancelScope) -> None:
+    await wait()
+    scope.cancel()
+
+
 def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(required)}
 
@@ -84,6 +89,7 @@ class GatewayHook(ToolHook):
         self._db = db
         self._store: Store | None = None
         self._open_error: str | None = None  # the last attempt to open the store failed: why
+        self._attempted = anyio.Event()  # set when an attempt to open the store fails
         self.store_ready = anyio.Event()
         self.store_wanted = anyio.Event()  # something in this process needs the store: open it now
         self.secret_values = tuple(secret_values)
@@ -149,6 +155,8 @@ class GatewayHook(ToolHook):
                 logger.error("%s; retrying in %g s", exc, STORE_RETRY)
                 self.recorder.pending_errors.append(str(exc))
                 self._open_error = str(exc)
+                self._attempted.set()  # a read waiting for the store hears of the failure now
+                self._attempted = anyio.Event()
             await anyio.sleep(STORE_RETRY)
 
     @property
@@ -160,8 +168,13 @@ class GatewayHook(ToolHook):
     async def ready_store(self, timeout: float = 30.0) -> Store:
         """The store, once open; a store whose opening failed answers within FAILING_WAIT s with why."""
         self.store_wanted.set()
-        with anyio.move_on_after(FAILING_WAIT if self._open_error else timeout):
-            await self.store_ready.wait()
+        with anyio.move_on_after(timeout):
+            while self._open_error is None and not self.store_ready.is_set():
+                async with anyio.create_task_group() as tg:  # whichever comes first: the store, or a failure
+                    tg.start_soon(_then_cancel, self.store_ready.wait, tg.cancel_scope)
+                    tg.start_soon(_then_cancel, self._attempted.wait, tg.cancel_scope)
+            with anyio.move_on_after(FAILING_WAIT):
+                await self.store_ready.wait()
         if self._store is None and self._open_error is not None:
             raise StoreError(f"the store cannot be opened ({self._open_error}); it is retried every {STORE_RETRY:g} s")
         return self.store  # StoreError (said what to do) if it is still not open

@@ -122,3 +122,17 @@ async def test_a_store_file_deleted_under_the_gateway_is_created_again_and_nothi
     with open_store(db) as store:  # a new file, holding the execution again and every later call
         names = [step.name for step in store.get_steps(execution)]
     assert names == [f"echo_{n}" for n in range(2, 2 + len(later))]
+
+
+async def test_management_reads_on_a_store_that_cannot_be_opened_answer_promptly(config: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the store's folder should be")
+    db = f"sqlite:///{blocker / 's.db'}"
+    async with stdio_gateway(["--config", str(config)], gateway_env(db)) as s:
+        answered = await _echo(s, "recorded nowhere yet")  # the call itself goes on
+        assert text_of(answered) == "recorded nowhere yet"
+        started = anyio.current_time()
+        listing = await call(s, "toolreel__list_executions", {})
+        assert listing.is_error and "cannot be opened" in text_of(listing), text_of(listing)
+        assert anyio.current_time() - started < 10  # was 30 s, then "the store is still opening"
+        assert (await status(s))["unsaved"] >= 1

@@ -101,7 +101,8 @@ class StoreWriter:
         self._wake = anyio.Event()
         self._idle = False  # the batching task waits for a first entry, with no timer running
         self._progress = anyio.Event()
-        self._last_error: str | None = None  # the last write failed, nothing written since
+        self._last_error: str | None = None  # the last problem reported, nothing written since
+        self._failing: str | None = None  # the store refused the last write, nothing written since
         self._flush_wanted = False  # someone waits: the drain is asked to write at once
         self.wanted = anyio.Event()  # set by the first entry: the drain is started then
 
@@ -180,7 +181,7 @@ class StoreWriter:
     def failing(self) -> str | None:
         """Why the last write failed, while nothing has been written since (the store is down, full,
         read-only, or gone); None when recording is healthy."""
-        return self._last_error
+        return self._failing
 
     async def flush(self, timeout: float = 15.0, *, failing_timeout: float = FAILING_WAIT) -> None:
         """Wait until everything submitted so far is in the store (reads, tests, status). While writes
@@ -188,7 +189,7 @@ class StoreWriter:
         target = self._submitted
         with anyio.move_on_after(timeout) as scope:
             while self._written < target:
-                if self._last_error is not None:
+                if self._failing is not None:
                     scope.deadline = min(scope.deadline, anyio.current_time() + failing_timeout)
                 self._flush_wanted = True
                 self._wake.set()
@@ -339,7 +340,7 @@ class StoreWriter:
         if self._spool is not None:
             self._spool.confirmed(self._written)
             self._journal_reported = self._journal_reported and self._spool.error is not None
-        self._last_error = None
+        self._last_error = self._failing = None
         self._progress.set()
         self._progress = anyio.Event()
         if self.holding and self._submitted - self._written < self._low and self._bytes < self._low_bytes:
@@ -353,6 +354,8 @@ class StoreWriter:
         if (store_error or message) != self._last_error:  # a store that stays down is said once, not every retry
             logger.error("%s", message)
         self._last_error = store_error or message
+        if store_error is not None:
+            self._failing = store_error
         self._progress.set()  # a flush waiting on a failing store answers promptly
         self._progress = anyio.Event()
         if self._on_error is not None:

@@ -20,6 +20,7 @@ keeps every batch until its write is confirmed, and at end of input everything i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -151,6 +152,11 @@ def _sqlite_file(db: str | None) -> Path | None:
     return Path(url[len(prefix) :]).absolute()
 
 
+def _normal_priority() -> None:
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed back up: it stays at the lowest
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
 def _lowest_priority() -> None:
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
@@ -191,6 +197,7 @@ def _drain(target: _Target, redactor: Redactor, source: FrameReader, reply: _Rep
         wait = held.wait(last_input)
         messages = _poll(source, wait)
         if messages is None:  # end of input: write what is held, and stop
+            _normal_priority()  # the gateway gives it a bounded time now: at the lowest, a busy machine starves it
             return 0 if _write_held(target, redactor, held, created, reply, parent) else 1
         if messages:
             last_input = time.monotonic()

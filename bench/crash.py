@@ -6,7 +6,7 @@ client was told must be in it:
 - kill -9 of the gateway under a stream of calls;
 - SIGHUP to its process group (a closing terminal; the gateway must exit 0) and SIGKILL to the group;
 - PostgreSQL restarted under recording (a throwaway cluster, tests/pg.py; skipped without its binaries);
-- a full disk freed again (a 4 MB tmpfs; needs root to mount, skipped otherwise);
+- a full disk freed again (a 16 MB tmpfs; needs root to mount, skipped otherwise);
 - HTTP sessions opened and closed: the gateway's RSS after them against after a warm-up;
 - kill -9 of `toolreel run` and `executions resume` right after it: finished steps re-run.
 Bars: answered calls lost 0, gateway exits 0, finished steps re-run 0, memory within 10% of its start.
@@ -203,7 +203,7 @@ async def pg_restart(fault: Fault, tmp: Path, config: Path, cluster: pg.PgCluste
 async def full_disk(fault: Fault, tmp: Path, config: Path) -> None:
     mount = tmp / "disk"
     mount.mkdir(exist_ok=True)
-    mounted = await anyio.run_process(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], check=False)
+    mounted = await anyio.run_process(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], check=False)
     if mounted.returncode != 0:
         fault.note = f"skipped: cannot mount a tmpfs ({mounted.stderr.decode().strip()[:60]})"
         return

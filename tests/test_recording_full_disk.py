@@ -77,7 +77,7 @@ async def test_a_full_disk_backs_recording_up_until_space_is_freed(config: Path,
         await wait_until(lambda: _saved(s), 30, "the first call saved")
         filler = small_disk / "filler"
         await anyio.to_thread.run_sync(_fill, filler)
-        texts = [f"while full {n} " + "y" * 20_000 for n in range(40)]
+        texts = [f"while full {n} " + "y" * 5_000 for n in range(40)]  # each stored about four times over
         answers = [await _echo(s, text) for text in texts]  # every call is answered
 
         async def told() -> bool:

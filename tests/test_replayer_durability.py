@@ -325,3 +325,32 @@ async def test_a_process_that_lost_its_claim_stops_without_writing(tmp_path: Pat
         (row,) = h.store.get_steps(started.id, all_attempts=True)
         assert row.status == StepStatus.RUNNING  # the stale process wrote nothing after losing the claim
         assert h.store.get_execution(started.id).claimed_by == "newer"
+
+
+async def test_a_resumed_parent_takes_over_its_dead_driver_s_child_claim(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    config = write_config(tmp_path)
+    store = open_store(db)
+    saved(store, chain("inner", 3, 0.4))
+    saved(store, {"name": "outer", "steps": [{"name": "child", "template": "inner"}], "output": "@child"})
+    common = ["--config", str(config), "--db", db]
+
+    def child_under_way() -> bool:
+        page, _ = store.list_executions(limit=10)
+        return any(e.parent_id is not None and "c1" in finished_steps(store, e.id) for e in page)
+
+    with replayer_process(tmp_path, "run", "run", "outer", "--json", "--lease-seconds", LONG_LEASE, *common) as r:
+        await wait_until(child_under_way, timeout=60)
+        r.send_signal(signal.SIGKILL)
+        r.wait(timeout=30)
+    page, _ = store.list_executions(limit=10)
+    (parent,) = [e for e in page if e.parent_id is None]
+    (child,) = [e for e in page if e.parent_id is not None]
+    assert child.claimed_by is not None and (child.lease_until or 0) > time.time()  # the dead run's claim
+    with replayer_process(tmp_path, "resume", "executions", "resume", parent.id, "--json", *common) as resume:
+        await wait_until(lambda: resume.poll() is not None, timeout=50)  # well within the 60 s lease
+    assert resume.returncode == 0, (tmp_path / "resume.err").read_text()
+    assert store.get_execution(child.id).status == ExecutionStatus.SUCCEEDED
+    assert store.get_execution(parent.id).status == ExecutionStatus.SUCCEEDED
+    assert counts(tmp_path)["c1"] == 1
+    store.close()

@@ -8,7 +8,8 @@ rounds (the p50 of all of a target's calls; its calls over its blocks' time), ra
 each throughput block the bench waits until the recording gateway has stored every call so far (`unsaved` in
 toolreel__status), so no deferred write lands in another target's block. Then `Store.put_step` of a typical
 recorded step on SQLite (bar: p50 <= 0.2 ms) and on a throwaway PostgreSQL cluster (tests/pg.py) when its
-binaries are installed. Exits 1 if a bar is missed.
+binaries are installed, and what the recording journal's append costs a call (informational). Exits 1 if a
+bar is missed.
 Run: .venv/bin/python bench/record.py [--quick]
 """
 
@@ -373,6 +374,36 @@ def measure_stores(plan: Plan, tmp: Path, out: Callable[[str], None]) -> StoreFi
     return sqlite
 
 
+def measure_journal(plan: Plan, tmp: Path, out: Callable[[str], None]) -> Latency:
+    """What the call path pays for the recording journal: one `Spool.append` of a typical `echo` entry
+    (a writev(2) to the gateway's journal file, no fsync), timed one by one."""
+    from toolreel.recorder._journal import pack
+    from toolreel.recorder._spool import Spool
+
+    step = typical_step(new_id(), 1)
+    entry = (
+        "step", step.execution_id, step.name, 1, step.server, step.tool, step.input,
+        step.resolved_input, step.result, None, step.started_at, step.ended_at,
+    )  # fmt: skip
+    packed = pack(entry)
+    spool = Spool([tmp / "journal"], ["a-secret"])
+    count = plan.writes * 5
+    samples: list[float] = []
+    clock = time.perf_counter
+    for i in range(plan.warm + count):
+        start = clock()
+        spool.append(packed)
+        if i >= plan.warm:
+            samples.append(clock() - start)
+    spool.close(plan.warm + count)
+    lat = Latency.of(samples)
+    out(
+        f"\nRecording journal: append of a typical entry ({len(packed)} bytes packed), {count} after {plan.warm} "
+        f"warm-up: p50 {lat.p50 * 1e6:.1f} us, p90 {lat.p90 * 1e6:.1f} us, p99 {lat.p99 * 1e6:.1f} us"
+    )
+    return lat
+
+
 # --- main -------------------------------------------------------------------------------------------------------
 
 
@@ -391,6 +422,7 @@ def run(plan: Plan) -> int:
         tmp = Path(name)
         run_gateway(bars, plan, f"sqlite:///{tmp / 'recorded.db'}", log_path)
         sqlite = measure_stores(plan, tmp, print).put_step.p50 * 1000
+        measure_journal(plan, tmp, print)
     bars.check(f"SQLite put_step p50 <= {STORE_P50_BAR_MS} ms", sqlite <= STORE_P50_BAR_MS, f"{sqlite:.3f} ms")
     print(f"\n(server and gateway stderr: {log_path})")
     print(bars.report())

@@ -104,6 +104,9 @@ class ToolHook:
         result: dict[str, Any] = await send(arguments)
         return result
 
+    def link_closed(self, link: ClientLink) -> None:
+        """A client's session ended: release what was kept for it."""
+
 
 class GatewayServer(Server[Any]):
     """A low-level server that advertises list_changed for everything it forwards."""
@@ -192,7 +195,14 @@ class Front(ClientRouter):
     def _expire_idle(self) -> None:
         cutoff = time.monotonic() - IDLE_GROUP_SECONDS
         for key in [k for k, link in self.links.items() if link.last_active < cutoff]:
-            del self.links[key]
+            self.forget(key)
+
+    def forget(self, key: str) -> None:
+        """The client of `key` is gone (an HTTP session deleted, a stateless group idle): its link
+        and what the layers above kept for it are released."""
+        link = self.links.pop(key, None)
+        if link is not None:
+            self.hook.link_closed(link)
 
     # middleware: initialize and the tools/call fast path ------------------------------------
     async def _middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

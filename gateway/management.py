@@ -23,7 +23,7 @@ from toolreel.core.model import ExecutionStatus
 from toolreel.core.store_peek import Peek
 from toolreel.gateway.front import ToolHook
 from toolreel.gateway.links import ClientLink
-from toolreel.recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession
+from toolreel.recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession, pending_journals
 from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.hub import Hub, error_result
 from toolreel.upstreams.upstream import Upstream
@@ -36,6 +36,7 @@ __all__ = ["ANNOTATIONS", "GatewayHook", "ManagementTool", "hook_factory", "tool
 logger = logging.getLogger("toolreel.gateway")
 STORE_RETRY = 5.0
 LISTING_WAIT = 20.0  # seconds a first tools/list waits for the store to list the templates
+FAILING_WAIT = 2.0  # seconds a management read waits for a store whose opening failed
 PEEK_EVERY = 5.0  # seconds between looks at an idle store for templates or runs from other processes
 
 Handler = Callable[[dict[str, Any], Any, ClientLink], Awaitable[dict[str, Any]]]
@@ -88,6 +89,11 @@ def tool_result(value: Any) -> dict[str, Any]:
     }
 
 
+async def _then_cancel(wait: Callable[[], Awaitable[Any]], scope: anyio.CancelScope) -> None:
+    await wait()
+    scope.cancel()
+
+
 def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(required)}
 
@@ -107,7 +113,10 @@ class GatewayHook(ToolHook):
         self.hub = hub
         self._open_store = open_store
         self._peek = peek
+        self._db = db
         self._store: Store | None = None
+        self._open_error: str | None = None  # the last attempt to open the store failed: why
+        self._attempted = anyio.Event()  # set when an attempt to open the store fails
         self.store_ready = anyio.Event()
         self.store_wanted = anyio.Event()  # something in this process needs the store: open it now
         self.listing_ready = anyio.Event()  # the templates' tools are known (or there are none)
@@ -149,7 +158,7 @@ class GatewayHook(ToolHook):
         look = await anyio.to_thread.run_sync(self._peek)
         if look is not None and not look.templates:
             self.listing_ready.set()  # no template to list: the first tools/list need not wait for the store
-        if look is None or not look.idle:
+        if look is None or not look.idle or pending_journals(self._db):  # journals: opening the store writes them
             return
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._peek_until_busy)
@@ -176,6 +185,9 @@ class GatewayHook(ToolHook):
             except StoreError as exc:  # the store turns file-system errors into StoreError too
                 logger.error("%s; retrying in %g s", exc, STORE_RETRY)
                 self.recorder.pending_errors.append(str(exc))
+                self._open_error = str(exc)
+                self._attempted.set()  # a read waiting for the store hears of the failure now
+                self._attempted = anyio.Event()
             await anyio.sleep(STORE_RETRY)
 
     @property
@@ -185,9 +197,17 @@ class GatewayHook(ToolHook):
         return self._store
 
     async def ready_store(self, timeout: float = 30.0) -> Store:
+        """The store, once open; a store whose opening failed answers within FAILING_WAIT s with why."""
         self.store_wanted.set()
         with anyio.move_on_after(timeout):
-            await self.store_ready.wait()
+            while self._open_error is None and not self.store_ready.is_set():
+                async with anyio.create_task_group() as tg:  # whichever comes first: the store, or a failure
+                    tg.start_soon(_then_cancel, self.store_ready.wait, tg.cancel_scope)
+                    tg.start_soon(_then_cancel, self._attempted.wait, tg.cancel_scope)
+            with anyio.move_on_after(FAILING_WAIT):
+                await self.store_ready.wait()
+        if self._store is None and self._open_error is not None:
+            raise StoreError(f"the store cannot be opened ({self._open_error}); it is retried every {STORE_RETRY:g} s")
         return self.store  # StoreError (said what to do) if it is still not open
 
     def add(self, tool: ManagementTool) -> None:
@@ -240,10 +260,13 @@ class GatewayHook(ToolHook):
         except BaseException:  # cancellation included: the step is recorded, then it goes on
             session.end(live, None, error="the call was cancelled before it finished")
             raise
-        # Closed once the response is on its way (the agent does not wait for the packing),
-        # and before the loop reads anything more.
-        self.recorder.end_soon(session, live, result)
+        # Closed (and journaled) before the answer goes out: a step the agent has heard of survives a kill -9.
+        self.recorder.end(session, live, result)
         return self._tagged(result, live.name, live.execution_id)
+
+    def link_closed(self, link: ClientLink) -> None:
+        self.recorder.close_session(link.key)
+        link.state.pop("recording", None)
 
     def session(self, link: ClientLink) -> RecordingSession:
         session = link.state.get("recording")
@@ -256,6 +279,8 @@ class GatewayHook(ToolHook):
         meta = {**(result.get("_meta") or {}), STEP_META: step, EXECUTION_META: execution_id}
         if self.recorder.pending_errors:
             meta["toolreel/error"] = "; ".join(self.recorder.take_errors())
+        elif (failing := self.recorder.writer.failing) is not None:  # said on every result while writes fail
+            meta["toolreel/error"] = f"toolreel could not save the recording: {failing}"
         tagged = {**result, "_meta": meta}
         if self.annotate:
             note = {"type": "text", "text": f"[toolreel] recorded as step {step}; pass it on as @{step}"}
@@ -338,6 +363,8 @@ class GatewayHook(ToolHook):
                 "recording": self.record,
                 "unsaved": self.recorder.writer.unsaved,  # records (steps, the execution) not in the store yet
                 "held_back": self.recorder.writer.holding,  # calls wait for the recorder: its backlog is past the mark
+                "recording_error": self.recorder.writer.failing,  # why the last write failed; None when healthy
+                "open_sessions": len(self.recorder.sessions),  # recording sessions held in memory (closed ones are not)
                 "steps": session.steps(),
             }
         )

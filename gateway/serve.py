@@ -13,7 +13,7 @@ import signal
 import socket
 import sys
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
 from typing import TYPE_CHECKING, Any
@@ -169,7 +169,7 @@ async def _serve_http(front: Front, options: HttpOptions, web: UiBackend | None 
     ui = _ui_apps(web, options)
     app = Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(manager)), *(Mount("/ui", app=u) for u in ui)])
     async with manager.run():
-        await _listen(app, options, "/mcp", ui)
+        await _listen(app, options, "/mcp", ui, on_deleted=lambda session_id: front.forget(f"http:{session_id}"))
 
 
 async def run_web_view(options: HttpOptions, backend: UiBackend) -> None:
@@ -181,10 +181,16 @@ async def run_web_view(options: HttpOptions, backend: UiBackend) -> None:
         tg.cancel_scope.cancel()
 
 
-async def _listen(app: ASGIApp, options: HttpOptions, mcp_path: str | None, ui: list[Starlette]) -> None:
+async def _listen(
+    app: ASGIApp,
+    options: HttpOptions,
+    mcp_path: str | None,
+    ui: list[Starlette],
+    on_deleted: Callable[[str], None] | None = None,
+) -> None:
     import uvicorn  # only HTTP mode pays for the web server
 
-    guarded = _Guard(app, options)
+    guarded = _Guard(app, options, on_deleted=on_deleted)
     config = uvicorn.Config(
         guarded, host=options.host, port=options.port, log_level="warning", lifespan="off", access_log=False
     )
@@ -224,7 +230,7 @@ class _Guard:
     over --max-body-mb (before reading them), and messages the SDK would misread (see `screen`); tells
     stateless clients apart (`_ClientIds`)."""
 
-    def __init__(self, app: ASGIApp, options: HttpOptions) -> None:
+    def __init__(self, app: ASGIApp, options: HttpOptions, *, on_deleted: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.options = options
         self.clients = _ClientIds()
@@ -232,6 +238,7 @@ class _Guard:
         self._origins = LOOPBACK if host in LOOPBACK else LOOPBACK | {host}
         # Bound to every interface on purpose: any name of the machine may be used to reach it.
         self._hosts = None if host in WILDCARD else self._origins
+        self.on_deleted = on_deleted  # a client ended its session (DELETE with its Mcp-Session-Id)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -249,7 +256,26 @@ class _Guard:
                 if body is None:
                     return
                 receive = _replay(body, receive)
+            session_id = headers.get("mcp-session-id")
+            if scope.get("method") == "DELETE" and session_id and self.on_deleted is not None:
+                await self._delete(scope, receive, send, session_id, self.on_deleted)
+                return
         await self.app(scope, receive, send)
+
+    async def _delete(
+        self, scope: Scope, receive: Receive, send: Send, session_id: str, on_deleted: Callable[[str], None]
+    ) -> None:
+        """Pass a DELETE on; once the session is ended (a 2xx answer), release what was kept for it."""
+        statuses: list[int] = []
+
+        async def watched(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(int(message["status"]))
+            await send(message)
+
+        await self.app(scope, receive, watched)
+        if statuses and 200 <= statuses[0] < 300:
+            on_deleted(session_id)
 
     async def _screened_body(self, headers: dict[str, str], receive: Receive, send: Send) -> bytes | None:
         """The POST's body, or None once it has been answered here (too large, malformed, a bad notification)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ import mcp_types as types
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
-from toolreel.core.errors import ExecutionError
+from toolreel.core.errors import ExecutionError, StoreError
 from toolreel.core.model import Execution, ExecutionStatus
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import GatewayHook, ManagementTool, tool_result
@@ -32,7 +33,10 @@ if TYPE_CHECKING:
 
 __all__ = ["install", "load_saved"]
 
+logger = logging.getLogger("toolreel.gateway")
+
 REEL_PREFIX = "reel__"
+RECOVER_EVERY = 5.0  # seconds between looks for executions a dead process left running
 ENGINE_WAIT = 30.0  # seconds a run waits for the engine of a gateway that is still starting
 _caller_link: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar("toolreel_caller_link", default=None)
 
@@ -92,15 +96,32 @@ class _Runs:
             template_loader=lambda name, version: load_saved(store, name, version),
             secret_values=self.hook.secret_values,
         )
-        async with engine:
+        async with engine, anyio.create_task_group() as tg:
             self.engine = engine
             self._up.set()
-            await self.hook.hub.wait_started(30.0)
-            await engine.recover()
+            tg.start_soon(self._keep_recovering, engine)
             try:
                 yield
             finally:
                 self.engine = None
+                tg.cancel_scope.cancel()
+
+    async def _keep_recovering(self, engine: Engine) -> None:
+        """Resume what a dead process left, at start and then every RECOVER_EVERY seconds: a claim
+        still under its lease at start is taken once it lapses (SPEC §9 Leases), and another process's
+        crash is noticed too. A store that cannot be read is said once and tried again."""
+        await self.hook.hub.wait_started(30.0)
+        failing = False
+        while True:
+            try:
+                await engine.recover()
+            except StoreError as exc:
+                if not failing:
+                    logger.warning("looking for executions to resume failed (%s); retrying in %g s", exc, RECOVER_EVERY)
+                failing = True
+            else:
+                failing = False
+            await anyio.sleep(RECOVER_EVERY)
 
     async def _engine(self) -> Engine:
         await self.hook.ready_store()  # a store opened lazily: the engine starts right after it

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolreel.core.errors import NotFoundError, TemplateError
+from toolreel.core.errors import NotFoundError, StoreError, TemplateError
 from toolreel.core.model import StepRecord
 from toolreel.gateway import save_form
 from toolreel.gateway.links import ClientLink
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from toolreel.templatizer import TemplatizeResult
 
 __all__ = ["install", "reel_tool"]
+
+logger = logging.getLogger("toolreel.gateway")
 
 REEL_PREFIX = "reel__"
 REFRESH_SECONDS = 5.0
@@ -64,6 +67,7 @@ class _Catalogue:
     def __init__(self, hook: GatewayHook) -> None:
         self.hook = hook
         self.listed: list[dict[str, Any]] = []
+        self._failing = False  # the last refresh could not read the store
 
     @property
     def store(self) -> Any:
@@ -91,9 +95,14 @@ class _Catalogue:
 
     @contextlib.asynccontextmanager
     async def service(self) -> AsyncIterator[None]:
-        self.listed = await anyio.to_thread.run_sync(self._current)
-        if self.hook.listing_ready.is_set() and self.listed:
-            self.hook.hub.router.lists_changed(frozenset({"tools"}))  # clients listed before the store opened
+        try:
+            self.listed = await anyio.to_thread.run_sync(self._current)
+        except StoreError as exc:  # a store outage degrades the gateway, it never ends it: the poll retries
+            self._failing = True
+            logger.warning("the template list cannot be read (%s); retrying every %g s", exc, REFRESH_SECONDS)
+        else:
+            if self.hook.listing_ready.is_set() and self.listed:
+                self.hook.hub.router.lists_changed(frozenset({"tools"}))  # clients listed before the store opened
         self.hook.listing_ready.set()  # a first tools/list waiting for the templates may answer now
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._poll)
@@ -103,7 +112,21 @@ class _Catalogue:
     async def _poll(self) -> None:
         while True:
             await anyio.sleep(REFRESH_SECONDS)
+            await self._refresh_logged()
+
+    async def _refresh_logged(self) -> None:
+        """A refresh that outlives the store: while it cannot be read, the last listing stays and
+        the failure is said once (a store outage degrades the gateway, it never ends it)."""
+        try:
             await self.refresh()
+        except StoreError as exc:
+            if not self._failing:
+                logger.warning("the template list cannot be refreshed (%s); retrying every %g s", exc, REFRESH_SECONDS)
+            self._failing = True
+            return
+        if self._failing:
+            logger.warning("the template list is refreshed again")
+        self._failing = False
 
     # tools ---------------------------------------------------------------------------------
     async def save(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:

@@ -1,13 +1,12 @@
 """Recording mode: client sessions become executions, tool calls become steps.
 
-`Recorder` owns the background `StoreWriter` (which feeds the drain process, `recorder.drain`)
-and one `RecordingSession` per client session; the gateway calls `begin` before forwarding
-and `end` with the result.
+`Recorder` owns the background `StoreWriter` (which feeds the drain process, `recorder.drain`,
+and journals every entry first, `recorder._spool`) and one `RecordingSession` per client
+session; the gateway calls `begin` before forwarding and `end` with the result, before answering.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -16,7 +15,9 @@ import anyio
 import anyio.abc
 
 from toolreel.core.errors import StoreError
+from toolreel.core.store_hooks import add_open_hook
 from toolreel.recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
+from toolreel.recorder._spool import Spool, journal_dir, journal_dirs, know_secrets, pending_journals, recover
 from toolreel.recorder._writer import StoreWriter, backlog_mark
 
 if TYPE_CHECKING:
@@ -30,7 +31,12 @@ __all__ = [
     "RecordingSession",
     "StoreWriter",
     "backlog_mark",
+    "journal_dir",
+    "pending_journals",
 ]
+
+# Every opening of a store writes what a gateway that died had journaled and not saved.
+add_open_hook(recover)
 
 
 logger = logging.getLogger("toolreel.recorder")
@@ -45,10 +51,11 @@ class Recorder:
         local_store: Callable[[], Awaitable[Store]] | None = None,
     ) -> None:
         values = list(secret_values)
-        self.writer = StoreWriter(db, values, on_error=self._failed, local_store=local_store)
+        know_secrets(values)
+        spool = None if local_store is not None else Spool(journal_dirs(db), values)
+        self.writer = StoreWriter(db, values, on_error=self._failed, local_store=local_store, spool=spool)
         self.sessions: dict[str, RecordingSession] = {}
         self.pending_errors: list[str] = []  # reported to the agent with its next result
-        self._ending: list[tuple[RecordingSession, LiveStep, Mapping[str, Any]]] = []
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         await self.writer.run(task_status=task_status)
@@ -59,25 +66,22 @@ class Recorder:
             session = self.sessions[key] = RecordingSession(key, self.writer)
         return session
 
-    def end_soon(self, session: RecordingSession, live: LiveStep, result: Mapping[str, Any]) -> None:
-        """Close a step right after the current loop turn, once its response is written: the
-        loop runs this before it reads anything more, so a call that names the step is handled
-        after it, and the caller does not wait for the packing. The steps that end in one turn
-        close together, in one callback (at 8 calls in flight: one handle, not eight, and the
-        same code run back to back)."""
-        self._ending.append((session, live, result))
-        if len(self._ending) == 1:
-            asyncio.get_running_loop().call_soon(self._end_pending)
+    def close_session(self, key: str) -> None:
+        """The client session is over: its bookkeeping (step names, outputs for refs) is released;
+        what it recorded is in the writer's hands already."""
+        self.sessions.pop(key, None)
 
-    def _end_pending(self) -> None:
-        pending, self._ending = self._ending, []
-        for session, live, result in pending:
-            try:
-                session.end(live, result)
-            except Exception:  # one step's bookkeeping failing must not lose the others
-                logger.exception("recording step %s failed", live.name)
+    def end(self, session: RecordingSession, live: LiveStep, result: Mapping[str, Any]) -> None:
+        """Close a step before its answer goes out: its entry is in the journal (`recorder._spool`)
+        when the agent reads the step's name, so a gateway killed right after answering loses nothing."""
+        try:
+            session.end(live, result)
+        except Exception:  # the step's bookkeeping failing must not fail the call it records
+            logger.exception("recording step %s failed", live.name)
 
     def _failed(self, exc: StoreError) -> None:
+        if str(exc) == self.writer.failing:
+            return  # a failing write is said on every result while it lasts (`StoreWriter.failing`)
         self.pending_errors.append(f"toolreel could not save the recording: {exc}")
         del self.pending_errors[:-5]
 

@@ -33,18 +33,20 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from toolreel.core.errors import ConfigError, StoreError
 from toolreel.recorder._journal import HEADER_SIZE, decode, encode, frame_length, pack, unpack
 from toolreel.recorder._rows import Entry, entry, write_entries
+from toolreel.recorder._spool import Spool
 
 if TYPE_CHECKING:
     from toolreel.core.store import Store
 
-__all__ = ["BACKLOG", "BACKLOG_BYTES", "BACKLOG_ENV", "HOLD", "StoreWriter", "backlog_mark"]
+__all__ = ["BACKLOG", "BACKLOG_BYTES", "BACKLOG_ENV", "GRACE_ENV", "HOLD", "StoreWriter", "backlog_mark"]
 
 logger = logging.getLogger("toolreel.recorder")
 
 BATCH = 4096
 LINGER = 0.05  # seconds a batch waits for company: one frame and one transaction per many steps
 RESTART_DELAYS = (0.2, 1.0, 5.0)
-SHUTDOWN_GRACE = 10.0
+SHUTDOWN_GRACE = 10.0  # seconds the recorder process gets at shutdown; what it has not written stays journaled
+GRACE_ENV = "TOOLREEL_RECORD_GRACE"
 DRAIN = (sys.executable, "-P", "-m", "toolreel.recorder.drain")  # -P: never import a `recorder` from the cwd
 # The backlog's high-water mark. A healthy recorder process holds at most 20,000 calls (drain.MAX_HELD),
 # and a burst at ~4,000 calls/s leaves at most a few seconds' worth unconfirmed: 50,000 is reached
@@ -54,6 +56,7 @@ BACKLOG = 50_000
 BACKLOG_BYTES = 256 * 1024 * 1024
 BACKLOG_ENV = "TOOLREEL_RECORD_BACKLOG"
 HOLD = 2.0  # seconds a call past the mark waits at most for the recorder to catch up
+FAILING_WAIT = 2.0  # seconds a flush waits at most while the store's writes fail
 
 
 class _DrainLost(Exception):
@@ -71,11 +74,14 @@ class StoreWriter:
         backlog: int | None = None,
         backlog_bytes: int = BACKLOG_BYTES,
         hold: float = HOLD,
+        spool: Spool | None = None,
     ) -> None:
         """`backlog`: the high-water mark in calls (default: $TOOLREEL_RECORD_BACKLOG, else BACKLOG);
         `hold`: seconds a call waits at most past it."""
         self._db = db
         self._local_store = local_store  # a database only this process can see: written from here
+        self._spool = spool  # the journal every entry is appended to before it is queued
+        self._journal_reported = False
         self._secret_values = list(secret_values)
         self._on_error = on_error
         self._queue: list[bytes] = []  # packed entries
@@ -94,7 +100,8 @@ class StoreWriter:
         self._wake = anyio.Event()
         self._idle = False  # the batching task waits for a first entry, with no timer running
         self._progress = anyio.Event()
-        self._last_error: str | None = None
+        self._last_error: str | None = None  # the last problem reported, nothing written since
+        self._failing: str | None = None  # the store refused the last write, nothing written since
         self._flush_wanted = False  # someone waits: the drain is asked to write at once
         self.wanted = anyio.Event()  # set by the first entry: the drain is started then
 
@@ -105,6 +112,10 @@ class StoreWriter:
         """Queue an entry packed with `recorder._journal.pack` (a call's path packs it once
         and keeps the bytes for its refs too)."""
         self._submitted += 1
+        spool = self._spool
+        if spool is not None and not spool.append(packed) and not self._journal_reported:
+            self._journal_reported = True
+            self._report(f"{spool.error}; recorded calls are kept in memory only until they are saved")
         if self._submitted == 1:  # the first entry ever: the drain is started now
             self.wanted.set()
         self._bytes += len(packed)
@@ -165,11 +176,20 @@ class StoreWriter:
         if self._on_error is not None:
             self._on_error(StoreError(message))
 
-    async def flush(self, timeout: float = 15.0) -> None:
-        """Wait until everything submitted so far is in the store (reads, tests, status)."""
+    @property
+    def failing(self) -> str | None:
+        """Why the last write failed, while nothing has been written since (the store is down, full,
+        read-only, or gone); None when recording is healthy."""
+        return self._failing
+
+    async def flush(self, timeout: float = 15.0, *, failing_timeout: float = FAILING_WAIT) -> None:
+        """Wait until everything submitted so far is in the store (reads, tests, status). While writes
+        fail, wait `failing_timeout` at most: a read on a broken store answers promptly, with the error."""
         target = self._submitted
-        with anyio.move_on_after(timeout):
+        with anyio.move_on_after(timeout) as scope:
             while self._written < target:
+                if self._failing is not None:
+                    scope.deadline = min(scope.deadline, anyio.current_time() + failing_timeout)
                 self._flush_wanted = True
                 self._wake.set()
                 await self._progress.wait()
@@ -193,9 +213,21 @@ class StoreWriter:
                 failures += 1
                 await anyio.sleep(RESTART_DELAYS[min(failures, len(RESTART_DELAYS)) - 1])
         finally:
-            unsaved = self._submitted - self._written
-            if unsaved:
-                logger.error("%d recorded calls were not saved before the gateway stopped", unsaved)
+            self._closed()
+
+    def _closed(self) -> None:
+        unsaved = self._submitted - self._written
+        spool = self._spool
+        kept = spool.close(self._written) if spool is not None else 0
+        if kept and spool is not None and spool.complete:
+            logger.warning(
+                "%d recorded calls were not saved before the gateway stopped; they are kept in the journal "
+                "%s and written the next time a toolreel command opens the store",
+                kept,
+                spool.path or "folder",
+            )
+        elif unsaved:
+            logger.error("%d recorded calls were not saved before the gateway stopped", unsaved)
 
     async def _write_here(self, local_store: Callable[[], Awaitable[Store]]) -> None:
         """The drain's work in this process, for a database in this process's memory."""
@@ -291,7 +323,7 @@ class StoreWriter:
         """Give the drain what is queued and end its input; wait (SHUTDOWN_GRACE at most) for
         it to write everything and exit, else stop it."""
         assert process.stdin is not None
-        with anyio.move_on_after(SHUTDOWN_GRACE):
+        with anyio.move_on_after(_grace()):
             try:
                 await self._send_queued(process.stdin)
                 await process.stdin.aclose()
@@ -305,7 +337,10 @@ class StoreWriter:
     def _confirmed(self, count: int, size: int) -> None:
         self._written += count
         self._bytes -= size
-        self._last_error = None
+        if self._spool is not None:
+            self._spool.confirmed(self._written)
+            self._journal_reported = self._journal_reported and self._spool.error is not None
+        self._last_error = self._failing = None
         self._progress.set()
         self._progress = anyio.Event()
         if self.holding and self._submitted - self._written < self._low and self._bytes < self._low_bytes:
@@ -316,10 +351,25 @@ class StoreWriter:
                 logger.warning("recording has caught up (%d calls unsaved); calls no longer wait for it", self.unsaved)
 
     def _report(self, message: str, *, store_error: str | None = None) -> None:
-        logger.error("%s", message)
+        if (store_error or message) != self._last_error:  # a store that stays down is said once, not every retry
+            logger.error("%s", message)
         self._last_error = store_error or message
+        if store_error is not None:
+            self._failing = store_error
+        self._progress.set()  # a flush waiting on a failing store answers promptly
+        self._progress = anyio.Event()
         if self._on_error is not None:
             self._on_error(StoreError(store_error or message))
+
+
+def _grace(environ: Mapping[str, str] = os.environ) -> float:
+    """$TOOLREEL_RECORD_GRACE seconds, else SHUTDOWN_GRACE (a bad value is said, and the default used)."""
+    raw = environ.get(GRACE_ENV, "").strip()
+    try:
+        return float(raw) if raw else SHUTDOWN_GRACE
+    except ValueError:
+        logger.warning("%s=%r is not a number of seconds; using %g", GRACE_ENV, raw, SHUTDOWN_GRACE)
+        return SHUTDOWN_GRACE
 
 
 def backlog_mark(environ: Mapping[str, str] = os.environ) -> int:

@@ -20,16 +20,20 @@ keeps every batch until its write is confirmed, and at end of input everything i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from toolreel.core.errors import StoreError
+from toolreel.core.store_peek import in_memory
 from toolreel.recorder._journal import FrameReader, encode, unpack
-from toolreel.recorder._rows import entry, write_entries
+from toolreel.recorder._rows import ExecutionEntry, entry, write_entries
+from toolreel.recorder._spool import know_secrets
 
 if TYPE_CHECKING:
     from toolreel.core.store import Store
@@ -38,6 +42,7 @@ __all__ = ["main"]
 
 logger = logging.getLogger("toolreel.drain")
 RETRY_DELAY = 1.0
+CHUNK = 64  # entries per transaction once a larger write failed
 LAST_TRIES = 3  # attempts left for a batch once the gateway is gone
 QUIET = 0.2  # seconds without input that end a burst (the gateway sends a batch every 50 ms while busy)
 MAX_DELAY = 2.0  # seconds the oldest held call waits at most
@@ -59,10 +64,13 @@ class _Reply:
 
 
 def main() -> int:
-    # Ctrl-C reaches the whole process group; the gateway decides when recording ends (end of input).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # Ctrl-C, and the hangup of a closing terminal, reach the whole process group; the gateway
+    # decides when recording ends (end of input), and is given the time to hand everything over.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="toolreel recorder: %(message)s")
+    # psycopg logs each connection it gives up while the server is down; the failed write says it once
+    logging.getLogger("psycopg").setLevel(logging.CRITICAL)
     source, reply = FrameReader(sys.stdin.fileno()), _Reply(sys.stdout.buffer)
     parent = os.getppid()
     hello = _next_frame(source, None)
@@ -70,15 +78,17 @@ def main() -> int:
         logger.error("expected a hello from the gateway, got %r; exiting", hello)
         return 2
     _, db, secret_values = hello
+    know_secrets(secret_values)  # journals of a dead gateway with the same secrets are written at the opening
     store = _open(db, reply, parent)
     if store is None:
         return 1
     reply("ready")
+    store.redactor.add(secret_values)  # the store redacts every row it writes
+    target = _Target(db, store)
     try:
-        store.redactor.add(secret_values)
-        return _drain(store, source, reply, parent)
+        return _drain(target, source, reply, parent)
     finally:
-        store.close()
+        target.store.close()
 
 
 def _open(db: str | None, reply: _Reply, parent: int) -> Store | None:
@@ -93,6 +103,60 @@ def _open(db: str | None, reply: _Reply, parent: int) -> Store | None:
         if os.getppid() != parent:
             return None
         time.sleep(RETRY_DELAY)
+
+
+class _Target:
+    """The store written to. A SQLite file deleted or replaced under a running gateway is noticed
+    (its inode): the store is opened again, which creates it anew, instead of writing on into a
+    file nobody can read any more."""
+
+    def __init__(self, db: str | None, store: Store) -> None:
+        self.db = db
+        self.store = store
+        self.path = _sqlite_file(db)
+        self.identity = self._identity()
+
+    def _identity(self) -> tuple[int, int] | None:
+        if self.path is None:
+            return None
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return None
+        return (stat.st_dev, stat.st_ino) if stat.st_size else None  # an emptied file is a store no more
+
+    def moved(self) -> bool:
+        return self.path is not None and self._identity() != self.identity
+
+    def gone_message(self) -> str:
+        return f"the store file {self.path} was deleted, emptied or replaced under the running gateway"
+
+    def reopen(self) -> None:
+        from toolreel.core.store import open_store
+
+        secrets = self.store.redactor  # what the old store learned to redact, the new one redacts too
+        self.store.close()
+        if self.path is not None and self.path.exists() and not self.path.stat().st_size:
+            for leftover in (self.path, *(self.path.with_name(self.path.name + x) for x in ("-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)  # an emptied file beside an old WAL: start clean
+        self.store = open_store(self.db)
+        self.store.redactor = secrets
+        self.identity = self._identity()
+
+
+def _sqlite_file(db: str | None) -> Path | None:
+    from toolreel.core.store import default_db_url  # platformdirs only, SQLAlchemy is loaded by now anyway
+
+    url = db or os.environ.get("TOOLREEL_DB") or default_db_url()
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or "?" in url or in_memory(url):
+        return None
+    return Path(url[len(prefix) :]).absolute()
+
+
+def _normal_priority() -> None:
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed back up: it stays at the lowest
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
 def _lowest_priority() -> None:
@@ -126,7 +190,7 @@ class _Held:
         return max(0.0, min(last_input + QUIET, self.since + MAX_DELAY) - time.monotonic())
 
 
-def _drain(store: Store, source: FrameReader, reply: _Reply, parent: int) -> int:
+def _drain(target: _Target, source: FrameReader, reply: _Reply, parent: int) -> int:
     created: set[str] = set()
     held = _Held()
     last_input = time.monotonic()
@@ -135,7 +199,8 @@ def _drain(store: Store, source: FrameReader, reply: _Reply, parent: int) -> int
         wait = held.wait(last_input)
         messages = _poll(source, wait)
         if messages is None:  # end of input: write what is held, and stop
-            return 0 if _write_held(store, held, created, reply, parent) else 1
+            _normal_priority()  # the gateway gives it a bounded time now: at the lowest, a busy machine starves it
+            return 0 if _write_held(target, held, created, reply, parent) else 1
         if messages:
             last_input = time.monotonic()
         flush = False
@@ -149,25 +214,47 @@ def _drain(store: Store, source: FrameReader, reply: _Reply, parent: int) -> int
         due = flush or held.wait(last_input) == 0.0  # a quiet moment, the oldest too old, or too many held
         if due:
             writing = bool(held.batches)
-            if not _write_held(store, held, created, reply, parent, lower=not lowered):
+            if not _write_held(target, held, created, reply, parent, lower=not lowered):
                 return 1
             lowered = lowered or writing
 
 
 def _write_held(
-    store: Store, held: _Held, created: set[str], reply: _Reply, parent: int, *, lower: bool = False
+    target: _Target,
+    held: _Held,
+    created: set[str],
+    reply: _Reply,
+    parent: int,
+    *,
+    lower: bool = False,
 ) -> bool:
     """Write what is held and confirm it; `lower`: then go to the lowest priority (after the first
-    write, what remains is steady work, for idle CPU), before the confirmation goes out."""
+    write, what remains is steady work, for idle CPU), before the confirmation goes out. All of it
+    in one transaction; if that fails, batch by batch, each confirmed once written (a disk with room
+    for some of it takes that much, and what follows is not held up by what does not fit)."""
     if not held.batches:
         return True
     entries = [entry(unpack(packed)) for packed in held.packed]
-    if not _write_until_done(store, entries, created, reply, parent):
-        logger.error("%d recorded calls not saved: the store kept failing and the gateway is gone", len(entries))
-        return False
-    if lower:
-        _lowest_priority()
-    for count in held.batches:
+    try:
+        _write_checked(target, entries, created, reply)
+        batches: list[tuple[int, list[Any]]] = [(count, []) for count in held.batches]
+    except StoreError as exc:
+        _said(reply, exc)
+        batches, at = [], 0
+        for count in held.batches:
+            batches.append((count, entries[at : at + count]))
+            at += count
+    for count, pending in batches:
+        if pending and not _write_until_done(target, pending, created, reply, parent):
+            logger.error(
+                "%d recorded calls not saved: the store kept failing and the gateway is gone; they stay in its "
+                "journal and are written the next time a toolreel command opens the store",
+                sum(c for c, _ in batches),
+            )
+            return False
+        if lower:
+            _lowest_priority()
+            lower = False
         reply("done", count)
     held.packed, held.batches = [], []
     return True
@@ -187,21 +274,60 @@ def _poll(source: FrameReader, timeout: float | None, *, limit: int | None = Non
 
 
 def _write_until_done(
-    store: Store, entries: list[Any], created: set[str], reply: _Reply, parent: int
+    target: _Target, entries: list[Any], created: set[str], reply: _Reply, parent: int
 ) -> bool:
+    """Write `entries`, CHUNK at a time, retrying every RETRY_DELAY s: what was written stays written
+    (a full disk freed a little takes the next chunk). False once the gateway is gone and LAST_TRIES
+    more attempts failed."""
     tries_left: int | None = None
+    done = 0
     while True:
         try:
-            write_entries(store, entries, created)
+            while done < len(entries):
+                # each execution is looked for again before its steps: a database restored, recreated,
+                # or that lost its last commits in a crash may no longer hold it
+                created.clear()
+                _write_checked(target, _with_executions(entries[done : done + CHUNK]), created, reply)
+                done += CHUNK
             return True
         except StoreError as exc:
-            if not reply("error", str(exc)):
-                logger.error("recording not saved: %s", exc)
+            _said(reply, exc)
         if os.getppid() != parent:
             tries_left = LAST_TRIES if tries_left is None else tries_left - 1
             if tries_left <= 0:
                 return False
         time.sleep(RETRY_DELAY)
+
+
+def _write_checked(target: _Target, entries: list[Any], created: set[str], reply: _Reply) -> None:
+    """One transaction into the store's current file; StoreError if the file was deleted or replaced
+    during it (the rows went with the old file: they are written again into the new one)."""
+    for item in entries:
+        if isinstance(item, ExecutionEntry):
+            _EXECUTIONS[item.id] = item
+    if target.moved():
+        target.reopen()
+        _said(reply, StoreError(f"{target.gone_message()}; a new store was created there and recording goes on in it"))
+        created.clear()
+        entries = _with_executions(entries)
+    write_entries(target.store, entries, created)
+    if target.moved():
+        raise StoreError(f"{target.gone_message()} while recorded calls were written; writing them again")
+
+
+def _said(reply: _Reply, exc: StoreError) -> None:
+    if not reply("error", str(exc)):  # the gateway reports what it is told; else say it here
+        logger.error("recording not saved: %s", exc)
+
+
+_EXECUTIONS: dict[str, ExecutionEntry] = {}  # every execution this process was given, by id
+
+
+def _with_executions(entries: list[Any]) -> list[Any]:
+    """`entries`, led by the execution entries of its steps that it does not hold itself."""
+    held = {item.id for item in entries if isinstance(item, ExecutionEntry)}
+    wanted = {item.execution_id for item in entries if not isinstance(item, ExecutionEntry)} - held
+    return [_EXECUTIONS[i] for i in sorted(wanted) if i in _EXECUTIONS] + entries
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+import toolreel.recorder  # noqa: F401 - its open hook: a store opened here writes dead gateways' journals
 from toolreel.replayer.cli import executions_commands, register
 
 app = typer.Typer(name="replayer", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)

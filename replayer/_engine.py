@@ -52,6 +52,7 @@ logger = logging.getLogger("toolreel.replayer")
 TemplateLoader = Callable[[str, "int | None"], Template]
 _T = TypeVar("_T")
 _CANCEL_WAIT = 1.0  # how long `cancel` waits for a driver to record the cancellation
+_LEASE_MARGIN = 0.5  # seconds past a lease before claiming again (clocks of two processes)
 _POLL_BATCH = 50
 
 
@@ -235,14 +236,34 @@ class Engine:
             execution = await self.get(execution.parent_id)
         Ledger.check_resumable(execution, response, can_ask=self._approver is not None)
         await self._thread(self._template_of, execution)
-        return await self._drive(execution.id, response=response, progress=progress, parent_reason=_exit_reason(True))
+        waited = 0.0
+        while True:
+            try:
+                return await self._drive(
+                    execution.id, response=response, progress=progress, parent_reason=_exit_reason(True)
+                )
+            except ClaimedElsewhere as exc:
+                # A live process (or one on another host) holds it: wait for its lease, saying how long, as
+                # long as one lease could take; a holder that keeps renewing is alive, and is reported.
+                wait = max(0.0, (exc.lease_until or 0.0) - time.time()) + _LEASE_MARGIN
+                if waited + wait > self.lease_seconds * 2 + _LEASE_MARGIN:
+                    raise
+                logger.warning("%s; waiting %.1f s for the lease to lapse", exc, wait)
+                await anyio.sleep(wait)
+                waited += wait
 
     async def recover(self, *, limit: int = 64) -> list[str]:
         """Claim executions left `running` without a live claim (and unclaimed `pending` ones) and drive
         them in the background; returns their ids. Children are driven by their parents."""
+        dead = await self._thread(self._ledger.dead_owners)  # their claims are taken over at once
         claimed = await self._thread(
             partial(
-                self.store.claim_executions, self.owner, lease_seconds=self.lease_seconds, limit=limit, now=time.time()
+                self.store.claim_executions,
+                self.owner,
+                lease_seconds=self.lease_seconds,
+                limit=limit,
+                now=time.time(),
+                take_over=dead,
             )
         )
         started = []

@@ -18,6 +18,7 @@ from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus,
 from toolreel.core.store import Store
 from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template, template_hash, template_to_dict
+from toolreel.replayer._owners import gone_here
 from toolreel.replayer._policy import parse_answer
 from toolreel.replayer._state import Outcome, child_key
 
@@ -35,7 +36,11 @@ MAX_DEPTH = 8
 
 
 class ClaimedElsewhere(ExecutionError):
-    """Another live process holds the execution's claim."""
+    """Another live process holds the execution's claim (until `lease_until`, if it stops renewing it)."""
+
+    def __init__(self, message: str, *, execution_id: str | None = None, lease_until: float | None = None) -> None:
+        super().__init__(message, execution_id=execution_id)
+        self.lease_until = lease_until
 
 
 class Ledger:
@@ -53,11 +58,29 @@ class Ledger:
                 f"{time.strftime('%H:%M:%S', time.localtime(current.lease_until or 0))}); cancel it there, or wait "
                 "for that lease to expire if the process died",
                 execution_id=execution_id,
+                lease_until=current.lease_until,
             )
         return execution
 
     def claim_or_none(self, execution_id: str) -> Execution | None:
-        return self.store.claim_execution(execution_id, self.owner, lease_seconds=self.lease_seconds, now=time.time())
+        """The claim, if free, expired, ours, or held by a process of this host that is gone (taken over
+        at once: a dead process renews nothing); None while another live process may hold it."""
+        lease = self.lease_seconds
+        claimed = self.store.claim_execution(execution_id, self.owner, lease_seconds=lease, now=time.time())
+        if claimed is not None:
+            return claimed
+        holder = self.store.get_execution(execution_id).claimed_by
+        if not gone_here(holder):
+            return None
+        assert holder is not None
+        return self.store.claim_execution(
+            execution_id, self.owner, lease_seconds=self.lease_seconds, now=time.time(), take_over=[holder]
+        )
+
+    def dead_owners(self) -> list[str]:
+        """Owners of running executions' claims that ran on this host and are gone."""
+        running, _ = self.store.list_executions(status=ExecutionStatus.RUNNING, limit=500)
+        return sorted({e.claimed_by for e in running if e.claimed_by and gone_here(e.claimed_by)})
 
     def release(self, execution: Execution) -> Execution:
         try:

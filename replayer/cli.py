@@ -38,7 +38,7 @@ from toolreel.core.errors import (
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
 from toolreel.core.retention import parse_age, retaining
 from toolreel.core.secrets import redact_logs
-from toolreel.core.store import Store, check_statuses, open_store
+from toolreel.core.store import Store, check_statuses, open_store, riding_out
 from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template
 from toolreel.core.view import execution_view
@@ -539,7 +539,7 @@ def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:
     except ToolreelError as exc:
         raise fail(str(exc), 2) from None
     try:
-        return anyio.run(body, store)
+        return anyio.run(body, riding_out(store))  # a short store outage is waited out, not fatal
     except BaseException as exc:
         cause = _unwrap(exc)
         if isinstance(cause, _Usage | NotFoundError):

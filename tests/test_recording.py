@@ -396,11 +396,25 @@ async def test_secrets_are_redacted_in_the_store(rec: Rec) -> None:
     for secret in (ENV_SECRET, WEB_TOKEN, "sk-live-Qv7Hn2", "hunter2-Xy"):
         assert secret not in flat, secret
     assert steps[1].redacted, "a redacted value is flagged so the templatizer makes it an input"
+    # The journal holds a call as it was made until the gateway hears it is saved (then it is emptied):
+    # once toolreel__status says nothing is unsaved, no file near the store may hold a secret.
+    async with rec.gateway.connect() as s:
+        await wait_until(lambda: _all_saved(s), 15, "the gateway to hear that every call is saved")
     await anyio.to_thread.run_sync(_assert_not_in_files, rec.db_path, (ENV_SECRET, WEB_TOKEN, "sk-live-Qv7Hn2"))
 
 
+async def _all_saved(s: Any) -> bool:
+    result = await call(s, "toolreel__status", {})
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content["unsaved"] == 0
+
+
 def _assert_not_in_files(db_path: Path, secrets: tuple[str, ...]) -> None:
-    for path in db_path.parent.glob(db_path.name + "*"):  # the database, its -wal and -shm
+    # the database, its -wal and -shm, and the recording journals in <name>.journal/
+    near = list(db_path.parent.glob(db_path.name + "*"))
+    for path in [*near, *(inner for folder in near if folder.is_dir() for inner in folder.rglob("*"))]:
+        if path.is_dir():
+            continue
         data = path.read_bytes()
         for secret in secrets:
             assert secret.encode() not in data, f"{secret} found in {path.name}"

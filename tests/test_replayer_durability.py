@@ -31,6 +31,7 @@ from toolreel.replayer._policy import idempotency_store_key
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 LEASE = "1.0"
+LONG_LEASE = "60"  # longer than the rest of a run: finishing before it lapses shows a claim was taken over
 
 
 def chain(name: str, links: int, pause: float) -> dict[str, Any]:
@@ -210,10 +211,12 @@ def pg_db(pg_cluster: pg.PgCluster) -> Iterator[str]:
 
 
 @pytest.mark.postgres
-async def test_a_second_worker_takes_over_when_the_first_dies(tmp_path: Path, pg_db: str) -> None:
+async def test_a_second_worker_takes_over_at_once_when_the_first_dies(tmp_path: Path, pg_db: str) -> None:
+    """Both workers on this host: the dead one's claim is taken over without waiting for its lease (a
+    lease far longer than the rest of the run, so finishing proves it)."""
     store = open_store(pg_db)
     (execution_id,) = await create_unclaimed(store, saved(store, chain("handover", 4, 0.4)), [{}])
-    common = ["worker", "--db", pg_db, "--lease-seconds", LEASE, "--poll", "0.1"]
+    common = ["worker", "--db", pg_db, "--lease-seconds", LONG_LEASE, "--poll", "0.1"]
     with (
         replayer_process(tmp_path, "a", *common, "--config", str(write_config(tmp_path, "a"))) as a,
         replayer_process(tmp_path, "b", *common, "--config", str(write_config(tmp_path, "b"))) as b,
@@ -225,15 +228,55 @@ async def test_a_second_worker_takes_over_when_the_first_dies(tmp_path: Path, pg
         done_at_kill = finished_steps(store, execution_id)
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
-        killed = time.monotonic()
+        lease_until = store.get_execution(execution_id).lease_until or 0
         await wait_until(lambda: store.get_execution(execution_id).status.finished, timeout=60)
-        assert time.monotonic() - killed >= 0.5  # the dead worker's lease had to expire first
+        assert time.time() < lease_until  # finished while the dead worker's lease still ran
         stop(second)
     final = store.get_execution(execution_id)
     assert final.status == ExecutionStatus.SUCCEEDED, final.error
     seen = counts(tmp_path)
     assert all(seen[name] == 1 for name in done_at_kill if name.startswith("c"))
     assert set(seen) == {"c1", "c2", "c3", "c4"} and sum(seen.values()) <= 5
+    store.close()
+
+
+async def test_resume_right_after_a_kill_9_takes_the_dead_claim_over(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    config = write_config(tmp_path)
+    store = open_store(db)
+    saved(store, chain("resumable", 3, 0.4))
+    common = ["--config", str(config), "--db", db]
+    with replayer_process(tmp_path, "run", "run", "resumable", "--json", "--lease-seconds", LONG_LEASE, *common) as r:
+        await wait_until(
+            lambda: (e := only_execution(store)) is not None and "c1" in finished_steps(store, e.id), timeout=60
+        )
+        r.send_signal(signal.SIGKILL)
+        r.wait(timeout=30)
+    execution = only_execution(store)
+    assert execution is not None and execution.lease_until is not None and execution.lease_until > time.time()
+    with replayer_process(tmp_path, "resume", "executions", "resume", execution.id, "--json", *common) as resume:
+        await wait_until(lambda: resume.poll() is not None, timeout=60)
+    assert resume.returncode == 0, (tmp_path / "resume.err").read_text()
+    final = store.get_execution(execution.id)
+    assert final.status == ExecutionStatus.SUCCEEDED and time.time() < execution.lease_until
+    assert counts(tmp_path)["c1"] == 1  # finished before the kill: not run again
+    store.close()
+
+
+async def test_resume_waits_for_a_live_claim_s_lease_saying_how_long(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(db)
+    (execution_id,) = await create_unclaimed(store, saved(store, chain("elsewhere", 1, 0)), [{}])
+    store.update_execution(execution_id, status=ExecutionStatus.RUNNING)
+    # held by a process on another host, whose lease runs for 8 more seconds (longer than the resume takes to start)
+    assert store.claim_execution(execution_id, "another-host:1:abc", lease_seconds=8, now=time.time()) is not None
+    args = ["executions", "resume", execution_id, "--json", "--config", str(write_config(tmp_path)), "--db", db]
+    with replayer_process(tmp_path, "resume", *args) as resume:
+        await wait_until(lambda: resume.poll() is not None, timeout=60)
+    err = (tmp_path / "resume.err").read_text()
+    assert resume.returncode == 0, err
+    assert "is being driven by another-host:1:abc" in err and "waiting" in err and "for the lease to lapse" in err
+    assert store.get_execution(execution_id).status == ExecutionStatus.SUCCEEDED
     store.close()
 
 
@@ -282,3 +325,32 @@ async def test_a_process_that_lost_its_claim_stops_without_writing(tmp_path: Pat
         (row,) = h.store.get_steps(started.id, all_attempts=True)
         assert row.status == StepStatus.RUNNING  # the stale process wrote nothing after losing the claim
         assert h.store.get_execution(started.id).claimed_by == "newer"
+
+
+async def test_a_resumed_parent_takes_over_its_dead_driver_s_child_claim(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    config = write_config(tmp_path)
+    store = open_store(db)
+    saved(store, chain("inner", 3, 0.4))
+    saved(store, {"name": "outer", "steps": [{"name": "child", "template": "inner"}], "output": "@child"})
+    common = ["--config", str(config), "--db", db]
+
+    def child_under_way() -> bool:
+        page, _ = store.list_executions(limit=10)
+        return any(e.parent_id is not None and "c1" in finished_steps(store, e.id) for e in page)
+
+    with replayer_process(tmp_path, "run", "run", "outer", "--json", "--lease-seconds", LONG_LEASE, *common) as r:
+        await wait_until(child_under_way, timeout=60)
+        r.send_signal(signal.SIGKILL)
+        r.wait(timeout=30)
+    page, _ = store.list_executions(limit=10)
+    (parent,) = [e for e in page if e.parent_id is None]
+    (child,) = [e for e in page if e.parent_id is not None]
+    assert child.claimed_by is not None and (child.lease_until or 0) > time.time()  # the dead run's claim
+    with replayer_process(tmp_path, "resume", "executions", "resume", parent.id, "--json", *common) as resume:
+        await wait_until(lambda: resume.poll() is not None, timeout=50)  # well within the 60 s lease
+    assert resume.returncode == 0, (tmp_path / "resume.err").read_text()
+    assert store.get_execution(child.id).status == ExecutionStatus.SUCCEEDED
+    assert store.get_execution(parent.id).status == ExecutionStatus.SUCCEEDED
+    assert counts(tmp_path)["c1"] == 1
+    store.close()

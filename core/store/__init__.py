@@ -8,6 +8,7 @@ from toolreel.core.store._api import Store
 from toolreel.core.store._migrate import SCHEMA_VERSION
 from toolreel.core.store._paths import default_db_url
 from toolreel.core.store._prune import PRUNABLE, PruneReport, check_statuses
+from toolreel.core.store._riding import riding_out
 from toolreel.core.store._sql import SQLStore, open_store
 
 __all__ = [
@@ -19,4 +20,5 @@ __all__ = [
     "check_statuses",
     "default_db_url",
     "open_store",
+    "riding_out",
 ]

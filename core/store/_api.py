@@ -107,13 +107,19 @@ class Store(Protocol):
         ...
 
     # claims (auto mode) ---------------------------------------------------------------
-    def claim_executions(self, owner: str, *, lease_seconds: float, limit: int, now: float) -> list[Execution]:
-        """Claim runnable executions (pending, or running with an expired/no lease) with
-        FOR UPDATE SKIP LOCKED where supported; bumps `fence`, sets claimed_by/lease_until."""
+    def claim_executions(
+        self, owner: str, *, lease_seconds: float, limit: int, now: float, take_over: Sequence[str] = ()
+    ) -> list[Execution]:
+        """Claim runnable executions (pending, or running with an expired/no lease, or claimed by one of
+        `take_over`: owners known to be dead) with FOR UPDATE SKIP LOCKED where supported; bumps `fence`,
+        sets claimed_by/lease_until."""
         ...
 
-    def claim_execution(self, execution_id: str, owner: str, *, lease_seconds: float, now: float) -> Execution | None:
-        """Claim one given execution if unclaimed or expired (or already ours); None if another holds it."""
+    def claim_execution(
+        self, execution_id: str, owner: str, *, lease_seconds: float, now: float, take_over: Sequence[str] = ()
+    ) -> Execution | None:
+        """Claim one given execution if unclaimed or expired (or already ours, or held by one of `take_over`);
+        None if another holds it."""
         ...
 
     def renew_claims(self, owner: str, *, lease_seconds: float, now: float) -> int: ...

@@ -1,4 +1,10 @@
-"""Conversion between the model's frozen dataclasses and table rows: JSON encoded once, enums as text."""
+"""Conversion between the model's frozen dataclasses and table rows: JSON encoded once, enums as text.
+
+A value neither database can take is stored in a safe, escaped form instead of failing its whole
+batch: a lone surrogate (`"\\ud800"`, which no UTF-8 encoder accepts) in a JSON value becomes its JSON
+escape (read back as the same value), and in a plain text column (an error message) its backslash escape,
+as does a NUL character (PostgreSQL refuses it in text).
+"""
 
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ __all__ = [
     "execution_from_row",
     "execution_to_row",
     "loads",
+    "safe_text",
     "step_from_row",
     "step_to_row",
     "template_from_row",
@@ -38,6 +45,7 @@ EXECUTION_FIELDS = frozenset(Execution.__dataclass_fields__)
 EXECUTION_JSON = frozenset({"inputs", "output", "prompt"})
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 _encode_canonical = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
 
 
@@ -46,9 +54,27 @@ def dumps(value: JSON, what: str) -> str | None:
     if value is None:
         return None
     try:
-        return _encode(value)
+        text = _encode(value)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"cannot store {what}: it is not JSON ({exc})") from exc
+    if text.isascii() or _encodable(text):  # the common case costs one scan in C
+        return text
+    return _encode_ascii(value)  # every non-ASCII character as a JSON escape: lone surrogates included
+
+
+def safe_text(text: str | None) -> str | None:
+    """A plain text value either database takes: lone surrogates and NUL backslash-escaped."""
+    if text is None or (text.isascii() and "\x00" not in text) or (_encodable(text) and "\x00" not in text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def canonical_json(value: JSON) -> str:
@@ -64,6 +90,8 @@ def column_value(name: str, value: object) -> object:
     """One Execution field as its column holds it (update_execution)."""
     if name in EXECUTION_JSON:
         return dumps(value, f"execution field {name!r}")
+    if isinstance(value, str):
+        return safe_text(value)
     if isinstance(value, enum.Enum):  # psycopg would dump an Enum by name, not by value
         return value.value
     return value
@@ -83,7 +111,7 @@ def execution_to_row(execution: Execution) -> dict[str, object]:
         "template_hash": execution.template_hash,
         "inputs": dumps(execution.inputs, f"{what} inputs"),
         "output": dumps(execution.output, f"{what} output"),
-        "error": execution.error,
+        "error": safe_text(execution.error),
         "prompt": dumps(execution.prompt, f"{what} prompt"),
         "parent_id": execution.parent_id,
         "parent_step": execution.parent_step,
@@ -129,14 +157,14 @@ def step_to_row(step: StepRecord) -> dict[str, object]:
         "seq": step.seq,
         "kind": step.kind.value,
         "status": step.status.value,
-        "server": step.server,
-        "tool": step.tool,
+        "server": safe_text(step.server),
+        "tool": safe_text(step.tool),
         "input": dumps(step.input, f"{what} input"),
         "resolved_input": dumps(step.resolved_input, f"{what} resolved_input"),
         "result": dumps(step.result, f"{what} result"),
         "output": dumps(step.output, f"{what} output"),
         "is_error": step.is_error,
-        "error": step.error,
+        "error": safe_text(step.error),
         "started_at": step.started_at,
         "ended_at": step.ended_at,
         "redacted": _encode(list(step.redacted)) if step.redacted else None,

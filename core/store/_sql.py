@@ -43,6 +43,7 @@ from toolreel.core.store._rows import (
     template_from_row,
 )
 from toolreel.core.store._tables import EXECUTIONS, IDEMPOTENCY, STEPS, TEMPLATES
+from toolreel.core.store_hooks import run_open_hooks
 
 __all__ = ["SQLStore", "open_store"]
 
@@ -64,8 +65,12 @@ class _Stale(Exception):
 
 
 def open_store(url: str | None = None) -> SQLStore:
-    """Open (creating or migrating) the store at `url`, else $TOOLREEL_DB, else the default SQLite file."""
-    return SQLStore(resolve_url(url))
+    """Open (creating or migrating) the store at `url`, else $TOOLREEL_DB, else the default SQLite file;
+    then run the open hooks (`core.store_hooks`: the recorder drains journals of dead processes)."""
+    resolved = resolve_url(url)
+    store = SQLStore(resolved)
+    run_open_hooks(store, resolved)
+    return store
 
 
 class SQLStore:
@@ -352,8 +357,10 @@ class SQLStore:
 
     # claims ---------------------------------------------------------------------------
 
-    def claim_executions(self, owner: str, *, lease_seconds: float, limit: int, now: float) -> list[Execution]:
-        runnable = and_(E.status.in_(_RUNNABLE), _lease_free(now))
+    def claim_executions(
+        self, owner: str, *, lease_seconds: float, limit: int, now: float, take_over: Sequence[str] = ()
+    ) -> list[Execution]:
+        runnable = and_(E.status.in_(_RUNNABLE), _lease_free(now, take_over))
         # Oldest first, so a busy fleet still drains its backlog in order.
         pick = select(E.id).where(runnable).order_by(E.created_at, E.id).limit(limit)
         with self._db.write(f"claiming executions for {owner}") as conn:
@@ -363,9 +370,11 @@ class SQLStore:
             rows = conn.execute(_claim(owner, lease_seconds, now).where(E.id.in_(ids))).mappings().all()
         return sorted((execution_from_row(row) for row in rows), key=lambda e: (e.created_at, e.id))
 
-    def claim_execution(self, execution_id: str, owner: str, *, lease_seconds: float, now: float) -> Execution | None:
+    def claim_execution(
+        self, execution_id: str, owner: str, *, lease_seconds: float, now: float, take_over: Sequence[str] = ()
+    ) -> Execution | None:
         stmt = _claim(owner, lease_seconds, now).where(
-            E.id == execution_id, or_(E.claimed_by == owner, _lease_free(now))
+            E.id == execution_id, or_(E.claimed_by == owner, _lease_free(now, take_over))
         )
         with self._db.write(f"claiming execution {execution_id} for {owner}") as conn:
             row = conn.execute(stmt).mappings().first()
@@ -446,8 +455,9 @@ def _if_fence_holds(*, typed: bool) -> Any:
     return select(*values).where(exists(current.with_for_update(read=True)))
 
 
-def _lease_free(now: float) -> Any:
-    return or_(E.claimed_by.is_(None), E.lease_until.is_(None), E.lease_until < now)
+def _lease_free(now: float, take_over: Sequence[str] = ()) -> Any:
+    free = or_(E.claimed_by.is_(None), E.lease_until.is_(None), E.lease_until < now)
+    return or_(free, E.claimed_by.in_(list(take_over))) if take_over else free
 
 
 def _claim(owner: str, lease_seconds: float, now: float) -> Any:

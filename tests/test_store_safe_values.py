@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from tests.store_helpers import T0, execution, step
 from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepStatus
-from toolreel.core.secrets import Redactor
 from toolreel.core.store import open_store
 from toolreel.recorder._rows import ExecutionEntry, StepEntry, write_entries
 
@@ -45,7 +44,7 @@ def test_a_recorded_call_with_a_lone_surrogate_does_not_stop_the_recording(store
         call = StepEntry("step", "rec1", f"echo_{n}", n, "feat", "echo", arguments, arguments, result, None, T0, T0)
         entries.append(call)
     with open_store(store_url) as store:
-        write_entries(store, Redactor([]), entries, set())
+        write_entries(store, entries, set())
         steps = store.get_steps("rec1")
     assert [s.name for s in steps] == [f"echo_{n}" for n in range(1, 6)]
     assert steps[1].input == {"text": BAD} and steps[1].output == BAD

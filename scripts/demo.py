@@ -51,16 +51,13 @@ async def agent_session(config: Path, env: dict[str, str]) -> None:
         )
         await call(session, "shop__get_order", {"order_id": "@create_order_1.order_id"})
         await call(session, "shop__note", {"text": f"Order {order['order_id']} placed for Alice"})
+        # "Save this", as a user says it: no inputs named, the templatizer finds them and checks the template.
         saved = await session.call_tool(
-            "toolreel__save_template",
-            {
-                "name": "onboard",
-                "description": "Create a user, place an order, confirm it.",
-                "inputs": {"name": "Alice", "email": "alice@example.com"},
-            },
+            "toolreel__save_template", {"name": "onboard", "description": "Create a user, place an order, confirm it."}
         )
         answer = saved.structured_content or {}
-        show("saved template (refs and inputs inferred)", answer.get("template"))
+        show("saved", answer.get("summary"))
+        show("the template (refs and inputs inferred)", answer.get("template"))
         show(
             "why",
             [
@@ -68,8 +65,12 @@ async def agent_session(config: Path, env: dict[str, str]) -> None:
                 for i in answer.get("inferred", [])
             ],
         )
-        replay = await session.call_tool("reel__onboard", {"name": "Carol", "email": "carol@example.com"})
-        show("replayed as the MCP tool reel__onboard (name=Carol)", replay.structured_content)
+        replay = await session.call_tool(
+            "reel__onboard", {"name": "Carol", "email": "carol@example.com", "sku": "cheese"}
+        )
+        show("replayed as the MCP tool reel__onboard (name=Carol, sku=cheese)", replay.structured_content)
+        if saved.is_error or replay.is_error:
+            sys.exit("the demo's save or replay failed: see above")
 
 
 def main() -> None:
@@ -81,7 +82,7 @@ def main() -> None:
         )
         env = {**os.environ, "TOOLREEL_DB": db, "PYTHONPATH": str(ROOT)}
         anyio.run(agent_session, config, env)
-        show("replay from the command line: toolreel run onboard -i name=Bob -i email=bob@example.com", "")
+        show("replay from the command line, no config needed: toolreel run onboard -i name=Bob -i email=... -i sku=bread", "")
         command = [
             sys.executable,
             "-m",
@@ -92,8 +93,8 @@ def main() -> None:
             "name=Bob",
             "-i",
             "email=bob@example.com",
-            "--config",
-            str(config),
+            "-i",
+            "sku=bread",
             "--json",
         ]
         done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)

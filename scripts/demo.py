@@ -82,7 +82,7 @@ def main() -> None:
         )
         env = {**os.environ, "TOOLREEL_DB": db, "PYTHONPATH": str(ROOT)}
         anyio.run(agent_session, config, env)
-        show("replay from the command line, no config needed: toolreel run onboard -i name=Bob -i email=... -i sku=bread", "")
+        show("replay from the command line, no config: toolreel run onboard -i name=Bob -i sku=bread ...", "")
         command = [
             sys.executable,
             "-m",

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 
-from toolreel._cli import DbOption, fail
+from toolreel._cli import DbOption, fail, printable_output
 from toolreel.core.errors import ConfigError, ToolreelError
 from toolreel.core.secrets import Redactor, redact_logs
 from toolreel.upstreams.config import GatewayConfig, load_config, wrap_config
@@ -258,4 +258,5 @@ def main() -> None:
     argv = sys.argv[1:]
     if not argv or argv[0] != "serve":  # serve needs none of them: it starts faster without
         _register_commands()
+        printable_output()  # (serve's stdout is the protocol channel: its own writer escapes)
     app()

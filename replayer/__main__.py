@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 import toolreel.recorder  # noqa: F401 - its open hook: a store opened here writes dead gateways' journals
+from toolreel._cli import printable_output
 from toolreel.replayer.cli import executions_commands, register
 
 app = typer.Typer(name="replayer", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -14,4 +15,5 @@ executions_commands(executions)
 app.add_typer(executions, name="executions")
 
 if __name__ == "__main__":
+    printable_output()
     app()

@@ -20,6 +20,7 @@ import pytest
 
 from fixtures.surrogate import CUT_SUFFIX
 from tests.gw import (
+    TOOLREEL,
     fixture_entry,
     gateway_env,
     http_gateway,
@@ -267,3 +268,29 @@ async def test_the_http_announcement_comes_once_the_socket_accepts(tmp_path: Pat
                 gateway.process.send_signal(signal.SIGTERM)
             await gateway.wait_exit(10)
             gateway.reap_leftovers()
+
+
+def test_a_replay_whose_tool_answers_a_lone_surrogate_succeeds_and_stores_it(tmp_path: Path) -> None:
+    """`toolreel run` once exited 1 on such an answer and left the execution `running`, crashing again
+    at every resume: the answer is now stored escaped and read back as the same text."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    env = gateway_env(db)
+    config = _config(tmp_path)
+    template = tmp_path / "cut.yaml"
+    template.write_text(
+        "name: cut\nsteps:\n  - name: cut_1\n    tool: cut__cut\n    input: {text: half}\n"
+        "  - name: again\n    tool: cut__cut\n    input: {text: '{{@cut_1}}'}\n",
+        encoding="utf-8",
+    )
+
+    def toolreel(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(TOOLREEL), *args], env=env, capture_output=True, text=True, timeout=120, check=False)
+
+    assert toolreel("templates", "import", str(template)).returncode == 0
+    done = toolreel("run", "cut", "--config", str(config), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    view = json.loads(done.stdout)
+    assert view["status"] == "succeeded"
+    assert view["output"] == "half" + CUT_SUFFIX + CUT_SUFFIX  # the first answer was passed on by ref, intact
+    shown = json.loads(toolreel("executions", "show", view["execution_id"], "--json").stdout)
+    assert [s["status"] for s in shown["steps"]] == ["succeeded", "succeeded"]

@@ -7,11 +7,13 @@ common ground and imports nothing of theirs.
 
 from __future__ import annotations
 
+import io
+import sys
 from typing import Annotated
 
 import typer
 
-__all__ = ["DbOption", "JsonOption", "fail"]
+__all__ = ["DbOption", "JsonOption", "fail", "printable_output"]
 
 DbOption = Annotated[
     str | None,
@@ -24,3 +26,12 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     """Print `toolreel: MESSAGE` on stderr and return the exit to raise (2: usage or config errors)."""
     typer.echo(f"toolreel: {message}", err=True)
     return typer.Exit(code)
+
+
+def printable_output() -> None:
+    """Outputs of tools are printed as they are, and some hold lone UTF-16 surrogates (half an emoji
+    cut by a node server), which UTF-8 cannot encode: they are written as `\\udXXX` instead of
+    ending the command, which inside a JSON string is the same value, escaped."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")

@@ -69,7 +69,9 @@ class Recorder:
     def close_session(self, key: str) -> None:
         """The client session is over: its bookkeeping (step names, outputs for refs) is released;
         what it recorded is in the writer's hands already."""
-        self.sessions.pop(key, None)
+        session = self.sessions.pop(key, None)
+        if session is not None:
+            session.close()
 
     def end(self, session: RecordingSession, live: LiveStep, result: Mapping[str, Any]) -> None:
         """Close a step before its answer goes out: its entry is in the journal (`recorder._spool`)

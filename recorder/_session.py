@@ -9,7 +9,7 @@ call path does as little as it can: most calls hold no ref and most outputs are 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from toolreel.core.refs import (
     step_output,
 )
 from toolreel.recorder._journal import pack_tuple, unpack
+from toolreel.recorder._outputs import KeptOutputs
 from toolreel.recorder._rows import ExecutionEntry, PresetEntry, StepEntry, error_text
 from toolreel.recorder._writer import StoreWriter
 
@@ -52,38 +53,22 @@ class LiveStep:
     execution_id: str
 
 
-class LazyOutputs(Mapping[str, JSON]):
+def _parsed_output(packed: bytes) -> JSON:
+    return step_output(unpack(packed)[_RESULT])
+
+
+class LazyOutputs(KeptOutputs):
     """Step outputs computed from raw results the first time a ref reads them: most
     outputs are never referenced, and the call path should not pay for parsing them.
 
     A finished call's result is kept inside its packed entry (`recorder._journal.pack`),
     the very bytes queued for the store: one encoding per call, and as bytes a session's
     results cost the garbage collector nothing (as dicts they were scanned again and again,
-    a few microseconds per call once a session held a hundred thousand)."""
+    a few microseconds per call once a session held a hundred thousand). Within a memory
+    budget (`recorder._outputs`): older results wait in a spill file until a ref reads them."""
 
-    def __init__(self) -> None:
-        self._packed: dict[str, bytes] = {}  # name -> packed StepEntry
-        self._outputs: dict[str, JSON] = {}
-
-    def add_packed(self, name: str, packed: bytes) -> None:
-        self._packed[name] = packed
-
-    def put(self, name: str, output: JSON) -> None:
-        self._outputs[name] = output
-
-    def __getitem__(self, name: str) -> JSON:
-        if name not in self._outputs:
-            self._outputs[name] = step_output(unpack(self._packed[name])[_RESULT])
-        return self._outputs[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._outputs or name in self._packed
-
-    def __iter__(self) -> Iterator[str]:
-        return iter({**dict.fromkeys(self._packed), **dict.fromkeys(self._outputs)})
-
-    def __len__(self) -> int:
-        return len(set(self._packed) | set(self._outputs))
+    def __init__(self, budget: int | None = None) -> None:
+        super().__init__(_parsed_output, budget)
 
 
 @dataclass(slots=True)
@@ -194,6 +179,10 @@ class RecordingSession:
         entry = PresetEntry("preset", execution_id, name, state.seq, server or None, bare or None, output, stamp)
         self._writer.submit(entry)
         return entry
+
+    def close(self) -> None:
+        """The session is over: the outputs kept for its refs (and their spill file) are let go."""
+        self._state.outputs.close()
 
     # helpers --------------------------------------------------------------------------
     def _resolve(self, arguments: Mapping[str, Any]) -> dict[str, Any]:

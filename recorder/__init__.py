@@ -16,8 +16,9 @@ import anyio.abc
 
 from toolreel.core.errors import StoreError
 from toolreel.core.store_hooks import add_open_hook
+from toolreel.recorder import _spool
 from toolreel.recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
-from toolreel.recorder._spool import Spool, journal_dir, journal_dirs, know_secrets, pending_journals, recover
+from toolreel.recorder._spool import journal_dir, pending_journals
 from toolreel.recorder._writer import StoreWriter, backlog_mark
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 # Every opening of a store writes what a gateway that died had journaled and not saved.
-add_open_hook(recover)
+add_open_hook(_spool.recover)
 
 
 logger = logging.getLogger("toolreel.recorder")
@@ -51,8 +52,8 @@ class Recorder:
         local_store: Callable[[], Awaitable[Store]] | None = None,
     ) -> None:
         values = list(secret_values)
-        know_secrets(values)
-        spool = None if local_store is not None else Spool(journal_dirs(db), values)
+        _spool.know_secrets(values)
+        spool = None if local_store is not None else _spool.Spool(_spool.journal_dirs(db), values)
         self.writer = StoreWriter(db, values, on_error=self._failed, local_store=local_store, spool=spool)
         self.sessions: dict[str, RecordingSession] = {}
         self.pending_errors: list[str] = []  # reported to the agent with its next result

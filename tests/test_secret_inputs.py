@@ -17,6 +17,7 @@ import pytest
 
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.callers import fixture_env
+from toolreel.core.secrets import REDACTED
 from toolreel.core.store import open_store
 from toolreel.core.template_io import load_template_text, template_to_dict, tool_input_schema
 
@@ -91,7 +92,8 @@ def test_run_reads_secrets_from_their_sources_and_stores_them_redacted(env: dict
     done = _run(env, "-i", "text=hi", "--secret", f"key=file:{tmp_path / 'key.txt'}", "--json")
     assert done.returncode == 0, done.stderr
     view = json.loads(done.stdout)
-    assert view["status"] == "succeeded" and view["output"] == f"hi|{TOKEN}|{KEY}"  # the caller sees its own result
+    # the tool echoed both secrets, exactly: what `run` prints is redacted like everything it shows
+    assert view["status"] == "succeeded" and view["output"] == f"hi|{REDACTED}|{REDACTED}"
     with open_store(env["TOOLREEL_DB"]) as store:
         execution = store.get_execution(view["execution_id"])
         stored = json.dumps([execution.inputs, [s.resolved_input for s in store.get_steps(execution.id)]])

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolreel.core.model import Execution, ExecutionStatus, StepRecord
+from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
 
-__all__ = ["execution_view", "item_name", "split_item_name"]
+__all__ = ["execution_view", "item_name", "split_item_name", "template_record_view"]
 
 
 def item_name(step: str, index: int) -> str:
@@ -86,3 +86,18 @@ def step_view(record: StepRecord) -> dict[str, Any]:
     entry["started_at"] = record.started_at
     entry["ended_at"] = record.ended_at
     return entry
+
+
+def template_record_view(record: TemplateRecord, *, definition: bool = False) -> dict[str, JSON]:
+    """A stored template version as `toolreel templates ... --json` and the web view show it."""
+    out: dict[str, JSON] = {
+        "name": record.name,
+        "version": record.version,
+        "hash": record.hash,
+        "description": record.description,
+        "created_at": record.created_at,
+        "source_executions": list(record.source_executions),
+    }
+    if definition:
+        out["definition"] = dict(record.definition)
+    return out

@@ -520,16 +520,8 @@ def _all_saved(store: Store) -> list[Template]:
     return saved
 
 
-def _servers_called(store: Store, template: Template, seen: frozenset[str] = frozenset()) -> set[str]:
-    servers = {spec.tool.partition("__")[0] for spec in template.steps if spec.tool}
-    for spec in template.steps:
-        if spec.template is not None and spec.template not in seen:
-            try:
-                child = load_template(store, spec.template, spec.template_version)
-            except NotFoundError:
-                continue  # the run reports it where it matters, in the step
-            servers |= _servers_called(store, child, seen | {template.name})
-    return servers
+def _servers_called(store: Store, template: Template) -> set[str]:
+    return {spec.tool.partition("__")[0] for member in _family(store, template) for spec in member.steps if spec.tool}
 
 
 def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:

@@ -19,7 +19,7 @@ from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
 from toolreel.templatizer._inputs import InputTable, likely_inputs
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
-from toolreel.templatizer._values import Keys, get_at, same
+from toolreel.templatizer._values import Keys, get_at, put_at, same
 
 MANAGEMENT_SERVER = "toolreel"
 
@@ -158,7 +158,7 @@ def _verify(kept: Sequence[StepRecord], results: dict[str, StepResult], primary:
             if found and _reproduces(inference.ref, scope, value):
                 keep.append((keys, inference))
                 continue
-            result.template_input = _put(result.template_input, keys, literal(value))
+            result.template_input = put_at(result.template_input, keys, literal(value))
             dropped.append(_as_dropped(inference, scope))
         result.applied = keep
         if not _reproduces(result.template_input, scope, recorded):  # a bug of ours: never ship it
@@ -182,17 +182,6 @@ def _as_dropped(inference: Inference, scope: MappingScope) -> Inference:
         got = f"it does not resolve ({exc})"
     evidence = f"{inference.evidence}; dropped: {got}, not the recorded argument"
     return Inference(inference.step, inference.input_path, inference.ref, "low", 0.0, evidence, inference.kind)
-
-
-def _put(value: JSON, keys: Keys, new: JSON) -> JSON:
-    if not keys:
-        return new
-    head, rest = keys[0], keys[1:]
-    if isinstance(value, dict) and isinstance(head, str):
-        return {**value, head: _put(value[head], rest, new)}
-    if isinstance(value, list) and isinstance(head, int):
-        return [_put(v, rest, new) if i == head else v for i, v in enumerate(value)]
-    return value
 
 
 # --------------------------------------------------------------------------- subset and build

@@ -28,7 +28,7 @@ from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._infer import Run
 from toolreel.templatizer._result import Inference, LikelyInput
-from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, walk
+from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, put_at, walk
 
 __all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]
 
@@ -386,7 +386,7 @@ def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, t
         inserted.setdefault(item.step, []).append(
             StepSpec(name=name, code=item.candidate.code, input={role: item.candidate.source})
         )
-        inputs[item.step] = _put(inputs[item.step], item.keys, f"@{name}")
+        inputs[item.step] = put_at(inputs[item.step], item.keys, f"@{name}")
         evidence = (
             f"{item.recorded!r} is no earlier value but {item.candidate.what} {item.candidate.source} "
             f"({item.candidate.function}); the code step {name} reproduces it from the recording"
@@ -407,14 +407,3 @@ def _free_name(base: str, taken: set[str]) -> str:
     while f"{base}_{n}" in taken:
         n += 1
     return f"{base}_{n}"
-
-
-def _put(value: JSON, keys: Keys, new: JSON) -> JSON:
-    if not keys:
-        return new
-    head, rest = keys[0], keys[1:]
-    if isinstance(value, dict) and isinstance(head, str):
-        return {**value, head: _put(value[head], rest, new)}
-    if isinstance(value, list) and isinstance(head, int):
-        return [_put(v, rest, new) if i == head else v for i, v in enumerate(value)]
-    return value

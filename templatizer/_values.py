@@ -59,6 +59,18 @@ def get_at(value: JSON, keys: Keys) -> tuple[bool, JSON]:
     return True, value
 
 
+def put_at(value: JSON, keys: Keys, new: JSON) -> JSON:
+    """A copy of `value` with `new` at `keys` (the path exists); the rest shared, nothing mutated."""
+    if not keys:
+        return new
+    head, rest = keys[0], keys[1:]
+    if isinstance(value, dict) and isinstance(head, str):
+        return {**value, head: put_at(value[head], rest, new)}
+    if isinstance(value, list) and isinstance(head, int):
+        return [put_at(v, rest, new) if i == head else v for i, v in enumerate(value)]
+    return value
+
+
 def last_key(keys: Keys) -> str | None:
     """The nearest object key on the path (`items[0]` -> `items`)."""
     return next((key for key in reversed(keys) if isinstance(key, str)), None)

@@ -30,6 +30,7 @@ from toolreel.core.template_io import (
     template_to_dict,
     to_mermaid,
 )
+from toolreel.core.view import template_record_view
 from toolreel.templatizer._templatize import templatize
 from toolreel.templatizer._verify import verify
 
@@ -84,20 +85,6 @@ def _save(store: Store, template: Template, sources: list[str]) -> TemplateRecor
     )
 
 
-def _record_json(record: TemplateRecord, *, definition: bool) -> dict[str, JSON]:
-    out: dict[str, JSON] = {
-        "name": record.name,
-        "version": record.version,
-        "hash": record.hash,
-        "description": record.description,
-        "created_at": record.created_at,
-        "source_executions": list(record.source_executions),
-    }
-    if definition:
-        out["definition"] = dict(record.definition)
-    return out
-
-
 def _when(created_at: float) -> str:
     return datetime.fromtimestamp(created_at, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
@@ -111,7 +98,7 @@ def list_command(db: DbOption = None, as_json: JsonOption = False) -> None:
     with _store(db) as store:
         records = store.list_templates()
     if as_json:
-        typer.echo(json.dumps([_record_json(r, definition=False) for r in records], indent=2))
+        typer.echo(json.dumps([template_record_view(r, definition=False) for r in records], indent=2))
         return
     if not records:
         typer.echo("no templates yet: save one with toolreel__save_template, or `toolreel templates import FILE`")
@@ -141,7 +128,7 @@ def show_command(
         record = store.get_template(name, version)
         template = stored_template(record)
     if as_json:
-        typer.echo(json.dumps(_record_json(record, definition=True), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(template_record_view(record, definition=True), indent=2, ensure_ascii=False))
     elif mermaid:
         typer.echo(to_mermaid(template), nl=False)
     else:
@@ -187,7 +174,7 @@ def import_command(
     with _store(db) as store:
         record = _save(store, template, [])
     if as_json:
-        typer.echo(json.dumps(_record_json(record, definition=False), indent=2))
+        typer.echo(json.dumps(template_record_view(record, definition=False), indent=2))
     else:
         typer.echo(f"saved {record.name} v{record.version} (hash {record.hash[:12]})")
 
@@ -286,7 +273,7 @@ def templatize_command(
     if as_json:
         out = {**result.to_json(), "verified": verification.verified, "verification": verification.to_json()}
         if record is not None:
-            out["saved"] = _record_json(record, definition=False)
+            out["saved"] = template_record_view(record, definition=False)
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
     typer.echo(dump_template_yaml(result.template), nl=False)

@@ -161,17 +161,13 @@ def graph_of_template(template: Template) -> dict[str, Any]:
 def template_page(store: Store, name: str, version: int | None) -> dict[str, Any]:
     """A template version: its YAML, graph, inputs and the list of its versions; blocking."""
     from toolreel.core.template_io import dump_template_yaml, stored_template
+    from toolreel.core.view import template_record_view
 
     latest = store.get_template(name)
     record = latest if version is None else store.get_template(name, version)
     template = stored_template(record)
     return {
-        "name": record.name,
-        "version": record.version,
-        "hash": record.hash,
-        "description": record.description,
-        "created_at": record.created_at,
-        "source_executions": list(record.source_executions),
+        **template_record_view(record),
         "versions": _versions(store, name, latest),
         "yaml": dump_template_yaml(template),
         "inputs": _inputs(template),

@@ -24,7 +24,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.subscriptions import (
@@ -42,6 +42,7 @@ from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
 from toolreel.gateway.confirm import Confirmation, question
 from toolreel.gateway.exchange import Exchange, Exchanges, quiet_progress
+from toolreel.gateway.hook import ToolHook
 from toolreel.gateway.links import (
     HOP_META,
     Call,
@@ -53,7 +54,9 @@ from toolreel.gateway.links import (
     link_key,
     require_capability,
     send_quietly,
+    span_attributes,
 )
+from toolreel.gateway.listen import Listen
 from toolreel.upstreams.hub import NO_BACK_CHANNEL, ClientRouter, Hub, could_not_push, error_result
 from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
 
@@ -77,35 +80,6 @@ _SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
     "elicitation/create": (types.ElicitRequest, types.ElicitResult),
     "roots/list": (types.ListRootsRequest, types.ListRootsResult),
 }
-
-
-class ToolHook:
-    """Extension points for the layers above the pipe (recording, management tools)."""
-
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
-
-    async def tools_ready(self) -> None:
-        """Return once `extra_tools` lists everything there is (a first listing must be complete)."""
-
-    def extra_tools(self) -> list[dict[str, Any]]:
-        return []
-
-    async def call_local(
-        self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink
-    ) -> dict[str, Any] | None:
-        """Answer a tool the gateway serves itself; None when `name` is not one."""
-        return None
-
-    async def call_upstream(
-        self, link: ClientLink, listed: str, upstream: Upstream, tool: str, arguments: dict[str, Any], send: Any
-    ) -> dict[str, Any]:
-        """Forward one upstream call; recording wraps `send(arguments) -> result`."""
-        result: dict[str, Any] = await send(arguments)
-        return result
-
-    def link_closed(self, link: ClientLink) -> None:
-        """A client's session ended: release what was kept for it."""
 
 
 class GatewayServer(Server[Any]):
@@ -143,7 +117,7 @@ class Front(ClientRouter):
             "toolreel",
             version="0.1.0",
             instructions=INSTRUCTIONS,
-            on_subscriptions_listen=_Listen(self),
+            on_subscriptions_listen=Listen(self),
             # Aggregated lists change whenever an upstream does: never fresh for longer than now.
             cache_hints={method: CacheHint(ttl_ms=0) for method in get_args(CacheableMethod)},
         )
@@ -322,7 +296,7 @@ class Front(ClientRouter):
                 return error_result(str(exc))
 
         if tracing.ENABLED:
-            attributes = _span_attributes(link, name, upstream)
+            attributes = span_attributes(link, name, upstream)
             with tracing.span(f"tools/call {name}", attributes, kind="server", meta=meta_in) as current:
                 traced = await self.hook.call_upstream(link, name, upstream, route.name, arguments, send)
                 tracing.record_result(current, traced)
@@ -635,42 +609,3 @@ class Front(ClientRouter):
             for link in list(self.links.values()):
                 if link.session is not None and not link.modern:
                     await send_quietly(link.session, notifications[kind])
-
-
-def _span_attributes(link: ClientLink, listed: str, upstream: Upstream) -> dict[str, Any]:
-    """A forwarded call's span attributes (MCP semantic conventions, plus the server it went to)."""
-    session = link.key.removeprefix("http:") if link.key.startswith("http:") else None
-    return {
-        "mcp.method.name": "tools/call",
-        "gen_ai.tool.name": listed,
-        "gen_ai.operation.name": "execute_tool",
-        "mcp.session.id": session,
-        "mcp.protocol.version": link.protocol_version,
-        "network.transport": "pipe" if link.key == "stdio" else "tcp",
-        "toolreel.server": upstream.name,
-        "toolreel.client": link.key,
-    }
-
-
-class _Listen:
-    """`subscriptions/listen` (stateless era): the SDK's handler, plus the upstream
-    subscriptions for the resources the stream asks to hear about."""
-
-    def __init__(self, front: Front) -> None:
-        self.front = front
-        self.inner = ListenHandler(front.bus)
-
-    async def __call__(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
-    ) -> types.SubscriptionsListenResult:
-        uris = list(params.notifications.resource_subscriptions or ())
-        subscribed: list[str] = []
-        try:
-            for uri in uris:
-                await self.front.subscribe_upstream(uri)
-                subscribed.append(uri)
-            return await self.inner(ctx, params)
-        finally:
-            with anyio.CancelScope(shield=True):
-                for uri in subscribed:
-                    await self.front.unsubscribe_upstream(uri)

@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -22,6 +22,9 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LE
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from toolreel.gateway.exchange import Exchange
+
+if TYPE_CHECKING:
+    from toolreel.upstreams.upstream import Upstream
 
 __all__ = [
     "CLIENT_HEADER",
@@ -36,6 +39,7 @@ __all__ = [
     "owner_of",
     "require_capability",
     "send_quietly",
+    "span_attributes",
 ]
 
 logger = logging.getLogger("toolreel.front")
@@ -206,3 +210,18 @@ def _client_key(ctx: ServerRequestContext[Any, Any], headers: Mapping[str, str])
     client = headers.get(CLIENT_HEADER.decode(), "")
     fingerprint = f"{client}|{info}|{headers.get('authorization', '')}"
     return "client:" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
+
+
+def span_attributes(link: ClientLink, listed: str, upstream: Upstream) -> dict[str, Any]:
+    """A forwarded call's span attributes (MCP semantic conventions, plus the server it went to)."""
+    session = link.key.removeprefix("http:") if link.key.startswith("http:") else None
+    return {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": listed,
+        "gen_ai.operation.name": "execute_tool",
+        "mcp.session.id": session,
+        "mcp.protocol.version": link.protocol_version,
+        "network.transport": "pipe" if link.key == "stdio" else "tcp",
+        "toolreel.server": upstream.name,
+        "toolreel.client": link.key,
+    }

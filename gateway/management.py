@@ -21,7 +21,7 @@ from toolreel.core import store_peek
 from toolreel.core.errors import ExecutionError, NotFoundError, RefError, StoreError, ToolreelError
 from toolreel.core.model import ExecutionStatus
 from toolreel.core.store_peek import Peek
-from toolreel.gateway.front import ToolHook
+from toolreel.gateway.hook import Send, ToolHook
 from toolreel.gateway.links import ClientLink
 from toolreel.recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession, pending_journals
 from toolreel.upstreams.config import GatewayConfig
@@ -243,7 +243,7 @@ class GatewayHook(ToolHook):
         return None
 
     async def call_upstream(
-        self, link: ClientLink, listed: str, upstream: Upstream, tool: str, arguments: dict[str, Any], send: Any
+        self, link: ClientLink, listed: str, upstream: Upstream, tool: str, arguments: dict[str, Any], send: Send
     ) -> dict[str, Any]:
         if not self.record:
             result: dict[str, Any] = await send(arguments)

@@ -31,7 +31,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolreel.core import tracing
 from toolreel.core.errors import ConfigError
-from toolreel.gateway.front import Front, ToolHook
+from toolreel.gateway.front import Front
+from toolreel.gateway.hook import ToolHook
 from toolreel.gateway.links import CLIENT_HEADER
 from toolreel.gateway.screen import screen_client_message
 from toolreel.gateway.stdio import serve_stdio_streams

@@ -42,7 +42,7 @@ from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
 from toolreel.gateway.confirm import Confirmation, question
 from toolreel.gateway.exchange import Exchange, Exchanges, quiet_progress
-from toolreel.gateway.hook import ToolHook
+from toolreel.gateway.hook import LocalCall, ToolHook, UpstreamCall
 from toolreel.gateway.links import (
     HOP_META,
     Call,
@@ -255,7 +255,7 @@ class Front(ClientRouter):
         arguments = params.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
             raise MCPError(code=types.INVALID_PARAMS, message="tools/call needs a string 'name' and object 'arguments'")
-        local = await self.hook.call_local(name, arguments, ctx, link)
+        local = await self.hook.call_local(LocalCall(name, arguments, link, ctx))
         if local is not None:
             return local
         route = self.hub.tool_route(name)
@@ -295,13 +295,14 @@ class Front(ClientRouter):
             except UpstreamError as exc:
                 return error_result(str(exc))
 
+        call = UpstreamCall(link, name, upstream, route.name, arguments, send)
         if tracing.ENABLED:
             attributes = span_attributes(link, name, upstream)
             with tracing.span(f"tools/call {name}", attributes, kind="server", meta=meta_in) as current:
-                traced = await self.hook.call_upstream(link, name, upstream, route.name, arguments, send)
+                traced = await self.hook.call_upstream(call)
                 tracing.record_result(current, traced)
                 return traced
-        return await self.hook.call_upstream(link, name, upstream, route.name, arguments, send)
+        return await self.hook.call_upstream(call)
 
     async def _send_call(
         self,

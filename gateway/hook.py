@@ -1,13 +1,15 @@
 """The seam between the gateway's pipe and the layers above it (recording, the management tools).
 
-`Front` calls a `ToolHook` at each extension point; the default forwards and adds nothing, so the
-pipe works alone. `Send` is how the hook forwards a call: resolved arguments in, the upstream's
-result out.
+`Front` calls a `ToolHook` at each extension point with one frozen value per call (`LocalCall`,
+`UpstreamCall`), so a hook's signature can grow without breaking the others, as temporal's
+interceptors take one `*Input` each. The default forwards and adds nothing, so the pipe works
+alone. `Send` is how a hook forwards: resolved arguments in, the upstream's result out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -16,9 +18,31 @@ import anyio.abc
 from toolreel.gateway.links import ClientLink
 from toolreel.upstreams.upstream import Upstream
 
-__all__ = ["Send", "ToolHook"]
+__all__ = ["LocalCall", "Send", "ToolHook", "UpstreamCall"]
 
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class LocalCall:
+    """A call of a tool the gateway may serve itself (a management tool, a `reel__` template)."""
+
+    name: str
+    arguments: dict[str, Any]
+    link: ClientLink
+    ctx: Any = None  # the MCP request context, when the call came over MCP (None from the web view)
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamCall:
+    """A call on its way to an upstream: `listed` is the name the client called, `tool` the upstream's own."""
+
+    link: ClientLink
+    listed: str
+    upstream: Upstream
+    tool: str
+    arguments: dict[str, Any]
+    send: Send
 
 
 class ToolHook:
@@ -33,18 +57,13 @@ class ToolHook:
     def extra_tools(self) -> list[dict[str, Any]]:
         return []
 
-    async def call_local(
-        self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink
-    ) -> dict[str, Any] | None:
-        """Answer a tool the gateway serves itself; None when `name` is not one."""
+    async def call_local(self, call: LocalCall) -> dict[str, Any] | None:
+        """Answer a tool the gateway serves itself; None when `call.name` is not one."""
         return None
 
-    async def call_upstream(
-        self, link: ClientLink, listed: str, upstream: Upstream, tool: str, arguments: dict[str, Any], send: Send
-    ) -> dict[str, Any]:
-        """Forward one upstream call; recording wraps `send(arguments) -> result`."""
-        result: dict[str, Any] = await send(arguments)
-        return result
+    async def call_upstream(self, call: UpstreamCall) -> dict[str, Any]:
+        """Forward one upstream call; recording wraps `call.send(arguments) -> result`."""
+        return await call.send(call.arguments)
 
     def link_closed(self, link: ClientLink) -> None:
         """A client's session ended: release what was kept for it."""

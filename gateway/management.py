@@ -21,12 +21,11 @@ from toolreel.core import store_peek
 from toolreel.core.errors import ExecutionError, NotFoundError, RefError, StoreError, ToolreelError
 from toolreel.core.model import ExecutionStatus
 from toolreel.core.store_peek import Peek
-from toolreel.gateway.hook import Send, ToolHook
+from toolreel.gateway.hook import LocalCall, ToolHook, UpstreamCall
 from toolreel.gateway.links import ClientLink
 from toolreel.recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession, pending_journals
 from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.hub import Hub, error_result
-from toolreel.upstreams.upstream import Upstream
 
 if TYPE_CHECKING:
     from toolreel.core.store import Store
@@ -227,9 +226,8 @@ class GatewayHook(ToolHook):
             listed.extend(source())
         return listed
 
-    async def call_local(
-        self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink
-    ) -> dict[str, Any] | None:
+    async def call_local(self, call: LocalCall) -> dict[str, Any] | None:
+        name, arguments, ctx, link = call.name, call.arguments, call.ctx, call.link
         tool = self.tools.get(name)
         try:
             if tool is not None:
@@ -242,17 +240,15 @@ class GatewayHook(ToolHook):
             return error_result(str(exc))
         return None
 
-    async def call_upstream(
-        self, link: ClientLink, listed: str, upstream: Upstream, tool: str, arguments: dict[str, Any], send: Send
-    ) -> dict[str, Any]:
+    async def call_upstream(self, call: UpstreamCall) -> dict[str, Any]:
         if not self.record:
-            result: dict[str, Any] = await send(arguments)
-            return result
-        session = self.session(link)
+            return await call.send(call.arguments)
+        upstream, tool, send = call.upstream, call.tool, call.send
+        session = self.session(call.link)
         if self.recorder.writer.full:  # past the backlog's mark: slowed to the recorder's pace, for a bounded time
             await self.recorder.writer.room()
         try:
-            live = session.begin(upstream.name, tool, arguments, upstream.config.policy.shown_name(tool))
+            live = session.begin(upstream.name, tool, call.arguments, upstream.config.policy.shown_name(tool))
         except RefError as exc:
             return error_result(f"{exc} — nothing was sent to {upstream.name!r}")
         try:

@@ -16,6 +16,7 @@ import anyio
 import anyio.abc
 
 from toolreel.core.errors import ExecutionError
+from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import GatewayHook
 from toolreel.ui import RunRequest, SaveRequest, save_reviewed
@@ -98,7 +99,7 @@ class GatewayUiBackend:
             raise outcome[0]
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        result = await self.hook.call_local(tool, arguments, None, self.link)
+        result = await self.hook.call_local(LocalCall(tool, arguments, self.link))
         if result is None:  # pragma: no cover - the tools are installed with the hook
             raise ExecutionError(f"{tool} is not available in this gateway")
         if result.get("isError"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ from toolreel.upstreams.hub import Hub, error_result
 if TYPE_CHECKING:
     from toolreel.core.store import Store
 
-__all__ = ["ANNOTATIONS", "GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
+__all__ = ["ANNOTATIONS", "Extension", "GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
 
 logger = logging.getLogger("toolreel.gateway")
 STORE_RETRY = 5.0
@@ -126,12 +126,16 @@ class GatewayHook(ToolHook):
         self.annotate = annotate
         self.record = record
         self.tools: dict[str, ManagementTool] = {}
-        self.dynamic: list[Callable[[], list[dict[str, Any]]]] = []  # e.g. reel__<template> tools
-        self.local_fallback: list[
-            Callable[[str, dict[str, Any], Any, ClientLink], Awaitable[dict[str, Any] | None]]
-        ] = []
-        self.services: list[Callable[[], contextlib.AbstractAsyncContextManager[None]]] = []  # e.g. the engine
+        self.extensions: tuple[Extension, ...] = ()  # the layers of tools over recording (templates, runs)
         self._add_recording_tools()
+
+    def extend(self, *extensions: Extension) -> None:
+        """Add layers above recording, in order: `hook_factory` assembles them; the web view adds
+        itself when the gateway serves one. Before `run` enters their services."""
+        self.extensions = (*self.extensions, *extensions)
+        for extension in extensions:
+            for tool in extension.tools():
+                self.add(tool)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
@@ -143,8 +147,8 @@ class GatewayHook(ToolHook):
             store = await self._open_until_done()
             self._store = store
             self.store_ready.set()
-            for service in self.services:
-                await stack.enter_async_context(service())
+            for extension in self.extensions:
+                await stack.enter_async_context(extension.service())
             self.listing_ready.set()
             await anyio.sleep_forever()
 
@@ -222,8 +226,8 @@ class GatewayHook(ToolHook):
 
     def extra_tools(self) -> list[dict[str, Any]]:
         listed = [tool.definition() for tool in self.tools.values()]
-        for source in self.dynamic:
-            listed.extend(source())
+        for extension in self.extensions:
+            listed.extend(extension.listed())
         return listed
 
     async def call_local(self, call: LocalCall) -> dict[str, Any] | None:
@@ -232,8 +236,8 @@ class GatewayHook(ToolHook):
         try:
             if tool is not None:
                 return await tool.handler(arguments, ctx, link)
-            for fallback in self.local_fallback:
-                answer = await fallback(name, arguments, ctx, link)
+            for extension in self.extensions:
+                answer = await extension.call(call)
                 if answer is not None:
                     return answer
         except ToolreelError as exc:
@@ -439,22 +443,54 @@ def hook_factory(
             peek=lambda: store_peek.peek(db),
             db=db,
         )
-        _install_extensions(hook, max_concurrency=max_concurrency)
-        if retain is not None:  # `--retain`: prune while serving (the store is open by then)
-            from toolreel.core.retention import retaining
-
-            hook.services.append(lambda: retaining(hook.store, retain))
+        hook.extend(*_extensions(hook, max_concurrency=max_concurrency, retain=retain))
         return hook
 
     return build
 
 
-def _install_extensions(hook: GatewayHook, *, max_concurrency: int) -> None:
-    """Template and run tools, from their own modules."""
-    from toolreel.gateway import tools_runs, tools_templates
+def _extensions(hook: GatewayHook, *, max_concurrency: int, retain: float | None) -> list[Extension]:
+    """The layers over recording, assembled here alone (as mitmproxy's `default_addons`): the template
+    catalogue, runs, and with `--retain` the pruning of old executions while serving."""
+    from toolreel.gateway.tools_runs import RunTools
+    from toolreel.gateway.tools_templates import TemplateTools
 
-    tools_templates.install(hook)
-    tools_runs.install(hook, max_concurrency=max_concurrency)
+    layers: list[Extension] = [TemplateTools(hook), RunTools(hook, max_concurrency)]
+    if retain is not None:
+        layers.append(_Retention(hook, retain))
+    return layers
+
+
+class Extension:
+    """A layer of tools over the recording hook; every part is optional."""
+
+    def tools(self) -> Sequence[ManagementTool]:
+        """Management tools it serves, listed beside the upstream tools."""
+        return ()
+
+    def listed(self) -> list[dict[str, Any]]:
+        """Tools whose list changes while serving (one `reel__<name>` per template)."""
+        return []
+
+    async def call(self, call: LocalCall) -> dict[str, Any] | None:
+        """Answer a call of a tool not in `tools()` (a `reel__` tool); None when it is not its own."""
+        return None
+
+    def service(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """What runs while the gateway serves, once the store is open (an engine, a poll)."""
+        return contextlib.nullcontext()
+
+
+class _Retention(Extension):
+    """`--retain D`: old finished executions pruned while serving."""
+
+    def __init__(self, hook: GatewayHook, age: float) -> None:
+        self.hook, self.age = hook, age
+
+    def service(self) -> contextlib.AbstractAsyncContextManager[None]:
+        from toolreel.core.retention import retaining
+
+        return retaining(self.hook.store, self.age)
 
 
 def _limit(value: object) -> int:

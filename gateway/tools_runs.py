@@ -22,8 +22,9 @@ from mcp.shared.exceptions import MCPError
 
 from toolreel.core.errors import ExecutionError, StoreError
 from toolreel.core.model import Execution, ExecutionStatus
+from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.links import ClientLink
-from toolreel.gateway.management import GatewayHook, ManagementTool, tool_result
+from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
 from toolreel.recorder import EXECUTION_META
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from toolreel.core.template import Template
     from toolreel.replayer import Engine
 
-__all__ = ["install", "load_saved"]
+__all__ = ["RunTools", "load_saved"]
 
 logger = logging.getLogger("toolreel.gateway")
 
@@ -230,48 +231,54 @@ def _required(arguments: dict[str, Any], key: str) -> str:
     return value
 
 
-def install(hook: GatewayHook, *, max_concurrency: int = 16, **_: Any) -> None:
-    runs = _Runs(hook, max_concurrency)
-    hook.services.append(runs.service)
-    hook.local_fallback.append(runs.call_reel)
-    obj = {"type": "object"}
-    hook.add(
-        ManagementTool(
-            "toolreel__run_template",
-            "Run a saved template in auto mode (no LLM): returns {execution_id, status, output | error | prompt}. "
-            "Sends progress per step when the call carries a progress token.",
-            {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "inputs": {**obj, "description": "Input name -> value."},
-                    "version": {"type": "integer", "minimum": 1},
-                    "wait": {"type": "boolean", "description": "Wait for the end (default true)."},
-                    "deadline": {"type": "number", "description": "Seconds the run may take; past them it fails."},
+class RunTools(Extension):
+    """Running, cancelling and resuming templates, and calling them as `reel__<name>` tools."""
+
+    def __init__(self, hook: GatewayHook, max_concurrency: int = 16) -> None:
+        self.runs = _Runs(hook, max_concurrency)
+
+    def service(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.runs.service()
+
+    async def call(self, call: LocalCall) -> dict[str, Any] | None:
+        return await self.runs.call_reel(call.name, call.arguments, call.ctx, call.link)
+
+    def tools(self) -> tuple[ManagementTool, ...]:
+        runs = self.runs
+        obj = {"type": "object"}
+        return (
+            ManagementTool(
+                "toolreel__run_template",
+                "Run a saved template in auto mode (no LLM): returns {execution_id, status, output | error | prompt}. "
+                "Sends progress per step when the call carries a progress token.",
+                {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "inputs": {**obj, "description": "Input name -> value."},
+                        "version": {"type": "integer", "minimum": 1},
+                        "wait": {"type": "boolean", "description": "Wait for the end (default true)."},
+                        "deadline": {"type": "number", "description": "Seconds the run may take; past them it fails."},
+                    },
+                    "required": ["name"],
                 },
-                "required": ["name"],
-            },
-            runs.run_template,
+                runs.run_template,
+            ),
+            ManagementTool(
+                "toolreel__cancel_execution",
+                "Cancel an execution: no new step starts, in-flight calls are cancelled.",
+                {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+                runs.cancel,
+            ),
+            ManagementTool(
+                "toolreel__resume_execution",
+                "Continue a paused (answer its approval with response yes/no, or with an object of the fields its "
+                "prompt's schema asks for) or interrupted execution.",
+                {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "response": {"type": ["string", "object"]}},
+                    "required": ["id"],
+                },
+                runs.resume,
+            ),
         )
-    )
-    hook.add(
-        ManagementTool(
-            "toolreel__cancel_execution",
-            "Cancel an execution: no new step starts, in-flight calls are cancelled.",
-            {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-            runs.cancel,
-        )
-    )
-    hook.add(
-        ManagementTool(
-            "toolreel__resume_execution",
-            "Continue a paused (answer its approval with response yes/no, or with an object of the fields its "
-            "prompt's schema asks for) or interrupted execution.",
-            {
-                "type": "object",
-                "properties": {"id": {"type": "string"}, "response": {"type": ["string", "object"]}},
-                "required": ["id"],
-            },
-            runs.resume,
-        )
-    )

@@ -20,13 +20,13 @@ from toolreel.core.errors import NotFoundError, StoreError, TemplateError
 from toolreel.core.model import StepRecord
 from toolreel.gateway import save_form
 from toolreel.gateway.links import ClientLink
-from toolreel.gateway.management import GatewayHook, ManagementTool, tool_result
+from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
 
 if TYPE_CHECKING:
     from toolreel.core.template import Template
     from toolreel.templatizer import TemplatizeResult
 
-__all__ = ["install", "reel_tool"]
+__all__ = ["TemplateTools", "reel_tool"]
 
 logger = logging.getLogger("toolreel.gateway")
 
@@ -321,61 +321,69 @@ def _answer(text: str, detail: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def install(hook: GatewayHook, **_: Any) -> None:
-    catalogue = _Catalogue(hook)
-    hook.services.append(catalogue.service)
-    hook.dynamic.append(lambda: catalogue.listed)
-    name_prop = {"name": {"type": "string"}}
-    hook.add(
-        ManagementTool(
-            "toolreel__save_template",
-            "Turn this session's recorded steps (or the recordings in execution_ids) into a template: literals become "
-            "refs (@step.path) and inputs (@input.name). Without inputs, the likely inputs found are applied (the user "
-            "confirms them in a form when the client can show one). The template is replayed dry against the "
-            "recording first and saved only if every step gets its recorded input (or force). Returns a summary, "
-            "the template, every inferred ref with confidence and evidence, and ambiguous candidates; saves it "
-            "unless dry_run (same name: new version).",
-            {
-                "type": "object",
-                "properties": {
-                    **name_prop,
-                    "description": {"type": "string"},
-                    "steps": {"type": "array", "items": {"type": "string"}, "description": "Keep only these steps."},
-                    "inputs": {
-                        "type": "object",
-                        "description": "Input name -> the literal value it replaces (default: the likely inputs).",
+class TemplateTools(Extension):
+    """The catalogue's management tools, and one `reel__<name>` tool per saved template."""
+
+    def __init__(self, hook: GatewayHook) -> None:
+        self.catalogue = _Catalogue(hook)
+
+    def listed(self) -> list[dict[str, Any]]:
+        return self.catalogue.listed
+
+    def service(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.catalogue.service()
+
+    def tools(self) -> tuple[ManagementTool, ...]:
+        catalogue = self.catalogue
+        name_prop = {"name": {"type": "string"}}
+        return (
+            ManagementTool(
+                "toolreel__save_template",
+                "Turn this session's recorded steps (or the recordings in execution_ids) into a template: "
+                "literals become refs (@step.path) and inputs (@input.name). Without inputs, the likely inputs "
+                "found are applied (the user confirms them in a form when the client can show one). The template "
+                "is replayed dry against the recording first and saved only if every step gets its recorded input"
+                " (or force). Returns a summary, the template, every inferred ref with confidence and evidence, "
+                "and ambiguous candidates; saves it unless dry_run (same name: new version).",
+                {
+                    "type": "object",
+                    "properties": {
+                        **name_prop,
+                        "description": {"type": "string"},
+                        "steps": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "Keep only these steps.",
+                        },
+                        "inputs": {
+                            "type": "object",
+                            "description": "Input name -> the literal value it replaces (default: the likely inputs).",
+                        },
+                        "execution_ids": {"type": "array", "items": {"type": "string"}},
+                        "dry_run": {"type": "boolean"},
+                        "force": {"type": "boolean", "description": "Save even if the dry replay differs."},
+                        "include_failed": {"type": "boolean"},
                     },
-                    "execution_ids": {"type": "array", "items": {"type": "string"}},
-                    "dry_run": {"type": "boolean"},
-                    "force": {"type": "boolean", "description": "Save even if the dry replay differs."},
-                    "include_failed": {"type": "boolean"},
+                    "required": ["name"],
                 },
-                "required": ["name"],
-            },
-            catalogue.save,
+                catalogue.save,
+            ),
+            ManagementTool(
+                "toolreel__list_templates",
+                "Saved templates (latest versions).",
+                {"type": "object", "properties": {}},
+                catalogue.list,
+            ),
+            ManagementTool(
+                "toolreel__get_template",
+                "A saved template (latest version unless version).",
+                {"type": "object", "properties": {**name_prop, "version": {"type": "integer"}}, "required": ["name"]},
+                catalogue.get,
+            ),
+            ManagementTool(
+                "toolreel__delete_template",
+                "Delete every version of a template.",
+                {"type": "object", "properties": name_prop, "required": ["name"]},
+                catalogue.delete,
+            ),
         )
-    )
-    hook.add(
-        ManagementTool(
-            "toolreel__list_templates",
-            "Saved templates (latest versions).",
-            {"type": "object", "properties": {}},
-            catalogue.list,
-        )
-    )
-    hook.add(
-        ManagementTool(
-            "toolreel__get_template",
-            "A saved template (latest version unless version).",
-            {"type": "object", "properties": {**name_prop, "version": {"type": "integer"}}, "required": ["name"]},
-            catalogue.get,
-        )
-    )
-    hook.add(
-        ManagementTool(
-            "toolreel__delete_template",
-            "Delete every version of a template.",
-            {"type": "object", "properties": name_prop, "required": ["name"]},
-            catalogue.delete,
-        )
-    )

@@ -18,7 +18,7 @@ import anyio.abc
 from toolreel.core.errors import ExecutionError
 from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.links import ClientLink
-from toolreel.gateway.management import GatewayHook
+from toolreel.gateway.management import Extension, GatewayHook
 from toolreel.ui import RunRequest, SaveRequest, save_reviewed
 
 if TYPE_CHECKING:
@@ -31,17 +31,23 @@ LINK_KEY = "toolreel web view"
 QUICK_ANSWER = 1.0  # seconds a resume is awaited, so that a refusal reaches the page as an error
 
 
-class GatewayUiBackend:
+class GatewayUiBackend(Extension):
+    """The web view's actions, through the gateway's own management tools; a layer of the hook, for
+    the task group its resumed runs live in."""
+
     def __init__(self, hook: GatewayHook) -> None:
         self.hook = hook
         # The page is a client of its own: approvals it starts pause (a page cannot be elicited).
         self.link = ClientLink(key=LINK_KEY)
         self._tg: anyio.abc.TaskGroup | None = None
         self._up = anyio.Event()
-        hook.services.append(self._service)
+        hook.extend(self)
+
+    def service(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self._serving()
 
     @contextlib.asynccontextmanager
-    async def _service(self) -> AsyncIterator[None]:
+    async def _serving(self) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             self._up.set()

@@ -103,6 +103,10 @@ def _counts(tmp_path: Path, index: int) -> dict[str, int]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def _first_steps_finished(store: Store, ids: list[str]) -> int:
+    return sum(1 for i in ids for step in store.get_steps(i) if step.name == "first" and step.status.finished)
+
+
 def _finished(store: Store, ids: list[str]) -> bool:
     return all(store.get_execution(i).status.finished for i in ids)
 
@@ -135,7 +139,12 @@ async def test_a_worker_killed_mid_run_loses_nothing(tmp_path: Path, pg_cluster:
     with open_store(url) as store:
         ids = await _enqueue(store, keys, 1.5)
         async with _workers(2, url, config, tmp_path) as (doomed, _survivor):
-            await wait_until(lambda: len(_counts(tmp_path, 0)) >= 2, 120, "the first worker to start runs")
+            # on a busy machine a side effect can come well before its step's result is committed: wait
+            # for both, so that there is a finished step to not re-run and a run in flight to take over
+            def started_and_committed() -> bool:
+                return len(_counts(tmp_path, 0)) >= 2 and _first_steps_finished(store, ids) >= 1
+
+            await wait_until(started_and_committed, 120, "the first worker to start runs and commit a step")
             doomed.send_signal(signal.SIGKILL)  # no shutdown: its claims must lapse and be taken over
             await doomed.wait()
             # what was finished when it died: never run again. (A call in flight then is re-run, per SPEC §8.)

@@ -45,6 +45,7 @@ __all__ = [
     "Connected",
     "GatewayProcess",
     "HttpGateway",
+    "OpenedStreams",
     "Probe",
     "alive",
     "call",
@@ -432,7 +433,7 @@ async def stdio_gateway(
     async with running_gateway(args, env) as gateway:
         try:
             async with line_transport(gateway.process) as streams:
-                transport = _Streams(streams)
+                transport = OpenedStreams(streams)
                 async with client_for(transport, mode, probe, **options) as client:
                     yield Connected(client, probe, gateway)
         except BaseException:
@@ -440,7 +441,7 @@ async def stdio_gateway(
             raise
 
 
-class _Streams(contextlib.AbstractAsyncContextManager[Any]):
+class OpenedStreams(contextlib.AbstractAsyncContextManager[Any]):
     """An already-open stream pair as the `Transport` an `mcp.Client` enters."""
 
     def __init__(self, streams: Any) -> None:

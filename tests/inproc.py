@@ -17,26 +17,13 @@ import anyio
 from mcp.server.runner import serve_dual_era_loop
 from mcp.shared.memory import create_client_server_memory_streams
 
-from tests.gw import Connected, Probe, client_for
+from tests.gw import Connected, OpenedStreams, Probe, client_for
 from toolreel.gateway.front import Front
 from toolreel.gateway.management import hook_factory
 from toolreel.upstreams.config import GatewayConfig, parse_config
 from toolreel.upstreams.hub import open_hub
 
 __all__ = ["gateway_in_process"]
-
-
-class _Opened(contextlib.AbstractAsyncContextManager[Any]):
-    """An already-open stream pair as the transport an `mcp.Client` enters."""
-
-    def __init__(self, streams: Any) -> None:
-        self.streams = streams
-
-    async def __aenter__(self) -> Any:
-        return self.streams
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
 
 
 @contextlib.asynccontextmanager
@@ -65,6 +52,6 @@ async def gateway_in_process(
                     await serve_dual_era_loop(front.server, read, write, lifespan_state=state, init_options=None)
 
             tg.start_soon(serve)
-            async with client_for(_Opened(client_streams), mode, probe, **client_options) as client:
+            async with client_for(OpenedStreams(client_streams), mode, probe, **client_options) as client:
                 yield Connected(client, probe)
         tg.cancel_scope.cancel()

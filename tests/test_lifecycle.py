@@ -14,6 +14,7 @@ import anyio
 import mcp_types as types
 import pytest
 
+from tests.gw import OpenedStreams as Streams
 from tests.gw import (
     Probe,
     alive,
@@ -31,7 +32,6 @@ from tests.gw import (
     wait_until,
     write_config,
 )
-from tests.gw import _Streams as Streams
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -22,7 +22,7 @@ from tests.gw import (
     spawn_gateway,
     wait_until,
 )
-from tests.gw import _Streams as Streams
+from tests.gw import OpenedStreams as Streams
 
 pytestmark = pytest.mark.anyio
 

@@ -25,8 +25,8 @@ from tests.gw import (
     TOOLREEL,
     Connected,
     GatewayProcess,
+    OpenedStreams,
     Probe,
-    _Streams,
     alive,
     call,
     client_for,
@@ -60,7 +60,7 @@ async def grouped_gateway(config: Path, db: str) -> AsyncIterator[Connected]:
     )
     gateway = GatewayProcess(process, stderr_file)
     try:
-        async with line_transport(process) as streams, client_for(_Streams(streams), "legacy", Probe()) as client:
+        async with line_transport(process) as streams, client_for(OpenedStreams(streams), "legacy", Probe()) as client:
             yield Connected(client, Probe(), gateway)
     finally:
         with contextlib.suppress(ProcessLookupError):
@@ -208,7 +208,10 @@ async def test_what_the_recorder_cannot_write_in_the_shutdown_budget_stays_journ
     big = "x" * (1024 * 1024)
     env = gateway_env(db, **{GRACE_ENV: "1"})
     async with running_gateway(["--config", str(config)], env) as gateway:
-        async with line_transport(gateway.process) as streams, client_for(_Streams(streams), "legacy", Probe()) as c:
+        async with (
+            line_transport(gateway.process) as streams,
+            client_for(OpenedStreams(streams), "legacy", Probe()) as c,
+        ):
             s = Connected(c, Probe(), gateway)
             first = await call(s, "feat__echo", {"text": "first"})
             execution = (first.meta or {})["toolreel/execution"]

@@ -17,12 +17,12 @@ from toolreel.core.model import JSON
 from toolreel.core.refs import format_ref
 from toolreel.core.secrets import REDACTED
 from toolreel.templatizer._values import (
-    MIN_DECIMAL,
+    MIN_PIECE,
     MIN_SUBSTRING,
     Interner,
     Keys,
     is_cursor_key,
-    is_decimal,
+    is_short_piece,
     is_volatile_key,
     number_text,
 )
@@ -134,7 +134,7 @@ class OutputIndex:
 
     def _add_text(self, text: str, occurrence: _Raw, table: dict[str, _Raw]) -> None:
         table[text] = _added(table.get(text, _EMPTY_RAW), occurrence)
-        if len(text) < MIN_SUBSTRING and not is_decimal(text):
+        if len(text) < MIN_SUBSTRING and not is_short_piece(text):
             return
         if len(text) < _PREFIX:
             self.short_texts.add(text)
@@ -175,12 +175,12 @@ class OutputIndex:
         ends = sorted(token_ends | unit_ends)
         for match in _TOKEN_RE.finditer(text):
             start = match.start()
-            first = bisect_left(ends, start + MIN_DECIMAL)  # shorter than MIN_SUBSTRING: decimals only
+            first = bisect_left(ends, start + MIN_PIECE)  # shorter than MIN_SUBSTRING: decimals, short numbers
             for end in ends[first:]:
                 if end - start >= _PREFIX:
                     break
                 piece = text[start:end]
-                long_enough = end - start >= MIN_SUBSTRING or is_decimal(piece)
+                long_enough = end - start >= MIN_SUBSTRING or is_short_piece(piece)
                 fits = end not in unit_ends or _NUMBER_RE.fullmatch(piece) is not None
                 if long_enough and fits and piece in self.short_texts and (start, end) != (0, size):
                     yield start, end, piece

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, TypeGuard
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord
@@ -37,11 +37,14 @@ from toolreel.templatizer._values import (
     same,
     strength,
     text_strength,
+    walk,
 )
 
 _OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
 _NAMED_MIN: Final = 3  # a named input is found inside strings from this length on
 _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output only under a matching key name
+# A piece this weak (a word, "33") becomes a ref only beside another piece of the same output.
+_BACKED_PIECE: Final = 0.3
 _PRIORITY: Final[dict[str, int]] = {"exact": 3, "subtree": 3, "confirmed": 3, "substring": 2, "input": 2, "coerced": 1}
 
 
@@ -107,12 +110,14 @@ class StepInferrer:
         self.runs = runs  # runs[0] is the primary recording
         self.redacted = set(record.redacted)
         self.ids: dict[Keys, int] = {}
+        self.backers: set[str] = set()  # steps whose one output holds two or more of these arguments
         self.result = StepResult(record.name, None)
 
     def infer(self) -> StepResult:
         resolved = self.record.resolved_input if self.record.resolved_input is not None else {}
         written = self.record.input if self.record.input is not None else resolved
         self.ids = self.index.interner.intern_tree(resolved)
+        self.backers = self._joint_sources(resolved)
         self.result.template_input = self._node((), resolved, written)
         return self.result
 
@@ -154,7 +159,7 @@ class StepInferrer:
         chosen = self._decide(keys, value, cands, per_run, allow_input=True)
         if chosen is not None:
             return chosen
-        if isinstance(value, str) and not is_trivial(value):
+        if _may_be_chosen(value, cands):
             self.result.literals.append(Unexplained(self.record.name, keys, value))
         return literal(value)
 
@@ -316,7 +321,26 @@ class StepInferrer:
             return []
         kind: InferenceKind = "subtree" if isinstance(value, dict | list) else "exact"
         weight = strength(value)
-        return [self._scored(keys, occ, kind, weight, bucket.seen, occ.ref) for occ in bucket.sample()]
+        scored = [(occ.step, self._scored(keys, occ, kind, weight, bucket.seen, occ.ref)) for occ in bucket.sample()]
+        # Numbers only: a word such as `person` or `high` is vocabulary, shared by outputs and calls by design.
+        if _is_number(value) and bucket.seen <= 2 and not is_trivial(value):
+            return _backed(scored, self.backers, floor=0.0)
+        return [cand for _, cand in scored]
+
+    def _joint_sources(self, arguments: JSON) -> set[str]:
+        """Steps whose output is the only source of two or more distinct non-trivial argument values.
+
+        Each equality alone may be chance (`36` and `82` are common numbers); both arguments of one call
+        equal to two fields of one earlier output (a city's temperature and humidity) are not."""
+        found: dict[str, set[int]] = {}
+        for keys, node in walk(arguments):
+            if isinstance(node, dict | list | bool) or node is None or is_trivial(node) or "_meta" in keys:
+                continue
+            bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
+            if 0 < bucket.seen <= 2:
+                for occ in bucket.sample():
+                    found.setdefault(occ.step, set()).add(self.ids[keys])
+        return {step for step, values in found.items() if len(values) >= 2}
 
     def _coerced(self, keys: Keys, value: JSON) -> list[_Cand]:
         if value is None or isinstance(value, bool) or is_trivial(value) or is_cursor_key(last_key(keys)):
@@ -375,8 +399,7 @@ class StepInferrer:
         return out
 
     def _output_pieces(self, keys: Keys, value: str) -> tuple[list[_Piece], list[str]]:
-        pieces: list[_Piece] = []
-        evidence: list[str] = []
+        found: list[tuple[int, int, str, list[tuple[str, _Cand]]]] = []
         for start, end, text in self.index.substrings(value):
             if is_decimal(text) and _in_version(value, start, end):
                 continue  # "5.7" inside "5.7.1" is a version, not an amount
@@ -386,10 +409,21 @@ class StepInferrer:
             weight = numeric if numeric is not None else text_strength(text)
             # A decimal delimited in a sentence is as telling as the number itself; other pieces count less.
             piece = 1.0 if is_decimal(text) else 0.9
-            best = max(
-                (self._scored(keys, o, "substring", weight, places, o.ref, piece) for b in buckets for o in b.sample()),
-                key=lambda c: c.key,
-            )
+            scored = [
+                (o.step, self._scored(keys, o, "substring", weight, places, o.ref, piece))
+                for b in buckets
+                for o in b.sample()
+            ]
+            found.append((start, end, text, scored))
+        by_step: dict[str, set[str]] = {}
+        for _, _, text, scored in found:
+            for step, _ in scored:
+                by_step.setdefault(step, set()).add(text)
+        pieces: list[_Piece] = []
+        evidence: list[str] = []
+        for start, end, text, scored in found:
+            backers = {step for step, texts in by_step.items() if texts - {text}}
+            best = max(_backed(scored, backers, floor=_BACKED_PIECE), key=lambda c: c.key)
             if best.score >= MEDIUM:
                 pieces.append(_Piece(start, end, best.value, best.score))
                 evidence.append(f"{text!r} at [{start}:{end}] is {best.why}")
@@ -404,6 +438,20 @@ _WHY: Final = {
     "coerced": "same digits, different type (number vs string)",
     "substring": "appears inside this string",
 }
+
+
+def _backed(scored: Sequence[tuple[str, _Cand]], backers: set[str], floor: float = MEDIUM) -> list[_Cand]:
+    """The candidates, those of a weak match (from `floor`) raised to high when its step is the source of
+    another match beside it: values of one output travel together (an order's id and its total `6.0`
+    side by side in a sentence, a city's temperature and humidity as two arguments), so the second
+    coincidence is not chance."""
+    out: list[_Cand] = []
+    for step, cand in scored:
+        if floor <= cand.score < HIGH and step in backers:
+            why = f"{cand.why}; backed by another value of step {step} passed on beside it"
+            cand = replace(cand, score=HIGH, evidence=why)
+        out.append(cand)
+    return out
 
 
 def _evidence(occ: Occurrence, keys: Keys, kind: str, places: int, sim: float) -> str:
@@ -424,6 +472,18 @@ def _uniqueness(places: int, weight: float) -> float:
         return 1.0  # a long id echoed by a few outputs (a user id as `owner_id`) is one entity, not chance
     factor = 1.0 if places <= 2 else 0.9 if places <= 5 else 0.7 if places <= 10 else 0.4
     return max(factor, 0.8) if weight >= 0.9 else factor
+
+
+def _may_be_chosen(value: JSON, cands: Sequence[_Cand]) -> TypeGuard[str | int | float]:
+    """A literal the user may have chosen: any non-trivial string; a number no earlier output holds at all
+    (a number some output holds is a weak ref at worst, never the user's own)."""
+    if is_trivial(value):
+        return False
+    return isinstance(value, str) or (_is_number(value) and not cands)
+
+
+def _is_number(value: JSON) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _value_at(value: JSON, keys: Keys) -> JSON:

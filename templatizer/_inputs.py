@@ -1,14 +1,15 @@
 """Template inputs: named by the caller, made from redacted values, or from values that vary between runs.
 
 Also finds the literals that no output explains and that look like what a user picks per run
-(names, e-mails, paths, free text): they are reported as likely inputs, never applied.
+(names, e-mails, paths, free text, amounts and ids typed as numbers): they are reported as likely
+inputs, applied only when the caller saves without naming inputs.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -16,7 +17,17 @@ from toolreel.core.model import JSON
 from toolreel.core.secrets import is_secret_key
 from toolreel.core.template import InputSpec
 from toolreel.templatizer._result import LikelyInput
-from toolreel.templatizer._values import Keys, json_path, key_tokens, last_key, scalar_text, snake, type_name
+from toolreel.templatizer._values import (
+    Keys,
+    is_trivial,
+    json_path,
+    key_tokens,
+    last_key,
+    scalar_text,
+    snake,
+    strength,
+    type_name,
+)
 
 _SETTING_RE: Final = re.compile(r"^[a-z0-9]+(?:[_.:-][a-z0-9]+)*$")
 # Keys whose string values are the subject of a task rather than a setting of a tool.
@@ -33,6 +44,18 @@ _SUBJECT_TOKENS: Final = frozenset(
 _SETTING_TOKENS: Final = frozenset(
     {"type", "kind", "mode", "format", "sort", "order", "status", "state", "role", "level", "unit", "encoding"}
     | {"pattern", "glob", "regex", "filter", "exclude", "include"}
+)
+# Keys whose numbers tune how a tool works (how many, how long, which page, how deep) rather than
+# say what the task is about: `limit: 50` is the same on every run, `amount: 1250` is not.
+_KNOB_TOKENS: Final = frozenset(
+    {
+        *("limit", "max", "min", "count", "size", "page", "per", "offset", "top", "skip", "first", "last"),
+        *("depth", "timeout", "retries", "retry", "attempts", "interval", "delay", "duration", "ttl", "wait"),
+        *("seconds", "secs", "sec", "ms", "millis", "milliseconds", "minutes", "mins"),
+        *("width", "height", "length", "len", "lines", "line", "column", "col", "start", "end", "index", "idx"),
+        *("level", "priority", "port", "version", "temperature", "tokens", "batch", "concurrency", "threads"),
+        *("workers", "precision", "scale", "zoom", "radius", "context", "head", "tail", "n", "k", "step"),
+    }
 )
 
 
@@ -146,32 +169,67 @@ def _example(value: JSON) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Unexplained:
-    """A string left literal in a kept step's input."""
+    """A string, or a number no earlier output holds, left literal in a kept step's input."""
 
     step: str
     keys: Keys
-    value: str
+    value: str | int | float
 
 
 def likely_inputs(literals: Sequence[Unexplained], taken: set[str]) -> list[LikelyInput]:
-    """Group unexplained literals by value; report the user-chosen-looking ones, paths by common root."""
-    by_value: dict[str, list[Unexplained]] = {}
+    """Group unexplained literals by value; report the user-chosen-looking ones, paths by common root.
+
+    A sentence holding another likely input's value (`"Adding 1250 and 4380"` beside the numbers
+    1250 and 4380) is not proposed itself: with those inputs named it becomes a string built on them.
+    """
+    by_value: dict[tuple[str, str], list[Unexplained]] = {}
     for literal in literals:
         if _looks_chosen(literal):
-            by_value.setdefault(literal.value, []).append(literal)
+            by_value.setdefault((type(literal.value).__name__, str(literal.value)), []).append(literal)
     names = _Names(taken)
     found: list[LikelyInput] = []
-    for root, members in _path_roots(list(by_value)).items():
-        uses = [lit for value in members for lit in by_value.pop(value)]
+    texts = [text for kind, text in by_value if kind == "str"]
+    made = {text for (kind, text), uses in by_value.items() if kind == "str" and any(map(_creates, uses))}
+    for root, members in _path_roots(texts, made).items():
+        uses = [lit for value in members for lit in by_value.pop(("str", value))]
         found.append(_likely(names.fresh("root_dir"), root, uses, f"the common directory of {len(members)} paths"))
-    for value, uses in by_value.items():
-        found.append(_likely(names.fresh(snake(last_key(uses[0].keys) or "value")), value, uses, _why(uses)))
+    for key in _built_on_others(by_value):
+        del by_value[key]
+    for uses in by_value.values():
+        found.append(_likely(names.fresh(snake(last_key(uses[0].keys) or "value")), uses[0].value, uses, _why(uses)))
     return found
 
 
-def _likely(name: str, value: str, uses: Sequence[Unexplained], reason: str) -> LikelyInput:
+def _built_on_others(by_value: Mapping[tuple[str, str], Sequence[Unexplained]]) -> list[tuple[str, str]]:
+    """The sentences (text with a space) that hold a number candidate's text as a whole number.
+
+    Only numbers: a name inside an observation ("Ada" in "Ada Lovelace") is often a value of its own."""
+    parts = [text for kind, text in by_value if kind != "str" and len(text) >= _PART_MIN]
+    out: list[tuple[str, str]] = []
+    for kind, text in by_value:
+        if kind == "str" and " " in text.strip() and any(p != text and _holds_word(text, p) for p in parts):
+            out.append((kind, text))
+    return out
+
+
+_PART_MIN: Final = 3  # a shorter number inside a sentence is too likely to be chance
+
+
+def _holds_word(text: str, part: str) -> bool:
+    start = text.find(part)
+    while start >= 0:
+        end = start + len(part)
+        left = start == 0 or not (text[start - 1].isalnum() and part[0].isalnum())
+        right = end == len(text) or not (text[end].isalnum() and part[-1].isalnum())
+        if left and right:
+            return True
+        start = text.find(part, start + 1)
+    return False
+
+
+def _likely(name: str, value: str | int | float, uses: Sequence[Unexplained], reason: str) -> LikelyInput:
     used_at = tuple(dict.fromkeys((lit.step, json_path(lit.keys)) for lit in uses))
-    return LikelyInput(name=name, value=value, type="string", used_at=used_at, reason=reason)
+    return LikelyInput(name=name, value=value, type=type_name(value), used_at=used_at, reason=reason)
 
 
 def _why(uses: Sequence[Unexplained]) -> str:
@@ -200,10 +258,12 @@ class _Names:
 
 def _looks_chosen(literal: Unexplained) -> bool:
     """Names, e-mails, paths, sentences: yes. Enum-like lowercase words (`asc`, `person`): settings."""
+    tokens = set(key_tokens(last_key(literal.keys) or ""))
+    if not isinstance(literal.value, str):
+        return _number_chosen(literal.value, tokens)
     value = literal.value.strip()
     if len(value) < 2:
         return False
-    tokens = set(key_tokens(last_key(literal.keys) or ""))
     if tokens & _SETTING_TOKENS and not tokens & {"name", "title", "path"}:
         return False
     if tokens & _SUBJECT_TOKENS:
@@ -211,8 +271,39 @@ def _looks_chosen(literal: Unexplained) -> bool:
     return _SETTING_RE.match(value) is None
 
 
-def _path_roots(values: Sequence[str]) -> dict[str, list[str]]:
-    """Directories shared by two or more absolute paths (at least two levels deep), by root."""
+def _number_chosen(value: int | float, tokens: set[str]) -> bool:
+    """An amount or an id the user typed: not a two-digit count, a round setting, or a knob.
+
+    Round numbers (`50`, `100`, `1000`) are what people pick for limits and sizes, so they count only
+    under a key that is not a knob and does not look like one."""
+    if is_trivial(value) or tokens & _KNOB_TOKENS or strength(value) < _NUMBER_STRENGTH:
+        return False
+    round_number = isinstance(value, int) and abs(value) <= 1000 and value % 10 == 0
+    return not round_number or bool(tokens & _QUANTITY_TOKENS)
+
+
+# Two-digit numbers (`qty: 12`, `days: 30`) are fixed parts of a call about as often as they are chosen.
+_NUMBER_STRENGTH: Final = 0.55
+
+# Keys that name an amount or an identifier: a round number under them is still the user's.
+_QUANTITY_TOKENS: Final = frozenset(
+    {"amount", "price", "total", "sum", "quantity", "qty", "id", "number", "no", "value", "cost", "balance"}
+)
+
+
+_CREATE_TOKENS: Final = frozenset({"create", "make", "mkdir", "new"})
+
+
+def _creates(literal: Unexplained) -> bool:
+    """Used by a step that makes something (`create_directory_1`): the session's own, not the user's."""
+    return bool(_CREATE_TOKENS & set(key_tokens(literal.step)))
+
+
+def _path_roots(values: Sequence[str], made: Collection[str] = ()) -> dict[str, list[str]]:
+    """Directories shared by two or more absolute paths (at least two levels deep), by root.
+
+    A directory the session itself makes (`create_directory(".../logs")`) is not where the user works:
+    the root is then the folder it was made in."""
     groups: dict[tuple[str, ...], list[str]] = {}
     for value in values:
         parts = _segments(value)
@@ -223,6 +314,8 @@ def _path_roots(values: Sequence[str]) -> dict[str, list[str]]:
         if len(members) < 2:
             continue
         common = _common_prefix([_segments(value) or () for value in members])
+        if "/" + "/".join(common) in made:
+            common = common[:-1]
         if len(common) >= 2:
             roots["/" + "/".join(common)] = members
     return roots

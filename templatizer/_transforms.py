@@ -28,17 +28,19 @@ from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._infer import Run
 from toolreel.templatizer._result import Inference, LikelyInput
-from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, put_at, walk
+from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, put_at, strength, walk
 
 __all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]
 
-FUNCTIONS: Final = ("count", "sum", "max", "max_by", "newest_by", "lower", "upper", "join", "join_fields")
+FUNCTIONS: Final = ("count", "sum", "max", "max_by", "newest_by", "lower", "upper", "join", "join_fields", "number")
 SEPARATORS: Final = (", ", ",", " ", "; ", " | ", "\n", "-", "/", ":")
 _PICKS: Final = frozenset({"max_by", "newest_by"})
 _LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
 _MIN_TEXT: Final = 3  # shorter strings equal a function's result by accident too easily
 _MIN_ITEMS: Final = 3  # a sum, count or pick over two items equals a chosen value by accident too easily
 _LATER_ITEM_RE: Final = re.compile(r"\[[1-9][0-9]*\]")
+_NUMERAL_RE: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
+_NUMERAL_STRENGTH: Final = 0.8  # 5+ digits, or a decimal of 5+ characters: as for a number passed on as text
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,7 @@ _BODY: Final = {
     ("newest_by", 2): _PICK.format("Date.parse(x[{0}])"),
     ("lower", 0): "return input.text.toLowerCase();",
     ("upper", 0): "return input.text.toUpperCase();",
+    ("number", 0): "return Number(input.text);",
     ("join", 1): "return input.list.join({0});",
     ("join", 2): "return input.list.map((x) => x[{0}]).join({1});",
     ("join_fields", 3): "return [input.item[{0}], input.item[{1}]].join({2});",
@@ -93,6 +96,7 @@ _WHAT: Final = {
     ("newest_by", 2): "`{1}` of the item with the newest `{0}` in",
     ("lower", 0): "the lower case of",
     ("upper", 0): "the upper case of",
+    ("number", 0): "the number written in",
     ("join", 1): "the items joined by {0!r} of",
     ("join", 2): "`{0}` of every item joined by {1!r} in",
     ("join_fields", 3): "`{0}` and `{1}` joined by {2!r} of",
@@ -170,10 +174,23 @@ def _picks(function: str, source: str, items: list[dict[str, JSON]], by: str, ke
 
 
 def _text_functions(source: str, text: str) -> Iterator[Candidate]:
+    number = _numeral(text)
+    if number is not None:
+        yield Candidate("number", number, source, (), text)
+        return
     if text.lower() != text:
         yield Candidate("lower", text.lower(), source, (), text)
     if text.upper() != text:
         yield Candidate("upper", text.upper(), source, (), text)
+
+
+def _numeral(text: str) -> int | float | None:
+    """The number a text writes, when it is one an agent would pass on as a number and that is unlikely to
+    equal another number by chance (`"4521903"`, `"19.99"`; not `"100"`, `"1e3"` or `"007"`)."""
+    if not _NUMERAL_RE.fullmatch(text):
+        return None
+    value: int | float = float(text) if "." in text else int(text)
+    return value if strength(value) >= _NUMERAL_STRENGTH else None
 
 
 def _object_functions(source: str, record: dict[str, JSON]) -> Iterator[Candidate]:
@@ -337,6 +354,7 @@ _INPUT_NAME: Final = {
     **dict.fromkeys(("count", "sum", "max", "max_by", "newest_by", "join"), "list"),
     "lower": "text",
     "upper": "text",
+    "number": "text",
     "join_fields": "item",
 }
 

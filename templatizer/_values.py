@@ -29,6 +29,9 @@ MIN_SUBSTRING: Final = 4
 # ... except a decimal number ("5.7"): a computed amount copied into a sentence is rarely a coincidence.
 MIN_DECIMAL: Final = 3
 _DECIMAL_RE: Final = re.compile(r"-?[0-9]+\.[0-9]+")
+# ... and a two- or three-digit number ("33 degrees"), found only to back or be backed by another value
+# of the same output in the same string: alone it is chance.
+MIN_PIECE: Final = 2
 
 
 # --------------------------------------------------------------------------- paths
@@ -290,6 +293,11 @@ def type_name(value: JSON) -> str | None:
 def is_decimal(text: str) -> bool:
     """`5.7`, `-0.25`: a number with a fractional part, as JSON writes it."""
     return len(text) >= MIN_DECIMAL and _DECIMAL_RE.fullmatch(text) is not None
+
+
+def is_short_piece(text: str) -> bool:
+    """A piece shorter than MIN_SUBSTRING still looked for inside strings: a decimal, or 10..999."""
+    return is_decimal(text) or (MIN_PIECE <= len(text) < MIN_SUBSTRING and text.isdigit() and text[0] != "0")
 
 
 def numeric_strength(text: str) -> float | None:

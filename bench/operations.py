@@ -7,6 +7,9 @@
 2. Hot reload: 100 saves that restart one server while a stream of calls goes to another: time from save
    to `tools/list_changed`, and failed calls.
 3. Queued runs per second through 1, 2 and 4 `toolreel worker`s on one PostgreSQL (runs of one `echo` step).
+4. Several gateways, one store: a stateless-era (2026-07-28) client's recorded calls (features `echo`) to one
+   `serve --http` on PostgreSQL, to the same behind a round-robin balancer, and to two behind it (one recording
+   shared between them): p50 of sequential calls and calls/s at 8 in flight.
 Run: .venv/bin/python bench/operations.py [--quick]
 """
 
@@ -276,14 +279,73 @@ async def _drain(url: str, config: Path, count: int, store: Any, ids: list[str])
     return float(last - first)
 
 
+async def balanced(tmp: Path, count: int) -> None:
+    from tests.pg import postgres_cluster
+
+    rows = []
+    with postgres_cluster() as cluster:
+        for label, gateways, balancer in (
+            ("1 gateway", 1, False),
+            ("1 behind the balancer", 1, True),
+            ("2 behind the balancer", 2, True),
+        ):
+            p50, rate = await _balanced_calls(tmp, cluster.create_database(), gateways, balancer, count)
+            rows.append([label, ms(p50), f"{rate:.0f}"])
+    print(f"several gateways, one PostgreSQL store: {count} sequential calls, then {count} at 8 in flight (one client)")
+    print(table(["target", "p50", "calls/s"], rows))
+
+
+async def _balanced_calls(tmp: Path, url: str, gateways: int, balancer: bool, count: int) -> tuple[float, float]:
+    import contextlib
+
+    from tests.balancer import round_robin
+    from tests.gw import Probe, client_for, fixture_entry, gateway_env, http_gateway, http_transport, write_config
+
+    config = write_config(tmp / "balanced.json", {"feat": fixture_entry("features")})
+    async with contextlib.AsyncExitStack() as stack:
+        ports = [
+            (await stack.enter_async_context(http_gateway(["--config", str(config)], gateway_env(url)))).port
+            for _ in range(gateways)
+        ]
+        base = f"http://127.0.0.1:{ports[0]}"
+        if balancer:
+            base, _ = await stack.enter_async_context(round_robin([f"http://127.0.0.1:{port}" for port in ports]))
+        client = await stack.enter_async_context(client_for(http_transport(f"{base}/mcp"), "auto", Probe()))
+        for _ in range(20):
+            await client.call_tool("feat__echo", {"text": "warm"})
+        samples = []
+        for index in range(count):
+            started = time.perf_counter()
+            await client.call_tool("feat__echo", {"text": f"{index}"})
+            samples.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        limit = anyio.Semaphore(8)
+
+        async def one(index: int) -> None:
+            async with limit:
+                await client.call_tool("feat__echo", {"text": f"{index}"})
+
+        async with anyio.create_task_group() as tg:
+            for index in range(count):
+                tg.start_soon(one, index)
+        return statistics.median(samples), count / (time.perf_counter() - started)
+
+
 async def main(quick: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         await call_path(Path(tmp), 2 if quick else 4, 500 if quick else 1000)
         await hot_reload(Path(tmp), 20 if quick else 100)
         await queued_runs(Path(tmp), 100 if quick else 200)
+        await balanced(Path(tmp), 200 if quick else 1000)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    anyio.run(main, parser.parse_args().quick)
+    parser.add_argument("--balanced", action="store_true", help="only section 4 (several gateways, one store)")
+    arguments = parser.parse_args()
+    if arguments.balanced:
+        with tempfile.TemporaryDirectory() as directory:
+            anyio.run(balanced, Path(directory), 200 if arguments.quick else 1000)
+    else:
+        anyio.run(main, arguments.quick)

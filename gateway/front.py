@@ -45,6 +45,7 @@ from toolreel.gateway.exchange import Exchange, Exchanges, quiet_progress
 from toolreel.gateway.hook import LocalCall, ToolHook, UpstreamCall
 from toolreel.gateway.links import (
     HOP_META,
+    IDLE_GROUP_SECONDS,
     Call,
     ClientLink,
     ProgressOrder,
@@ -64,7 +65,6 @@ __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
 
 logger = logging.getLogger("toolreel.front")
 
-IDLE_GROUP_SECONDS = 30 * 60
 INSTRUCTIONS = """\
 toolreel records every tool call as a step named <tool>_<n> (the tool name without its server prefix, \
 characters other than letters, digits and _ turned into _, n counting from 1 per name: read_file_1, \

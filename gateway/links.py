@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLIENT_HEADER",
     "HOP_META",
+    "IDLE_GROUP_SECONDS",
     "Call",
     "ClientLink",
     "ProgressOrder",
@@ -40,6 +41,7 @@ __all__ = [
     "require_capability",
     "send_quietly",
     "span_attributes",
+    "stateless_group",
 ]
 
 logger = logging.getLogger("toolreel.front")
@@ -56,6 +58,10 @@ HOP_META = frozenset(
     }
 )
 
+
+# A stateless client's calls are one recording until it has been idle this long (SPEC §3).
+IDLE_GROUP_SECONDS = 30 * 60
+_GROUP_PREFIX = "client:"
 
 # Set by the HTTP guard, never by the client: which stateless client sent the request (serve._ClientIds).
 CLIENT_HEADER = b"x-toolreel-client"
@@ -179,6 +185,11 @@ def capabilities_of(ctx: ServerRequestContext[Any, Any]) -> types.ClientCapabili
     return types.ClientCapabilities.model_validate(raw) if isinstance(raw, dict) else None
 
 
+def stateless_group(key: str) -> bool:
+    """Whether a link key groups a stateless-era client's calls (no protocol session to pin it)."""
+    return key.startswith(_GROUP_PREFIX) or (key[16:17] == "/" and key.startswith(_GROUP_PREFIX, 17))
+
+
 def owner_of(key: str | None) -> str:
     """The credential digest a link key (and so a recording's `session`) starts with, "" if none."""
     if not key or "/" not in key:
@@ -209,7 +220,7 @@ def _client_key(ctx: ServerRequestContext[Any, Any], headers: Mapping[str, str])
     info = (ctx.meta or {}).get(CLIENT_INFO_META_KEY)
     client = headers.get(CLIENT_HEADER.decode(), "")
     fingerprint = f"{client}|{info}|{headers.get('authorization', '')}"
-    return "client:" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
+    return _GROUP_PREFIX + hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
 
 
 def span_attributes(link: ClientLink, listed: str, upstream: Upstream) -> dict[str, Any]:

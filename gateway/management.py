@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,8 +23,16 @@ from toolreel.core.errors import ExecutionError, NotFoundError, RefError, StoreE
 from toolreel.core.model import ExecutionStatus
 from toolreel.core.store_peek import Peek
 from toolreel.gateway.hook import LocalCall, ToolHook, UpstreamCall
-from toolreel.gateway.links import ClientLink
-from toolreel.recorder import EXECUTION_META, STEP_META, Recorder, RecordingSession, pending_journals
+from toolreel.gateway.links import IDLE_GROUP_SECONDS, ClientLink, stateless_group
+from toolreel.recorder import (
+    EXECUTION_META,
+    STEP_META,
+    Recorder,
+    RecordingSession,
+    SharedRecordings,
+    pending_journals,
+    shares_recordings,
+)
 from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.hub import Hub, error_result
 
@@ -123,6 +132,14 @@ class GatewayHook(ToolHook):
         # A database in this process's memory is invisible to the drain process: written from here.
         local = self.ready_store if store_peek.in_memory(db) else None
         self.recorder = Recorder(db, secret_values=secret_values, local_store=local)
+        # Gateways sharing a database server keep one recording per stateless client between them.
+        self.shared = (
+            SharedRecordings(
+                self.ready_store, self.recorder.writer, secret_values=secret_values, idle_seconds=IDLE_GROUP_SECONDS
+            )
+            if shares_recordings(db or os.environ.get("TOOLREEL_DB"))
+            else None
+        )
         self.annotate = annotate
         self.record = record
         self.tools: dict[str, ManagementTool] = {}
@@ -249,6 +266,8 @@ class GatewayHook(ToolHook):
             return await call.send(call.arguments)
         upstream, tool, send = call.upstream, call.tool, call.send
         session = self.session(call.link)
+        if self.shared is not None and stateless_group(call.link.key):
+            return await self._call_shared(call, session, self.shared)
         if self.recorder.writer.full:  # past the backlog's mark: slowed to the recorder's pace, for a bounded time
             await self.recorder.writer.room()
         try:
@@ -262,6 +281,31 @@ class GatewayHook(ToolHook):
             raise
         # Closed (and journaled) before the answer goes out: a step the agent has heard of survives a kill -9.
         self.recorder.end(session, live, result)
+        return self._tagged(result, live.name, live.execution_id)
+
+    async def _call_shared(
+        self, call: UpstreamCall, session: RecordingSession, shared: SharedRecordings
+    ) -> dict[str, Any]:
+        """A stateless client's call where gateways share the store: its recording is the same on each."""
+        upstream, tool = call.upstream, call.tool
+        try:
+            live = await shared.begin(
+                session, upstream.name, tool, call.arguments, upstream.config.policy.shown_name(tool)
+            )
+        except RefError as exc:
+            return error_result(f"{exc} — nothing was sent to {upstream.name!r}")
+        except StoreError as exc:
+            return error_result(f"toolreel could not record the call in the shared store ({exc}); nothing was sent")
+        try:
+            result = await call.send(live.resolved_input)
+        except BaseException:
+            session.end(live, None, error="the call was cancelled before it finished")
+            raise
+        self.recorder.end(session, live, result)
+        try:
+            await shared.written()
+        except StoreError as exc:
+            self.recorder.pending_errors.append(f"toolreel could not save the recording: {exc}")
         return self._tagged(result, live.name, live.execution_id)
 
     def link_closed(self, link: ClientLink) -> None:
@@ -375,7 +419,11 @@ class GatewayHook(ToolHook):
         for key in ("step", "tool"):
             if not isinstance(arguments.get(key, ""), str):
                 raise RefError(f"toolreel__set_step_result: {key!r} is a string, not {arguments[key]!r}")
-        record = self.session(link).preset(arguments["output"], step=arguments.get("step"), tool=arguments.get("tool"))
+        output, step, tool = arguments["output"], arguments.get("step"), arguments.get("tool")
+        if self.shared is not None and stateless_group(link.key):
+            record = await self.shared.preset(self.session(link), output, step=step, tool=tool)
+        else:
+            record = self.session(link).preset(output, step=step, tool=tool)
         return tool_result({"step": record.name, "execution_id": record.execution_id})
 
     async def _get_execution(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from toolreel.core.errors import StoreError
 from toolreel.core.store_hooks import add_open_hook
 from toolreel.recorder import _spool
 from toolreel.recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
+from toolreel.recorder._shared import SharedRecordings, shares_recordings
 from toolreel.recorder._spool import journal_dir, pending_journals
 from toolreel.recorder._writer import StoreWriter, backlog_mark
 
@@ -30,10 +31,12 @@ __all__ = [
     "LiveStep",
     "Recorder",
     "RecordingSession",
+    "SharedRecordings",
     "StoreWriter",
     "backlog_mark",
     "journal_dir",
     "pending_journals",
+    "shares_recordings",
 ]
 
 # Every opening of a store writes what a gateway that died had journaled and not saved.

@@ -9,12 +9,12 @@ call path does as little as it can: most calls hold no ref and most outputs are 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolreel.core.errors import RefError
-from toolreel.core.model import JSON, StepStatus, new_id
+from toolreel.core.model import JSON, StepRecord, StepStatus, new_id
 from toolreel.core.refs import (
     RESERVED_ROOTS,
     STEP_NAME_RE,
@@ -83,6 +83,10 @@ class _State:
     # step with one insertion and closes it with one, and no live object is kept per step.
     tools: dict[str, str | None] = field(default_factory=dict)
     seq: int = 0
+    # One recording across gateways: the seq up to which the shared store has been read, and
+    # name -> seq of the steps another gateway was running then.
+    read_seq: int = 0
+    elsewhere: dict[str, int] = field(default_factory=dict)
 
     def running(self, name: str) -> bool:
         return name in self.tools and name not in self.failed and name not in self.outputs
@@ -156,33 +160,84 @@ class RecordingSession:
 
     def preset(self, output: JSON, *, step: str | None = None, tool: str | None = None) -> PresetEntry:
         """toolreel__set_step_result: a step with a given output and no upstream call."""
-        state = self._state
-        if step is not None:
-            if not STEP_NAME_RE.fullmatch(step) or step in RESERVED_ROOTS or len(step) > MAX_STEP_NAME:
-                raise RefError(
-                    f"step name {step[:80]!r} must match [A-Za-z_][A-Za-z0-9_]*, be at most {MAX_STEP_NAME} "
-                    "characters and not be input/item/index"
-                )
-            if step in state.tools or step in state.outputs or step in state.failed:
-                raise RefError(f"step {step!r} already exists in this session; choose another name")
-            name = step
-        else:
-            name = step_name_for(_unprefixed(tool) if tool else "preset", state.counts)
-            if name in state.tools:
-                name = _free_name(state, name.rpartition("_")[0])
-        execution_id = self.execution.id if self.execution is not None else self._start_execution()
-        state.seq += 1
-        state.outputs.put(name, output)
-        server, _, bare = (tool or "").rpartition("__")
-        stamp = time.time()
-        state.tools[name] = _listed(server or None, bare or None)
-        entry = PresetEntry("preset", execution_id, name, state.seq, server or None, bare or None, output, stamp)
+        entry = self.keep_preset(self.preset_name(step, tool), output, tool)
         self._writer.submit(entry)
         return entry
+
+    def preset_name(self, step: str | None, tool: str | None) -> str:
+        """The name a preset step gets: `step` if it is a free, legal name, else `<tool>_<n>`."""
+        state = self._state
+        if step is None:
+            name = step_name_for(_unprefixed(tool) if tool else "preset", state.counts)
+            return _free_name(state, name.rpartition("_")[0]) if name in state.tools else name
+        if not STEP_NAME_RE.fullmatch(step) or step in RESERVED_ROOTS or len(step) > MAX_STEP_NAME:
+            raise RefError(
+                f"step name {step[:80]!r} must match [A-Za-z_][A-Za-z0-9_]*, be at most {MAX_STEP_NAME} "
+                "characters and not be input/item/index"
+            )
+        if step in state.tools or step in state.outputs or step in state.failed:
+            raise RefError(f"step {step!r} already exists in this session; choose another name")
+        return step
+
+    def keep_preset(self, name: str, output: JSON, tool: str | None, seq: int | None = None) -> PresetEntry:
+        """Record preset step `name` in the session (not yet in the store): its output resolves refs now."""
+        state = self._state
+        execution_id = self.execution.id if self.execution is not None else self._start_execution()
+        state.seq = max(state.seq, seq) if seq is not None else state.seq + 1
+        state.outputs.put(name, output)
+        server, _, bare = (tool or "").rpartition("__")
+        state.tools[name] = _listed(server or None, bare or None)
+        at = seq if seq is not None else state.seq
+        return PresetEntry("preset", execution_id, name, at, server or None, bare or None, output, time.time())
 
     def close(self) -> None:
         """The session is over: the outputs kept for its refs (and their spill file) are let go."""
         self._state.outputs.close()
+
+    # one recording across gateways (recorder._shared) -------------------------------------
+    def adopt(self, execution_id: str, created_at: float) -> None:
+        """Record into an execution that exists in the store already (another gateway's, or made there)."""
+        if self.execution is None:
+            self.execution = ExecutionEntry("execution", execution_id, created_at, self.key)
+
+    def absorb(self, steps: Iterable[StepRecord]) -> None:
+        """Take in steps another gateway recorded for this client (read from the shared store): their
+        names count, their outputs resolve refs, and a step still running there is waited for by name."""
+        state = self._state
+        for step in steps:
+            state.seq, state.read_seq = max(state.seq, step.seq), max(state.read_seq, step.seq)
+            name = step.name
+            if name in state.tools and name not in state.elsewhere:
+                continue  # this gateway's own step, or one taken in already
+            state.tools[name] = _listed(step.server, step.tool)
+            base, _, count = name.rpartition("_")
+            if count.isdigit():
+                state.counts[base] = max(state.counts.get(base, 0), int(count))
+            if step.status is StepStatus.RUNNING:
+                state.elsewhere[name] = step.seq
+                continue
+            state.elsewhere.pop(name, None)
+            if step.status is StepStatus.SUCCEEDED:
+                state.outputs.put(name, step.output)
+            else:
+                state.failed[name] = step.error or f"step {name} {step.status.value}"
+
+    def read_from(self) -> int:
+        """The seq after which the store may hold what this session has not taken in: seqs are handed
+        out in commit order, so that is the last one read, or before a step still running elsewhere."""
+        state = self._state
+        return min((state.read_seq, *(seq - 1 for seq in state.elsewhere.values())))
+
+    def claimed(self, seq: int) -> None:
+        """The store gave this session's newest step `seq` (its name was free on every gateway)."""
+        state = self._state
+        state.seq = max(state.seq, seq)
+        if seq == state.read_seq + 1:  # no other gateway's claim came in between: nothing left to read
+            state.read_seq = seq
+
+    def retract(self, live: LiveStep) -> None:
+        """Undo `begin`: another gateway holds the step's name; the next `begin` takes the next one."""
+        self._state.tools.pop(live.name, None)
 
     # helpers --------------------------------------------------------------------------
     def _resolve(self, arguments: Mapping[str, Any]) -> dict[str, Any]:

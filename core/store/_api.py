@@ -63,8 +63,20 @@ class Store(Protocol):
         held elsewhere): call put_steps from a worker thread then. Meant for an event loop."""
         ...
 
-    def get_steps(self, execution_id: str, *, all_attempts: bool = False) -> list[StepRecord]:
-        """Ordered by seq; by default only the latest attempt of each step."""
+    def get_steps(self, execution_id: str, *, all_attempts: bool = False, after_seq: int = 0) -> list[StepRecord]:
+        """Ordered by seq; by default only the latest attempt of each step; with `after_seq`, only the
+        steps whose seq is above it."""
+        ...
+
+    # one recording across gateways ----------------------------------------------------
+    def recording_of(self, session: str, *, active_since: float, new: Execution) -> Execution:
+        """The recording client `session` made that was active at or after `active_since`, else `new`,
+        created now: in one transaction, so gateways sharing the store agree on a client's recording."""
+        ...
+
+    def claim_step(self, step: StepRecord) -> int | None:
+        """Insert `step` (a running step: the claim of its name) at the next seq of its execution, and
+        return that seq; None, with nothing written, when another process holds the name already."""
         ...
 
     # templates ------------------------------------------------------------------------

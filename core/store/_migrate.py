@@ -38,8 +38,13 @@ def _create_v1(conn: Connection) -> None:
     METADATA.create_all(conn, checkfirst=True)
 
 
+def _index_sessions_v2(conn: Connection) -> None:
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_executions_session ON executions (session)"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, steps, templates, idempotency, meta", _create_v1),
+    Migration(2, "executions found by their client session (one recording across gateways)", _index_sessions_v2),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -30,6 +30,7 @@ from toolreel.core.store._engine import Database
 from toolreel.core.store._migrate import upgrade
 from toolreel.core.store._paths import display_url, normalize_url, resolve_url
 from toolreel.core.store._prune import PRUNABLE, PruneReport, prune
+from toolreel.core.store._recordings import claim_step_row, recording_row
 from toolreel.core.store._rows import (
     EXECUTION_FIELDS,
     canonical_json,
@@ -258,8 +259,10 @@ class SQLStore:
         with self._db.read(what) as conn:
             return self._not_written(conn, execution_id, fence)
 
-    def get_steps(self, execution_id: str, *, all_attempts: bool = False) -> list[StepRecord]:
+    def get_steps(self, execution_id: str, *, all_attempts: bool = False, after_seq: int = 0) -> list[StepRecord]:
         query = select(STEPS).where(S.execution_id == execution_id).order_by(S.seq, S.attempt)
+        if after_seq:
+            query = query.where(S.seq > after_seq)
         if not all_attempts:
             latest = STEPS.alias("latest")
             newest = select(func.max(latest.c.attempt)).where(
@@ -268,9 +271,25 @@ class SQLStore:
             query = query.where(S.attempt == newest.scalar_subquery())
         with self._db.read(f"reading the steps of execution {execution_id}") as conn:
             steps = [step_from_row(row) for row in conn.execute(query).mappings()]
-            if not steps and conn.execute(select(E.id).where(E.id == execution_id)).first() is None:
+            if not steps and not after_seq and conn.execute(select(E.id).where(E.id == execution_id)).first() is None:
                 raise self._no_execution(execution_id)
         return steps
+
+    # one recording across gateways ----------------------------------------------------
+
+    def recording_of(self, session: str, *, active_since: float, new: Execution) -> Execution:
+        sqlite = self._db.is_sqlite
+        with self._db.write(f"finding the recording of client {session}") as conn:
+            found = recording_row(conn, session, active_since, sqlite=sqlite)
+            if found is not None:
+                return found
+            conn.execute(self._insert_execution, execution_to_row(new))
+        return new
+
+    def claim_step(self, step: StepRecord) -> int | None:
+        row = step_to_row(self.redactor.step(step))
+        with self._db.write(f"claiming step {step.name!r} of execution {step.execution_id}") as conn:
+            return claim_step_row(conn, row, sqlite=self._db.is_sqlite)
 
     # templates ------------------------------------------------------------------------
 

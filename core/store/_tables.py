@@ -1,4 +1,4 @@
-"""The tables of schema v1 (sqlmodel, in their own registry so no other metadata leaks into `create_all`).
+"""The tables of the current schema (sqlmodel, in their own registry so no other metadata leaks into `create_all`).
 
 JSON values are TEXT on both SQLite and PostgreSQL: they are encoded once in Python, stored verbatim (a tool's
 key order survives, which JSONB would not keep) and never queried inside. Times are epoch seconds (double).
@@ -28,6 +28,8 @@ class ExecutionRow(_Row, table=True):
         Index("ix_executions_template_created", "template", "created_at", "id"),
         # renew_claims runs every few seconds per process: find its own rows without a scan.
         Index("ix_executions_claimed_by", "claimed_by"),
+        # Store.recording_of: a stateless client's recording, found by any gateway sharing the store.
+        Index("ix_executions_session", "session"),
     )
 
     id: str = Field(primary_key=True, sa_type=Text)

@@ -1,0 +1,64 @@
+"""One recording shared by gateways that share a store: the statements behind `Store.recording_of`
+and `Store.claim_step`.
+
+A stateless-era client behind a load balancer may send each call to another gateway. Both gateways
+must then agree on the client's execution and on its step names: the store decides, one short
+transaction each, serialised per client (finding a recording) and per execution (claiming a name).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from sqlalchemy import Connection, func, or_, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from toolreel.core.model import Execution, ExecutionMode
+from toolreel.core.store._rows import execution_from_row
+from toolreel.core.store._tables import EXECUTIONS, STEPS
+
+__all__ = ["claim_step_row", "recording_row"]
+
+E, S = EXECUTIONS.c, STEPS.c
+
+
+def recording_row(conn: Connection, session: str, active_since: float, *, sqlite: bool) -> Execution | None:
+    """The newest recording of `session` with a step started (or, without steps, created) at or after
+    `active_since`. On PostgreSQL a transaction-scoped advisory lock on the session comes first, so two
+    gateways finding no recording for one client do not both create one (SQLite's BEGIN IMMEDIATE
+    serialises the whole transaction already)."""
+    if not sqlite:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(session)})
+    last_step = select(func.max(S.started_at)).where(S.execution_id == E.id).scalar_subquery()
+    query = (
+        select(EXECUTIONS)
+        .where(E.session == session, E.mode == ExecutionMode.RECORD.value)
+        .where(or_(last_step >= active_since, E.created_at >= active_since))
+        .order_by(E.created_at.desc())
+        .limit(1)
+    )
+    row = conn.execute(query).mappings().first()
+    return execution_from_row(row) if row is not None else None
+
+
+def claim_step_row(conn: Connection, row: dict[str, Any], *, sqlite: bool) -> int | None:
+    """Insert a step row at the next `seq` of its execution unless its (execution, name, attempt) is
+    taken; the seq given, or None. The execution's row is locked first (PostgreSQL), so seqs are handed
+    out in commit order: a reader that has seen seq n has seen every claim below it."""
+    execution_id = row["execution_id"]
+    if not sqlite:
+        conn.execute(select(E.id).where(E.id == execution_id).with_for_update())
+    seq = conn.execute(select(func.coalesce(func.max(S.seq), 0)).where(S.execution_id == execution_id)).scalar_one()
+    insert = sqlite_insert(STEPS) if sqlite else pg_insert(STEPS)
+    statement = insert.values({**row, "seq": int(seq) + 1}).on_conflict_do_nothing(
+        index_elements=[S.execution_id, S.name, S.attempt]
+    )
+    written = conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount
+    return int(seq) + 1 if written == 1 else None
+
+
+def _lock_key(session: str) -> int:
+    """A signed 64-bit advisory lock key for a client's session key."""
+    return int.from_bytes(hashlib.sha256(session.encode()).digest()[:8], "big", signed=True)

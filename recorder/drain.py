@@ -273,9 +273,7 @@ def _poll(source: FrameReader, timeout: float | None, *, limit: int | None = Non
         return None
 
 
-def _write_until_done(
-    target: _Target, entries: list[Any], created: set[str], reply: _Reply, parent: int
-) -> bool:
+def _write_until_done(target: _Target, entries: list[Any], created: set[str], reply: _Reply, parent: int) -> bool:
     """Write `entries`, CHUNK at a time, retrying every RETRY_DELAY s: what was written stays written
     (a full disk freed a little takes the next chunk). False once the gateway is gone and LAST_TRIES
     more attempts failed."""

@@ -25,7 +25,7 @@ from tests.gw import (
     text_of,
     write_config,
 )
-from toolreel.core.model import StepRecord
+from toolreel.core.model import StepRecord, TemplateDraft
 from toolreel.core.store import open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -226,7 +226,7 @@ async def test_a_remembered_server_that_no_longer_starts_is_named_with_the_templ
             "steps": [{"name": "ping_1", "tool": "vanished__ping", "input": {}}],
             "servers": {"vanished": {"command": str(tmp_path / "no-such-server")}},
         }
-        store.save_template("gone", definition)
+        store.save_template(TemplateDraft("gone", definition))
     finally:
         store.close()
     code, _, err = await _run_fresh(db, tmp_path, "gone")
@@ -283,7 +283,7 @@ def test_a_worker_with_no_config_starts_every_server_the_saved_templates_remembe
             entry: dict[str, Any] = {"command": "echo", "args": [name]}
             if server == "gamma":  # needs a variable this process lacks: skipped, the others still start
                 entry["env"] = {"TOKEN": "${env:TOOLREEL_TEST_UNSET_VARIABLE}"}
-            store.save_template(name, {"name": name, "steps": [step], "servers": {server: entry}})
+            store.save_template(TemplateDraft(name, {"name": name, "steps": [step], "servers": {server: entry}}))
         config = _upstreams_config(store, None, None)
     finally:
         store.close()

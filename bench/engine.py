@@ -24,7 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -34,6 +34,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from toolreel.core.caller import ToolCall
 from toolreel.core.model import ExecutionStatus
 from toolreel.core.store import Store, open_store
 from toolreel.core.template import Template
@@ -53,7 +54,7 @@ class NoopCaller:
     def server_of(self, name: str) -> str | None:
         return name.partition("__")[0] or None
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+    async def call_tool(self, call: ToolCall) -> dict[str, Any]:
         self.calls += 1
         if self.delay:
             await anyio.sleep(self.delay)

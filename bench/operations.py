@@ -227,6 +227,7 @@ def _p(samples: list[float], q: int) -> float:
 
 async def queued_runs(tmp: Path, runs: int) -> None:
     from tests.pg import postgres_cluster
+    from toolreel.core.model import TemplateDraft
     from toolreel.core.store import open_store
     from toolreel.core.template_io import stored_template
     from toolreel.replayer import Engine
@@ -239,7 +240,7 @@ async def queued_runs(tmp: Path, runs: int) -> None:
         for workers in (1, 2, 4):
             url = cluster.create_database()
             with open_store(url) as store:
-                store.save_template("noop", definition)
+                store.save_template(TemplateDraft("noop", definition))
                 template = stored_template(store.get_template("noop"))
                 async with Engine(store, _NoCalls()) as engine:
                     ids = [await engine.enqueue(template, {}) for _ in range(runs)]
@@ -253,7 +254,7 @@ class _NoCalls:
     def server_of(self, name: str) -> str | None:
         return None
 
-    async def call_tool(self, name: str, arguments: Any, **_: Any) -> dict[str, Any]:
+    async def call_tool(self, call: object) -> dict[str, Any]:
         raise RuntimeError("queuing calls nothing")
 
 

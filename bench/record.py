@@ -56,7 +56,17 @@ from _common import (
 )
 from mcp import ClientSession
 
-from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus, new_id, now
+from toolreel.core.model import (
+    Execution,
+    ExecutionMode,
+    ExecutionQuery,
+    ExecutionStatus,
+    StepKind,
+    StepRecord,
+    StepStatus,
+    new_id,
+    now,
+)
 from toolreel.core.store import SQLStore, open_store
 
 P50_BAR = 1.05
@@ -212,7 +222,7 @@ def recorders(gateway: int) -> list[int]:
 def recorded_steps(db_url: str) -> int:
     """Steps the recording gateway stored (read after it exited, so its writer has flushed)."""
     with open_store(db_url) as store:
-        executions, _ = store.list_executions(limit=100)
+        executions, _ = store.list_executions(ExecutionQuery(limit=100))
         return sum(len(store.get_steps(e.id)) for e in executions)
 
 

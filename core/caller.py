@@ -7,25 +7,30 @@ only see this protocol, so they run the same way in a gateway, a worker or a tes
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["Approver", "ProgressFn", "ToolCaller"]
+__all__ = ["Approver", "ProgressFn", "ToolCall", "ToolCaller"]
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
-class ToolCaller(Protocol):
-    async def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        *,
-        timeout: float | None = None,
-        progress: ProgressFn | None = None,
-    ) -> dict[str, Any]:
-        """Call tool `name` (as listed: `server__tool`) and return the CallToolResult wire dict.
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call through the seam, as one value: a field added here reaches every `ToolCaller`
+    without each implementation repeating (and keeping in step) a longer signature."""
 
-        An `isError` result is returned, not raised. Raises `UpstreamTimeout` when `timeout`
+    name: str  # as listed: `server__tool`
+    arguments: Mapping[str, Any]
+    timeout: float | None = None  # seconds; None: the server's own
+    progress: ProgressFn | None = None
+
+
+class ToolCaller(Protocol):
+    async def call_tool(self, call: ToolCall) -> dict[str, Any]:
+        """Call `call.name` and return the CallToolResult wire dict.
+
+        An `isError` result is returned, not raised. Raises `UpstreamTimeout` when `call.timeout`
         (or the server's own) passes, `UpstreamError` (with `.transient`) when the server is
         unreachable, crashed or restarting, or the tool is unknown.
         """

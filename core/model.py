@@ -19,10 +19,12 @@ __all__ = [
     "JSON",
     "Execution",
     "ExecutionMode",
+    "ExecutionQuery",
     "ExecutionStatus",
     "StepKind",
     "StepRecord",
     "StepStatus",
+    "TemplateDraft",
     "TemplateRecord",
     "new_id",
     "now",
@@ -80,6 +82,21 @@ class StepKind(enum.StrEnum):
     APPROVE = "approve"
     TEMPLATE = "template"
     CODE = "code"
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionQuery:
+    """Which executions `list_executions` returns: one value, so the interface and its
+    implementation do not each spell out (and keep in step) the same filters."""
+
+    status: ExecutionStatus | None = None
+    template: str | None = None
+    limit: int = 50
+    cursor: str | None = None  # a previous page's next cursor
+
+    def __post_init__(self) -> None:
+        if self.limit < 1:
+            raise ValueError(f"list_executions: limit must be at least 1, got {self.limit}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +159,17 @@ class StepRecord:
 
     def replace(self, **changes: Any) -> StepRecord:
         return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateDraft:
+    """A template to save as its next version: what `Store.save_template` takes, as one value
+    (the store adds the version, the hash and the time)."""
+
+    name: str
+    definition: Mapping[str, JSON]
+    description: str | None = None
+    source_executions: Sequence[str] = ()  # the recordings it was made from
 
 
 @dataclass(frozen=True, slots=True)

@@ -285,12 +285,12 @@ class Front(ClientRouter):
                 forwarded["_meta"] = meta
             if passthrough:  # the stateless era's retry of an input-required call
                 forwarded.update({k: params[k] for k in ("inputResponses", "requestState") if k in params})
-            entry = Call(ctx, link, exchange)
+            entry = Call(ctx, link, exchange, tracker, envelope, ask)
             try:
                 if link.modern or not upstream.modern:
-                    result = await self._send_call(entry, upstream, forwarded, tracker, envelope, ask)
+                    result = await self._send_call(entry, upstream, forwarded)
                 else:
-                    result = await self._send_pushable(entry, upstream, route.name, forwarded, tracker, envelope, ask)
+                    result = await self._send_pushable(entry, upstream, route.name, forwarded)
                 return result if confirmation is None else confirmation.stamp(result)
             except UpstreamError as exc:
                 return error_result(str(exc))
@@ -304,38 +304,28 @@ class Front(ClientRouter):
                 return traced
         return await self.hook.call_upstream(call)
 
-    async def _send_call(
-        self,
-        entry: Call,
-        upstream: Upstream,
-        forwarded: dict[str, Any],
-        tracker: ProgressOrder | None,
-        envelope: dict[str, Any] | None,
-        ask: AskFn | None,
-    ) -> dict[str, Any]:
+    async def _send_call(self, entry: Call, upstream: Upstream, forwarded: dict[str, Any]) -> dict[str, Any]:
         """One tools/call on one connection, known as in flight there (whom its questions and logs are for)."""
         inflight = self._inflight.setdefault(upstream, [])
         inflight.append(entry)
         try:
             result = await upstream.request(
-                "tools/call", forwarded, on_progress=tracker, tool=forwarded["name"], envelope=envelope, ask=ask
+                "tools/call",
+                forwarded,
+                on_progress=entry.tracker,
+                tool=forwarded["name"],
+                envelope=entry.envelope,
+                ask=entry.ask,
             )
             await upstream.settle()
-            if tracker is not None:
-                await tracker.drain()
+            if entry.tracker is not None:
+                await entry.tracker.drain()
             return result
         finally:
             inflight.remove(entry)
 
     async def _send_pushable(
-        self,
-        entry: Call,
-        upstream: Upstream,
-        tool: str,
-        forwarded: dict[str, Any],
-        tracker: ProgressOrder | None,
-        envelope: dict[str, Any] | None,
-        ask: AskFn | None,
+        self, entry: Call, upstream: Upstream, tool: str, forwarded: dict[str, Any]
     ) -> dict[str, Any]:
         """A handshake-era client's call to a server spoken to in the stateless era. A server that can only
         *push* its questions fails them there ("no back-channel"): the call is then made again on the
@@ -344,9 +334,9 @@ class Front(ClientRouter):
         if (upstream.name, tool) in self._pushes:
             twin = await self.hub.handshake_twin(upstream)
             if twin is not None:
-                return await self._send_call(entry, twin, forwarded, tracker, None, None)
+                return await self._send_call(entry.for_handshake_twin(), twin, forwarded)
         try:
-            result = await self._send_call(entry, upstream, forwarded, tracker, envelope, ask)
+            result = await self._send_call(entry, upstream, forwarded)
             if not could_not_push(result):
                 return result
             failure: MCPError | None = None
@@ -360,7 +350,7 @@ class Front(ClientRouter):
                 raise failure
             return result
         self._pushes.add((upstream.name, tool))
-        return await self._send_call(entry, twin, forwarded, tracker, None, None)
+        return await self._send_call(entry.for_handshake_twin(), twin, forwarded)
 
     def _how_to_ask(
         self, link: ClientLink, ctx: Any, passthrough: bool, exchange: Exchange | None = None

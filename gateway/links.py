@@ -5,6 +5,7 @@ client is recognised, notifications to a client that may be gone).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
@@ -24,7 +25,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from toolreel.gateway.exchange import Exchange
 
 if TYPE_CHECKING:
-    from toolreel.upstreams.upstream import Upstream
+    from toolreel.upstreams.upstream import AskFn, Upstream
 
 __all__ = [
     "CLIENT_HEADER",
@@ -125,12 +126,20 @@ class ProgressOrder:
 
 @dataclass(eq=False)
 class Call:
-    """A forwarded tools/call in flight: whom to ask when its server asks something."""
+    """A forwarded tools/call in flight: whom to ask when its server asks something, and how it
+    is sent (one value, made once per call, for each connection it may be sent on)."""
 
     ctx: ServerRequestContext[Any, Any] | None
     link: ClientLink
     exchange: Exchange | None
+    tracker: ProgressOrder | None = None  # the client's progress, delivered in order
+    envelope: dict[str, Any] | None = None  # what a stateless-era server is told of the caller
+    ask: AskFn | None = None  # who answers a stateless-era server's questions
     asking: int = 0
+
+    def for_handshake_twin(self) -> Call:
+        """The same call sent on a server's handshake-era connection, which pushes its questions itself."""
+        return dataclasses.replace(self, envelope=None, ask=None)
 
     @property
     def channel(self) -> ServerRequestContext[Any, Any] | None:

@@ -20,7 +20,7 @@ import anyio.abc
 
 from toolreel.core import store_peek
 from toolreel.core.errors import ExecutionError, NotFoundError, RefError, StoreError, ToolreelError
-from toolreel.core.model import ExecutionStatus
+from toolreel.core.model import ExecutionQuery, ExecutionStatus
 from toolreel.core.store_peek import Peek
 from toolreel.gateway.hook import LocalCall, ToolHook, UpstreamCall
 from toolreel.gateway.links import IDLE_GROUP_SECONDS, ClientLink, stateless_group
@@ -445,10 +445,7 @@ class GatewayHook(ToolHook):
         await self.recorder.writer.flush()
         page, cursor = await anyio.to_thread.run_sync(
             lambda: store.list_executions(
-                status=status,
-                template=arguments.get("template"),
-                limit=limit,
-                cursor=arguments.get("cursor"),
+                ExecutionQuery(status, arguments.get("template"), limit, arguments.get("cursor"))
             )
         )
         items = [

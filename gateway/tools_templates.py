@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from toolreel.core.errors import NotFoundError, StoreError, TemplateError
-from toolreel.core.model import StepRecord
+from toolreel.core.model import StepRecord, TemplateDraft
 from toolreel.gateway import save_form
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
@@ -204,12 +204,8 @@ class _Catalogue:
         from toolreel.core.template_io import check_template_cycles
 
         check_template_cycles(template, self._lookup)
-        return self.store.save_template(
-            template.name,
-            definition,
-            description=template.description,
-            source_executions=tuple(arguments.get("execution_ids") or ()),
-        )
+        sources = tuple(arguments.get("execution_ids") or ())
+        return self.store.save_template(TemplateDraft(template.name, definition, template.description, sources))
 
     def _lookup(self, name: str) -> Template | None:
         from toolreel.core.template_io import stored_template

@@ -11,7 +11,7 @@ import typer
 
 from toolreel._cli import DbOption, JsonOption, fail
 from toolreel.core.errors import ToolreelError
-from toolreel.core.model import ExecutionStatus
+from toolreel.core.model import ExecutionQuery, ExecutionStatus
 from toolreel.core.store import Store, open_store
 from toolreel.core.view import execution_view
 
@@ -41,7 +41,7 @@ def list_executions(
         raise fail(f"--status {status!r} is not one of: {choices}") from None
     try:
         store = open_store(db)
-        page, next_cursor = store.list_executions(status=wanted, template=template, limit=limit, cursor=cursor)
+        page, next_cursor = store.list_executions(ExecutionQuery(wanted, template, limit, cursor))
     except ToolreelError as exc:
         raise fail(str(exc), 1) from None
     rows: list[dict[str, Any]] = [

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
+from toolreel.core.caller import ToolCall
 from toolreel.core.errors import CodeError, CodeTimeout, RefError, UpstreamError, UpstreamTimeout
 from toolreel.core.form import check_answer, parse_answer_text
 from toolreel.core.model import JSON, StepRecord, StepStatus
@@ -128,7 +129,7 @@ async def _call(run: Run, spec: StepSpec, args: dict[str, Any]) -> tuple[dict[st
         await limiter.acquire()
     try:
         with backstop:
-            return await run.ctx.caller.call_tool(spec.tool, args, timeout=timeout), None
+            return await run.ctx.caller.call_tool(ToolCall(spec.tool, args, timeout)), None
     except TimeoutError:
         server = run.ctx.caller.server_of(spec.tool) or spec.tool.partition("__")[0]
         return None, UpstreamTimeout(server=server, tool=spec.tool, seconds=timeout or 0.0, step=spec.name)

@@ -14,7 +14,16 @@ from typing import Any
 
 from toolreel.core.errors import ExecutionError, NotFoundError, StaleClaimError
 from toolreel.core.form import parse_answer_text
-from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
+from toolreel.core.model import (
+    JSON,
+    Execution,
+    ExecutionMode,
+    ExecutionQuery,
+    ExecutionStatus,
+    StepKind,
+    StepRecord,
+    StepStatus,
+)
 from toolreel.core.store import Store
 from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template, template_hash, template_to_dict
@@ -79,7 +88,7 @@ class Ledger:
 
     def dead_owners(self) -> list[str]:
         """Owners of running executions' claims that ran on this host and are gone."""
-        running, _ = self.store.list_executions(status=ExecutionStatus.RUNNING, limit=500)
+        running, _ = self.store.list_executions(ExecutionQuery(ExecutionStatus.RUNNING, limit=500))
         return sorted({e.claimed_by for e in running if e.claimed_by and gone_here(e.claimed_by)})
 
     def release(self, execution: Execution) -> Execution:

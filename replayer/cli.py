@@ -12,7 +12,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -26,14 +26,12 @@ from rich.table import Table
 
 from toolreel._cli import DbOption, JsonOption, fail
 from toolreel.core import tracing
-from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import (
     ConfigError,
     ExecutionError,
     NotFoundError,
     TemplateError,
     ToolreelError,
-    UpstreamError,
 )
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
 from toolreel.core.retention import parse_age, retaining
@@ -146,7 +144,7 @@ def _detach(
                 "give the template's secret inputs a default source (secret: {env: VAR}) read where it runs"
             )
         given = _read_inputs(template, pairs, inputs_file)
-        async with Engine(store, _NoUpstreams()) as engine:
+        async with Engine(store, _no_upstreams()) as engine:
             try:
                 refuse_given_secrets(template, given)
                 until = time.time() + deadline if deadline is not None else None
@@ -191,7 +189,7 @@ def cancel(execution_id: Annotated[str, typer.Argument()], json_out: JsonOption 
     """Cancel an execution: no new step starts, in-flight calls are cancelled (wherever it runs)."""
 
     async def main(store: Store) -> tuple[Execution, list[StepRecord]]:
-        async with Engine(store, _NoUpstreams()) as engine:
+        async with Engine(store, _no_upstreams()) as engine:
             execution = await engine.cancel(execution_id)
         return execution, await _thread(store.get_steps, execution_id)
 
@@ -390,21 +388,10 @@ class _LiveView:
         return table
 
 
-class _NoUpstreams:
-    """`cancel` touches no upstream: the process driving the execution cancels its own calls."""
-
-    def server_of(self, name: str) -> str | None:
-        return None
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        *,
-        timeout: float | None = None,
-        progress: ProgressFn | None = None,
-    ) -> dict[str, Any]:
-        raise UpstreamError(f"tool {name!r}: this process has no upstreams", server=name.partition("__")[0])
+def _no_upstreams() -> Hub:
+    """A hub of no servers, never started: `--detach` and `cancel` call nothing here (the process
+    driving the execution cancels its own calls), and a call would be refused as an unknown tool."""
+    return Hub(GatewayConfig(servers=()))
 
 
 # ---------------------------------------------------------------------- inputs, config, output

@@ -18,7 +18,7 @@ import typer
 
 from toolreel._cli import DbOption, JsonOption, fail
 from toolreel.core.errors import NotFoundError, TemplateError, ToolreelError
-from toolreel.core.model import JSON, TemplateRecord
+from toolreel.core.model import JSON, TemplateDraft, TemplateRecord
 from toolreel.core.store import Store, open_store
 from toolreel.core.template import Template
 from toolreel.core.template_io import (
@@ -80,9 +80,7 @@ def _lookup(store: Store) -> Any:
 
 def _save(store: Store, template: Template, sources: list[str]) -> TemplateRecord:
     check_template_cycles(template, _lookup(store))
-    return store.save_template(
-        template.name, template_to_dict(template), description=template.description, source_executions=sources
-    )
+    return store.save_template(TemplateDraft(template.name, template_to_dict(template), template.description, sources))
 
 
 def _when(created_at: float) -> str:

@@ -22,8 +22,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from fixtures.servers import fixture_params
-from toolreel.core.caller import ProgressFn
+from toolreel.core.caller import ProgressFn, ToolCall
 from toolreel.core.errors import UpstreamError, UpstreamTimeout
+from toolreel.core.model import TemplateDraft
 
 __all__ = ["Harness", "StdioCaller", "fixture_env", "harness", "open_caller", "saved", "template", "wait_until"]
 
@@ -67,14 +68,8 @@ class StdioCaller:
             return None
         return server
 
-    async def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        *,
-        timeout: float | None = None,
-        progress: ProgressFn | None = None,
-    ) -> dict[str, Any]:
+    async def call_tool(self, call: ToolCall) -> dict[str, Any]:
+        name, timeout = call.name, call.timeout
         server, sep, tool = name.partition("__")
         if not sep or server not in self._params:
             raise UpstreamError(f"no server lists tool {name!r} (servers: {', '.join(self._params)})", server=server)
@@ -84,7 +79,7 @@ class StdioCaller:
         self._called.setdefault(name, anyio.Event()).set()
         try:
             result = await session.call_tool(
-                tool, dict(arguments), read_timeout_seconds=timeout, progress_callback=_adapt(progress)
+                tool, dict(call.arguments), read_timeout_seconds=timeout, progress_callback=_adapt(call.progress)
             )
         except MCPError as exc:
             raise _upstream_error(exc, server, tool, timeout, connection) from exc
@@ -222,7 +217,7 @@ def saved(store: Any, data: Mapping[str, Any]) -> Any:
     """Save a template in the store (as `toolreel__save_template` would) and return it as loaded."""
     from toolreel.replayer import load_template
 
-    record = store.save_template(data["name"], dict(data))
+    record = store.save_template(TemplateDraft(data["name"], dict(data)))
     return load_template(store, data["name"], record.version)
 
 

@@ -23,7 +23,12 @@ from toolreel.gateway.management import hook_factory
 from toolreel.upstreams.config import GatewayConfig, parse_config
 from toolreel.upstreams.hub import open_hub
 
-__all__ = ["gateway_in_process"]
+__all__ = ["SDK_LOG_DEPRECATION", "gateway_in_process"]
+
+# The gateway forwards upstream logs to a handshake-era client, for which logging is not deprecated, but
+# the SDK's `send_log_message` warns on every call: a gateway process never shows it (a DeprecationWarning),
+# while in the test's process `filterwarnings = error` would turn it into the gateway's failure.
+SDK_LOG_DEPRECATION = "ignore:The logging capability is deprecated:mcp.shared.exceptions.MCPDeprecationWarning"
 
 
 @contextlib.asynccontextmanager
@@ -34,12 +39,14 @@ async def gateway_in_process(
     mode: str = "legacy",
     prefix: bool = True,
     record: bool = True,
+    annotate: bool = False,
     probe: Probe | None = None,
     **client_options: Any,
 ) -> AsyncIterator[Connected]:
-    """The gateway over `servers` (an `mcpServers` mapping or a parsed config), one client connected."""
+    """The gateway over `servers` (an `mcpServers` mapping or a parsed config), one client connected;
+    the keywords are `serve`'s options, and the rest `client_for`'s (`answers=False`, `client_name`)."""
     config = servers if isinstance(servers, GatewayConfig) else parse_config({"mcpServers": dict(servers)})
-    build = hook_factory(config, db=db, annotate=False, record=record, max_concurrency=16)
+    build = hook_factory(config, db=db, annotate=annotate, record=record, max_concurrency=16)
     probe = probe or Probe()
     async with anyio.create_task_group() as tg, open_hub(config, prefix=prefix, lone_client=True) as hub:
         front = Front(hub, hook=build(hub))

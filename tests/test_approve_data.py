@@ -19,7 +19,7 @@ from tests.callers import fixture_env, harness, saved, template
 from tests.gw import call, fixture_entry, gateway_env, stdio_gateway, write_config
 from toolreel.core.errors import ExecutionError, TemplateError
 from toolreel.core.form import check_answer
-from toolreel.core.model import ExecutionStatus
+from toolreel.core.model import ExecutionStatus, TemplateDraft
 from toolreel.core.store import open_store
 
 pytestmark = pytest.mark.anyio
@@ -130,8 +130,8 @@ async def test_an_approver_fills_the_form_and_a_bad_fill_pauses(tmp_path: Path) 
 async def test_over_mcp_elicitation_and_resume_execution(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     store = open_store(db)
-    store.save_template("triage", TRIAGE)
-    store.save_template("picky", PICKY)
+    store.save_template(TemplateDraft("triage", TRIAGE))
+    store.save_template(TemplateDraft("picky", PICKY))
     store.close()
     config = write_config(tmp_path / "mcp.json", {"features": fixture_entry("features", env=fixture_env(tmp_path))})
     async with stdio_gateway(["--config", str(config)], gateway_env(db)) as gw:
@@ -180,7 +180,7 @@ def test_executions_resume_takes_a_json_response(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"mcpServers": {"features": server}}))
     db = f"sqlite:///{tmp_path / 'store.db'}"
     store = open_store(db)
-    store.save_template("triage", TRIAGE)
+    store.save_template(TemplateDraft("triage", TRIAGE))
     store.close()
     env = {
         **os.environ,

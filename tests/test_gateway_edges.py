@@ -10,14 +10,18 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.gw import call, fixture_entry, gateway_env, http_gateway, stdio_gateway, text_of, write_config
+from tests.gw import call, fixture_entry, gateway_env, http_gateway, text_of, write_config
+from tests.inproc import gateway_in_process
 from tests.wire import INIT, raw_post
 
 pytestmark = pytest.mark.anyio
 
 
+FEAT = {"feat": fixture_entry("features")}
+
+
 def _config(tmp_path: Path) -> Path:
-    return write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
+    return write_config(tmp_path / "client.json", FEAT)
 
 
 def _step_of(result: Any) -> str:
@@ -26,7 +30,7 @@ def _step_of(result: Any) -> str:
 
 
 async def test_a_preset_name_is_never_given_to_a_later_real_call(tmp_path: Path) -> None:
-    async with stdio_gateway(["--config", str(_config(tmp_path))], gateway_env(f"sqlite:///{tmp_path / 's.db'}")) as gw:
+    async with gateway_in_process(FEAT, db=f"sqlite:///{tmp_path / 's.db'}") as gw:
         assert _step_of(await call(gw, "feat__echo", {"text": "one"})) == "echo_1"
         preset = await call(gw, "toolreel__set_step_result", {"step": "echo_2", "output": {"id": "preset"}})
         assert not preset.is_error, text_of(preset)
@@ -37,7 +41,7 @@ async def test_a_preset_name_is_never_given_to_a_later_real_call(tmp_path: Path)
 
 
 async def test_a_preset_name_has_a_length_bound(tmp_path: Path) -> None:
-    async with stdio_gateway(["--config", str(_config(tmp_path))], gateway_env(f"sqlite:///{tmp_path / 's.db'}")) as gw:
+    async with gateway_in_process(FEAT, db=f"sqlite:///{tmp_path / 's.db'}") as gw:
         refused = await call(gw, "toolreel__set_step_result", {"step": "s" * 65, "output": 1})
         assert refused.is_error and "at most 64 characters" in text_of(refused)
         accepted = await call(gw, "toolreel__set_step_result", {"step": "s" * 64, "output": 1})

@@ -16,6 +16,7 @@ import pytest
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.callers import fixture_env, harness, template
 from toolreel.core.errors import ExecutionError, TemplateError
+from toolreel.core.model import ExecutionQuery, TemplateDraft
 from toolreel.core.store import open_store
 from toolreel.core.template_io import parse_template, template_to_dict, tool_input_schema
 from toolreel.gateway.tools_templates import reel_tool
@@ -91,7 +92,7 @@ async def test_a_run_with_a_bad_input_is_refused_before_anything_runs(tmp_path: 
     async with harness(tmp_path) as h:
         with pytest.raises(ExecutionError, match="input 'env'"):
             await h.engine.run_template(template(DEPLOY), {"ticket": "OPS-1", "env": "qa"})
-        assert h.store.list_executions(limit=5)[0] == []  # no execution was created
+        assert h.store.list_executions(ExecutionQuery(limit=5))[0] == []  # no execution was created
         done = await h.engine.run_template(template(DEPLOY), {"ticket": "OPS-1", "env": "production"})
         assert done.output == {"key": "production-OPS-1", "count": 1}
         assert h.counts() == {"production-OPS-1": 1}
@@ -104,7 +105,7 @@ def test_toolreel_run_refuses_a_bad_input_with_its_name(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"mcpServers": {"features": server}}))
     db = f"sqlite:///{tmp_path / 'store.db'}"
     store = open_store(db)
-    store.save_template("deploy", DEPLOY)
+    store.save_template(TemplateDraft("deploy", DEPLOY))
     store.close()
     env = {**os.environ, "TOOLREEL_DB": db, "TOOLREEL_CONFIG": str(tmp_path / "config.json")}
     argv = [sys.executable, "-m", "toolreel.replayer", "run", "deploy", "-i", "ticket=OPS-1", "-i", "replicas=40"]

@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,8 @@ import pytest
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.gw import TOOLREEL, wait_until
 from tests.pg import PgCluster
-from toolreel.core.model import ExecutionStatus
+from toolreel.core.caller import ToolCall
+from toolreel.core.model import ExecutionStatus, TemplateDraft
 from toolreel.core.store import Store, open_store
 from toolreel.core.template_io import stored_template
 from toolreel.replayer import Engine
@@ -50,8 +51,8 @@ class _NoCalls:
     def server_of(self, name: str) -> str | None:
         return None
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any], **_: Any) -> dict[str, Any]:
-        raise AssertionError(f"nothing is called when queuing, not {name}")
+    async def call_tool(self, call: ToolCall) -> dict[str, Any]:
+        raise AssertionError(f"nothing is called when queuing, not {call.name}")
 
 
 def _setup(tmp_path: Path, pg_cluster: PgCluster) -> tuple[str, Path]:
@@ -66,7 +67,7 @@ def _setup(tmp_path: Path, pg_cluster: PgCluster) -> tuple[str, Path]:
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"mcpServers": {"features": server}}), encoding="utf-8")
     with open_store(url) as store:
-        store.save_template("queued", TEMPLATE)
+        store.save_template(TemplateDraft("queued", TEMPLATE))
     return url, config
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.callers import fixture_env
-from toolreel.core.model import ExecutionStatus
+from toolreel.core.model import ExecutionStatus, TemplateDraft
 from toolreel.core.store import open_store
 
 pytestmark = pytest.mark.slow
@@ -45,7 +45,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     store = open_store(db)
     for template in TEMPLATES:
-        store.save_template(template["name"], template)
+        store.save_template(TemplateDraft(template["name"], template))
     store.close()
     return {
         **os.environ,

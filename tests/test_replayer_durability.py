@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,8 @@ import pytest
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests import pg
 from tests.callers import fixture_env, harness, saved, wait_until
-from toolreel.core.model import Execution, ExecutionStatus, StepKind, StepRecord, StepStatus
+from toolreel.core.caller import ToolCall
+from toolreel.core.model import Execution, ExecutionQuery, ExecutionStatus, StepKind, StepRecord, StepStatus
 from toolreel.core.store import Store, open_store
 from toolreel.replayer import Engine
 from toolreel.replayer._policy import idempotency_store_key
@@ -93,7 +94,7 @@ def finished_steps(store: Store, execution_id: str) -> dict[str, StepRecord]:
 
 
 def only_execution(store: Store) -> Execution | None:
-    page, _ = store.list_executions(limit=1)
+    page, _ = store.list_executions(ExecutionQuery(limit=1))
     return page[0] if page else None
 
 
@@ -191,7 +192,7 @@ class _Lists:
     def server_of(self, name: str) -> str | None:
         return name.partition("__")[0]
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+    async def call_tool(self, call: ToolCall) -> dict[str, Any]:
         raise AssertionError("the test process calls no tool")
 
 
@@ -298,7 +299,8 @@ async def test_two_workers_share_200_executions_each_run_once(tmp_path: Path, pg
         replayer_process(tmp_path, "b", *common, "--config", str(write_config(tmp_path, "b"))) as b,
     ):
         await wait_until(
-            lambda: len(store.list_executions(status=ExecutionStatus.SUCCEEDED, limit=500)[0]) == 200, timeout=120
+            lambda: len(store.list_executions(ExecutionQuery(status=ExecutionStatus.SUCCEEDED, limit=500))[0]) == 200,
+            timeout=120,
         )
         stop(a)
         stop(b)
@@ -336,14 +338,14 @@ async def test_a_resumed_parent_takes_over_its_dead_driver_s_child_claim(tmp_pat
     common = ["--config", str(config), "--db", db]
 
     def child_under_way() -> bool:
-        page, _ = store.list_executions(limit=10)
+        page, _ = store.list_executions(ExecutionQuery(limit=10))
         return any(e.parent_id is not None and "c1" in finished_steps(store, e.id) for e in page)
 
     with replayer_process(tmp_path, "run", "run", "outer", "--json", "--lease-seconds", LONG_LEASE, *common) as r:
         await wait_until(child_under_way, timeout=60)
         r.send_signal(signal.SIGKILL)
         r.wait(timeout=30)
-    page, _ = store.list_executions(limit=10)
+    page, _ = store.list_executions(ExecutionQuery(limit=10))
     (parent,) = [e for e in page if e.parent_id is None]
     (child,) = [e for e in page if e.parent_id is not None]
     assert child.claimed_by is not None and (child.lease_until or 0) > time.time()  # the dead run's claim

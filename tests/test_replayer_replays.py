@@ -13,7 +13,8 @@ from mcp.client.stdio import StdioServerParameters
 from fixtures.recordings import CORPUS_DIR, load_entry
 from fixtures.servers import ServerNotInstalled, npm_server_command
 from tests.callers import open_caller
-from toolreel.core.model import ExecutionStatus
+from toolreel.core.caller import ToolCall
+from toolreel.core.model import ExecutionStatus, TemplateDraft
 from toolreel.core.store import open_store
 from toolreel.core.template_io import template_to_dict
 from toolreel.replayer import Engine, load_template
@@ -33,7 +34,7 @@ def npm(name: str, *args: str, env: dict[str, str] | None = None) -> StdioServer
 def saved_from_corpus(store: Any, name: str) -> Any:
     entry = load_entry(CORPUS_DIR / f"{name}.json")
     result = templatize(entry.recordings, name=name, inputs=entry.inputs)
-    store.save_template(name, template_to_dict(result.template))
+    store.save_template(TemplateDraft(name, template_to_dict(result.template)))
     return load_template(store, name)
 
 
@@ -52,7 +53,7 @@ async def test_memory_copy_replays_on_other_entities(tmp_path: Path) -> None:
     ):
         execution = await engine.run_template(template, {"query": "program"})
         assert execution.status == ExecutionStatus.SUCCEEDED, execution.error
-        graph = (await caller.call_tool("memory__read_graph", {}))["structuredContent"]
+        graph = (await caller.call_tool(ToolCall("memory__read_graph", {})))["structuredContent"]
     entities = {e["name"]: e for e in graph["entities"]}
     assert entities["Ada Lovelace (copy)"]["observations"] == ["wrote the first program"]
     assert "Alan Turing (copy)" not in entities

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from tests.callers import harness, saved, template
-from toolreel.core.model import ExecutionStatus, StepStatus
+from toolreel.core.model import ExecutionStatus, StepStatus, TemplateDraft
 
 pytestmark = pytest.mark.anyio
 
@@ -324,11 +324,11 @@ async def test_template_steps_run_child_executions(tmp_path: Path) -> None:
 async def test_template_cycles_and_depth_are_refused_at_run_time(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         # Saved straight into the store: validation on save is another layer; the run must still refuse.
-        h.store.save_template("ping", {"name": "ping", "steps": [{"name": "go", "template": "pong"}]})
-        h.store.save_template("pong", {"name": "pong", "steps": [{"name": "go", "template": "ping"}]})
+        h.store.save_template(TemplateDraft("ping", {"name": "ping", "steps": [{"name": "go", "template": "pong"}]}))
+        h.store.save_template(TemplateDraft("pong", {"name": "pong", "steps": [{"name": "go", "template": "ping"}]}))
         for level in range(10):
             step = {"name": "go", "template": f"level{level + 1}"} if level < 9 else counter("leaf")
-            h.store.save_template(f"level{level}", {"name": f"level{level}", "steps": [step]})
+            h.store.save_template(TemplateDraft(f"level{level}", {"name": f"level{level}", "steps": [step]}))
         from toolreel.replayer import load_template
 
         cycle = await h.engine.run_template(load_template(h.store, "ping"), {})

@@ -22,7 +22,7 @@ import pytest
 from tests.gw import TOOLREEL, fixture_entry, gateway_env, status, stdio_gateway, wait_until, write_config
 from tests.store_helpers import execution, step
 from toolreel.core.errors import NotFoundError
-from toolreel.core.model import ExecutionMode, ExecutionStatus
+from toolreel.core.model import ExecutionMode, ExecutionQuery, ExecutionStatus, TemplateDraft
 from toolreel.core.retention import parse_age
 from toolreel.core.store import Store, check_statuses, open_store
 
@@ -54,11 +54,11 @@ def _fill(store: Store) -> None:
         steps = [step(f"s{i}", i, execution_id=name, output=PAYLOAD, started_at=at, ended_at=at) for i in (1, 2, 3)]
         store.put_steps(steps)
     store.put_step(step("late", 4, execution_id="keep_recording_active", started_at=NEW, ended_at=NEW))
-    store.save_template("tpl", {"name": "tpl", "steps": []}, source_executions=["keep_template_source"])
+    store.save_template(TemplateDraft("tpl", {"name": "tpl", "steps": []}, source_executions=["keep_template_source"]))
 
 
 def _ids(store: Store) -> set[str]:
-    return {e.id for e in store.list_executions(limit=100)[0]}
+    return {e.id for e in store.list_executions(ExecutionQuery(limit=100))[0]}
 
 
 def test_ages_and_statuses_are_checked() -> None:

@@ -1,7 +1,8 @@
 """Saving closes the loop by itself (SPEC §6): a plain `toolreel__save_template(name)` through `toolreel serve`
 gives a template that replays with new inputs, the user may confirm the inputs in one form, a declined form
 saves nothing, a template that would not replay its recording is refused, and every template is in a
-client's very first `tools/list`."""
+client's very first `tools/list`. The gateway runs in-process (tests/inproc.py); `toolreel run` and a wrapped
+server (`serve -- COMMAND`) are real processes."""
 
 from __future__ import annotations
 
@@ -25,16 +26,19 @@ from tests.gw import (
     text_of,
     write_config,
 )
-from toolreel.core.model import StepRecord
+from tests.inproc import gateway_in_process
+from toolreel.core.model import StepRecord, TemplateDraft
 from toolreel.core.store import open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-def _setup(tmp_path: Path) -> tuple[list[str], dict[str, str], str]:
-    db = f"sqlite:///{tmp_path / 'store.db'}"
-    config = write_config(tmp_path / "mcp.json", {"shop": fixture_entry("ids")})
-    return ["--config", str(config)], gateway_env(db), db
+SHOP = {"shop": fixture_entry("ids")}
+
+
+def _setup(tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """The `shop` server and a store file (several gateways of one test share it)."""
+    return SHOP, f"sqlite:///{tmp_path / 'store.db'}"
 
 
 async def _ok(gw: Connected, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -73,8 +77,8 @@ def _replayed_with(db: str, execution_id: str, name: str) -> None:
 
 
 async def test_a_plain_save_applies_the_likely_inputs_and_replays_with_new_ones(tmp_path: Path) -> None:
-    args, env, db = _setup(tmp_path)
-    async with stdio_gateway(args, env, answers=False) as gw:
+    servers, db = _setup(tmp_path)
+    async with gateway_in_process(servers, db=db, answers=False) as gw:
         await _shopping(gw)
         saved = await call(gw, "toolreel__save_template", {"name": "shop"})
         assert not saved.is_error, text_of(saved)
@@ -94,8 +98,8 @@ async def test_a_plain_save_applies_the_likely_inputs_and_replays_with_new_ones(
 
 
 async def test_the_form_lets_the_user_untick_and_rename_inputs(tmp_path: Path) -> None:
-    args, env, db = _setup(tmp_path)
-    async with stdio_gateway(args, env) as gw:
+    servers, db = _setup(tmp_path)
+    async with gateway_in_process(servers, db=db) as gw:
 
         async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
             assert isinstance(params, types.ElicitRequestFormParams)
@@ -122,8 +126,8 @@ async def test_the_form_lets_the_user_untick_and_rename_inputs(tmp_path: Path) -
 
 
 async def test_a_declined_form_saves_nothing(tmp_path: Path) -> None:
-    args, env, _ = _setup(tmp_path)
-    async with stdio_gateway(args, env) as gw:
+    servers, db = _setup(tmp_path)
+    async with gateway_in_process(servers, db=db) as gw:
 
         async def decline(params: types.ElicitRequestParams) -> types.ElicitResult:
             return types.ElicitResult(action="decline")
@@ -140,12 +144,12 @@ async def test_a_declined_form_saves_nothing(tmp_path: Path) -> None:
 
 
 async def test_templates_are_in_the_first_tools_list_with_annotations(tmp_path: Path) -> None:
-    args, env, _ = _setup(tmp_path)
-    async with stdio_gateway(args, env, answers=False) as gw:
+    servers, db = _setup(tmp_path)
+    async with gateway_in_process(servers, db=db, answers=False) as gw:
         await _shopping(gw)
         saved = await call(gw, "toolreel__save_template", {"name": "shop"})
         assert not saved.is_error, text_of(saved)
-    async with stdio_gateway(args, env) as fresh:  # a new process: its very first listing
+    async with gateway_in_process(servers, db=db) as fresh:  # a new gateway: its very first listing
         tools = {t.name: t for t in (await fresh.client.list_tools()).tools}
     assert "reel__shop" in tools
     status, delete = tools["toolreel__status"].annotations, tools["toolreel__delete_template"].annotations
@@ -226,7 +230,7 @@ async def test_a_remembered_server_that_no_longer_starts_is_named_with_the_templ
             "steps": [{"name": "ping_1", "tool": "vanished__ping", "input": {}}],
             "servers": {"vanished": {"command": str(tmp_path / "no-such-server")}},
         }
-        store.save_template("gone", definition)
+        store.save_template(TemplateDraft("gone", definition))
     finally:
         store.close()
     code, _, err = await _run_fresh(db, tmp_path, "gone")
@@ -237,16 +241,16 @@ async def test_a_remembered_server_that_no_longer_starts_is_named_with_the_templ
 async def test_a_template_that_does_not_replay_a_recording_is_refused_unless_forced(tmp_path: Path) -> None:
     """Two recordings of 'one task' where the second never read the user back: the dry replay of the second
     cannot give `get_user_1` its input, so nothing is saved until force."""
-    args, env, _ = _setup(tmp_path)
+    servers, db = _setup(tmp_path)
     ids: list[str] = []
     for name, read_back in (("Ada Lovelace", True), ("Grace Hopper", False)):
-        async with stdio_gateway(args, env, answers=False) as gw:
+        async with gateway_in_process(servers, db=db, answers=False) as gw:
             created = await call(gw, "shop__create_user", {"name": name, "email": "x@example.com"})
             ids.append((created.meta or {})["toolreel/execution"])
             if read_back:
                 user = created.structured_content or {}
                 await _ok(gw, "shop__get_user", {"id": user["id"]})
-    async with stdio_gateway(args, env, answers=False) as gw:
+    async with gateway_in_process(servers, db=db, answers=False) as gw:
         refused = await call(gw, "toolreel__save_template", {"name": "both", "execution_ids": ids})
         assert refused.is_error
         answer = refused.structured_content or {}
@@ -262,8 +266,10 @@ async def test_a_template_that_does_not_replay_a_recording_is_refused_unless_for
 
 
 async def test_a_stateless_era_client_is_not_asked_and_is_told_the_inputs_were_applied(tmp_path: Path) -> None:
-    args, env, _ = _setup(tmp_path)
-    async with stdio_gateway(args, env, mode="auto") as gw:  # 2026-07-28: no request can reach the client mid-call
+    servers, db = _setup(tmp_path)
+    async with gateway_in_process(
+        servers, db=db, mode="auto"
+    ) as gw:  # 2026-07-28: no request can reach the client mid-call
         assert gw.modern
         await _shopping(gw)
         saved = await call(gw, "toolreel__save_template", {"name": "shop"})
@@ -283,7 +289,7 @@ def test_a_worker_with_no_config_starts_every_server_the_saved_templates_remembe
             entry: dict[str, Any] = {"command": "echo", "args": [name]}
             if server == "gamma":  # needs a variable this process lacks: skipped, the others still start
                 entry["env"] = {"TOKEN": "${env:TOOLREEL_TEST_UNSET_VARIABLE}"}
-            store.save_template(name, {"name": name, "steps": [step], "servers": {server: entry}})
+            store.save_template(TemplateDraft(name, {"name": name, "steps": [step], "servers": {server: entry}}))
         config = _upstreams_config(store, None, None)
     finally:
         store.close()
@@ -292,8 +298,8 @@ def test_a_worker_with_no_config_starts_every_server_the_saved_templates_remembe
 
 
 async def test_a_dry_run_asks_nothing_saves_nothing_and_still_verifies(tmp_path: Path) -> None:
-    args, env, _ = _setup(tmp_path)
-    async with stdio_gateway(args, env) as gw:
+    servers, db = _setup(tmp_path)
+    async with gateway_in_process(servers, db=db) as gw:
         await _shopping(gw)
         dry = await call(gw, "toolreel__save_template", {"name": "shop", "dry_run": True})
         assert not dry.is_error, text_of(dry)
@@ -307,8 +313,7 @@ async def test_a_dry_run_asks_nothing_saves_nothing_and_still_verifies(tmp_path:
 async def test_a_login_token_is_passed_on_by_ref_at_replay_and_never_becomes_an_input(tmp_path: Path) -> None:
     """The token is redacted in the store, so only a ref to the step that produced it can replay the session."""
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    config = write_config(tmp_path / "mcp.json", {"desk": fixture_entry("desk")})
-    async with stdio_gateway(["--config", str(config)], gateway_env(db), answers=False) as gw:
+    async with gateway_in_process({"desk": fixture_entry("desk")}, db=db, answers=False) as gw:
         session = await _ok(gw, "desk__login", {"user": "ann.lee", "password": "hunter2-hunter2"})
         written = {"session_token": "@login_1.session_token", "subject": "Printer on floor 3 is jammed"}
         ticket = await _ok(gw, "desk__open_ticket", written)

@@ -31,6 +31,7 @@ from tests.gw import (
     text_of,
     write_config,
 )
+from toolreel.core.model import TemplateDraft
 from toolreel.core.secrets import REDACTED
 from toolreel.core.store import open_store
 
@@ -169,7 +170,7 @@ async def test_no_canary_reaches_the_store_exports_output_or_stderr(
             assert steps["echoall_3"].input == {"session_token": "@login_1.session_token"}
             assert steps["echoall_3"].resolved_input == {"session_token": REDACTED}
             assert steps["echoall_2"].input == {"copy": "@echoall_1.api_key"}
-            store.save_template("replay", REPLAY_TEMPLATE)
+            store.save_template(TemplateDraft("replay", REPLAY_TEMPLATE))
         finally:
             store.close()
 

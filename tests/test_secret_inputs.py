@@ -17,6 +17,7 @@ import pytest
 
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.callers import fixture_env
+from toolreel.core.model import TemplateDraft
 from toolreel.core.secrets import REDACTED
 from toolreel.core.store import open_store
 from toolreel.core.template_io import load_template_text, template_to_dict, tool_input_schema
@@ -65,7 +66,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "config.json").write_text(json.dumps({"mcpServers": {"features": server}}))
     db = f"sqlite:///{tmp_path / 'store.db'}"
     with open_store(db) as store:
-        store.save_template("signed", TEMPLATE)
+        store.save_template(TemplateDraft("signed", TEMPLATE))
     (tmp_path / "key.txt").write_text(KEY + "\n", encoding="utf-8")
     return {
         **os.environ,
@@ -130,7 +131,7 @@ async def test_reel_tool_hides_secrets_reads_its_source_and_tool_calls_cannot_pa
     }
     db = f"sqlite:///{tmp_path / 'store.db'}"
     with open_store(db) as store:
-        store.save_template("signed_env", template)
+        store.save_template(TemplateDraft("signed_env", template))
     config = write_config(tmp_path / "client.json", {"features": fixture_entry("features")})
     async with stdio_gateway(["--config", str(config)], gateway_env(db, TR_TOKEN=TOKEN)) as s:
         await status(s)  # the store opens in the background; the catalogue follows it

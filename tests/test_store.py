@@ -14,7 +14,7 @@ import pytest
 
 from tests.store_helpers import T0, execution, run_threads, step
 from toolreel.core.errors import NotFoundError, StaleClaimError, StoreError
-from toolreel.core.model import ExecutionStatus, StepStatus
+from toolreel.core.model import ExecutionQuery, ExecutionStatus, StepStatus, TemplateDraft
 from toolreel.core.secrets import REDACTED
 from toolreel.core.store import SQLStore, Store, open_store
 
@@ -82,10 +82,10 @@ def test_list_executions_pages_newest_first(store: SQLStore) -> None:
     stored = [store.get_execution(f"e{i}") for i in range(7)]
     expected = sorted(stored, key=lambda e: (e.created_at, e.id), reverse=True)
 
-    page, cursor = store.list_executions(limit=3)
+    page, cursor = store.list_executions(ExecutionQuery(limit=3))
     pages = [page]
     while cursor is not None:
-        page, cursor = store.list_executions(limit=3, cursor=cursor)
+        page, cursor = store.list_executions(ExecutionQuery(limit=3, cursor=cursor))
         pages.append(page)
     assert [len(page) for page in pages] == [3, 3, 1]
     assert [e.id for page in pages for e in page] == [e.id for e in expected]
@@ -98,7 +98,7 @@ def test_list_executions_filters_by_status_and_template(store: SQLStore) -> None
     store.create_execution(execution("d", T0 + 4, status=ExecutionStatus.RECORDING))
 
     def ids(**filters: Any) -> list[str]:
-        page, cursor = store.list_executions(**filters)
+        page, cursor = store.list_executions(ExecutionQuery(**filters))
         assert cursor is None
         return [e.id for e in page]
 
@@ -106,14 +106,15 @@ def test_list_executions_filters_by_status_and_template(store: SQLStore) -> None
     assert ids(status=ExecutionStatus.FAILED) == ["c", "b"]
     assert ids(template="t1") == ["c", "a"]
     assert ids(status=ExecutionStatus.FAILED, template="t1") == ["c"]
-    page, cursor = store.list_executions(status=ExecutionStatus.FAILED, limit=1)
+    page, cursor = store.list_executions(ExecutionQuery(status=ExecutionStatus.FAILED, limit=1))
     assert [e.id for e in page] == ["c"]
-    assert [e.id for e in store.list_executions(status=ExecutionStatus.FAILED, cursor=cursor)[0]] == ["b"]
+    after = ExecutionQuery(status=ExecutionStatus.FAILED, cursor=cursor)
+    assert [e.id for e in store.list_executions(after)[0]] == ["b"]
 
 
 def test_a_cursor_not_from_list_executions_is_refused(store: SQLStore) -> None:
     with pytest.raises(ValueError, match="next cursor"):
-        store.list_executions(cursor="not-a-cursor")
+        store.list_executions(ExecutionQuery(cursor="not-a-cursor"))
 
 
 # steps ------------------------------------------------------------------------------------
@@ -209,9 +210,9 @@ async def test_async_callers_write_from_worker_threads(store: SQLStore) -> None:
 
 def test_template_versions_and_hash(store: SQLStore) -> None:
     definition = {"name": "t", "steps": [{"name": "a", "tool": "fs__read", "input": {"b": 1, "a": "é"}}]}
-    v1 = store.save_template("t", definition, description="first", source_executions=["e1", "e2"])
+    v1 = store.save_template(TemplateDraft("t", definition, description="first", source_executions=["e1", "e2"]))
     reordered = {"steps": [{"input": {"a": "é", "b": 1}, "tool": "fs__read", "name": "a"}], "name": "t"}
-    v2 = store.save_template("t", reordered)
+    v2 = store.save_template(TemplateDraft("t", reordered))
     canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert (v1.version, v2.version) == (1, 2)
     assert v1.hash == v2.hash == hashlib.sha256(canonical.encode()).hexdigest()
@@ -220,20 +221,20 @@ def test_template_versions_and_hash(store: SQLStore) -> None:
     assert store.get_template("t", 1) == v1
     assert store.get_template("t", 1).description == "first"
     assert list(store.get_template("t", 2).definition) == ["steps", "name"]  # stored as given, not re-sorted
-    assert store.save_template("t", {"name": "t", "steps": []}).hash != v1.hash
+    assert store.save_template(TemplateDraft("t", {"name": "t", "steps": []})).hash != v1.hash
 
 
 def test_list_templates_gives_the_latest_version_of_each_by_name(store: SQLStore) -> None:
     for name in ("zeta", "alpha", "zeta", "mid", "zeta"):
-        store.save_template(name, {"name": name})
+        store.save_template(TemplateDraft(name, {"name": name}))
     assert [(t.name, t.version) for t in store.list_templates()] == [("alpha", 1), ("mid", 1), ("zeta", 3)]
 
 
 def test_missing_template_messages_say_what_exists(store: SQLStore) -> None:
     with pytest.raises(NotFoundError, match=r"no template named 'ghost' in store .* \(stored templates: none\)"):
         store.get_template("ghost")
-    store.save_template("alpha", {})
-    store.save_template("alpha", {})
+    store.save_template(TemplateDraft("alpha", {}))
+    store.save_template(TemplateDraft("alpha", {}))
     with pytest.raises(NotFoundError, match=r"stored templates: alpha\)"):
         store.get_template("ghost")
     with pytest.raises(NotFoundError, match=r"'alpha' has no version 7 .*versions 1..2 exist; the latest is 2"):
@@ -241,20 +242,20 @@ def test_missing_template_messages_say_what_exists(store: SQLStore) -> None:
 
 
 def test_delete_template_removes_every_version(store: SQLStore) -> None:
-    store.save_template("t", {"v": 1})
-    store.save_template("t", {"v": 2})
-    store.save_template("other", {})
+    store.save_template(TemplateDraft("t", {"v": 1}))
+    store.save_template(TemplateDraft("t", {"v": 2}))
+    store.save_template(TemplateDraft("other", {}))
     assert store.delete_template("t") == 2
     assert [t.name for t in store.list_templates()] == ["other"]
     with pytest.raises(NotFoundError, match="no template named 't'"):
         store.delete_template("t")
-    assert store.save_template("t", {}).version == 1
+    assert store.save_template(TemplateDraft("t", {})).version == 1
 
 
 def test_concurrent_saves_never_share_a_version(store_url: str) -> None:
     stores = [open_store(store_url) for _ in range(4)]
     try:
-        run_threads(4, lambda i: [stores[i].save_template("t", {"writer": i, "n": n}) for n in range(5)])
+        run_threads(4, lambda i: [stores[i].save_template(TemplateDraft("t", {"writer": i, "n": n})) for n in range(5)])
         versions = sorted(r.version for r in _all_versions(stores[0], "t"))
         assert versions == list(range(1, 21))
     finally:

@@ -17,6 +17,7 @@ from sqlalchemy import create_engine, make_url, text
 from tests import pg
 from tests.store_helpers import execution, run_threads, step
 from toolreel.core.errors import SchemaVersionError, StoreError
+from toolreel.core.model import ExecutionQuery
 from toolreel.core.store import SCHEMA_VERSION, _engine, default_db_url, open_store
 from toolreel.core.store._engine import Database
 from toolreel.core.store._migrate import MIGRATIONS, Migration, read_version, upgrade
@@ -219,4 +220,4 @@ def test_missing_postgres_skips_unless_required(tmp_path: Path, monkeypatch: pyt
 def test_pg_url_is_usable(pg_url: str) -> None:
     with open_store(pg_url) as store:  # the session's shared database: other tests may have written to it
         assert store.url == pg_url
-        assert isinstance(store.list_executions(limit=1)[0], list)
+        assert isinstance(store.list_executions(ExecutionQuery(limit=1))[0], list)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from toolreel.core.errors import TemplateError
+from toolreel.core.model import TemplateDraft
 from toolreel.core.store import open_store
 from toolreel.core.template_io import (
     check_template_cycles,
@@ -137,7 +138,7 @@ def test_template_hash_is_the_stores_hash(tmp_path: Path) -> None:
     definition = template_to_dict(load_template_text(SPEC_EXAMPLE))
     store = open_store(f"sqlite:///{tmp_path / 'db.sqlite'}")
     try:
-        record = store.save_template("triage-issues", definition)
+        record = store.save_template(TemplateDraft("triage-issues", definition))
     finally:
         store.close()
     assert record.hash == template_hash(definition)

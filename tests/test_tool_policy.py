@@ -1,7 +1,7 @@
 """Tool filters, overrides and confirmation before a call (SPEC §1, §2).
 
-The config keys are parsed by the real `load_config`; the gateway runs as a subprocess over
-stdio in both protocol eras, in front of the `features` fixture (and the npm filesystem
+The config keys are parsed by the real `load_config`; the gateway runs in-process (tests/inproc.py)
+in both protocol eras, in front of the `features` fixture (and the npm filesystem
 server for `confirm: "destructive"`), and what is stored is read back from the real store.
 """
 
@@ -21,15 +21,13 @@ from tests.gw import (
     Connected,
     call,
     fixture_entry,
-    gateway_env,
     npm_available,
     npm_command,
     status,
-    stdio_gateway,
     text_of,
     wait_until,
-    write_config,
 )
+from tests.inproc import gateway_in_process
 from toolreel.core.errors import ConfigError, NotFoundError
 from toolreel.core.store import open_store
 from toolreel.upstreams.config import parse_config
@@ -120,9 +118,8 @@ async def gw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Gw
             "confirm": ["count*"],
         }
     )
-    config = write_config(tmp_path / "client.json", {"feat": entry})
     db_url = f"sqlite:///{tmp_path / 'store.db'}"
-    async with stdio_gateway(["--config", str(config)], gateway_env(db_url), mode=request.param) as connected:
+    async with gateway_in_process({"feat": entry}, db=db_url, mode=request.param) as connected:
         yield Gw(connected, db_url, counter_file)
 
 
@@ -200,9 +197,8 @@ async def test_a_client_without_elicitation_gets_a_tool_error_and_nothing_is_for
 ) -> None:
     counter_file = tmp_path / "counts.json"
     entry = {**fixture_entry("features", env={"FIXTURE_COUNTER_FILE": str(counter_file)}), "confirm": ["counter"]}
-    config = write_config(tmp_path / "client.json", {"feat": entry})
-    env = gateway_env(f"sqlite:///{tmp_path / 'store.db'}")
-    async with stdio_gateway(["--config", str(config)], env, mode=mode, answers=False) as s:
+    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+    async with gateway_in_process({"feat": entry}, db=db_url, mode=mode, answers=False) as s:
         refused = await call(s, "feat__counter", {"key": "k"})
         free = await call(s, "feat__echo", {"text": "free"})
     assert refused.is_error and "could not be asked" in text_of(refused) and "elicitation" in text_of(refused)
@@ -219,9 +215,7 @@ async def test_confirm_destructive_asks_only_for_tools_annotated_destructive(tmp
     (root / "a.txt").write_text("A", encoding="utf-8")
     command = npm_command("filesystem")
     entry = {"command": command[0], "args": [*command[1:], str(root)], "confirm": "destructive"}
-    config = write_config(tmp_path / "client.json", {"fs": entry})
-    env = gateway_env(f"sqlite:///{tmp_path / 'store.db'}")
-    async with stdio_gateway(["--config", str(config)], env, mode="legacy") as s:
+    async with gateway_in_process({"fs": entry}, db=f"sqlite:///{tmp_path / 'store.db'}", mode="legacy") as s:
         read = await call(s, "fs__read_text_file", {"path": str(root / "a.txt")})
         assert not read.is_error and text_of(read) == "A" and not s.probe.elicitations
 

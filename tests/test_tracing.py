@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from tests.gw import call, fixture_entry, free_port, gateway_env, stdio_gateway, wait_until, write_config
 from toolreel.core import tracing
+from toolreel.core.model import TemplateDraft
 from toolreel.core.store import open_store
 from toolreel.replayer import Engine, load_template
 from toolreel.upstreams.config import parse_config
@@ -73,7 +74,7 @@ async def test_replay_execution_and_steps_are_spans_and_upstreams_continue_the_t
     }
     config = parse_config({"mcpServers": {"traced": fixture_entry("traced"), "features": fixture_entry("features")}})
     with open_store(f"sqlite:///{tmp_path / 'store.db'}") as store:
-        store.save_template("traced", definition)
+        store.save_template(TemplateDraft("traced", definition))
         template = load_template(store, "traced", 1)
         async with open_upstreams(config) as hub, Engine(store, hub) as engine:
             execution = await engine.run_template(template, {})

@@ -14,6 +14,7 @@ import pytest
 
 from tests.browser import chromium, screenshot_dir
 from tests.gw import HttpGateway, call, gateway_env, http_gateway
+from toolreel.core.model import TemplateDraft
 from toolreel.core.store import open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.browser]
@@ -181,7 +182,7 @@ async def test_a_paused_run_is_resumed_with_an_answer_and_a_running_one_cancelle
     db = f"sqlite:///{tmp_path / 'toolreel.db'}"
     store = open_store(db)
     for definition in (APPROVE, SLEEPY):
-        store.save_template(str(definition["name"]), definition)
+        store.save_template(TemplateDraft(str(definition["name"]), definition))
     store.close()
     args = ["--name", "feat", "--", sys.executable, "-m", "fixtures.features"]
     async with http_gateway(args, gateway_env(db)) as gw, chromium() as browser:

@@ -22,7 +22,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from toolreel.core.errors import NotFoundError, ToolreelError
-from toolreel.core.model import ExecutionStatus
+from toolreel.core.model import ExecutionQuery, ExecutionStatus
 from toolreel.ui._auth import cookie_header
 from toolreel.ui._backend import RunRequest, SaveRequest, UiBackend
 from toolreel.ui._live import Fingerprints, Streams, digest
@@ -98,9 +98,8 @@ class _Ui:
         limit = min(int(params.get("limit") or 100), 500)
 
         def listing(store: Any) -> dict[str, Any]:
-            page, cursor = store.list_executions(
-                status=status, template=params.get("template") or None, limit=limit, cursor=params.get("cursor")
-            )
+            wanted = ExecutionQuery(status, params.get("template") or None, limit, params.get("cursor"))
+            page, cursor = store.list_executions(wanted)
             templates = sorted({r.name for r in store.list_templates()})
             return {"executions": [execution_summary(e) for e in page], "next_cursor": cursor, "templates": templates}
 
@@ -200,7 +199,7 @@ def _execution_marks(store: Any, execution_id: str) -> list[Any]:
 
 
 def _list_marks(store: Any) -> list[Any]:
-    page, _ = store.list_executions(limit=200)
+    page, _ = store.list_executions(ExecutionQuery(limit=200))
     return [(e.id, e.status.value, e.updated_at) for e in page]
 
 

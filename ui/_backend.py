@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from toolreel.core.errors import ExecutionError, NotFoundError
+from toolreel.core.model import TemplateDraft
 
 if TYPE_CHECKING:
     from toolreel.core.model import TemplateRecord
@@ -117,8 +118,5 @@ def save_reviewed(store: Store, request: SaveRequest) -> TemplateRecord:
 
     check_template_cycles(template, lookup)  # a `template` step may not lead back to this one
     return store.save_template(
-        request.name,
-        request.definition,
-        description=request.description,
-        source_executions=tuple(request.source_executions),
+        TemplateDraft(request.name, request.definition, request.description, tuple(request.source_executions))
     )

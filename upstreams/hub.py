@@ -20,7 +20,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from toolreel.core import tracing
-from toolreel.core.caller import ProgressFn
+from toolreel.core.caller import ToolCall
 from toolreel.core.errors import UpstreamError
 from toolreel.upstreams.config import GatewayConfig, ServerConfig
 from toolreel.upstreams.names import NameMapping, listed_name
@@ -357,18 +357,11 @@ class Hub:
         route = self.canonical_route(name)
         return route.upstream.name if route else None
 
-    async def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any],
-        *,
-        timeout: float | None = None,
-        progress: ProgressFn | None = None,
-    ) -> dict[str, Any]:
-        route = self.canonical_route(name)
+    async def call_tool(self, call: ToolCall) -> dict[str, Any]:
+        route = self.canonical_route(call.name)
         if route is None:
-            raise UpstreamError(self.unknown_tool_message(name), server=_server_hint(name), transient=True)
-        params: dict[str, Any] = {"name": route.name, "arguments": dict(arguments)}
+            raise UpstreamError(self.unknown_tool_message(call.name), server=_server_hint(call.name), transient=True)
+        params: dict[str, Any] = {"name": route.name, "arguments": dict(call.arguments)}
         if tracing.ENABLED:  # the replay step's span goes on in the upstream
             tracing.inject(params.setdefault("_meta", {}))
         upstream = route.upstream
@@ -378,7 +371,7 @@ class Hub:
 
         try:
             return await upstream.request(
-                "tools/call", params, timeout=timeout, on_progress=progress, tool=route.name, ask=ask
+                "tools/call", params, timeout=call.timeout, on_progress=call.progress, tool=route.name, ask=ask
             )
         except MCPError as exc:
             return error_result(f"server {route.upstream.name!r}, tool {route.name!r}: {exc.message}")

@@ -7,10 +7,18 @@ Every write commits before it returns and raises `StoreError` (never swallowed).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
-from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
+from toolreel.core.model import (
+    JSON,
+    Execution,
+    ExecutionQuery,
+    ExecutionStatus,
+    StepRecord,
+    TemplateDraft,
+    TemplateRecord,
+)
 from toolreel.core.secrets import Redactor
 from toolreel.core.store._prune import PRUNABLE, PruneReport
 
@@ -36,14 +44,7 @@ class Store(Protocol):
         """Raises NotFoundError naming the id."""
         ...
 
-    def list_executions(
-        self,
-        *,
-        status: ExecutionStatus | None = None,
-        template: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> tuple[list[Execution], str | None]:
+    def list_executions(self, query: ExecutionQuery = ExecutionQuery()) -> tuple[list[Execution], str | None]:
         """Newest first; returns (page, next cursor or None)."""
         ...
 
@@ -80,15 +81,8 @@ class Store(Protocol):
         ...
 
     # templates ------------------------------------------------------------------------
-    def save_template(
-        self,
-        name: str,
-        definition: Mapping[str, JSON],
-        *,
-        description: str | None = None,
-        source_executions: Sequence[str] = (),
-    ) -> TemplateRecord:
-        """A new version (1, 2, ...) of `name`; the hash is sha256 of the canonical JSON."""
+    def save_template(self, draft: TemplateDraft) -> TemplateRecord:
+        """A new version (1, 2, ...) of `draft.name`; the hash is sha256 of the canonical JSON."""
         ...
 
     def get_template(self, name: str, version: int | None = None) -> TemplateRecord:

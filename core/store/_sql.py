@@ -24,7 +24,15 @@ from sqlalchemy.exc import ArgumentError, IntegrityError
 from sqlalchemy.sql.dml import Insert
 
 from toolreel.core.errors import NotFoundError, StaleClaimError, StoreError
-from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
+from toolreel.core.model import (
+    JSON,
+    Execution,
+    ExecutionQuery,
+    ExecutionStatus,
+    StepRecord,
+    TemplateDraft,
+    TemplateRecord,
+)
 from toolreel.core.secrets import Redactor
 from toolreel.core.store._engine import Database
 from toolreel.core.store._migrate import upgrade
@@ -161,25 +169,17 @@ class SQLStore:
             raise self._no_execution(execution_id)
         return execution_from_row(row)
 
-    def list_executions(
-        self,
-        *,
-        status: ExecutionStatus | None = None,
-        template: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> tuple[list[Execution], str | None]:
-        if limit < 1:
-            raise ValueError(f"list_executions: limit must be at least 1, got {limit}")
-        query = select(EXECUTIONS).order_by(E.created_at.desc(), E.id.desc()).limit(limit + 1)
-        if status is not None:
-            query = query.where(E.status == ExecutionStatus(status).value)
-        if template is not None:
-            query = query.where(E.template == template)
-        if cursor is not None:
-            query = query.where(tuple_(E.created_at, E.id) < tuple_(*_decode_cursor(cursor)))
+    def list_executions(self, query: ExecutionQuery = ExecutionQuery()) -> tuple[list[Execution], str | None]:
+        limit = query.limit
+        select_ = select(EXECUTIONS).order_by(E.created_at.desc(), E.id.desc()).limit(limit + 1)
+        if query.status is not None:
+            select_ = select_.where(E.status == ExecutionStatus(query.status).value)
+        if query.template is not None:
+            select_ = select_.where(E.template == query.template)
+        if query.cursor is not None:
+            select_ = select_.where(tuple_(E.created_at, E.id) < tuple_(*_decode_cursor(query.cursor)))
         with self._db.read("listing executions") as conn:
-            page = [execution_from_row(row) for row in conn.execute(query).mappings()]
+            page = [execution_from_row(row) for row in conn.execute(select_).mappings()]
         if len(page) <= limit:
             return page, None
         page = page[:limit]
@@ -293,23 +293,16 @@ class SQLStore:
 
     # templates ------------------------------------------------------------------------
 
-    def save_template(
-        self,
-        name: str,
-        definition: Mapping[str, JSON],
-        *,
-        description: str | None = None,
-        source_executions: Sequence[str] = (),
-    ) -> TemplateRecord:
-        as_dict = dict(definition)
-        stored = dumps(as_dict, f"template {name!r}")
+    def save_template(self, draft: TemplateDraft) -> TemplateRecord:
+        as_dict = dict(draft.definition)
+        stored = dumps(as_dict, f"template {draft.name!r}")
         digest = hashlib.sha256(canonical_json(as_dict).encode()).hexdigest()
         row: dict[str, Any] = {
-            "name": name,
+            "name": draft.name,
             "hash": digest,
             "definition": stored,
-            "description": description,
-            "source_executions": json.dumps(list(source_executions)),
+            "description": draft.description,
+            "source_executions": json.dumps(list(draft.source_executions)),
         }
         for attempt in range(1, _SAVE_ATTEMPTS + 1):
             try:

@@ -31,7 +31,9 @@ from toolreel.core.store import Store, open_store
 from toolreel.core.template_io import stored_template
 from toolreel.replayer import Engine
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.slow]
+# Worker processes start, claim and take over on the machine's own schedule: each test bounds its waits
+# itself (up to 360 s on a machine busy with other work), so the suite's 120 s default would cut them short.
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(420)]
 
 TEMPLATE: dict[str, Any] = {
     "name": "queued",

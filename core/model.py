@@ -21,6 +21,7 @@ __all__ = [
     "ExecutionMode",
     "ExecutionQuery",
     "ExecutionStatus",
+    "StepClaim",
     "StepKind",
     "StepRecord",
     "StepStatus",
@@ -159,6 +160,15 @@ class StepRecord:
 
     def replace(self, **changes: Any) -> StepRecord:
         return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class StepClaim:
+    """What `Store.claim_step` did: the seq the step was written at (None: its name was taken), and the
+    steps others wrote since the caller last read, before it."""
+
+    seq: int | None
+    newer: tuple[StepRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -301,9 +301,8 @@ class GatewayHook(ToolHook):
         except BaseException:
             session.end(live, None, error="the call was cancelled before it finished")
             raise
-        self.recorder.end(session, live, result)
         try:
-            await shared.written()
+            await shared.end(session, live, result)
         except StoreError as exc:
             self.recorder.pending_errors.append(f"toolreel could not save the recording: {exc}")
         return self._tagged(result, live.name, live.execution_id)

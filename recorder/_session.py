@@ -143,6 +143,10 @@ class RecordingSession:
         Only bookkeeping happens here; the output (SPEC §4), redaction and the row are
         built by the drain process, and refs compute an output the first time they need it.
         """
+        self._writer.submit_packed(self.close_step(live, result, error))
+
+    def close_step(self, live: LiveStep, result: Mapping[str, Any] | None, error: str | None = None) -> bytes:
+        """`end` without the queueing: the step's packed entry, for a caller that stores it itself."""
         state = self._state
         name = live.name
         # a StepEntry's fields as a plain tuple: what `pack` encodes, without making the named one
@@ -156,7 +160,7 @@ class RecordingSession:
             state.failed[name] = error or error_text(result)
         else:
             state.outputs.add_packed(name, packed)
-        self._writer.submit_packed(packed)
+        return packed
 
     def preset(self, output: JSON, *, step: str | None = None, tool: str | None = None) -> PresetEntry:
         """toolreel__set_step_result: a step with a given output and no upstream call."""
@@ -222,6 +226,11 @@ class RecordingSession:
             else:
                 state.failed[name] = step.error or f"step {name} {step.status.value}"
 
+    @property
+    def read_seq(self) -> int:
+        """The highest seq read from the shared store (or claimed right after it)."""
+        return self._state.read_seq
+
     def read_from(self) -> int:
         """The seq after which the store may hold what this session has not taken in: seqs are handed
         out in commit order, so that is the last one read, or before a step still running elsewhere."""
@@ -235,9 +244,14 @@ class RecordingSession:
         if seq == state.read_seq + 1:  # no other gateway's claim came in between: nothing left to read
             state.read_seq = seq
 
-    def retract(self, live: LiveStep) -> None:
-        """Undo `begin`: another gateway holds the step's name; the next `begin` takes the next one."""
-        self._state.tools.pop(live.name, None)
+    def retract(self, name: str) -> None:
+        """Undo `begin` (or `preset_name`): the store refused the name; what the session reads next decides
+        the name it proposes then."""
+        state = self._state
+        state.tools.pop(name, None)
+        base, _, count = name.rpartition("_")
+        if count.isdigit() and state.counts.get(base) == int(count):
+            state.counts[base] = int(count) - 1
 
     # helpers --------------------------------------------------------------------------
     def _resolve(self, arguments: Mapping[str, Any]) -> dict[str, Any]:

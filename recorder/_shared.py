@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolreel.core.errors import StoreError
+from toolreel.core.errors import RefError, StoreError
 from toolreel.core.model import (
     JSON,
     Execution,
@@ -28,7 +28,8 @@ from toolreel.core.model import (
     StepStatus,
     new_id,
 )
-from toolreel.recorder._rows import PresetEntry, build
+from toolreel.recorder._journal import unpack
+from toolreel.recorder._rows import PresetEntry, build, entry
 from toolreel.recorder._session import LiveStep, RecordingSession
 from toolreel.recorder._writer import StoreWriter
 
@@ -63,19 +64,26 @@ class SharedRecordings:
     async def begin(
         self, session: RecordingSession, server: str | None, tool: str, arguments: Mapping[str, Any], shown: str | None
     ) -> LiveStep:
-        """`RecordingSession.begin` with the other gateways' steps taken in first and the name claimed in
-        the store. Raises RefError (nothing forwarded) or StoreError (the store cannot say)."""
+        """`RecordingSession.begin` with the step's name claimed in the store. Most calls take one transaction:
+        the claim itself says when another gateway wrote steps since this one last read, and returns them.
+        Raises RefError (nothing forwarded) or StoreError (the store cannot say)."""
         store = await self._ready()
-        await self._catch_up(store, session)
+        if session.execution is None:
+            await self._adopt(store, session)
+        read_again = True  # a ref may name a step another gateway made: read once more before refusing it
         for _ in range(CLAIM_TRIES):
-            live = session.begin(server, tool, arguments, shown)
-            seq = await anyio.to_thread.run_sync(store.claim_step, _running(live))
-            if seq is not None:
-                live.seq = seq
-                session.claimed(seq)
+            try:
+                live = session.begin(server, tool, arguments, shown)
+            except RefError:
+                if not read_again:
+                    raise
+                read_again = False
+                await self._catch_up(store, session)
+                continue
+            claim = await self._claim(store, session, _running(live))
+            if claim is not None:
+                live.seq = claim
                 return live
-            session.retract(live)
-            await self._catch_up(store, session)
         raise StoreError(f"another gateway took {CLAIM_TRIES} step names in a row for this client; call again")
 
     async def preset(
@@ -83,47 +91,76 @@ class SharedRecordings:
     ) -> PresetEntry:
         """`RecordingSession.preset` with the name claimed in the store, where the step is written whole."""
         store = await self._ready()
-        await self._catch_up(store, session)
+        if session.execution is None:
+            await self._adopt(store, session)
         for _ in range(CLAIM_TRIES):
             name = session.preset_name(step, tool)  # RefError for a bad or taken name
             server, _, bare = (tool or "").rpartition("__")
-            entry = PresetEntry(
-                "preset", session.execution_id or "", name, 0, server or None, bare or None, output, 0.0
+            made = PresetEntry(
+                "preset", session.execution_id or "", name, 0, server or None, bare or None, output, time.time()
             )
-            record = build(entry._replace(at=time.time()))
+            record = build(made)
             assert isinstance(record, StepRecord)
-            seq = await anyio.to_thread.run_sync(store.claim_step, record)
-            if seq is not None:
-                session.claimed(seq)
-                return session.keep_preset(name, output, tool, seq)
-            await self._catch_up(store, session)
+            claim = await self._claim(store, session, record)
+            if claim is not None:
+                return session.keep_preset(name, output, tool, claim)
         raise StoreError(f"another gateway took {CLAIM_TRIES} step names in a row for this client; call again")
 
-    async def written(self) -> None:
-        """Wait until what was recorded is in the store, for the client's next call on another gateway.
-        A store that cannot take it is reported (the call is answered all the same)."""
-        await self._writer.flush()
+    async def end(self, session: RecordingSession, live: LiveStep, result: Mapping[str, Any]) -> None:
+        """Close the step and write it to the store before the answer goes out, so the client's next call
+        sees it wherever it lands (one transaction from here: the recorder process's batching would make
+        each call wait for a round trip through it). A store that cannot take it now gets it through the
+        recorder, journaled, and the StoreError says so."""
+        packed = session.close_step(live, result)
+        record = build(entry(unpack(packed)))
+        assert isinstance(record, StepRecord)
+        store = await self._store()
+        try:
+            await anyio.to_thread.run_sync(store.put_step, record)
+        except StoreError:
+            self._writer.submit_packed(packed)
+            raise
 
     async def _ready(self) -> Store:
         store = await self._store()
-        store.redactor.add(self._secret_values)  # the running rows written here are redacted like the rest
+        store.redactor.add(self._secret_values)  # the rows written from here are redacted like the rest
         return store
 
-    async def _catch_up(self, store: Store, session: RecordingSession) -> None:
-        if session.execution is None:
-            now = time.time()
-            new = Execution(
-                id=new_id(), mode=ExecutionMode.RECORD, status=ExecutionStatus.RECORDING,
-                created_at=now, updated_at=now, session=session.key,
-            )  # fmt: skip
-            found = await anyio.to_thread.run_sync(
-                lambda: store.recording_of(session.key, active_since=now - self._idle, new=new)
-            )
-            session.adopt(found.id, found.created_at)
+    async def _claim(self, store: Store, session: RecordingSession, step: StepRecord) -> int | None:
+        """The seq `step` was written at, or None when another gateway holds its name (given up then: the
+        caller proposes one again). What others wrote meanwhile is read in either way."""
+        after = session.read_seq
+        claim = await anyio.to_thread.run_sync(lambda: store.claim_step(step, after_seq=after))
+        if claim.seq is None:
+            session.retract(step.name)  # first: the step of that name read now is the other gateway's
+        if claim.newer:
+            session.absorb(claim.newer)
+        if claim.seq is not None:
+            session.claimed(claim.seq)
+        elif not claim.newer:  # taken by a step this session read before it had a name here: read all again
+            await self._catch_up(store, session, after=0)
+        return claim.seq
+
+    async def _adopt(self, store: Store, session: RecordingSession) -> None:
+        """The client's first call here: its recording, made by any gateway (or now), and its steps so far."""
+        now = time.time()
+        new = Execution(
+            id=new_id(), mode=ExecutionMode.RECORD, status=ExecutionStatus.RECORDING,
+            created_at=now, updated_at=now, session=session.key,
+        )  # fmt: skip
+        found = await anyio.to_thread.run_sync(
+            lambda: store.recording_of(session.key, active_since=now - self._idle, new=new)
+        )
+        session.adopt(found.id, found.created_at)
+        await self._catch_up(store, session)
+
+    async def _catch_up(self, store: Store, session: RecordingSession, *, after: int | None = None) -> None:
         execution_id = session.execution_id
         assert execution_id is not None
-        after = session.read_from()
-        steps = await anyio.to_thread.run_sync(lambda: store.get_steps(execution_id, after_seq=after))
+        since = session.read_from() if after is None else after
+        steps = await anyio.to_thread.run_sync(
+            lambda: store.get_steps(execution_id, after_seq=since, all_attempts=True)
+        )
         session.absorb(steps)
 
 

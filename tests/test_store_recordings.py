@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.store_helpers import T0, run_threads, step
-from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepStatus
+from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepClaim, StepStatus
 from toolreel.core.store import SQLStore, open_store
 
 IDLE = 1800.0
@@ -56,24 +56,30 @@ def test_clients_asking_at_once_get_one_recording(store: SQLStore) -> None:
     assert [e.id for e in store.list_executions()[0]] == found[:1]
 
 
-def test_claims_take_the_next_seq_and_refuse_a_taken_name(store: SQLStore) -> None:
+def test_claims_take_the_next_seq_refuse_a_taken_name_and_return_what_was_missed(store: SQLStore) -> None:
     store.recording_of("client:abc", active_since=T0, new=_recording("r1"))
     running = step("echo_1", 0, execution_id="r1", status=StepStatus.RUNNING, started_at=T0)
-    assert store.claim_step(running) == 1
-    assert store.claim_step(running) is None  # another gateway holds echo_1
-    assert store.claim_step(running.replace(name="echo_2")) == 2
-    assert [(s.name, s.seq, s.status) for s in store.get_steps("r1", after_seq=1)] == [
-        ("echo_2", 2, StepStatus.RUNNING)
-    ]
+    assert store.claim_step(running, after_seq=0) == StepClaim(1)
+    # a caller that has not read seq 1 gets its name, and is told what it missed
+    missed = store.claim_step(running.replace(name="add_1"), after_seq=0)
+    assert missed.seq == 2 and [(s.name, s.seq, s.status) for s in missed.newer] == [("echo_1", 1, StepStatus.RUNNING)]
+    taken = store.claim_step(running, after_seq=2)  # another gateway holds echo_1: nothing written
+    assert taken == StepClaim(None)
+    assert store.claim_step(running.replace(name="echo_2"), after_seq=2) == StepClaim(3)
+    assert [(s.name, s.seq) for s in store.get_steps("r1", after_seq=1)] == [("add_1", 2), ("echo_2", 3)]
 
 
-def test_claims_racing_on_one_execution_get_distinct_seqs(store: SQLStore) -> None:
+def test_claims_racing_on_one_execution_get_distinct_seqs_and_one_name_once(store: SQLStore) -> None:
     store.recording_of("client:abc", active_since=T0, new=_recording("r1"))
-    seqs: list[int | None] = []
+    claims: list[StepClaim] = []
 
     def claim(index: int) -> None:
-        with open_store(store.url) as mine:
-            seqs.append(mine.claim_step(step(f"echo_{index}", 0, execution_id="r1", status=StepStatus.RUNNING)))
+        with open_store(store.url) as mine:  # half of them want the same name
+            name = "echo_1" if index % 2 else f"echo_{index + 2}"
+            claims.append(mine.claim_step(step(name, 0, execution_id="r1", status=StepStatus.RUNNING), after_seq=0))
 
     run_threads(8, claim)
-    assert sorted(s for s in seqs if s is not None) == list(range(1, 9))
+    assert sorted(c.seq for c in claims if c.seq is not None) == list(range(1, 6))  # echo_1 once, 4 others
+    assert sum(c.seq is None for c in claims) == 3
+    for made in claims:  # each was told every step written before its own
+        assert [s.seq for s in made.newer] == list(range(1, len(made.newer) + 1))

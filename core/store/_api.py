@@ -15,6 +15,7 @@ from toolreel.core.model import (
     Execution,
     ExecutionQuery,
     ExecutionStatus,
+    StepClaim,
     StepRecord,
     TemplateDraft,
     TemplateRecord,
@@ -75,9 +76,9 @@ class Store(Protocol):
         created now: in one transaction, so gateways sharing the store agree on a client's recording."""
         ...
 
-    def claim_step(self, step: StepRecord) -> int | None:
-        """Insert `step` (a running step: the claim of its name) at the next seq of its execution, and
-        return that seq; None, with nothing written, when another process holds the name already."""
+    def claim_step(self, step: StepRecord, *, after_seq: int) -> StepClaim:
+        """Insert `step` (a running step: the claim of its name) at the next seq of its execution unless its
+        name is taken, and return that seq with the steps written above `after_seq` before it."""
         ...
 
     # templates ------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from sqlalchemy import Connection, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from toolreel.core.model import Execution, ExecutionMode
-from toolreel.core.store._rows import execution_from_row
+from toolreel.core.model import Execution, ExecutionMode, StepClaim, StepRecord
+from toolreel.core.store._rows import execution_from_row, step_from_row
 from toolreel.core.store._tables import EXECUTIONS, STEPS
 
 __all__ = ["claim_step_row", "recording_row"]
@@ -43,20 +43,28 @@ def recording_row(conn: Connection, session: str, active_since: float, *, sqlite
     return execution_from_row(row) if row is not None else None
 
 
-def claim_step_row(conn: Connection, row: dict[str, Any], *, sqlite: bool) -> int | None:
-    """Insert a step row at the next `seq` of its execution unless its (execution, name, attempt) is
-    taken; the seq given, or None. The execution's row is locked first (PostgreSQL), so seqs are handed
-    out in commit order: a reader that has seen seq n has seen every claim below it."""
+def claim_step_row(conn: Connection, row: dict[str, Any], after_seq: int, *, sqlite: bool) -> StepClaim:
+    """Insert a step row at the next `seq` of its execution unless its name is taken, and return what was
+    written above `after_seq` (the last seq the caller read) before it, for the caller to read in. The
+    execution's row is locked first (PostgreSQL), so seqs are handed out in commit order: a reader that has
+    seen seq n has seen every claim below it. A name chosen before the newest steps were read is still
+    unique (the primary key holds names): only its number may come out of order."""
     execution_id = row["execution_id"]
     if not sqlite:
         conn.execute(select(E.id).where(E.id == execution_id).with_for_update())
-    seq = conn.execute(select(func.coalesce(func.max(S.seq), 0)).where(S.execution_id == execution_id)).scalar_one()
+    last = int(
+        conn.execute(select(func.coalesce(func.max(S.seq), 0)).where(S.execution_id == execution_id)).scalar_one()
+    )
     insert = sqlite_insert(STEPS) if sqlite else pg_insert(STEPS)
-    statement = insert.values({**row, "seq": int(seq) + 1}).on_conflict_do_nothing(
+    statement = insert.values({**row, "seq": last + 1}).on_conflict_do_nothing(
         index_elements=[S.execution_id, S.name, S.attempt]
     )
-    written = conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount
-    return int(seq) + 1 if written == 1 else None
+    written = conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount == 1
+    newer: tuple[StepRecord, ...] = ()
+    if last > after_seq:
+        query = select(STEPS).where(S.execution_id == execution_id, S.seq > after_seq, S.seq <= last)
+        newer = tuple(step_from_row(r) for r in conn.execute(query.order_by(S.seq, S.attempt)).mappings())
+    return StepClaim(last + 1 if written else None, newer)
 
 
 def _lock_key(session: str) -> int:

@@ -29,6 +29,7 @@ from toolreel.core.model import (
     Execution,
     ExecutionQuery,
     ExecutionStatus,
+    StepClaim,
     StepRecord,
     TemplateDraft,
     TemplateRecord,
@@ -286,10 +287,10 @@ class SQLStore:
             conn.execute(self._insert_execution, execution_to_row(new))
         return new
 
-    def claim_step(self, step: StepRecord) -> int | None:
+    def claim_step(self, step: StepRecord, *, after_seq: int) -> StepClaim:
         row = step_to_row(self.redactor.step(step))
         with self._db.write(f"claiming step {step.name!r} of execution {step.execution_id}") as conn:
-            return claim_step_row(conn, row, sqlite=self._db.is_sqlite)
+            return claim_step_row(conn, row, after_seq, sqlite=self._db.is_sqlite)
 
     # templates ------------------------------------------------------------------------
 

@@ -362,6 +362,13 @@ def step_output(result: Mapping[str, JSON]) -> JSON:
     if structured is not None:
         return structured
     content: list[JSON] = result.get("content") or []
+    if len(content) == 1:  # the usual result, read without the general case's lists (the store reads it per row)
+        item = content[0]
+        if not isinstance(item, Mapping) or item.get("type") != "text":
+            return content
+        text = str(item.get("text", ""))
+        ok, value = _loads_strict(text)
+        return value if ok else text
     if content and all(isinstance(item, Mapping) and item.get("type") == "text" for item in content):
         texts = [str(item.get("text", "")) for item in content]
         parsed = [_loads_strict(text) for text in texts]

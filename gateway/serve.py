@@ -1,7 +1,7 @@
 """Running the gateway: over stdio (the default) or streamable HTTP at `/mcp`.
 
 Both run the hub and the front in one task group; SIGTERM, SIGINT and the end of stdin
-all unwind it, which closes every upstream (and `setpriv --pdeathsig` covers SIGKILL).
+all unwind it, which closes every upstream (on SIGKILL the upstreams' keeper ends them).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 A client config (`config`) becomes a `Hub` of upstream MCP sessions (`hub`, `upstream`,
 `stdio_upstream`, `pipes`), started in parallel and reused for every call; `names` holds the
-one `server__tool` naming rule; `prespawn` starts stdio servers before the rest loads. It
-imports nothing from the gateway, recorder, templatizer or replayer.
+one `server__tool` naming rule; `prespawn` starts stdio servers before the rest loads, and
+`keeper` ends their process groups if this process dies. It imports nothing from the gateway,
+recorder, templatizer or replayer.
 """
 
 # Only the light modules here: `toolreel serve` imports `prespawn` (through this package) before

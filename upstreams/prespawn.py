@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from toolreel.core.errors import ConfigError
+from toolreel.upstreams import keeper
 from toolreel.upstreams.config import GatewayConfig, ServerConfig, load_config, wrap_config
 
 __all__ = ["Spawned", "child_command", "prespawn", "spawn", "take"]
@@ -41,8 +42,9 @@ def child_command(command: str, args: Sequence[str]) -> list[str]:
 
 
 def spawn(server: ServerConfig, stderr: IO[str]) -> subprocess.Popen[bytes]:
+    """Start a stdio server in its own process group, which the keeper ends if the gateway dies."""
     assert server.command is not None
-    return subprocess.Popen(
+    process = subprocess.Popen(
         child_command(server.command, server.args),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -51,6 +53,8 @@ def spawn(server: ServerConfig, stderr: IO[str]) -> subprocess.Popen[bytes]:
         cwd=server.cwd,
         start_new_session=True,  # its own process group: stopping it stops what it started
     )
+    keeper.keep(process.pid)
+    return process
 
 
 def prespawn(argv: Sequence[str]) -> None:

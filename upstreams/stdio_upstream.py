@@ -23,6 +23,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from toolreel.upstreams import keeper
 from toolreel.upstreams.pipes import Backlog, Coalescer, LineReader, adopt, json_line
 from toolreel.upstreams.wire import BadMessage, dump_message, parse_line
 
@@ -226,6 +227,7 @@ async def _stop(process: subprocess.Popen[bytes]) -> None:
     # The group outlives its leader while a member runs. The server was asked to stop and has: what it
     # left in its group (a background helper) is an orphan now, and is killed.
     _signal_group(process.pid, signal.SIGKILL)
+    keeper.forget(process.pid)
 
 
 def _signal_group(pgid: int, signum: signal.Signals) -> None:

@@ -4,6 +4,9 @@ A value neither database can take is stored in a safe, escaped form instead of f
 batch: a lone surrogate (`"\\ud800"`, which no UTF-8 encoder accepts) in a JSON value becomes its JSON
 escape (read back as the same value), and in a plain text column (an error message) its backslash escape,
 as does a NUL character (PostgreSQL refuses it in text).
+
+A step's `resolved_input` equal to its `input`, and an `output` that is exactly what SPEC §4 reads from
+its stored (redacted) `result`, are stored as `SAME` instead of a second copy, and rebuilt on reading.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from toolreel.core.errors import StoreError
+from toolreel.core.errors import RefError, StoreError
 from toolreel.core.model import (
     JSON,
     Execution,
@@ -24,10 +27,12 @@ from toolreel.core.model import (
     StepStatus,
     TemplateRecord,
 )
+from toolreel.core.refs import step_output
 
 __all__ = [
     "EXECUTION_FIELDS",
     "EXECUTION_JSON",
+    "SAME",
     "canonical_json",
     "dumps",
     "execution_from_row",
@@ -43,6 +48,11 @@ Row = Mapping[Any, Any]  # a RowMapping or a plain dict of column values
 
 EXECUTION_FIELDS = frozenset(Execution.__dataclass_fields__)
 EXECUTION_JSON = frozenset({"inputs", "output", "prompt"})
+
+# Not JSON, so no stored value can be mistaken for it; rows written before it hold both copies in full.
+SAME = "="
+# The kinds whose output is read from their result by SPEC §4 (a preset's result is its output, structured).
+_DERIVED_KINDS = frozenset({StepKind.TOOL, StepKind.PRESET})
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _encode_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
@@ -150,6 +160,7 @@ def execution_from_row(row: Row) -> Execution:
 
 def step_to_row(step: StepRecord) -> dict[str, object]:
     what = f"step {step.name!r} of execution {step.execution_id}"
+    written = dumps(step.input, f"{what} input")
     return {
         "execution_id": step.execution_id,
         "name": step.name,
@@ -159,10 +170,10 @@ def step_to_row(step: StepRecord) -> dict[str, object]:
         "status": step.status.value,
         "server": safe_text(step.server),
         "tool": safe_text(step.tool),
-        "input": dumps(step.input, f"{what} input"),
-        "resolved_input": dumps(step.resolved_input, f"{what} resolved_input"),
+        "input": written,
+        "resolved_input": _resolved_text(step, written, what),
         "result": dumps(step.result, f"{what} result"),
-        "output": dumps(step.output, f"{what} output"),
+        "output": SAME if _derived(step) else dumps(step.output, f"{what} output"),
         "is_error": step.is_error,
         "error": safe_text(step.error),
         "started_at": step.started_at,
@@ -172,7 +183,31 @@ def step_to_row(step: StepRecord) -> dict[str, object]:
     }
 
 
+def _resolved_text(step: StepRecord, written: str | None, what: str) -> str | None:
+    """SAME when the arguments sent are the arguments written (no ref in them), compared as stored text."""
+    if written is not None and step.resolved_input is step.input:
+        return SAME
+    text = dumps(step.resolved_input, f"{what} resolved_input")
+    return SAME if text is not None and text == written else text
+
+
+def _derived(step: StepRecord) -> bool:
+    """Whether SPEC §4 reads `output` from `result`, both as stored. Compared as values: for these kinds the
+    output was read from this same result, and what can part them is redaction, which the comparison sees."""
+    result, output = step.result, step.output
+    if output is None or step.is_error or step.kind not in _DERIVED_KINDS or not isinstance(result, Mapping):
+        return False
+    structured = result.get("structuredContent")
+    if structured is not None:
+        return structured is output or structured == output
+    try:
+        return bool(step_output(result) == output)
+    except RefError:  # the result says isError: no output to read from it
+        return False
+
+
 def step_from_row(row: Row) -> StepRecord:
+    result = loads(row["result"])
     return StepRecord(
         execution_id=row["execution_id"],
         name=row["name"],
@@ -183,9 +218,9 @@ def step_from_row(row: Row) -> StepRecord:
         server=row["server"],
         tool=row["tool"],
         input=loads(row["input"]),
-        resolved_input=loads(row["resolved_input"]),
-        result=loads(row["result"]),
-        output=loads(row["output"]),
+        resolved_input=loads(row["input"] if row["resolved_input"] == SAME else row["resolved_input"]),
+        result=result,
+        output=step_output(result) if row["output"] == SAME else loads(row["output"]),
         is_error=bool(row["is_error"]),
         error=row["error"],
         started_at=row["started_at"],

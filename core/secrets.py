@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Final
 
 from toolreel.core._ref_grammar import parse_ref, split_template
+from toolreel.core._secret_scan import KEY_WORDS, needs_parse, redact_keys
 from toolreel.core.model import JSON, StepRecord
 
 __all__ = [
@@ -66,7 +67,7 @@ _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A word every SECRET_KEY_RE match contains, looked for anywhere in a JSON text (so also in values:
 # the check may say "maybe" too often, never "no" wrongly).
 # Searched in lower-cased text: on 30 MB, lower() and a case-sensitive scan take 0.09 s, IGNORECASE 2.5 s.
-_KEY_WORDS_RE: Final = re.compile(r"pass|pwd|secret|token|key|auth|credential|cookie|session|bearer|jwt")
+_KEY_WORDS_RE: Final = re.compile("|".join(KEY_WORDS))
 # Learned values (redacted under a secret key, then looked for everywhere) need some length: a
 # 3-character password would otherwise turn every "abc" of every later row into «redacted».
 LEARN_MIN_LENGTH: Final = 6
@@ -75,8 +76,11 @@ LEARN_MAX: Final = 1024
 # Learned values are looked for one by one until this many wait, then compiled into the regex with the
 # rest: compiling is what costs (150 ms for 1,024 values), so it happens once per batch, not per value.
 _LEARN_BATCH: Final = 32
-# JSON inside a string is parsed only up to this size: a bigger text is redacted by known values only.
+# JSON inside a string is parsed and walked up to this size; a bigger text is scanned for secret-named keys
+# (`_secret_scan`), in one linear pass and without the memory of a parsed copy.
 _JSON_TEXT_MAX: Final = 1 << 20
+# What JSON.parse and json.loads take as the start of a text holding an object or an array.
+_JSON_START_RE: Final = re.compile(r"[ \t\n\r]*[{\[]")
 # Literal text around `{{@ref}}` placeholders that still makes a string structure (`Bearer {{@login.token}}`).
 _REF_LITERAL_MAX: Final = 16
 # Credentials in URLs (log lines): `scheme://user:password@host` and `?token=...` query parameters.
@@ -276,19 +280,36 @@ class Redactor:
         return matcher.sub(value)
 
     def _redact_json_text(self, value: str, path: str, paths: list[str]) -> str | None:
-        """JSON held in a string (a text item, an error body) redacted inside; None if not JSON or clean."""
-        head = value[:1]
-        if head not in ("{", "[") or len(value) > _JSON_TEXT_MAX or _KEY_WORDS_RE.search(value.lower()) is None:
+        """JSON held in a string (a text item, an error body) redacted inside; None if not JSON or clean.
+
+        Whatever its size: a text that is too large to parse cheaply, or that is not whole JSON (cut off),
+        still has its secret-named keys redacted by a scan of its text."""
+        if _JSON_START_RE.match(value) is None or _KEY_WORDS_RE.search(value.lower()) is None:
             return None
+        if len(value) > _JSON_TEXT_MAX and not needs_parse(value):
+            redacted = self._scan_json_text(value)
+        else:
+            redacted = self._parse_json_text(value)
+        if redacted is not None:
+            paths.append(path)
+        return redacted
+
+    def _parse_json_text(self, value: str) -> str | None:
         try:
             parsed = json.loads(value)
         except ValueError:
+            return self._scan_json_text(value)
+        redacted = self._redact(parsed, "$", [])
+        return None if redacted is parsed else json.dumps(redacted, ensure_ascii=False)
+
+    def _scan_json_text(self, value: str) -> str | None:
+        found = redact_keys(value, is_secret_key, _holds_secret, REDACTED)
+        if found is None:
             return None
-        redacted = self._redact(parsed, path, [])
-        if redacted is parsed:
-            return None
-        paths.append(path)
-        return json.dumps(redacted, ensure_ascii=False)
+        redacted, secrets = found
+        for secret in secrets:
+            self._learn(secret)
+        return redacted
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,6 +177,55 @@ def test_json_inside_a_text_item_is_redacted_inside() -> None:
     assert Redactor().redact({"text": '{"broken": "password'}) == ({"text": '{"broken": "password'}, ())
 
 
+def _large(document: dict[str, Any], **dump: Any) -> str:
+    text = json.dumps({**document, "padding": "x" * (1 << 20)}, **dump)
+    assert len(text) > 1 << 20  # past the size the redactor parses: it scans
+    return text
+
+
+LARGE_DOCUMENT: dict[str, Any] = {
+    "items": [{"id": 1, "auth": {"user": "ada", "password": "pw-object-0001"}}, {"token": 123456}],
+    "quoted": 'she wrote \\"token\\" and "secret" here',  # key words in a value, escaped quotes around them
+    "kept": {"password": None, "secret": True, "api_key": "", "session_token": "@login_1.token"},
+    "counters": {"max_tokens": 5, "next_page_token": "p-0001", "token_count": 3},
+    "password": "pw-top-level-0001",
+    'escaped "api_key"': "pw-escaped-key-0001",
+}
+
+
+@pytest.mark.parametrize("dump", [{}, {"indent": 2}, {"ensure_ascii": False, "separators": (",", ":")}])
+def test_a_json_text_past_1_mib_is_redacted_by_key_as_a_parsed_one_is(dump: dict[str, Any]) -> None:
+    text = _large(LARGE_DOCUMENT, **dump)
+    redactor = Redactor()
+    redacted, paths = redactor.redact(text)
+    assert isinstance(redacted, str) and paths == ("$",)
+    assert json.loads(redacted) == Redactor().clean(json.loads(text))
+    assert "pw-" not in redacted.replace("p-0001", "")
+    if "indent" not in dump:  # only the secret values change: the rest of the text is kept as it was
+        expected = text
+        for secret in (
+            {"user": "ada", "password": "pw-object-0001"},
+            "pw-top-level-0001",
+            "pw-escaped-key-0001",
+            123456,
+        ):
+            expected = expected.replace(json.dumps(secret, **dump), json.dumps(REDACTED, ensure_ascii=False))
+        assert redacted == expected
+    assert redactor.redact({"copied": "pw-top-level-0001"})[0] == {"copied": REDACTED}  # learned, as by a parse
+
+
+def test_json_text_held_in_a_string_of_a_large_text_is_redacted_inside() -> None:
+    text = _large({"body": json.dumps({"user": "ada", "password": "pw-nested-0001"})})
+    redacted = json.loads(Redactor().clean(text))  # type: ignore[arg-type]
+    assert json.loads(redacted["body"]) == {"user": "ada", "password": REDACTED}
+
+
+@pytest.mark.parametrize("text", ['{"user": "ada", "password": "pw-cut-0001', '\n {"password": "pw-lead-0001"}'])
+def test_json_text_cut_off_or_after_whitespace_is_redacted_by_key(text: str) -> None:
+    redacted = Redactor().clean(text)
+    assert isinstance(redacted, str) and "pw-" not in redacted and REDACTED in redacted
+
+
 def test_free_text_loses_url_credentials_and_known_values() -> None:
     redactor = Redactor(["known-secret-0001"])
     line = "POST https://bob:hunter2@api.test/mcp?token=abc123&page=2 with known-secret-0001"

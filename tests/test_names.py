@@ -1,8 +1,9 @@
 """Listed names (SPEC §2): `server__tool`, at most 64 chars of [A-Za-z0-9_-], mapped deterministically.
 
 The mapping rule is checked directly, then end to end: mapped names are callable, shown in
-`toolreel__status`, identical across restarts and when another server is added; wrap mode keeps the
-upstream's own names, and `--prefix` / `--no-prefix` override either default.
+`toolreel__status`, identical across restarts and when another server is added (the gateway in-process,
+tests/inproc.py); wrap mode keeps the upstream's own names, and `--prefix` / `--no-prefix` override either
+default (`toolreel serve` itself, as those defaults are its command line's).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tests.gw import (
     wait_until,
     write_config,
 )
+from tests.inproc import gateway_in_process
 from toolreel.core.store import open_store
 from toolreel.upstreams.names import MAX_NAME, listed_name, split_prefixed
 
@@ -95,9 +97,8 @@ def test_mapping_does_not_depend_on_other_servers() -> None:
 @pytest.mark.anyio
 @pytest.mark.slow
 async def test_mapped_names_are_callable_shown_in_status_and_stable(tmp_path: Path) -> None:
-    env = gateway_env(f"sqlite:///{tmp_path / 'store.db'}")
-    alone = write_config(tmp_path / "alone.json", {LONG_SERVER: fixture_entry("features")})
-    async with stdio_gateway(["--config", str(alone)], env) as gw:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    async with gateway_in_process({LONG_SERVER: fixture_entry("features")}, db=db) as gw:
         first = sorted(t.name for t in (await gw.client.list_tools()).tools if not t.name.startswith("toolreel__"))
         report = await status(gw)
         mapped_echo = listed_name(LONG_SERVER, "echo")
@@ -110,8 +111,8 @@ async def test_mapped_names_are_callable_shown_in_status_and_stable(tmp_path: Pa
     assert mapping[mapped_echo] == (LONG_SERVER, "echo")
 
     # restart with another server listed first: the same names
-    both = write_config(tmp_path / "both.json", {"ids": fixture_entry("ids"), LONG_SERVER: fixture_entry("features")})
-    async with stdio_gateway(["--config", str(both)], env) as gw:
+    both = {"ids": fixture_entry("ids"), LONG_SERVER: fixture_entry("features")}
+    async with gateway_in_process(both, db=db) as gw:
         again = sorted(
             t.name for t in (await gw.client.list_tools()).tools if not t.name.startswith(("toolreel__", "ids__"))
         )

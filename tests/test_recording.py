@@ -1,15 +1,17 @@
-"""Recording mode end to end (SPEC §3-§6, issue 3): every upstream call through `toolreel serve` is a step.
+"""Recording mode end to end (SPEC §3-§6, issue 3): every upstream call through the gateway is a step.
 
-One HTTP gateway serves the module (fixtures `features` and `ids` over stdio, `features` again over
-streamable HTTP with a bearer header); every test opens its own MCP session, hence its own execution.
-What the agent sees is checked on the results; what is stored is read back with `core.store`.
+One gateway serves the module in-process (tests/inproc.py), shared by its clients as over HTTP: fixtures
+`features` and `ids` over stdio, `features` again over streamable HTTP with a bearer header; every test
+opens its own connection, hence its own execution. What the agent sees is checked on the results; what is
+stored is read back with `core.store`. What only a process shows stays a subprocess: the HTTP front (large
+request bodies, the cookie that tells stateless clients apart) and the gateway's stderr.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +33,11 @@ from tests.gw import (
     wait_until,
     write_config,
 )
+from tests.inproc import InProcessGateway, gateway_in_process, gateway_with_clients
 from toolreel.core.errors import NotFoundError
 from toolreel.core.model import ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
 from toolreel.core.store import Store, open_store
+from toolreel.upstreams.config import parse_config
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -43,7 +47,7 @@ WEB_TOKEN = "web-token-Pm4k9T2v"
 
 @dataclass
 class Rec:
-    gateway: HttpGateway
+    gateway: InProcessGateway
     store: Store
     db_path: Path
     counter_file: Path
@@ -60,23 +64,29 @@ async def rec(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Rec]:
     db_path = tmp / "store.db"
     db_url = f"sqlite:///{db_path}"
     async with fixture_http_server("features") as web_url:
-        config = write_config(
-            tmp / "client.json",
-            {
-                "feat": fixture_entry(
-                    "features", env={"FIXTURE_COUNTER_FILE": str(counter_file), "FEAT_SECRET": ENV_SECRET}
-                ),
-                "ids": fixture_entry("ids"),
-                "web": {"url": web_url, "headers": {"Authorization": "Bearer ${env:WEB_TOKEN}"}},
-            },
-        )
-        env = gateway_env(db_url, WEB_TOKEN=WEB_TOKEN)
-        async with http_gateway(["--config", str(config)], env) as gateway:
+        servers = {
+            "feat": fixture_entry(
+                "features", env={"FIXTURE_COUNTER_FILE": str(counter_file), "FEAT_SECRET": ENV_SECRET}
+            ),
+            "ids": fixture_entry("ids"),
+            "web": {"url": web_url, "headers": {"Authorization": "Bearer ${env:WEB_TOKEN}"}},
+        }
+        config = parse_config({"mcpServers": servers}, environ={"WEB_TOKEN": WEB_TOKEN})
+        async with gateway_with_clients(config, db=db_url) as gateway:
             store = open_store(db_url)
             try:
                 yield Rec(gateway, store, db_path, counter_file, db_url)
             finally:
                 store.close()
+
+
+@pytest.fixture(scope="module")
+async def http_gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[HttpGateway]:
+    """`toolreel serve --http` over `features`, for what only the HTTP front shows."""
+    tmp = tmp_path_factory.mktemp("recording-http")
+    config = write_config(tmp / "client.json", {"feat": fixture_entry("features")})
+    async with http_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp / 'store.db'}")) as gateway:
+        yield gateway
 
 
 async def _steps(rec: Rec, execution: str, count: int) -> list[StepRecord]:
@@ -450,31 +460,31 @@ async def test_concurrent_calls_in_one_session_are_all_recorded(rec: Rec) -> Non
 
 async def test_large_result_from_an_http_upstream_passes_through(rec: Rec) -> None:
     text = "y" * (3 * 1024 * 1024)  # above the SDK's default 1 MiB SSE event limit, below its 4 MiB body limit
-    async with rec.gateway.connect(max_event=64 * 1024 * 1024) as s:
+    async with rec.gateway.connect() as s:
         with anyio.fail_after(60):
             result = await call(s, "web__echo", {"text": text})
     assert not result.is_error, text_of(result)[:300]
     assert text_of(result) == text
 
 
-async def test_http_front_accepts_large_arguments(rec: Rec) -> None:
+async def test_http_front_accepts_large_arguments(http_gw: HttpGateway) -> None:
     text = "z" * (6 * 1024 * 1024)  # stdio takes lines up to 256 MiB; HTTP should not refuse at 4 MiB
-    async with rec.gateway.connect(max_event=64 * 1024 * 1024) as s:
+    async with http_gw.connect(max_event=64 * 1024 * 1024) as s:
         with anyio.fail_after(60):
             result = await call(s, "feat__echo", {"text": text})
     assert text_of(result) == text
 
 
-async def test_stateless_clients_are_grouped_per_client(rec: Rec) -> None:
+async def test_stateless_clients_are_grouped_per_client(http_gw: HttpGateway) -> None:
     """One stateless client's calls are one recording; another client process with the same name is
     another recording (SPEC §3: two client processes never share an execution)."""
-    async with rec.gateway.connect(mode="auto", client_name="agent-a") as a1:
+    async with http_gw.connect(mode="auto", client_name="agent-a") as a1:
         first = await call(a1, "feat__echo", {"text": "a1"})
         second = await call(a1, "feat__echo", {"text": "a1 again"})
         version = a1.client.protocol_version
-    async with rec.gateway.connect(mode="auto", client_name="agent-a") as a2:
+    async with http_gw.connect(mode="auto", client_name="agent-a") as a2:
         same_name = await call(a2, "feat__echo", {"text": "a2"})
-    async with rec.gateway.connect(mode="auto", client_name="agent-b") as b:
+    async with http_gw.connect(mode="auto", client_name="agent-b") as b:
         other = await call(b, "feat__echo", {"text": "b"})
     assert version == "2026-07-28"
     assert _meta(first)[1] == _meta(second)[1]
@@ -519,18 +529,18 @@ async def test_many_sessions_at_once_each_step_stored_once_in_its_own_execution(
         assert len(rec.store.get_steps(execution, all_attempts=True)) == calls  # stored exactly once
 
 
-# --- the other gateways of this module: --annotate over stdio, the CLI ------------------------------------------
+# --- the other gateways of this module: one client each (--annotate, --no-record, a broken store), the CLI ------
 
 
 @pytest.fixture
-def stdio_env(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    config = write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
-    yield config, gateway_env(f"sqlite:///{tmp_path / 'store.db'}")
+def feat_only(tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """`features` alone, and a store of the test's own."""
+    return {"feat": fixture_entry("features")}, f"sqlite:///{tmp_path / 'store.db'}"
 
 
-async def test_annotate_appends_a_text_item_naming_the_step(stdio_env: tuple[Path, dict[str, str]]) -> None:
-    config, env = stdio_env
-    async with stdio_gateway(["--config", str(config), "--annotate"], env) as s:
+async def test_annotate_appends_a_text_item_naming_the_step(feat_only: tuple[dict[str, Any], str]) -> None:
+    servers, db = feat_only
+    async with gateway_in_process(servers, db=db, annotate=True) as s:
         first = await call(s, "feat__add", {"a": 1, "b": 1})
         second = await call(s, "feat__echo", {"text": "{{@add_1.sum}}"})
         instructions = s.client.instructions or ""
@@ -539,14 +549,14 @@ async def test_annotate_appends_a_text_item_naming_the_step(stdio_env: tuple[Pat
     assert first.structured_content == {"sum": 2.0, "operands": {"a": 1.0, "b": 1.0}}
     assert first.content[0].text != first.content[-1].text
     assert "echo_1" in second.content[-1].text and second.content[0].text == "2.0"
-    assert _meta(first)[1] == _meta(second)[1]  # one stdio connection, one execution
+    assert _meta(first)[1] == _meta(second)[1]  # one client connection, one execution
     assert "@" in instructions
 
 
-async def test_ten_megabyte_output_is_recorded_and_resolvable(stdio_env: tuple[Path, dict[str, str]]) -> None:
-    config, env = stdio_env
+async def test_ten_megabyte_output_is_recorded_and_resolvable(feat_only: tuple[dict[str, Any], str]) -> None:
+    servers, db = feat_only
     blob = "x" * (10 * 1024 * 1024)
-    async with stdio_gateway(["--config", str(config)], env) as s:
+    async with gateway_in_process(servers, db=db) as s:
         with anyio.fail_after(60):
             big = await call(s, "feat__echo", {"text": json.dumps({"blob": blob, "tag": "big-one"})})
             tag = await call(s, "feat__echo", {"text": "@echo_1.tag"})
@@ -554,7 +564,7 @@ async def test_ten_megabyte_output_is_recorded_and_resolvable(stdio_env: tuple[P
     assert not big.is_error and len(text_of(big)) > 10 * 1024 * 1024
     assert text_of(tag) == "big-one"
     assert text_of(whole) == blob
-    store = open_store(env["TOOLREEL_DB"])
+    store = open_store(db)
     try:
         execution = _meta(big)[1]
         await wait_until(lambda: len(_stored(store, execution)) >= 3, 30, "the three steps to be stored")
@@ -566,6 +576,7 @@ async def test_ten_megabyte_output_is_recorded_and_resolvable(stdio_env: tuple[P
 
 
 async def test_a_store_that_cannot_be_written_is_reported_and_calls_still_complete(tmp_path: Path) -> None:
+    """A process: what is checked is what the gateway writes on its stderr."""
     config = write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
     broken = "sqlite:////proc/no-such-dir/toolreel.db"  # cannot be created, not even by root
     reported: list[str] = []
@@ -586,9 +597,9 @@ async def test_a_store_that_cannot_be_written_is_reported_and_calls_still_comple
     assert "/proc/no-such-dir" in stderr
 
 
-async def test_no_record_forwards_without_steps(stdio_env: tuple[Path, dict[str, str]]) -> None:
-    config, env = stdio_env
-    async with stdio_gateway(["--config", str(config), "--no-record"], env) as s:
+async def test_no_record_forwards_without_steps(feat_only: tuple[dict[str, Any], str]) -> None:
+    servers, db = feat_only
+    async with gateway_in_process(servers, db=db, record=False) as s:
         result = await call(s, "feat__echo", {"text": "@@literal"})
         report = await status(s)
     assert "toolreel/step" not in (result.meta or {})

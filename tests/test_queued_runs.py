@@ -86,11 +86,10 @@ async def _workers(count: int, url: str, config: Path, tmp_path: Path) -> AsyncI
         for index in range(count):
             env = {**os.environ, "TOOLREEL_DB": url, "COUNTER_FILE": str(tmp_path / f"counts-{index}.json")}
             args = ["worker", "--config", str(config), "--capacity", "8", "--poll", "0.1", "--lease-seconds", "2"]
-            processes.append(
-                await anyio.open_process(
-                    [str(TOOLREEL), *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            with (tmp_path / f"worker-{index}.err").open("wb") as err:  # the child keeps its own descriptor
+                processes.append(
+                    await anyio.open_process([str(TOOLREEL), *args], env=env, stdout=subprocess.DEVNULL, stderr=err)
                 )
-            )
         yield processes
     finally:
         for process in processes:
@@ -99,6 +98,15 @@ async def _workers(count: int, url: str, config: Path, tmp_path: Path) -> AsyncI
         with anyio.CancelScope(shield=True), anyio.move_on_after(30):
             for process in processes:
                 await process.wait()
+
+
+async def _all_ready(tmp_path: Path, count: int) -> None:
+    """Each worker says `ready` on stderr once its engine and upstreams are up."""
+
+    def ready() -> bool:
+        return all(b": ready" in (tmp_path / f"worker-{i}.err").read_bytes() for i in range(count))
+
+    await wait_until(ready, 120, f"{count} workers to be ready")
 
 
 def _counts(tmp_path: Path, index: int) -> dict[str, int]:
@@ -120,10 +128,10 @@ async def test_four_workers_drive_two_hundred_queued_runs_each_exactly_once(
     url, config = _setup(tmp_path, pg_cluster)
     keys = [f"k{i:03d}" for i in range(200)]
     with open_store(url) as store:
-        ids = await _enqueue(store, keys, 0)
-        assert {store.get_execution(i).status for i in ids} == {ExecutionStatus.PENDING}
-        assert {store.get_execution(i).claimed_by for i in ids} == {None}
         async with _workers(4, url, config, tmp_path):
+            # queued once every worker polls: a worker still starting must not find the queue already drained
+            await _all_ready(tmp_path, 4)
+            ids = await _enqueue(store, keys, 0)
             await wait_until(lambda: _finished(store, ids), 300, "200 queued runs to finish")
         assert {store.get_execution(i).status for i in ids} == {ExecutionStatus.SUCCEEDED}
         attempts = {s.attempt for i in ids for s in store.get_steps(i, all_attempts=True)}

@@ -10,7 +10,6 @@ wherever it lands, sees it. Used where the store is one that several gateways ca
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CLAIM_TRIES", "SharedRecordings", "shares_recordings"]
 
-logger = logging.getLogger("toolreel.recorder")
 CLAIM_TRIES = 8  # names taken by other gateways in a row before the call is refused
 
 
@@ -123,7 +121,9 @@ class SharedRecordings:
 
     async def _ready(self) -> Store:
         store = await self._store()
-        store.redactor.add(self._secret_values)  # the rows written from here are redacted like the rest
+        if self._secret_values:  # told once: the rows written from here are redacted like the rest
+            store.redactor.add(self._secret_values)
+            self._secret_values = []
         return store
 
     async def _claim(self, store: Store, session: RecordingSession, step: StepRecord) -> int | None:

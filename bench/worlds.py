@@ -1,0 +1,353 @@
+"""Held-out sessions written blind, judged on text and on behaviour: `.venv/bin/python bench/worlds.py [-v]`.
+
+For each session of fixtures/recordings/blind/ (`--set tuned`: the tuned sessions that have a `world2`):
+- refs: templatized with the inputs a careful person names (none for several recordings), every value holding a
+  ref compared with the expected ones (bench/templatize.py's scoring, extended: a `for_each` is scored under its
+  first recorded step, `{"derived_from": [...]}` accepts a value computed from those steps, `{"item": true}` any
+  `@item` ref; refs in steps of a per-item group loop are left to the replays);
+- inputs: templatized naming nothing, the likely inputs compared with the expected input values;
+- a plain save, as `toolreel__save_template(name)` does it: the likely inputs applied, then verification;
+- replays: the saved template run by the real replayer against `fixtures/world.py` servers playing each changed
+  world (`world2`, `world3`), with the world's inputs mapped to the template's input names by recorded value;
+  a replay is exact when the servers got exactly the calls a correct agent makes there (writes in order);
+- parallel: groups of independent read-only steps must not depend on one another in the saved template.
+Prints a table, the figures per kind, then the bars as [PASS]/[FAIL] lines; exits 1 if a bar is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._world_replay import Replay, map_inputs, read_only_tools, replay_in_world
+from bench.templatize import ratio, score_inputs, template_refs
+from fixtures.recordings import BLIND_DIR, CORPUS_DIR, CorpusEntry, load_entry
+from toolreel.core.refs import refs_in
+from toolreel.core.template import StepSpec, Template
+from toolreel.templatizer import TemplatizeResult, templatize, verify
+
+__all__ = ["Session", "SessionReport", "judge", "load_sessions", "score_refs"]
+
+REFS_P, REFS_R = 0.98, 0.95
+INPUTS_P, INPUTS_R = 0.95, 0.90
+REPLAY_BAR = 0.95
+KINDS = ("loops", "refs", "values-from-text", "producer-choice", "constants", "conditions", "parallel")
+Found = set[tuple[str, str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    path: Path
+    entry: CorpusEntry
+    data: Mapping[str, Any]
+
+    @property
+    def worlds(self) -> dict[str, Mapping[str, Any]]:
+        return {key: self.data[key] for key in sorted(self.data) if re.fullmatch(r"world\d+", key)}
+
+    @property
+    def expected(self) -> Mapping[str, Any]:
+        return self.data["expected"]  # type: ignore[no-any-return]
+
+    @property
+    def read_only(self) -> set[str]:
+        return set().union(*(read_only_tools(w) for w in self.worlds.values()))
+
+
+@dataclass(slots=True)
+class SessionReport:
+    name: str
+    refs: tuple[int, int, int] = (0, 0, 0)
+    inputs: tuple[int, int, int] = (0, 0, 0)
+    verified: bool = False
+    replays: dict[str, Replay] = field(default_factory=dict)
+    parallel_ok: bool | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def load_sessions(directory: Path, only: str | None = None) -> list[Session]:
+    sessions = []
+    for path in sorted(directory.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if any(re.fullmatch(r"world\d+", key) for key in data) and (only is None or data["name"] == only):
+            sessions.append(Session(path, load_entry(path), data))
+    return sessions
+
+
+# --------------------------------------------------------------------------- refs
+
+
+def _normal(ref: str) -> str:
+    """A ref's text with the spacing and quoting of filters made uniform (`== 'a'` and `=="a"` compare equal)."""
+    return re.sub(r"\s+", "", ref).replace("'", '"')
+
+
+def _step_tools(entry: CorpusEntry) -> dict[str, str]:
+    return {r.name: f"{r.server}__{r.tool}" for r in entry.steps}
+
+
+def _loop_names(template: Template, loops: Sequence[Mapping[str, Any]], entry: CorpusEntry) -> dict[str, str]:
+    """Template step name -> the name its expectations are under: a `for_each` takes its first recorded step's."""
+    tools = _step_tools(entry)
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for loop in loops:
+        if not loop["steps"] or not isinstance(loop["steps"][0], str):
+            continue
+        first = loop["steps"][0]
+        for step in template.steps:
+            if step.for_each and step.tool == tools.get(first) and step.name not in taken:
+                names[step.name] = first
+                taken.add(step.name)
+                break
+    return names
+
+
+def _derived(template: Template) -> dict[str, set[str]]:
+    """Step -> every step it reads from, directly or through other steps (what a code step computes from)."""
+    direct = {s.name: {r.root for r in refs_in(_step_values(s))} - {"input", "item", "index"} for s in template.steps}
+    closed: dict[str, set[str]] = {}
+
+    def reach(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        if name in closed:
+            return closed[name]
+        out = set(direct.get(name, ()))
+        for parent in direct.get(name, ()):
+            if parent not in seen:
+                out |= reach(parent, seen | {name})
+        closed[name] = out
+        return out
+
+    for name in direct:
+        reach(name)
+    return closed
+
+
+def _step_values(step: StepSpec) -> Any:
+    return [step.input, step.for_each, step.when.ref if step.when else None]
+
+
+def _matches(value: str, choice: Any, derived: Mapping[str, set[str]], code: set[str]) -> bool:
+    if isinstance(choice, str):
+        return _normal(value) == _normal(choice)
+    if not isinstance(choice, Mapping):
+        return False
+    roots = {r.root for r in refs_in(value)}
+    if choice.get("item"):
+        return bool(roots) and roots <= {"item", "index", "input"} and "item" in roots
+    sources = set(choice.get("derived_from", ()))
+    useful = {r for r in roots if r in sources or (r in code and derived.get(r, set()) & sources)}
+    return bool(useful) and roots <= useful | {"input", "item", "index"} | code
+
+
+def score_refs(session: Session, result: TemplatizeResult) -> tuple[int, int, int, list[str]]:
+    """(true positives, found, expected, problems), with loops, derived values and item refs."""
+    template, expected_data = result.template, session.expected
+    loops = expected_data.get("loops", [])
+    rename = _loop_names(template, loops, session.entry)
+    grouped = {
+        s for loop in loops if loop["steps"] and isinstance(loop["steps"][0], list) for g in loop["steps"] for s in g
+    }
+    expected: dict[tuple[str, str], list[Any]] = {}
+    for ref in expected_data["refs"]:
+        expected[ref["step"], ref["input_path"]] = ref["ref"] if isinstance(ref["ref"], list) else [ref["ref"]]
+    for loop in loops:
+        if loop["steps"] and isinstance(loop["steps"][0], str):
+            first = loop["steps"][0]
+            expected[first, "for_each"] = loop["over"] if isinstance(loop["over"], list) else [loop["over"]]
+            for ref in loop["refs"]:
+                expected[first, ref["input_path"]] = ref["ref"] if isinstance(ref["ref"], list) else [ref["ref"]]
+    found = _found(template, rename, grouped)
+    derived, code = _derived(template), {s.name for s in template.steps if s.code is not None}
+    hits, problems = 0, []
+    for step, path, value in sorted(found):
+        choices = expected.get((step, path))
+        if choices is not None and any(_matches(value, c, derived, code) for c in choices):
+            hits += 1
+        else:
+            want = f" (want {choices[0]!r})" if choices else ""
+            problems.append(f"unexpected {step} {path} = {value!r}{want}")
+    got = {(step, path) for step, path, _ in found}
+    problems += [f"missed {s} {p} = {c[0]!r}" for (s, p), c in expected.items() if (s, p) not in got]
+    return hits, len(found), len(expected), problems
+
+
+def _found(template: Template, rename: Mapping[str, str], grouped: set[str]) -> Found:
+    raw = template_refs_of(template)
+    found: Found = set()
+    for step, path, value in raw:
+        spec = next(s for s in template.steps if s.name == step)
+        if step in grouped or (grouped and spec.for_each and step not in rename):
+            continue  # a per-item group is judged by its replays
+        if spec.code is not None:
+            continue  # a code step's own input is how it computes, not a value of the task
+        found.add((rename.get(step, step), path, value))
+    return found
+
+
+def template_refs_of(template: Template) -> Found:
+    """bench/templatize.py's refs of the step inputs, plus each `for_each` ref under the path `for_each`."""
+
+    class _Result:  # template_refs reads `.template` only
+        def __init__(self, t: Template) -> None:
+            self.template = t
+
+    found = template_refs(_Result(template))  # type: ignore[arg-type]
+    found |= {(s.name, "for_each", s.for_each) for s in template.steps if s.for_each}
+    return found
+
+
+# --------------------------------------------------------------------------- a session
+
+
+def plain_save(session: Session) -> tuple[TemplatizeResult, bool]:
+    """What `toolreel__save_template(name)` stores: the likely inputs applied, then verification."""
+    recordings, name = session.entry.recordings, session.entry.name
+    first = templatize(recordings, name=name, read_only=session.read_only)
+    chosen = {likely.name: likely.value for likely in first.likely_inputs}
+    result = templatize(recordings, name=name, inputs=chosen, read_only=session.read_only) if chosen else first
+    return result, verify(result, list(recordings)).verified
+
+
+def _parallel_ok(session: Session, template: Template) -> bool | None:
+    groups = session.expected.get("parallel")
+    if not groups:
+        return None
+    derived = _derived(template)
+    depends = {s.name: derived.get(s.name, set()) | set(s.depends_on) for s in template.steps}
+    for group in groups:
+        members = [m for m in group if m in depends]
+        if any(other in depends[m] for m in members for other in members if other != m):
+            return False
+    return True
+
+
+async def judge(session: Session) -> SessionReport:
+    entry = session.entry
+    report = SessionReport(entry.name)
+    several = len(entry.recordings) > 1
+    named = None if several else dict(entry.inputs)
+    with_names = templatize(entry.recordings, name=entry.name, inputs=named, read_only=session.read_only)
+    refs = score_refs(session, with_names)
+    unnamed = with_names if several else templatize(entry.recordings, name=entry.name, read_only=session.read_only)
+    inputs = score_inputs(entry, unnamed)
+    report.refs, report.inputs = refs[:3], inputs[:3]
+    report.problems += refs[3] + inputs[3]
+    saved, report.verified = plain_save(session)
+    report.parallel_ok = _parallel_ok(session, saved.template)
+    for key, world in session.worlds.items():
+        given = map_inputs(saved.input_values, entry.inputs, world["inputs"])
+        report.replays[key] = await replay_in_world(saved.template, world, given)
+    return report
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _row(report: SessionReport, session: Session) -> str:
+    replays = " ".join(
+        f"{key[5:]}:{'ok' if r.exact else 'NO'}({len(w['expected_calls'])})"
+        for (key, r), w in zip(report.replays.items(), session.worlds.values(), strict=True)
+    )
+    return (
+        f"{report.name:<24} {len(session.entry.recordings):>4} {len(session.entry.steps):>5}  "
+        f"{'/'.join(map(str, report.refs)):>10}  {'/'.join(map(str, report.inputs)):>10}  "
+        f"{'yes' if report.verified else 'NO':>8}  {replays}"
+    )
+
+
+def _details(report: SessionReport) -> Iterator[str]:
+    for problem in report.problems:
+        yield f"    {problem}"
+    for key, replay in report.replays.items():
+        for problem in replay.problems:
+            yield f"    {key}: {problem}"
+
+
+def print_table(pairs: Sequence[tuple[Session, SessionReport]], verbose: bool) -> None:
+    print(
+        f"{'session':<24} {'runs':>4} {'steps':>5}  {'refs':>10}  {'inputs':>10}  verified  "
+        "replays (world:exact(calls))"
+    )
+    for session, report in pairs:
+        print(_row(report, session))
+        if verbose:
+            for line in _details(report):
+                print(line)
+
+
+def bars(pairs: Sequence[tuple[Session, SessionReport]], part: str) -> list[tuple[str, bool]]:
+    out: list[tuple[str, bool]] = []
+    for key, (p_bar, r_bar) in (("refs", (REFS_P, REFS_R)), ("inputs", (INPUTS_P, INPUTS_R))):
+        ok = sum(getattr(r, key)[0] for _, r in pairs)
+        found = sum(getattr(r, key)[1] for _, r in pairs)
+        expected = sum(getattr(r, key)[2] for _, r in pairs)
+        p, r = ratio(ok, found), ratio(ok, expected)
+        print(f"{key:<7} precision {p:.3f} ({ok}/{found})   recall {r:.3f} ({ok}/{expected})")
+        out += [
+            (f"{part} {key} precision {p:.3f} >= {p_bar}", p >= p_bar),
+            (f"{part} {key} recall {r:.3f} >= {r_bar}", r >= r_bar),
+        ]
+    verified = sum(r.verified for _, r in pairs)
+    print(f"verified {verified}/{len(pairs)} plain saves")
+    replays = [(s, k, rep) for s, r in pairs for k, rep in r.replays.items()]
+    exact = sum(rep.exact for _, _, rep in replays)
+    share = ratio(exact, len(replays))
+    print(f"replays exact {exact}/{len(replays)} ({share:.0%}) in changed worlds")
+    for kind in KINDS:
+        mine = [rep for s, _, rep in replays if kind in s.data.get("kinds", ())]
+        if mine:
+            print(f"  {kind:<16} {sum(r.exact for r in mine)}/{len(mine)} exact")
+    parallel = [r.parallel_ok for _, r in pairs if r.parallel_ok is not None]
+    if parallel:
+        print(f"independent reads left parallel in {sum(parallel)}/{len(parallel)} saved templates")
+    loops = [rep for s, _, rep in replays if "loops" in s.data.get("kinds", ())]
+    out.append((f"{part} replays exact {share:.2f} >= {REPLAY_BAR}", share >= REPLAY_BAR))
+    if loops:
+        out.append(
+            (
+                f"{part} loop families exact on other lengths {sum(r.exact for r in loops)}/{len(loops)}",
+                all(r.exact for r in loops),
+            )
+        )
+    return out
+
+
+async def run_all(sessions: Sequence[Session]) -> list[tuple[Session, SessionReport]]:
+    return [(session, await judge(session)) for session in sessions]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--set", choices=("blind", "tuned"), default="blind", help="which sessions (default: blind)")
+    parser.add_argument("--only", help="one session by name")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch and every wrong call")
+    args = parser.parse_args()
+    directory = BLIND_DIR if args.set == "blind" else CORPUS_DIR
+    sessions = load_sessions(directory, args.only)
+    if not sessions:
+        print(f"no session with a changed world in {directory}", file=sys.stderr)
+        return 2
+    pairs = anyio.run(run_all, sessions)
+    print(f"-- {args.set} sessions ({directory.relative_to(CORPUS_DIR.parents[1])})")
+    print_table(pairs, args.verbose)
+    print()
+    result = bars(pairs, args.set)
+    print()
+    for label, passed in result:
+        print(f"[{'PASS' if passed else 'FAIL'}] {label}")
+    return 0 if all(passed for _, passed in result) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -43,6 +43,7 @@ INPUTS_P, INPUTS_R = 0.95, 0.90
 REPLAY_BAR = 0.95
 KINDS = ("loops", "refs", "values-from-text", "producer-choice", "constants", "conditions", "parallel")
 Found = set[tuple[str, str, str]]
+_POSITIONAL = re.compile(r"\[-?\d+\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +147,10 @@ def _matches(value: str, choice: Any, derived: Mapping[str, set[str]], code: set
     if choice.get("item"):
         return bool(roots) and roots <= {"item", "index", "input"} and "item" in roots
     sources = set(choice.get("derived_from", ()))
-    useful = {r for r in roots if r in sources or (r in code and derived.get(r, set()) & sources)}
+    # Read straight out of a source: by a path that names what it takes, never by a position in a list
+    # (`[2]` is the pick that goes wrong when the list shifts); or through a code step that reads a source.
+    direct = {r.root for r in refs_in(value) if r.root in sources and not _POSITIONAL.search(r.path or "")}
+    useful = direct | {r for r in roots if r in code and derived.get(r, set()) & sources}
     return bool(useful) and roots <= useful | {"input", "item", "index"} | code
 
 

@@ -20,6 +20,7 @@ from mcp.client.stdio import stdio_client
 from bench._world_replay import compare_calls, map_inputs, replay_in_world
 from bench.worlds import judge, load_sessions, plain_save
 from fixtures.recordings import BLIND_DIR, CORPUS_DIR, load_entry
+from fixtures.world import canonical
 
 ROOT = Path(__file__).resolve().parents[1]
 TUNED = "ids-order-flow"  # small, tuned (never a blind session), with a world2
@@ -96,6 +97,7 @@ async def test_world_server_lists_its_tools_answers_known_calls_and_logs_every_c
     ]
 
 
+@pytest.mark.slow
 def test_world_server_refuses_a_server_the_world_does_not_declare(tmp_path: Path) -> None:
     import subprocess
 
@@ -152,6 +154,10 @@ def test_the_blind_sessions_are_loadable_and_each_has_a_changed_world() -> None:
             assert set(world["inputs"]) == set(session.entry.inputs), session.entry.name
             declared = {(s, t["name"]) for s, tools in world["tools"].items() for t in tools}
             assert {(c["server"], c["tool"]) for c in world["expected_calls"]} <= declared, session.entry.name
+            # every call a correct agent makes there has its answer in the world
+            answered = {canonical(f"{r['server']}__{r['tool']}", r["arguments"]) for r in world["responses"]}
+            for call in world["expected_calls"]:
+                assert canonical(f"{call['server']}__{call['tool']}", call["arguments"]) in answered, call
 
 
 @pytest.mark.slow

@@ -1,0 +1,115 @@
+"""Values in templates: read out of text, taken from a clock, interpolated into sentences, chosen by the user
+(from evidence, not key names), and the generalization check that replays a template on a changed world.
+
+Sessions are shaped like what published MCP servers return: mcp-server-git's sentences, mcp-server-time's
+datetimes, GitHub's and Linear's JSON, Sentry's markdown tables, Stripe objects inside text.
+"""
+
+from __future__ import annotations
+
+from tests.test_templatizer import Session, applied, inputs_of
+from toolreel.core.model import JSON
+from toolreel.core.template import Template
+from toolreel.templatizer import TemplatizeResult, templatize, verify
+
+
+def code_steps(template: Template) -> dict[str, str]:
+    return {step.name: step.code or "" for step in template.steps if step.kind == "code"}
+
+
+def saved(s: Session, inputs: dict[str, JSON] | None = None) -> TemplatizeResult:
+    result = templatize([s.steps], name="t", inputs=inputs)
+    assert verify(result, [s.steps]).verified
+    return result
+
+
+# --------------------------------------------------------------------------- values read out of text
+
+
+def test_a_hash_cut_out_of_a_commit_sentence_is_extracted_not_stale() -> None:
+    s = Session()
+    sha = "cd42d7e59a39c173644cad96f25767e7123eaa71"
+    s.call(
+        "git_commit",
+        {"repo_path": "/srv/web", "message": "Raise timeout"},
+        f"Changes committed successfully with hash {sha}",
+    )
+    s.call("git_show", {"repo_path": "/srv/web", "revision": sha}, f"commit {sha}\nAuthor: dev")
+    result = saved(s)
+    revision = inputs_of(result)["git_show_1"]
+    assert isinstance(revision, dict) and revision["revision"] == "@extract_1"
+    assert "hash" in code_steps(result.template)["extract_1"]  # anchored on the words before the value
+    assert "revision" not in {item.name for item in result.likely_inputs}
+
+
+def test_an_issue_key_read_out_of_a_url_in_prose_is_extracted() -> None:
+    s = Session()
+    s.call(
+        "create_issue",
+        {"team": "ENG", "title": "Login times out"},
+        "Created issue ENG-1423: Login times out (https://linear.app/acme/issue/ENG-1423/login-times-out)",
+    )
+    s.call("update_issue", {"id": "ENG-1423", "priority": 2}, {"ok": True})
+    result = saved(s)
+    assert applied(result)[("update_issue_1", "$.id")] == "@extract_1"
+
+
+def test_a_number_printed_in_prose_is_extracted_as_a_number() -> None:
+    s = Session()
+    s.call("query", {"sql": "select count(*) from invoices where status = 'open'"}, "Open invoices: 18342 rows counted")
+    s.call("set_metric", {"name": "open_invoices", "value": 18342}, {"ok": True})
+    result = saved(s)
+    assert applied(result)[("set_metric_1", "$.value")] == "@extract_1"
+    assert "Number(" in code_steps(result.template)["extract_1"]
+
+
+def test_an_id_inside_json_written_into_text_is_extracted() -> None:
+    s = Session()
+    s.call(
+        "create_customer",
+        {"email": "ana@example.com"},
+        'Customer created: {"id":"cus_Q8x7LmN2vR","object":"customer","email":"ana@example.com"}',
+    )
+    s.call("create_invoice", {"customer": "cus_Q8x7LmN2vR", "amount": 4900}, {"id": "in_1"})
+    result = saved(s)
+    assert applied(result)[("create_invoice_1", "$.customer")] == "@extract_1"
+
+
+def test_a_cell_of_a_markdown_table_is_extracted_from_its_row() -> None:
+    s = Session()
+    table = (
+        "| Issue | Title | Events |\n|---|---|---|\n"
+        "| WEB-4F2 | TypeError in checkout | 1203 |\n| WEB-4F3 | Timeout on login | 87 |"
+    )
+    s.call("list_issues", {"project": "web", "query": "is:unresolved"}, table)
+    s.call("resolve_issue", {"issue_id": "WEB-4F3"}, {"status": "resolved"})
+    result = saved(s)
+    assert applied(result)[("resolve_issue_1", "$.issue_id")] == "@extract_1"
+
+
+def test_the_date_of_a_time_tools_datetime_is_extracted_and_a_whole_datetime_is_a_ref() -> None:
+    s = Session()
+    now = {"timezone": "Europe/Paris", "datetime": "2026-11-26T10:14:49+01:00", "is_dst": False}
+    s.call("get_current_time", {"timezone": "Europe/Paris"}, now)
+    s.call("list_events", {"date": "2026-11-26"}, {"events": []})
+    s.call("list_changes", {"since": "2026-11-26T10:14:49+01:00"}, {"changes": []})
+    result = saved(s)
+    found = applied(result)
+    assert found[("list_events_1", "$.date")] == "@extract_1"
+    assert found[("list_changes_1", "$.since")] == "@get_current_time_1.datetime"
+
+
+def test_a_value_the_user_sent_first_and_the_server_echoed_is_not_read_from_the_echo() -> None:
+    s = Session()
+    s.call("echo", {"message": "Deploy build 7f3a9c21e4 to staging"}, "Echo: Deploy build 7f3a9c21e4 to staging")
+    s.call("deploy", {"build": "7f3a9c21e4"}, {"ok": True})
+    result = saved(s)
+    assert not code_steps(result.template)
+
+
+def test_a_short_value_glued_inside_a_token_is_not_read_from_it() -> None:
+    s = Session()
+    s.call("get_current_time", {"timezone": "Asia/Tokyo"}, {"datetime": "2026-11-22T16:05:41+09:00"})
+    s.call("convert_time", {"source_timezone": "Asia/Tokyo", "time": "09:00"}, {"ok": True})
+    result = saved(s)
+    assert not code_steps(result.template)

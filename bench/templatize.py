@@ -87,7 +87,7 @@ def _canonical(value: JSON) -> str:
 
 
 def score_inputs(entry: CorpusEntry, result: TemplatizeResult) -> tuple[int, int, int, list[str]]:
-    predicted = {_canonical(likely.value) for likely in result.likely_inputs}
+    predicted = {_canonical(likely.value) for likely in result.likely_inputs if likely.ticked}
     predicted |= {
         _canonical(value) for name, value in result.input_values.items() if not result.template.inputs[name].secret
     }
@@ -100,7 +100,7 @@ def score_inputs(entry: CorpusEntry, result: TemplatizeResult) -> tuple[int, int
 def verified(entry: CorpusEntry) -> bool:
     """The template a plain save would store (likely inputs applied) replays its own recordings dry."""
     first = templatize(entry.recordings, name=entry.name)
-    chosen = {likely.name: likely.value for likely in first.likely_inputs}
+    chosen = first.ticked_inputs
     result = templatize(entry.recordings, name=entry.name, inputs=chosen) if chosen else first
     return verify(result, list(entry.recordings)).verified
 

@@ -148,9 +148,9 @@ class _Catalogue:
                 text = f"Not saved: the form for template {name!r} was declined, so nothing was saved."
                 return _answer(text, {"saved": False, "declined": True})
             if asked is None:
-                chosen = {likely.name: likely.value for likely in result.likely_inputs}
+                chosen = result.ticked_inputs  # thin ones are proposed, never applied without the user
                 why = "this is a dry run" if dry else "this client cannot show a confirmation form"
-                note = _applied_note(chosen, why)
+                note = _applied_note(chosen, why, [likely.name for likely in result.likely_inputs if not likely.ticked])
             else:
                 chosen = dict(asked.inputs)
             result = draft.templatize(chosen)
@@ -284,6 +284,7 @@ class _Draft:
             "steps": arguments.get("steps"),
             "include_failed": bool(arguments.get("include_failed", False)),
             "read_only": catalogue.hook.hub.read_only_tools(),
+            "schemas": catalogue.hook.hub.input_schemas(),
         }
 
     def templatize(self, inputs: Mapping[str, Any] | None) -> TemplatizeResult:
@@ -292,12 +293,15 @@ class _Draft:
         return templatize(self.recordings, inputs=inputs, **self.options)
 
 
-def _applied_note(chosen: Mapping[str, Any], why: str) -> str:
-    names = ", ".join(chosen)
-    return (
+def _applied_note(chosen: Mapping[str, Any], why: str, unticked: Sequence[str] = ()) -> str:
+    names = ", ".join(chosen) or "none"
+    note = (
         f"The likely inputs ({names}) were applied because {why}; "
         "to keep a value fixed, save again with inputs naming only the values that should change."
     )
+    if unticked:
+        note += f" Proposed but not applied (thin evidence): {', '.join(unticked)}; name them in inputs to use them."
+    return note
 
 
 def _servers_note(servers: Mapping[str, Mapping[str, Any]]) -> str | None:

@@ -160,7 +160,8 @@ class StepInferrer:
         if chosen is not None:
             return chosen
         if _may_be_chosen(value, cands):
-            self.result.literals.append(Unexplained(self.record.name, keys, value))
+            tool = f"{self.record.server}__{self.record.tool}" if self.record.server else self.record.tool or ""
+            self.result.literals.append(Unexplained(self.record.name, keys, value, tool))
         return literal(value)
 
     # ------------------------------------------------------------------ deciding

@@ -17,7 +17,7 @@ from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._capture import propose_captures
 from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
-from toolreel.templatizer._inputs import InputTable, likely_inputs
+from toolreel.templatizer._inputs import InputTable, Schemas, likely_inputs
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, put_at, same
@@ -35,6 +35,7 @@ def templatize(
     include_failed: bool = False,
     keep_order: bool = True,
     read_only: Collection[str] = (),
+    schemas: Schemas | None = None,
 ) -> TemplatizeResult:
     """Turn one or more recordings of a task into a template (the save_template of the management tools).
 
@@ -45,6 +46,7 @@ def templatize(
     write, and a step that may write also waits for the reads since then. Tools named in
     `read_only` (`server__tool`, MCP's `readOnlyHint`) are reads, so reads between two writes
     replay in parallel; with no such knowledge every step is a write and the order is the recording's.
+    `schemas` (`server__tool` -> the tool's `inputSchema`) is evidence for which literals are inputs.
     """
     if not recordings or not recordings[0]:
         raise TemplateError("nothing to templatize: the recording has no steps", template=name)
@@ -68,7 +70,7 @@ def templatize(
     transforms += captures
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
-    likely = likely_inputs(literals, set(template.inputs)) if len(runs) == 1 else []
+    likely, stayed = likely_inputs(literals, set(template.inputs), schemas) if len(runs) == 1 else ([], [])
     likely = computed_elsewhere(likely, transforms)
     return TemplatizeResult(
         template=template,
@@ -79,6 +81,7 @@ def templatize(
         left_out=tuple(left_out),
         input_values={k: v for k, v in table.values[0].items() if k in template.inputs},
         run_inputs=tuple({k: v for k, v in run.items() if k in template.inputs} for run in table.values),
+        stayed_literal=tuple(stayed),
     )
 
 

@@ -92,9 +92,33 @@ def summary(result: TemplatizeResult, verification: Verification, *, saved: str 
             f"NOT verified: {len(verification.mismatches)} field(s) differ from the recording, in steps "
             f"{', '.join(verification.steps)} (see 'verification.differences')."
         )
+    lines += _literal_lines(result)
     if note:
         lines.append(note)
     return "\n".join(lines)
+
+
+def _literal_lines(result: TemplatizeResult) -> list[str]:
+    """What looked variable but was not made an input, and why: the thin proposals and the constants."""
+    lines: list[str] = []
+    thin = [
+        likely for likely in result.likely_inputs if not likely.ticked and likely.name not in result.template.inputs
+    ]
+    if thin:
+        shown = ", ".join(f"{likely.name} ({_cut(repr(likely.value))})" for likely in thin[:_SHOWN_INPUTS])
+        lines.append(f"Proposed, not applied (thin evidence): {shown}; name them in inputs to make them inputs.")
+    stayed = result.stayed_literal[:_SHOWN_INPUTS]
+    if stayed:
+        shown = "; ".join(f"{_cut(repr(s.value))} at {s.step} {s.input_path}: {s.why}" for s in stayed)
+        more = (
+            f" and {len(result.stayed_literal) - len(stayed)} more" if len(result.stayed_literal) > len(stayed) else ""
+        )
+        lines.append(f"Kept literal although it looked variable: {shown}{more}.")
+    return lines
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _SHOWN_VALUE else text[: _SHOWN_VALUE - 3] + "..."
 
 
 def _inputs_line(result: TemplatizeResult) -> str:

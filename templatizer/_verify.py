@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolreel.core.model import StepRecord
+from toolreel.templatizer._generalize import Finding, generalize
 from toolreel.templatizer._result import TemplatizeResult
 
 __all__ = ["Mismatch", "Verification", "summary", "verify"]
@@ -45,6 +46,8 @@ class Verification:
 
     recordings: int
     mismatches: tuple[Mismatch, ...]
+    generalization: tuple[Finding, ...] = ()
+    """The second pass: fields a replay on a changed world (fresh inputs, fresh ids) gets wrong."""
 
     @property
     def verified(self) -> bool:
@@ -59,6 +62,8 @@ class Verification:
             "verified": self.verified,
             "recordings": self.recordings,
             "differences": [m.to_json() for m in self.mismatches],
+            "generalizes": not self.generalization,
+            "generalization": [finding.to_json() for finding in self.generalization],
         }
 
 
@@ -72,7 +77,8 @@ def verify(result: TemplatizeResult, recordings: Sequence[Sequence[StepRecord]])
         execution_id = recording[0].execution_id if recording else "?"
         for d in dry_replay(result.template, inputs, recording):
             found.append(Mismatch(execution_id, d.step, d.field, d.recorded, d.got))
-    return Verification(recordings=len(recordings), mismatches=tuple(found))
+    checked = generalize(result.template, runs[0], recordings[0]) if recordings and not found else []
+    return Verification(recordings=len(recordings), mismatches=tuple(found), generalization=tuple(checked))
 
 
 def summary(result: TemplatizeResult, verification: Verification, *, saved: str | None, note: str | None) -> str:
@@ -92,10 +98,28 @@ def summary(result: TemplatizeResult, verification: Verification, *, saved: str 
             f"NOT verified: {len(verification.mismatches)} field(s) differ from the recording, in steps "
             f"{', '.join(verification.steps)} (see 'verification.differences')."
         )
+    lines += _generalization_lines(verification)
     lines += _literal_lines(result)
     if note:
         lines.append(note)
     return "\n".join(lines)
+
+
+def _generalization_lines(verification: Verification) -> list[str]:
+    if not verification.verified:
+        return []
+    findings = verification.generalization
+    if not findings:
+        return [
+            "Generalizes: replayed on a changed world (fresh inputs and ids), each step's input changes as it should."
+        ]
+    shown = "; ".join(
+        f"{f.step} {f.field}: {f.kind} (recorded {_cut(f.recorded)}, needs {_cut(f.expected)}, "
+        f"gets {_cut(f.got)}): {f.fix}"
+        for f in findings[:_SHOWN_INPUTS]
+    )
+    more = f" and {len(findings) - _SHOWN_INPUTS} more" if len(findings) > _SHOWN_INPUTS else ""
+    return [f"Generalization check: {len(findings)} field(s) would be wrong on other data: {shown}{more}."]
 
 
 def _literal_lines(result: TemplatizeResult) -> list[str]:

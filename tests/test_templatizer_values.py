@@ -7,10 +7,12 @@ datetimes, GitHub's and Linear's JSON, Sentry's markdown tables, Stripe objects 
 
 from __future__ import annotations
 
+import dataclasses
+
 from tests.test_templatizer import Session, applied, inputs_of
 from toolreel.core.model import JSON
 from toolreel.core.template import Template
-from toolreel.templatizer import TemplatizeResult, templatize, verify
+from toolreel.templatizer import TemplatizeResult, summary, templatize, verify
 
 
 def code_steps(template: Template) -> dict[str, str]:
@@ -113,3 +115,74 @@ def test_a_short_value_glued_inside_a_token_is_not_read_from_it() -> None:
     s.call("convert_time", {"source_timezone": "Asia/Tokyo", "time": "09:00"}, {"ok": True})
     result = saved(s)
     assert not code_steps(result.template)
+
+
+# --------------------------------------------------------------------------- the generalization check
+
+
+def _with_input(result: TemplatizeResult, step: str, key: str, value: JSON) -> TemplatizeResult:
+    """The result with one argument of one step rewritten (a ref or a literal a person might have saved)."""
+    steps = tuple(
+        dataclasses.replace(spec, input={**spec.input, key: value})
+        if spec.name == step and isinstance(spec.input, dict)
+        else spec
+        for spec in result.template.steps
+    )
+    return dataclasses.replace(result, template=dataclasses.replace(result.template, steps=steps))
+
+
+def _issue_session() -> Session:
+    s = Session()
+    s.call(
+        "list_issues",
+        {"project": "Web Platform"},
+        {"items": [{"id": "ISS-88123", "state": "open", "amount": 45.5}, {"id": "ISS-88124", "state": "open"}]},
+    )
+    s.call("assign", {"issue_id": "ISS-88123", "amount": 45.5, "state": "open"}, {"ok": True})
+    return s
+
+
+def test_a_template_whose_refs_carry_the_data_generalizes() -> None:
+    s = _issue_session()
+    result = templatize([s.steps], name="t", inputs={"project": "Web Platform"})
+    found = applied(result)
+    assert found[("assign_1", "$.issue_id")] == "@list_issues_1.items[0].id"
+    assert found[("assign_1", "$.amount")] == "@list_issues_1.items[0].amount"  # it sits beside its item's id
+    checked = verify(result, [s.steps])
+    assert checked.verified and checked.generalization == ()
+    assert "Generalizes" in summary(result, checked, saved="Saved", note=None)
+
+
+def test_a_stale_literal_id_is_found_by_the_changed_world_and_named() -> None:
+    s = _issue_session()
+    good = templatize([s.steps], name="t", inputs={"project": "Web Platform"})
+    stale = _with_input(good, "assign_1", "issue_id", "ISS-88123")
+    checked = verify(stale, [s.steps])
+    assert checked.verified  # the recording alone cannot tell
+    [finding] = checked.generalization
+    assert (finding.step, finding.field, finding.kind) == ("assign_1", "$.issue_id", "stale literal")
+    text = summary(stale, checked, saved="Saved", note=None)
+    assert "assign_1 $.issue_id: stale literal" in text and "make it an input" in text
+
+
+def test_a_coincidental_ref_to_a_common_value_is_found_by_the_changed_world() -> None:
+    s = _issue_session()
+    good = templatize([s.steps], name="t", inputs={"project": "Web Platform"})
+    assert inputs_of(good)["assign_1"]["state"] == "open"  # type: ignore[index]  # a common word: literal
+    linked = _with_input(good, "assign_1", "state", "@list_issues_1.items[1].state")
+    checked = verify(linked, [s.steps])
+    assert checked.verified
+    [finding] = checked.generalization
+    assert (finding.field, finding.kind) == ("$.state", "coincidental ref")
+
+
+def test_an_input_left_literal_in_a_sentence_is_a_stale_literal() -> None:
+    s = Session()
+    s.call("create_team", {"name": "Team Falcon"}, {"id": "team_5f3a9c"})
+    s.call("post", {"text": "lead of Team Falcon"}, {"ok": True})
+    good = templatize([s.steps], name="t", inputs={"name": "Team Falcon"})
+    assert inputs_of(good)["post_1"] == {"text": "lead of {{@input.name}}"}
+    assert verify(good, [s.steps]).generalization == ()
+    stale = _with_input(good, "post_1", "text", "lead of Team Falcon")
+    [finding] = verify(stale, [s.steps]).generalization
+    assert (finding.step, finding.kind) == ("post_1", "stale literal")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -120,10 +120,10 @@ class _Swap:
     def __contains__(self, value: JSON) -> bool:
         return _canon(value) in self.whole
 
-    def apply(self, value: JSON, whole_only: Callable[[Keys, JSON], bool] | None = None) -> JSON:
+    def apply(self, value: JSON, whole_only: Collection[Keys] | None = None) -> JSON:
         return self._apply(value, (), whole_only)
 
-    def _apply(self, value: JSON, keys: Keys, whole_only: Callable[[Keys, JSON], bool] | None) -> JSON:
+    def _apply(self, value: JSON, keys: Keys, whole_only: Collection[Keys] | None) -> JSON:
         if isinstance(value, dict):
             return {k: self._apply(v, (*keys, k), whole_only) for k, v in value.items()}
         if isinstance(value, list):
@@ -132,7 +132,7 @@ class _Swap:
             return value
         key = _canon(value)
         if key in self.whole:
-            return self.whole[key] if whole_only is None or whole_only(keys, value) else value
+            return self.whole[key] if whole_only is None or keys in whole_only else value
         if isinstance(value, str) and self.texts:
             return self._in_text(value)
         return value
@@ -196,7 +196,7 @@ def _changed_world(template: Template, inputs: Mapping[str, JSON], recording: Se
     for record in recording:
         args = record.resolved_input if record.resolved_input is not None else {}
         flows = weak_items.flowing(record.name, args, strong)
-        expected[record.name] = weak.apply(strong.apply(args), whole_only=lambda keys, _v, f=flows: keys in f)
+        expected[record.name] = weak.apply(strong.apply(args), whole_only=flows)
         output = weak.apply(strong.apply(record.output))
         changed.append(record.replace(output=output, resolved_input=expected[record.name]))
     stale = tuple(text.replace("'", "\\'") for text in strong.texts if len(text) >= _STALE_MIN)

@@ -99,9 +99,9 @@ def score_inputs(entry: CorpusEntry, result: TemplatizeResult) -> tuple[int, int
 
 def verified(entry: CorpusEntry) -> bool:
     """The template a plain save would store (likely inputs applied) replays its own recordings dry."""
-    first = templatize(entry.recordings, name=entry.name)
+    first = templatize(entry.recordings, name=entry.name, schemas=entry.tools)
     chosen = first.ticked_inputs
-    result = templatize(entry.recordings, name=entry.name, inputs=chosen) if chosen else first
+    result = templatize(entry.recordings, name=entry.name, inputs=chosen, schemas=entry.tools) if chosen else first
     return verify(result, list(entry.recordings)).verified
 
 
@@ -114,9 +114,9 @@ def quality(corpus: Sequence[CorpusEntry], verbose: bool) -> dict[str, tuple[int
     for entry in corpus:
         several = len(entry.recordings) > 1
         named = None if several else dict(entry.inputs)
-        with_names = templatize(entry.recordings, name=entry.name, inputs=named)
+        with_names = templatize(entry.recordings, name=entry.name, inputs=named, schemas=entry.tools)
         refs = score_refs(entry, template_refs(with_names))
-        unnamed = with_names if several else templatize(entry.recordings, name=entry.name)
+        unnamed = with_names if several else templatize(entry.recordings, name=entry.name, schemas=entry.tools)
         inputs = score_inputs(entry, unnamed)
         checked = verified(entry)
         totals["verified"] = [totals["verified"][0] + checked, totals["verified"][1] + 1, totals["verified"][2] + 1]

@@ -141,9 +141,10 @@ class _Catalogue:
         draft = _Draft(self, recordings, arguments, name)
         result = draft.templatize(given)
         note = None
-        if given is None and result.likely_inputs:
+        offered = [*result.likely_inputs, *(await self._fixes(result, recordings))] if given is None else []
+        if offered:
             dry = bool(arguments.get("dry_run"))  # a dry run asks the user nothing
-            asked = None if dry else await save_form.ask(link, name, result.likely_inputs)
+            asked = None if dry else await save_form.ask(link, name, offered)
             if asked is not None and asked.declined:
                 text = f"Not saved: the form for template {name!r} was declined, so nothing was saved."
                 return _answer(text, {"saved": False, "declined": True})
@@ -156,6 +157,12 @@ class _Catalogue:
             result = draft.templatize(chosen)
         result = self._remembering(result)
         return await self._finish(result, recordings, arguments, note)
+
+    async def _fixes(self, result: TemplatizeResult, recordings: list[Sequence[StepRecord]]) -> list[Any]:
+        """What the generalization check would change, offered unticked in the form beside the likely inputs."""
+        from toolreel.templatizer import propose_fixes, verify
+
+        return propose_fixes(result, await anyio.to_thread.run_sync(verify, result, recordings))
 
     def _remembering(self, result: TemplatizeResult) -> TemplatizeResult:
         """The template with the config entries of the servers its tools come from."""

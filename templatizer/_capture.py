@@ -226,6 +226,9 @@ def _find(record: StepRecord, spec: StepSpec, texts: _Texts, runs: Sequence[Run]
 def _first_capture(
     step: str, keys: Keys, recorded: JSON, value: str, texts: _Texts, runs: Sequence[Run], sent: _Texts
 ) -> Capture | None:
+    from_input = _from_inputs(step, keys, recorded, value, runs)
+    if from_input is not None:
+        return from_input  # read out of what the user gave (the id in the URL): that is its origin
     echoes = [t.order for t in sent.holding(value, whole=True)]
     for held in texts.holding(value):
         if echoes and min(echoes) <= held.order:
@@ -240,6 +243,21 @@ def _first_capture(
         for pattern in patterns(held.text, start, value):
             if _fits(pattern, held.text, start, value):
                 capture = Capture(step, keys, recorded, source, pattern, number)
+                if _reproduces(capture, runs):
+                    return capture
+    return None
+
+
+def _from_inputs(step: str, keys: Keys, recorded: JSON, value: str, runs: Sequence[Run]) -> Capture | None:
+    for name, given in runs[0].inputs.items():
+        if not isinstance(given, str) or given == value:
+            continue
+        start = _position(given, value)
+        if start is None or not _delimited(given, start, value):
+            continue
+        for pattern in patterns(given, start, value):
+            if _fits(pattern, given, start, value):
+                capture = Capture(step, keys, recorded, f"@input.{name}", pattern, not isinstance(recorded, str))
                 if _reproduces(capture, runs):
                     return capture
     return None

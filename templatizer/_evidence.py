@@ -52,7 +52,7 @@ _KEYWORDS: Final = frozenset(
     {"me", "self", "mine", "all", "any", "none", "today", "now", "yes", "no", "true", "false", "null", "asc", "desc"}
 )
 _TIME_RE: Final = re.compile(r"^\d{1,4}[-:/.]\d{1,2}(?:[-:/.T ]\d{1,4})*(?:[+-]\d{2}:?\d{2}|Z)?$")
-_FILE_RE: Final = re.compile(r"^[\w.-]*\w\.[A-Za-z0-9]{1,5}$")
+_FILE_RE: Final = re.compile(r"^[\w./-]*\w\.[A-Za-z0-9]{1,5}$")
 _PATTERN_RE: Final = re.compile(r"[*?\[\]]")
 _SETTING_KEYS: Final = frozenset(
     {"type", "kind", "mode", "format", "sort", "order", "status", "state", "role", "level", "unit", "encoding"}

@@ -47,6 +47,7 @@ class Finding:
     recorded: str  # the value in the recording
     expected: str  # what the changed world needs
     got: str  # what the template sends there
+    value: JSON = None  # the recorded value itself
 
     @property
     def fix(self) -> str:
@@ -289,7 +290,7 @@ def generalize(template: Template, inputs: Mapping[str, JSON], recording: Sequen
         )
         if kind == "stale literal" or whole_ref:
             findings.append(
-                Finding(difference.step, difference.field, kind, recorded, difference.recorded, difference.got)
+                Finding(difference.step, difference.field, kind, recorded, difference.recorded, difference.got, before)
             )
     return findings
 

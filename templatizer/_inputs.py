@@ -197,8 +197,8 @@ def likely_inputs(
     for root, members in _path_roots(texts, made).items():
         uses = [lit for value in members for lit in by_value.pop(("str", value))]
         found.append(_likely(names.fresh("root_dir"), root, uses, f"the common directory of {len(members)} paths"))
-    for key in _built_on_others(by_value, judged):
-        del by_value[key]
+    for key in [*_built_on_others(by_value, judged), *_inside_urls(by_value)]:
+        by_value.pop(key, None)
     for key, uses in by_value.items():
         judgement = judged[key]
         name = names.fresh(snake(last_key(uses[0].keys) or "value"))
@@ -249,6 +249,26 @@ def _built_on_others(
         if holds:
             out.append((kind, text))
     return out
+
+
+def _inside_urls(by_value: Mapping[tuple[str, str], Sequence[Unexplained]]) -> list[tuple[str, str]]:
+    """Values that sit in another candidate's URL (an issue id in the issue's link): read out of that input,
+    not a second input that must agree with it."""
+    urls = [text for kind, text in by_value if kind == "str" and _URL_RE.match(text)]
+    return [
+        (kind, text)
+        for kind, text in by_value
+        if len(text) >= _PART_MIN and any(url != text and _holds_word(_url_path(url), text) for url in urls)
+    ]
+
+
+def _url_path(url: str) -> str:
+    """The part after the host: an id there names the resource; the host names where it lives."""
+    rest = url.split("://", 1)[-1]
+    return rest[rest.find("/") :] if "/" in rest else ""
+
+
+_URL_RE: Final = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 
 
 def _plain_word(text: str) -> bool:

@@ -14,9 +14,10 @@ from typing import Any
 
 from toolreel.core.model import StepRecord
 from toolreel.templatizer._generalize import Finding, generalize
-from toolreel.templatizer._result import TemplatizeResult
+from toolreel.templatizer._result import LikelyInput, TemplatizeResult
+from toolreel.templatizer._values import snake, type_name
 
-__all__ = ["Mismatch", "Verification", "summary", "verify"]
+__all__ = ["Mismatch", "Verification", "propose_fixes", "summary", "verify"]
 
 _SHOWN_INPUTS = 6  # inputs named in the summary line; the rest are counted
 _SHOWN_VALUE = 40  # characters of a recorded value quoted in the summary
@@ -79,6 +80,28 @@ def verify(result: TemplatizeResult, recordings: Sequence[Sequence[StepRecord]])
             found.append(Mismatch(execution_id, d.step, d.field, d.recorded, d.got))
     checked = generalize(result.template, runs[0], recordings[0]) if recordings and not found else []
     return Verification(recordings=len(recordings), mismatches=tuple(found), generalization=tuple(checked))
+
+
+def propose_fixes(result: TemplatizeResult, verification: Verification) -> list[LikelyInput]:
+    """The generalization check's stale literals as inputs to offer in the confirmation form, unticked: a
+    value that stays the same when the world changes, which the user may make an input with one tick."""
+    offered = {repr(likely.value) for likely in result.likely_inputs}
+    fixes: list[LikelyInput] = []
+    taken = set(result.template.inputs) | {likely.name for likely in result.likely_inputs}
+    for finding in verification.generalization:
+        value = finding.value
+        if finding.kind != "stale literal" or not isinstance(value, str | int | float) or repr(value) in offered:
+            continue
+        offered.add(repr(value))
+        base = snake(finding.field.rsplit(".", 1)[-1].split("[")[0] or "value")
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        taken.add(name)
+        why = f"the generalization check: it stays {finding.recorded} when the world changes ({finding.fix})"
+        fixes.append(LikelyInput(name, value, type_name(value), ((finding.step, finding.field),), why, ticked=False))
+    return fixes
 
 
 def summary(result: TemplatizeResult, verification: Verification, *, saved: str | None, note: str | None) -> str:

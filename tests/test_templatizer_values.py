@@ -12,7 +12,7 @@ import dataclasses
 from tests.test_templatizer import Session, applied, inputs_of
 from toolreel.core.model import JSON
 from toolreel.core.template import Template
-from toolreel.templatizer import TemplatizeResult, summary, templatize, verify
+from toolreel.templatizer import TemplatizeResult, propose_fixes, summary, templatize, verify
 
 
 def code_steps(template: Template) -> dict[str, str]:
@@ -163,6 +163,13 @@ def test_a_stale_literal_id_is_found_by_the_changed_world_and_named() -> None:
     assert (finding.step, finding.field, finding.kind) == ("assign_1", "$.issue_id", "stale literal")
     text = summary(stale, checked, saved="Saved", note=None)
     assert "assign_1 $.issue_id: stale literal" in text and "make it an input" in text
+    [fix] = propose_fixes(stale, checked)  # offered in the confirmation form, unticked
+    assert (fix.name, fix.value, fix.ticked, fix.used_at) == (
+        "issue_id",
+        "ISS-88123",
+        False,
+        (("assign_1", "$.issue_id"),),
+    )
 
 
 def test_a_coincidental_ref_to_a_common_value_is_found_by_the_changed_world() -> None:
@@ -186,3 +193,113 @@ def test_an_input_left_literal_in_a_sentence_is_a_stale_literal() -> None:
     stale = _with_input(good, "post_1", "text", "lead of Team Falcon")
     [finding] = verify(stale, [s.steps]).generalization
     assert (finding.step, finding.kind) == ("post_1", "stale literal")
+
+
+# --------------------------------------------------------------------------- the right producer
+
+
+def test_an_id_in_a_one_element_list_is_linked_to_the_output_that_listed_it() -> None:
+    s = Session()
+    services = {"services": [{"id": "PX7Q2RA", "name": "checkout-api", "status": "active"}]}
+    s.call("list_services", {"query": "checkout"}, services)
+    s.call("list_oncalls", {"service_ids": ["PX7Q2RA"]}, {"oncalls": [{"user": {"id": "PU8VZ3K"}}]})
+    result = saved(s)
+    assert applied(result)[("list_oncalls_1", "$.service_ids[0]")] == "@list_services_1.services[0].id"
+
+
+def test_arguments_from_one_list_item_take_that_item_not_an_equal_value_on_another_page() -> None:
+    s = Session()
+    first = [{"id": "in_1Pq7", "amount_due": 4500}, {"id": "in_1Pq8", "amount_due": 1200}]
+    s.call("list_invoices", {"status": "open"}, {"data": first, "has_more": True})
+    s.call(
+        "list_invoices",
+        {"status": "open", "starting_after": "in_1Pq8"},
+        {"data": [{"id": "in_1Pq9", "amount_due": 1200}]},
+    )
+    s.call("send_reminder", {"invoice": "in_1Pq8", "amount": 1200}, {"ok": True})
+    found = applied(saved(s))
+    assert found[("send_reminder_1", "$.invoice")] == "@list_invoices_1.data[1].id"
+    assert found[("send_reminder_1", "$.amount")] == "@list_invoices_1.data[1].amount_due"
+
+
+def test_a_common_value_with_no_key_in_common_never_becomes_a_confident_ref() -> None:
+    s = Session()
+    s.call("get_issue", {"key": "WEB-311"}, {"key": "WEB-311", "status": "open", "watchers": 1, "archived": True})
+    s.call("list_prs", {"state": "open", "per_page": 1, "draft": True}, {"items": []})
+    result = saved(s)
+    assert not [i for i in result.applied if i.step == "list_prs_1"]
+
+
+# --------------------------------------------------------------------------- inputs from evidence
+
+
+def likely(result: TemplatizeResult) -> dict[str, tuple[JSON, bool]]:
+    return {item.name: (item.value, item.ticked) for item in result.likely_inputs}
+
+
+def test_slugs_the_user_chose_are_inputs_whatever_their_key_and_query_syntax_is_only_proposed() -> None:
+    s = Session()
+    s.call(
+        "list_issues", {"organization_slug": "acme-corp", "project_slug": "web-frontend", "query": "is:unresolved"}, []
+    )
+    s.call("get_pods", {"namespace": "payments-prod"}, {"items": []})
+    found = likely(templatize([s.steps], name="t"))
+    assert found["namespace"] == ("payments-prod", True)
+    assert found["organization_slug"][1] is False and found["project_slug"][1] is False  # thin: no key says so
+    assert found["query"] == ("is:unresolved", False)
+
+
+def test_the_tools_schema_is_evidence_for_and_against_an_input() -> None:
+    s = Session()
+    s.call(
+        "search_issues",
+        {"organization_slug": "acme-corp", "query": "is:unresolved", "sort": "date", "environment": "production"},
+        [],
+    )
+    schema = {
+        "type": "object",
+        "properties": {
+            "organization_slug": {"type": "string", "description": "The organization's slug"},
+            "query": {"type": "string", "default": "is:unresolved"},
+            "sort": {"type": "string", "enum": ["date", "freq", "new"]},
+            "environment": {"type": "string", "description": "Filter by environment name"},
+        },
+    }
+    result = templatize([s.steps], name="t", schemas={"svc__search_issues": schema})
+    found = likely(result)
+    assert found["organization_slug"] == ("acme-corp", True)  # the description says it is a slug
+    assert "query" not in found and "sort" not in found  # the tool's default; one of its enum settings
+    why = {item.input_path: item.why for item in result.stayed_literal}
+    assert "default" in why["$.query"]
+    assert "enum" in why["$.sort"]
+    text = summary(result, verify(result, [s.steps]), saved=None, note=None)
+    assert "Kept literal although it looked variable" in text and "is:unresolved" in text
+
+
+def test_keywords_and_constants_stay_literal_and_the_summary_says_why() -> None:
+    s = Session()
+    s.call("list_issues", {"assignee": "me", "state": "OPEN", "title": "Checkout fails on Safari"}, [])
+    result = templatize([s.steps], name="t")
+    assert {item.value for item in result.likely_inputs if item.ticked} == {"Checkout fails on Safari"}
+    assert not any(item.value in ("me", "OPEN") for item in result.likely_inputs)
+
+
+def test_a_sentence_holding_a_chosen_name_is_interpolated_not_a_second_input() -> None:
+    s = Session()
+    s.call("create_team", {"name": "Team Falcon"}, {"id": "team_5f3a9c", "name": "Team Falcon"})
+    s.call("set_role", {"team_id": "team_5f3a9c", "role_title": "lead of Team Falcon"}, {"ok": True})
+    first = templatize([s.steps], name="t")
+    assert {item.value for item in first.likely_inputs} == {"Team Falcon"}
+    result = saved(s, first.ticked_inputs)
+    assert inputs_of(result)["set_role_1"] == {
+        "team_id": "@create_team_1.id",
+        "role_title": "lead of {{@input.name}}",
+    }
+
+
+def test_thin_candidates_are_left_out_of_a_plain_save() -> None:
+    s = Session()
+    s.call("post_message", {"channel": "ops-alerts", "text": "Deploy finished for checkout"}, {"ts": "1732615200.1"})
+    first = templatize([s.steps], name="t")
+    assert first.ticked_inputs == {"text": "Deploy finished for checkout"}
+    assert [item.name for item in first.likely_inputs if not item.ticked] == ["channel"]

@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Final, Literal
 
 from toolreel.core.model import JSON, StepRecord
@@ -26,13 +27,15 @@ from toolreel.templatizer._values import Keys, get_at, is_trivial, json_path, st
 
 __all__ = ["Finding", "FindingKind", "generalize", "perturb_value"]
 
-FindingKind = Literal["stale literal", "coincidental ref", "wrong value"]
+FindingKind = Literal["stale literal", "coincidental ref", "missed ref", "wrong value"]
 
 _STRONG: Final = 0.75  # at or above: an id the servers minted, fresh in another world
 _TEXT_ID_RE: Final = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{6,}")
 _HEX: Final = frozenset("0123456789abcdef")
 _WORD: Final = 0.55  # below: a common word (`open`, `person`), never expected to travel with its item
 _STALE_MIN: Final = 5  # an old text this long left in a changed field is no accident
+_DATE_RE: Final = re.compile(r"(\d{4}-\d{2}-\d{2})(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(Z|[+-]\d{2}:\d{2})?")
+_DATE_PIECE_RE: Final = re.compile(r"(?<![0-9])\d{4}-\d{2}-\d{2}(?![0-9])")
 _NUMBER_RE: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _FIELD_RE: Final = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
 
@@ -55,6 +58,8 @@ class Finding:
             return "make it an input (or a ref to the step that gives it): it stays the same in every run"
         if self.kind == "coincidental ref":
             return "keep it literal: it follows an earlier output only because the values happened to be equal"
+        if self.kind == "missed ref":
+            return "make it a ref to the earlier output that gives it, not an input: a server produced it"
         return "check the ref: it takes another producer's value"
 
     def to_json(self) -> dict[str, str]:
@@ -81,8 +86,22 @@ def perturb_value(value: JSON) -> JSON:
     if isinstance(value, float):
         return round(value + 1.25, 6)
     if isinstance(value, str):
-        return _rotated(value)
+        return _moved_date(value) or _rotated(value)
     return value
+
+
+def _moved_date(text: str) -> str | None:
+    """An ISO date or date-time three days and one hour later, in the same format (a valid date still)."""
+    match = _DATE_RE.fullmatch(text)
+    if match is None:
+        return None
+    try:
+        day = date.fromisoformat(match.group(1)) + timedelta(days=3)
+    except ValueError:
+        return None
+    hour = match.group(2)
+    later = f"{(int(hour[1:3]) + 1) % 24:02d}" if hour else ""
+    return day.isoformat() + (f"T{later}{hour[3:]}" if hour else "") + (match.group(3) or "")
 
 
 def _rotated(text: str) -> str:
@@ -175,15 +194,6 @@ class _World:
 
 def _changed_world(template: Template, inputs: Mapping[str, JSON], recording: Sequence[StepRecord]) -> _World:
     strong, weak = _Swap(), _Swap()
-    fresh: dict[str, JSON] = {}
-    for name, value in inputs.items():
-        spec = template.inputs.get(name)
-        if spec is not None and spec.secret:
-            fresh[name] = value
-            continue
-        fresh[name] = perturb_value(value)
-        if not is_trivial(value):
-            strong.add(value, fresh[name])
     sent: set[str] = set()
     for record in recording:
         for _, node in walk(record.resolved_input):
@@ -191,6 +201,17 @@ def _changed_world(template: Template, inputs: Mapping[str, JSON], recording: Se
             if isinstance(node, str):  # ids the agent wrote inside its own text are its own too
                 sent.update(_canon(m.group(0)) for m in _TEXT_ID_RE.finditer(node) if m.group(0) not in strong)
         _note_outputs(record.output, strong, weak, sent)
+    fresh: dict[str, JSON] = {}
+    for name, value in inputs.items():
+        spec = template.inputs.get(name)
+        if spec is not None and spec.secret:
+            fresh[name] = value
+        elif value in strong:  # a server gave it before it was sent: in another world the server gives another
+            fresh[name] = perturb_value(perturb_value(value))
+        else:
+            fresh[name] = perturb_value(value)
+            if not is_trivial(value):
+                strong.add(value, fresh[name])
     changed: list[StepRecord] = []
     expected: dict[str, JSON] = {}
     weak_items = _WeakItems(recording)
@@ -216,7 +237,8 @@ def _note_outputs(output: JSON, strong: _Swap, weak: _Swap, sent: set[str]) -> N
         else:  # a weak value changes only where it is the whole value: inside a sentence it is a word
             weak.add(node, perturb_value(node), inside_text=not isinstance(node, str))
         if isinstance(node, str):
-            for match in _TEXT_ID_RE.finditer(node):  # an id written inside text: "with hash 5c22ab1…"
+            # an id written inside text ("with hash 5c22ab1…"), a date inside a date-time
+            for match in [*_TEXT_ID_RE.finditer(node), *_DATE_PIECE_RE.finditer(node)]:
                 piece = match.group(0)
                 if piece != node and _canon(piece) not in sent and piece not in strong:
                     strong.add(piece, perturb_value(piece))
@@ -285,6 +307,8 @@ def generalize(template: Template, inputs: Mapping[str, JSON], recording: Sequen
         _, held = get_at(written.get(difference.step), keys)
         recorded = repr(before) if found else "?"
         kind = _kind(recorded, difference.recorded, difference.got, world.stale_texts)
+        if kind == "wrong value" and isinstance(held, str) and held.startswith("@input."):
+            kind = "missed ref"
         whole_ref = (
             isinstance(held, str) and held.startswith("@") and (difference.step, difference.field) not in computed
         )

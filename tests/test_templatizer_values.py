@@ -303,3 +303,12 @@ def test_thin_candidates_are_left_out_of_a_plain_save() -> None:
     first = templatize([s.steps], name="t")
     assert first.ticked_inputs == {"text": "Deploy finished for checkout"}
     assert [item.name for item in first.likely_inputs if not item.ticked] == ["channel"]
+
+
+def test_an_id_a_server_gave_made_an_input_is_a_missed_ref_in_the_changed_world() -> None:
+    s = _issue_session()
+    as_input = templatize([s.steps], name="t", inputs={"project": "Web Platform", "issue_id": "ISS-88123"})
+    assert inputs_of(as_input)["assign_1"]["issue_id"] == "@input.issue_id"  # type: ignore[index]
+    checked = verify(as_input, [s.steps])
+    assert checked.verified
+    assert [(f.field, f.kind) for f in checked.generalization] == [("$.issue_id", "missed ref")]

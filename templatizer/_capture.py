@@ -36,8 +36,9 @@ _GLUED_STRENGTH: Final = 0.9
 _MIN_TEXT: Final = 2
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9]+")
 _SAMPLE: Final = 6  # texts kept per token (the latest): a lookup costs the same however long the recording
-_CONTEXT_WORDS: Final = 4  # words of context tried on each side, nearest first
-_CONTEXT_RE: Final = re.compile(r"\s*\S+\s*|\s+")  # a word with the spaces around it
+_WORD_RE: Final = re.compile(r"[A-Za-z0-9]")
+_CONTEXT_WORDS: Final = 6  # tokens of context tried on each side, nearest first
+_CONTEXT_RE: Final = re.compile(r"\s+|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")  # spaces, a word, one other character
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,7 @@ class Capture:
     source: str  # the ref to the text, e.g. `@git_commit_1`
     pattern: str
     number: bool
+    piece: bool = False  # the value is a part of the argument's text (`{{@extract_1}}` inside it)
 
     @property
     def code(self) -> str:
@@ -156,16 +158,18 @@ def patterns(text: str, start: int, value: str) -> Iterator[str]:
     before = _words(text[:start], reverse=True)[:_CONTEXT_WORDS]
     after = _words(text[start + len(value) :], reverse=False)[:_CONTEXT_WORDS]
     group = f"({body})" if body else "(.+?)"
+    prose = any(c.isspace() for c in text.strip())
     for n in range(0, len(before) + 1):
         left = "".join(reversed(before[:n]))
         anchor = "^" if n == len(before) and start - len(left) == 0 else ""
-        if body and (left or anchor):
-            yield f"{anchor}{_context(left)}{group}"
-        for m in range(1, len(after) + 1):
+        for m in range(0, len(after) + 1):
             right = "".join(after[:m])
             end = "$" if start + len(value) + len(right) == len(text) else ""
-            if left or anchor or right.strip():
-                yield f"{anchor}{_context(left)}{group}{_context(right)}{end}"
+            if not (left or anchor or right.strip() or end) or not (body or right or end):
+                continue
+            if prose and not _WORD_RE.search(left + right):
+                continue  # in prose a word beside the value ("hash", "ID:") holds better than its position
+            yield f"{anchor}{_context(left)}{group}{_context(right)}{end}"
 
 
 def _fits(pattern: str, text: str, start: int, value: str) -> bool:
@@ -216,15 +220,52 @@ def _find(record: StepRecord, spec: StepSpec, texts: _Texts, runs: Sequence[Run]
             continue
         found, recorded = get_at(recorded_input, keys)
         value = _candidate(leaf, recorded) if found else None
-        if value is None:
+        if value is not None:
+            capture = _first_capture(record.name, keys, recorded, value, texts, runs, sent)
+            if capture is not None:
+                yield capture
+                continue
+        if found and isinstance(leaf, str) and isinstance(recorded, str) and not is_ref(leaf):
+            yield from _pieces(record.name, keys, leaf, texts, runs, sent)
+
+
+def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run], sent: _Texts) -> Iterator[Capture]:
+    """Names and ids inside the literal parts of a text argument (`.../notes/report-q3.txt`), each read out of
+    an earlier output: the part becomes `{{@extract_n}}`."""
+    for fragment in _LITERAL_RE.split(leaf)[::2]:
+        if "{{" in fragment or "@@" in fragment:
             continue
-        capture = _first_capture(record.name, keys, recorded, value, texts, runs, sent)
-        if capture is not None:
-            yield capture
+        for match in _PIECE_RE.finditer(fragment):
+            piece = match.group(0)
+            if piece == leaf or strength(piece) < _GLUED_STRENGTH or not _apart(fragment, match.start(), match.end()):
+                continue
+            capture = _first_capture(step, keys, piece, piece, texts, runs, sent, piece=True)
+            if capture is not None:
+                yield capture
+
+
+def _apart(text: str, start: int, end: int) -> bool:
+    """A part that stands as a word or a path segment of the argument, not cut out of a longer token."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    return before in _APART_BEFORE and (after in _APART_AFTER or (after == "." and text[end + 1 : end + 2] in " \n"))
+
+
+_APART_BEFORE: Final = " \t\n/\"'([{<|,;=#"
+_APART_AFTER: Final = " \t\n/\"')]}>|,;?#"
+_LITERAL_RE: Final = re.compile(r"(\{\{[^}]*\}\})")  # placeholders, kept by split at odd places
+_PIECE_RE: Final = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9](?![A-Za-z0-9_-])")
 
 
 def _first_capture(
-    step: str, keys: Keys, recorded: JSON, value: str, texts: _Texts, runs: Sequence[Run], sent: _Texts
+    step: str,
+    keys: Keys,
+    recorded: JSON,
+    value: str,
+    texts: _Texts,
+    runs: Sequence[Run],
+    sent: _Texts,
+    piece: bool = False,
 ) -> Capture | None:
     from_input = _from_inputs(step, keys, recorded, value, runs)
     if from_input is not None:
@@ -242,7 +283,7 @@ def _first_capture(
         number = not isinstance(recorded, str)
         for pattern in patterns(held.text, start, value):
             if _fits(pattern, held.text, start, value):
-                capture = Capture(step, keys, recorded, source, pattern, number)
+                capture = Capture(step, keys, recorded, source, pattern, number, piece)
                 if _reproduces(capture, runs):
                     return capture
     return None
@@ -273,6 +314,8 @@ def _reproduces(capture: Capture, runs: Sequence[Run]) -> bool:
         ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, capture.keys)
         if not ok:
             return False
+        if capture.piece:  # the part is read out of this recording's text and sits in its argument
+            recorded = capture.recorded if run is runs[0] else _part_of(recorded, capture.pattern, run, capture)
         try:
             got = run_code(capture.code, {"text": resolve(capture.source, run.scope())}, _LIMITS)
         except (RefError, CodeError):
@@ -287,6 +330,18 @@ def _reproduces(capture: Capture, runs: Sequence[Run]) -> bool:
 
 def _strength(value: JSON) -> float:
     return strength(value)
+
+
+def _part_of(recorded: JSON, pattern: str, run: Run, capture: Capture) -> JSON:
+    """What another recording's argument holds where this one holds the part: the capture's own result, if
+    its argument has it at word boundaries (else the recorded argument, which then fails the check)."""
+    try:
+        got = run_code(capture.code, {"text": resolve(capture.source, run.scope())}, _LIMITS)
+    except (RefError, CodeError):
+        return recorded
+    return (
+        got if isinstance(recorded, str) and isinstance(got, str) and _position(recorded, got) is not None else recorded
+    )
 
 
 def _sent_texts(record: StepRecord, order: int, sent: _Texts) -> None:
@@ -320,6 +375,17 @@ def propose_captures(
     return _rewritten(template, found)
 
 
+def _with_placeholder(text: str, piece: str, step: str) -> str | None:
+    """`text` with the first literal occurrence of `piece` (outside any `{{...}}`) as `{{@step}}`."""
+    parts = _LITERAL_RE.split(text)
+    for i in range(0, len(parts), 2):
+        start = _position(parts[i], piece)
+        if start is not None:
+            parts[i] = parts[i][:start] + "{{@" + step + "}}" + parts[i][start + len(piece) :]
+            return "".join(parts)
+    return None
+
+
 def _rewritten(template: Template, found: Sequence[Capture]) -> tuple[Template, tuple[Inference, ...]]:
     taken = {step.name for step in template.steps}
     inserted: dict[str, list[StepSpec]] = {}
@@ -332,12 +398,23 @@ def _rewritten(template: Template, found: Sequence[Capture]) -> tuple[Template, 
         name = f"extract_{n}"
         taken.add(name)
         inserted.setdefault(item.step, []).append(StepSpec(name=name, code=item.code, input={"text": item.source}))
-        inputs[item.step] = put_at(inputs[item.step], item.keys, f"@{name}")
+        if item.piece:
+            _, current = get_at(inputs[item.step], item.keys)
+            text = _with_placeholder(current, str(item.recorded), name) if isinstance(current, str) else None
+            if text is None:
+                taken.discard(name)
+                inserted[item.step].pop()
+                continue
+            inputs[item.step] = put_at(inputs[item.step], item.keys, text)
+        else:
+            inputs[item.step] = put_at(inputs[item.step], item.keys, f"@{name}")
         evidence = (
             f"{item.recorded!r} is no earlier value but is read out of the text {item.source} "
             f"(pattern {item.pattern!r}); the code step {name} reproduces it from the recording"
         )
-        inferences.append(Inference(item.step, json_path(item.keys), f"@{name}", "high", 0.9, evidence, "transform"))
+        _, held = get_at(inputs[item.step], item.keys)
+        ref = held if item.piece and isinstance(held, str) else f"@{name}"
+        inferences.append(Inference(item.step, json_path(item.keys), ref, "high", 0.9, evidence, "transform"))
     steps: list[StepSpec] = []
     for step in template.steps:
         steps += inserted.get(step.name, [])

@@ -27,12 +27,13 @@ from toolreel.templatizer._values import Keys, get_at, is_trivial, json_path, st
 
 __all__ = ["Finding", "FindingKind", "generalize", "perturb_value"]
 
-FindingKind = Literal["stale literal", "coincidental ref", "missed ref", "wrong value"]
+FindingKind = Literal["stale literal", "coincidental ref", "missed ref", "fails", "wrong value"]
 
 _STRONG: Final = 0.75  # at or above: an id the servers minted, fresh in another world
 _TEXT_ID_RE: Final = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{6,}")
 _HEX: Final = frozenset("0123456789abcdef")
 _WORD: Final = 0.55  # below: a common word (`open`, `person`), never expected to travel with its item
+_FAILED_RE: Final = re.compile(r"does not resolve|the code step failed")  # the dry replay's words
 _STALE_MIN: Final = 5  # an old text this long left in a changed field is no accident
 _DATE_RE: Final = re.compile(r"(\d{4}-\d{2}-\d{2})(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(Z|[+-]\d{2}:\d{2})?")
 _DATE_PIECE_RE: Final = re.compile(r"(?<![0-9])\d{4}-\d{2}-\d{2}(?![0-9])")
@@ -58,6 +59,8 @@ class Finding:
             return "make it an input (or a ref to the step that gives it): it stays the same in every run"
         if self.kind == "coincidental ref":
             return "keep it literal: it follows an earlier output only because the values happened to be equal"
+        if self.kind == "fails":
+            return "the step cannot run on other data: check the refs and computed values it needs"
         if self.kind == "missed ref":
             return "make it a ref to the earlier output that gives it, not an input: a server produced it"
         return "check the ref: it takes another producer's value"
@@ -232,16 +235,18 @@ def _note_outputs(output: JSON, strong: _Swap, weak: _Swap, sent: set[str]) -> N
             continue
         if _canon(node) in sent or node in strong or node in weak:
             continue
-        if strength(node) >= _STRONG:
-            strong.add(node, perturb_value(node))
-        else:  # a weak value changes only where it is the whole value: inside a sentence it is a word
-            weak.add(node, perturb_value(node), inside_text=not isinstance(node, str))
         if isinstance(node, str):
             # an id written inside text ("with hash 5c22ab1…"), a date inside a date-time
             for match in [*_TEXT_ID_RE.finditer(node), *_DATE_PIECE_RE.finditer(node)]:
                 piece = match.group(0)
                 if piece != node and _canon(piece) not in sent and piece not in strong:
                     strong.add(piece, perturb_value(piece))
+        if isinstance(node, str) and any(c.isspace() for c in node.strip()):
+            strong.add(node, strong.apply(node), inside_text=False)  # prose: the same words, its ids fresh
+        elif strength(node) >= _STRONG:
+            strong.add(node, perturb_value(node))
+        else:  # a weak value changes only where it is the whole value: inside a sentence it is a word
+            weak.add(node, perturb_value(node), inside_text=not isinstance(node, str))
 
 
 class _WeakItems:
@@ -312,6 +317,8 @@ def generalize(template: Template, inputs: Mapping[str, JSON], recording: Sequen
         whole_ref = (
             isinstance(held, str) and held.startswith("@") and (difference.step, difference.field) not in computed
         )
+        if difference.field == "$" and _FAILED_RE.match(difference.got):
+            kind, whole_ref = "fails", True
         if kind == "stale literal" or whole_ref:
             findings.append(
                 Finding(difference.step, difference.field, kind, recorded, difference.recorded, difference.got, before)

@@ -312,3 +312,35 @@ def test_an_id_a_server_gave_made_an_input_is_a_missed_ref_in_the_changed_world(
     checked = verify(as_input, [s.steps])
     assert checked.verified
     assert [(f.field, f.kind) for f in checked.generalization] == [("$.issue_id", "missed ref")]
+
+
+def test_a_file_name_read_out_of_a_search_result_is_interpolated_into_the_path_it_is_moved_to() -> None:
+    s = Session()
+    s.call("search_files", {"path": "/home/ana/work", "pattern": "*.csv"}, "/home/ana/work/exports/sales-2026q3.csv")
+    move = {
+        "source": "/home/ana/work/exports/sales-2026q3.csv",
+        "destination": "/home/ana/work/archive/sales-2026q3.csv",
+    }
+    s.call("move_file", move, "Moved")
+    result = saved(s, {"root": "/home/ana/work"})
+    assert inputs_of(result)["move_file_1"] == {
+        "source": "@search_files_1",
+        "destination": "{{@input.root}}/archive/{{@extract_1}}",
+    }
+    assert verify(result, [s.steps]).generalization == ()
+
+
+def test_an_extraction_that_only_fits_the_recorded_text_is_reported_as_failing_on_other_data() -> None:
+    s = Session()
+    sha = "cd42d7e59a39c173644cad96f25767e7123eaa71"
+    s.call("git_commit", {"message": "Raise timeout"}, f"Changes committed successfully with hash {sha}")
+    s.call("git_show", {"revision": sha}, f"commit {sha}")
+    good = saved(s, {"message": "Raise timeout"})
+    brittle = "export default function(input) {\n  return input.text.match(/(cd42d7e5[0-9a-f]+)/)[1];\n}\n"
+    steps = tuple(
+        dataclasses.replace(spec, code=brittle) if spec.name == "extract_1" else spec for spec in good.template.steps
+    )
+    result = dataclasses.replace(good, template=dataclasses.replace(good.template, steps=steps))
+    checked = verify(result, [s.steps])
+    assert checked.verified  # on the recording itself it extracts the right hash
+    assert ("extract_1", "$", "fails") in {(f.step, f.field, f.kind) for f in checked.generalization}

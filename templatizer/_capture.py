@@ -84,11 +84,17 @@ class _Texts:
         for keys, node in walk(output):
             if isinstance(node, str) and len(node) >= _MIN_TEXT:
                 entry = _Text(step, order, keys, node)
+                by_token = self._by_token
                 for token in set(_TOKEN_RE.findall(node)):
-                    kept = self._by_token.setdefault(token, [])
-                    if self._latest or len(kept) < _SAMPLE:
+                    kept = by_token.get(token)
+                    if kept is None:
+                        by_token[token] = [entry]
+                    elif self._latest:
                         kept.append(entry)
-                    del kept[:-_SAMPLE]
+                        if len(kept) > _SAMPLE:
+                            del kept[0]
+                    elif len(kept) < _SAMPLE:
+                        kept.append(entry)
 
     def holding(self, value: str, *, whole: bool = False) -> list[_Text]:
         """Texts holding `value` at word boundaries (`whole`: or equal to it), latest first."""

@@ -15,6 +15,7 @@ from toolreel.core.refs import RESERVED_ROOTS, MappingScope, ref_roots, refs_in,
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._capture import propose_captures
+from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
 from toolreel.templatizer._inputs import InputTable, Schemas, likely_inputs
@@ -67,7 +68,8 @@ def templatize(
     template = _build(name, description or _describe(kept), kept, results, names, table, keep_order, reads)
     template, transforms = propose_transforms(template, kept, runs, named=set(inputs or {}))
     template, captures = propose_captures(template, kept, runs)
-    transforms += captures
+    template, dates = propose_dates(template, kept, runs)
+    transforms += captures + dates
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
     likely, stayed = likely_inputs(literals, set(template.inputs), schemas) if len(runs) == 1 else ([], [])

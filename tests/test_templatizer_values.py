@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from tests.test_templatizer import Session, applied, inputs_of
 from toolreel.core.model import JSON
 from toolreel.core.template import Template
@@ -344,3 +346,25 @@ def test_an_extraction_that_only_fits_the_recorded_text_is_reported_as_failing_o
     checked = verify(result, [s.steps])
     assert checked.verified  # on the recording itself it extracts the right hash
     assert ("extract_1", "$", "fails") in {(f.step, f.field, f.kind) for f in checked.generalization}
+
+
+@pytest.mark.parametrize(
+    ("written", "fmt"),
+    [("26/11/2026", "%d/%m/%Y"), ("November 26", "%B %e"), ("Thursday 26 November", "%A %e %B")],
+)
+def test_a_clocks_date_written_in_another_format_is_reformatted_from_the_clock(written: str, fmt: str) -> None:
+    s = Session()
+    s.call("get_current_time", {"timezone": "Europe/Berlin"}, {"datetime": "2026-11-26T11:02:13+01:00"})
+    s.call("post", {"channel": "standup", "text": written}, {"ok": True})
+    result = saved(s, {"timezone": "Europe/Berlin"})
+    [inference] = [i for i in result.applied if i.step == "post_1" and i.input_path == "$.text"]
+    assert inference.ref == "@format_date_1" and fmt in inference.evidence
+    assert verify(result, [s.steps]).generalization == ()  # on another day it writes that day
+
+
+def test_a_date_the_user_typed_before_any_clock_is_not_reformatted() -> None:
+    s = Session()
+    s.call("book", {"day": "26/11/2026"}, {"id": "bk_5f3a9c", "at": "2026-11-26T09:00:00Z"})
+    s.call("confirm", {"day": "26/11/2026", "booking": "bk_5f3a9c"}, {"ok": True})
+    result = saved(s)
+    assert not code_steps(result.template)

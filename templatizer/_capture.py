@@ -76,9 +76,8 @@ class _Text:
 class _Texts:
     """Every string of the outputs so far, by the words it holds (a bounded sample per word)."""
 
-    def __init__(self, *, latest: bool = True) -> None:
+    def __init__(self) -> None:
         self._by_token: dict[str, list[_Text]] = {}
-        self._latest = latest  # keep the latest texts per word (else the first ones)
 
     def add(self, step: str, order: int, output: JSON) -> None:
         for keys, node in walk(output):
@@ -89,12 +88,10 @@ class _Texts:
                     kept = by_token.get(token)
                     if kept is None:
                         by_token[token] = [entry]
-                    elif self._latest:
+                    else:
                         kept.append(entry)
                         if len(kept) > _SAMPLE:
                             del kept[0]
-                    elif len(kept) < _SAMPLE:
-                        kept.append(entry)
 
     def holding(self, value: str, *, whole: bool = False) -> list[_Text]:
         """Texts holding `value` at word boundaries (`whole`: or equal to it), latest first."""
@@ -219,7 +216,7 @@ def _delimited(text: str, start: int, value: str) -> bool:
     )
 
 
-def _find(record: StepRecord, spec: StepSpec, texts: _Texts, runs: Sequence[Run], sent: _Texts) -> Iterator[Capture]:
+def _find(record: StepRecord, spec: StepSpec, texts: _Texts, runs: Sequence[Run], sent: _Sent) -> Iterator[Capture]:
     recorded_input = record.resolved_input if record.resolved_input is not None else {}
     for keys, leaf in walk(spec.input):
         if isinstance(leaf, dict | list) or not keys:
@@ -235,7 +232,7 @@ def _find(record: StepRecord, spec: StepSpec, texts: _Texts, runs: Sequence[Run]
             yield from _pieces(record.name, keys, leaf, texts, runs, sent)
 
 
-def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run], sent: _Texts) -> Iterator[Capture]:
+def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run], sent: _Sent) -> Iterator[Capture]:
     """Names and ids inside the literal parts of a text argument (`.../notes/report-q3.txt`), each read out of
     an earlier output: the part becomes `{{@extract_n}}`."""
     for fragment in _LITERAL_RE.split(leaf)[::2]:
@@ -270,14 +267,15 @@ def _first_capture(
     value: str,
     texts: _Texts,
     runs: Sequence[Run],
-    sent: _Texts,
+    sent: _Sent,
     piece: bool = False,
 ) -> Capture | None:
     from_input = _from_inputs(step, keys, recorded, value, runs)
     if from_input is not None:
         return from_input  # read out of what the user gave (the id in the issue's URL): that is its origin
-    echoes = [t.order for t in sent.holding(value, whole=True)]
-    for held in texts.holding(value):
+    holders = texts.holding(value)
+    echoes = [t.order for t in sent.holding(value, whole=True)] if holders else []
+    for held in holders:
         if echoes and min(echoes) <= held.order:
             return None  # the agent had sent it before this text held it: an echo of its own value
         start = _position(held.text, value)
@@ -350,13 +348,23 @@ def _part_of(recorded: JSON, pattern: str, run: Run, capture: Capture) -> JSON:
     )
 
 
-def _sent_texts(record: StepRecord, order: int, sent: _Texts) -> None:
-    """What the agent sent at this step, strings and numbers' texts, for the echo check."""
-    for _, node in walk(record.resolved_input):
-        if isinstance(node, int | float) and not isinstance(node, bool):
-            sent.add(record.name, order, json.dumps(node))
-        elif isinstance(node, str):
-            sent.add(record.name, order, node)
+class _Sent:
+    """What the agent sent, step by step, searched only when an output's text holds a candidate value."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[int, JSON]] = []
+
+    def add(self, record: StepRecord, order: int) -> None:
+        self.records.append((order, record.resolved_input))
+
+    def holding(self, value: str, *, whole: bool = True) -> list[_Text]:
+        found: list[_Text] = []
+        for order, sent in self.records:
+            for keys, node in walk(sent):
+                text = json.dumps(node) if isinstance(node, int | float) and not isinstance(node, bool) else node
+                if isinstance(text, str) and (text == value or _bounded(text, value)):
+                    found.append(_Text("", order, keys, text))
+        return found
 
 
 # --------------------------------------------------------------------------- the template
@@ -367,13 +375,13 @@ def propose_captures(
 ) -> tuple[Template, tuple[Inference, ...]]:
     """The template with an extraction `code` step before each literal an earlier output's text explains."""
     specs = {step.name: step for step in template.steps}
-    texts, sent = _Texts(), _Texts(latest=False)
+    texts, sent = _Texts(), _Sent()
     found: list[Capture] = []
     for order, record in enumerate(kept, start=1):
         spec = specs.get(record.name)
         if spec is not None and spec.tool is not None:
             found += _find(record, spec, texts, runs, sent)
-        _sent_texts(record, order, sent)
+        sent.add(record, order)
         if record.name in runs[0].outputs:
             texts.add(record.name, order, runs[0].outputs[record.name])
     if not found:

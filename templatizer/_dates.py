@@ -36,6 +36,7 @@ FORMATS: Final = (
     *("%B %e, %Y", "%B %e", "%e %B %Y", "%e %B", "%b %e, %Y", "%b %e", "%e %b %Y", "%e %b", "%A", "%A %e %B"),
 )
 _ISO_RE: Final = r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?"
+_ISO: Final = re.compile(_ISO_RE)
 _MONTHS: Final = (
     *("January", "February", "March", "April", "May", "June", "July"),
     *("August", "September", "October", "November", "December"),
@@ -98,10 +99,12 @@ class _Renderings:
         self.by_text: dict[str, list[tuple[str, str]]] = {}
 
     def add(self, step: str, output: JSON) -> None:
+        if not _ISO.search(json.dumps(output)):
+            return  # most outputs hold no date: one pass in C instead of a walk
         for keys, node in walk(output):
-            if not isinstance(node, str) or len(node) > 64:
+            if not isinstance(node, str) or not 10 <= len(node) <= 64 or "-" not in node:
                 continue
-            match = re.search(_ISO_RE, node)
+            match = _ISO.search(node)
             if match is None:
                 continue
             source = f"@{step}{json_path(keys)[1:]}"
@@ -123,6 +126,11 @@ def _literals(spec: StepSpec, record: StepRecord) -> Iterator[tuple[Keys, str]]:
 
 def _named(value: JSON) -> bool:
     return isinstance(value, str) and any(name in value for name in (*_MONTHS, *_DAYS))
+
+
+def _sent(value: str, earlier: Sequence[StepRecord]) -> bool:
+    """The agent sent this value itself before (a date the user gave): looked up only for a match."""
+    return any(node == value for record in earlier for _, node in walk(record.resolved_input))
 
 
 def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
@@ -148,20 +156,18 @@ def propose_dates(
     """The template with a reformatting `code` step before each literal an earlier date-time explains."""
     specs = {step.name: step for step in template.steps}
     renderings = _Renderings()
-    sent: set[str] = set()
     found: list[_Found] = []
-    for record in kept:
+    for order, record in enumerate(kept):
         spec = specs.get(record.name)
-        if spec is not None and spec.tool is not None:
+        if spec is not None and spec.tool is not None and renderings.by_text:
             for keys, value in _literals(spec, record):
                 sources = {source for source, _ in renderings.by_text.get(value, [])}
-                if value in sent or len(sources) != 1:
-                    continue  # the agent's own value, or two date-times give it: no single explanation
+                if len(sources) != 1 or _sent(value, kept[:order]):
+                    continue  # two date-times give it, or the agent's own value: no single explanation
                 source, fmt = renderings.by_text[value][-1]
                 item = _Found(record.name, keys, value, source, fmt)
                 if _reproduces(item, runs):
                     found.append(item)
-        sent.update(node for _, node in walk(record.resolved_input) if isinstance(node, str))
         if record.name in runs[0].outputs:
             renderings.add(record.name, runs[0].outputs[record.name])
     return _rewritten(template, found) if found else (template, ())

@@ -368,3 +368,19 @@ def test_a_date_the_user_typed_before_any_clock_is_not_reformatted() -> None:
     s.call("confirm", {"day": "26/11/2026", "booking": "bk_5f3a9c"}, {"ok": True})
     result = saved(s)
     assert not code_steps(result.template)
+
+
+def test_the_form_shows_thin_candidates_unticked_and_applies_them_only_when_ticked() -> None:
+    from toolreel.gateway.save_form import form_schema, read_answer
+
+    s = Session()
+    s.call("post_message", {"channel": "ops-alerts", "text": "Deploy finished for checkout"}, {"ts": "1732615200.1"})
+    candidates = templatize([s.steps], name="t").likely_inputs
+    fields = form_schema(candidates)["properties"]
+    assert fields["use_text"]["default"] is True
+    assert fields["use_channel"]["default"] is False and "thin" in fields["use_channel"]["description"]
+    assert read_answer(candidates, {}) == {"text": "Deploy finished for checkout"}
+    assert read_answer(candidates, {"use_channel": True}) == {
+        "text": "Deploy finished for checkout",
+        "channel": "ops-alerts",
+    }

@@ -5,6 +5,8 @@ Quality, per corpus recording (fixtures/recordings/*.json, real sessions with ha
   inputs come from what varies); every template value holding a ref, compared with the expected ones.
 - inputs: templatize naming nothing; the values reported as likely inputs or made inputs (from
   variation), compared with the expected input values (secrets excluded: they are inputs by construction).
+A third column: the saved template passes the generalization check (replayed dry on a changed world: fresh
+inputs, fresh ids pushed through the outputs that carried them).
 Transforms: the sessions of fixtures/recordings/transforms/ (literals that are functions of earlier outputs,
 and decoys); how many expected code steps are proposed, how many proposed are wrong.
 Speed: generated recordings of 1,000 and 2,000 steps (ids minted by "servers", nested outputs, cursors,
@@ -87,7 +89,7 @@ def _canonical(value: JSON) -> str:
 
 
 def score_inputs(entry: CorpusEntry, result: TemplatizeResult) -> tuple[int, int, int, list[str]]:
-    predicted = {_canonical(likely.value) for likely in result.likely_inputs}
+    predicted = {_canonical(likely.value) for likely in result.likely_inputs if likely.ticked}
     predicted |= {
         _canonical(value) for name, value in result.input_values.items() if not result.template.inputs[name].secret
     }
@@ -97,34 +99,38 @@ def score_inputs(entry: CorpusEntry, result: TemplatizeResult) -> tuple[int, int
     return len(predicted & expected), len(predicted), len(expected), problems
 
 
-def verified(entry: CorpusEntry) -> bool:
-    """The template a plain save would store (likely inputs applied) replays its own recordings dry."""
-    first = templatize(entry.recordings, name=entry.name)
-    chosen = {likely.name: likely.value for likely in first.likely_inputs}
-    result = templatize(entry.recordings, name=entry.name, inputs=chosen) if chosen else first
-    return verify(result, list(entry.recordings)).verified
+def verified(entry: CorpusEntry) -> tuple[bool, bool]:
+    """The template a plain save would store (likely inputs applied) replays its own recordings dry; and it
+    passes the generalization check (replayed on a changed world, each step's input changes as it should)."""
+    first = templatize(entry.recordings, name=entry.name, schemas=entry.tools)
+    chosen = first.ticked_inputs
+    result = templatize(entry.recordings, name=entry.name, inputs=chosen, schemas=entry.tools) if chosen else first
+    checked = verify(result, list(entry.recordings))
+    return checked.verified, checked.verified and not checked.generalization
 
 
 def quality(corpus: Sequence[CorpusEntry], verbose: bool) -> dict[str, tuple[int, int, int]]:
-    totals = {"refs": [0, 0, 0], "inputs": [0, 0, 0], "verified": [0, 0, 0]}
+    totals = {"refs": [0, 0, 0], "inputs": [0, 0, 0], "verified": [0, 0, 0], "generalizes": [0, 0, 0]}
     print(
         f"{'recording':<22} {'runs':>4} {'steps':>5}  {'refs ok/found/expected':>24}  {'inputs ok/found/expected':>26}"
-        "  verified"
+        "  verified  generalizes"
     )
     for entry in corpus:
         several = len(entry.recordings) > 1
         named = None if several else dict(entry.inputs)
-        with_names = templatize(entry.recordings, name=entry.name, inputs=named)
+        with_names = templatize(entry.recordings, name=entry.name, inputs=named, schemas=entry.tools)
         refs = score_refs(entry, template_refs(with_names))
-        unnamed = with_names if several else templatize(entry.recordings, name=entry.name)
+        unnamed = with_names if several else templatize(entry.recordings, name=entry.name, schemas=entry.tools)
         inputs = score_inputs(entry, unnamed)
-        checked = verified(entry)
-        totals["verified"] = [totals["verified"][0] + checked, totals["verified"][1] + 1, totals["verified"][2] + 1]
+        checked, general = verified(entry)
+        for key, ok in (("verified", checked), ("generalizes", general)):
+            totals[key] = [totals[key][0] + ok, totals[key][1] + 1, totals[key][2] + 1]
         for key, figures in (("refs", refs), ("inputs", inputs)):
             totals[key] = [a + b for a, b in zip(totals[key], figures[:3], strict=True)]
         print(
             f"{entry.name:<22} {len(entry.recordings):>4} {len(entry.steps):>5}  "
-            f"{'/'.join(map(str, refs[:3])):>24}  {'/'.join(map(str, inputs[:3])):>26}  {'yes' if checked else 'NO'}"
+            f"{'/'.join(map(str, refs[:3])):>24}  {'/'.join(map(str, inputs[:3])):>26}  "
+            f"{'yes' if checked else 'NO':>8}  {'yes' if general else 'NO':>11}"
         )
         if verbose:
             for problem in refs[3] + inputs[3]:
@@ -255,7 +261,13 @@ def quality_bars(part: str, totals: dict[str, tuple[int, int, int]]) -> list[tup
         ]
     ok, sessions, _ = totals["verified"]
     print(f"verified {ok}/{sessions} sessions (the saved template replays its recordings dry)")
-    return [*bars, (f"{part} verification true for {ok}/{sessions} sessions", ok == sessions)]
+    general, _, _ = totals["generalizes"]
+    print(f"generalizes {general}/{sessions} sessions (replayed on a changed world, each input changes as it should)")
+    return [
+        *bars,
+        (f"{part} verification true for {ok}/{sessions} sessions", ok == sessions),
+        (f"{part} generalization check passed by {general}/{sessions} sessions", general == sessions),
+    ]
 
 
 def main() -> int:

@@ -49,11 +49,12 @@ def form_schema(candidates: Sequence[LikelyInput]) -> dict[str, Any]:
         value = repr(likely.value)
         shown = value if len(value) <= _SHOWN else value[: _SHOWN - 3] + "..."
         where = ", ".join(f"{step} {path}" for step, path in likely.used_at)
+        thin = "" if likely.ticked else " Proposed unticked: the evidence is thin; tick it to make it an input."
         properties[f"use_{likely.name}"] = {
             "type": "boolean",
             "title": f"Make {shown} an input",
-            "description": f"Recorded value {shown}, used in {where}. Untick to keep it fixed.",
-            "default": True,
+            "description": f"Recorded value {shown}, used in {where}. Untick to keep it fixed.{thin}",
+            "default": likely.ticked,
         }
         properties[f"name_{likely.name}"] = {
             "type": "string",
@@ -68,7 +69,7 @@ def read_answer(candidates: Sequence[LikelyInput], content: Mapping[str, Any] | 
     content = content or {}
     chosen: dict[str, JSON] = {}
     for likely in candidates:
-        if content.get(f"use_{likely.name}", True) is False:
+        if content.get(f"use_{likely.name}", likely.ticked) is not True:
             continue
         name = str(content.get(f"name_{likely.name}") or likely.name).strip()
         if not _NAME_RE.fullmatch(name):

@@ -141,21 +141,28 @@ class _Catalogue:
         draft = _Draft(self, recordings, arguments, name)
         result = draft.templatize(given)
         note = None
-        if given is None and result.likely_inputs:
+        offered = [*result.likely_inputs, *(await self._fixes(result, recordings))] if given is None else []
+        if offered:
             dry = bool(arguments.get("dry_run"))  # a dry run asks the user nothing
-            asked = None if dry else await save_form.ask(link, name, result.likely_inputs)
+            asked = None if dry else await save_form.ask(link, name, offered)
             if asked is not None and asked.declined:
                 text = f"Not saved: the form for template {name!r} was declined, so nothing was saved."
                 return _answer(text, {"saved": False, "declined": True})
             if asked is None:
-                chosen = {likely.name: likely.value for likely in result.likely_inputs}
+                chosen = result.ticked_inputs  # thin ones are proposed, never applied without the user
                 why = "this is a dry run" if dry else "this client cannot show a confirmation form"
-                note = _applied_note(chosen, why)
+                note = _applied_note(chosen, why, [likely.name for likely in result.likely_inputs if not likely.ticked])
             else:
                 chosen = dict(asked.inputs)
             result = draft.templatize(chosen)
         result = self._remembering(result)
         return await self._finish(result, recordings, arguments, note)
+
+    async def _fixes(self, result: TemplatizeResult, recordings: list[Sequence[StepRecord]]) -> list[Any]:
+        """What the generalization check would change, offered unticked in the form beside the likely inputs."""
+        from toolreel.templatizer import propose_fixes, verify
+
+        return propose_fixes(result, await anyio.to_thread.run_sync(verify, result, recordings))
 
     def _remembering(self, result: TemplatizeResult) -> TemplatizeResult:
         """The template with the config entries of the servers its tools come from."""
@@ -284,6 +291,7 @@ class _Draft:
             "steps": arguments.get("steps"),
             "include_failed": bool(arguments.get("include_failed", False)),
             "read_only": catalogue.hook.hub.read_only_tools(),
+            "schemas": catalogue.hook.hub.input_schemas(),
         }
 
     def templatize(self, inputs: Mapping[str, Any] | None) -> TemplatizeResult:
@@ -292,12 +300,15 @@ class _Draft:
         return templatize(self.recordings, inputs=inputs, **self.options)
 
 
-def _applied_note(chosen: Mapping[str, Any], why: str) -> str:
-    names = ", ".join(chosen)
-    return (
+def _applied_note(chosen: Mapping[str, Any], why: str, unticked: Sequence[str] = ()) -> str:
+    names = ", ".join(chosen) or "none"
+    note = (
         f"The likely inputs ({names}) were applied because {why}; "
         "to keep a value fixed, save again with inputs naming only the values that should change."
     )
+    if unticked:
+        note += f" Proposed but not applied (thin evidence): {', '.join(unticked)}; name them in inputs to use them."
+    return note
 
 
 def _servers_note(servers: Mapping[str, Mapping[str, Any]]) -> str | None:

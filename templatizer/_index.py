@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
 from toolreel.core.model import JSON
@@ -24,6 +25,7 @@ from toolreel.templatizer._values import (
     is_cursor_key,
     is_short_piece,
     is_volatile_key,
+    key_tokens,
     number_text,
 )
 
@@ -85,6 +87,28 @@ def _view(raw: _Raw | None) -> Bucket:
 _EMPTY = Bucket()
 
 
+@lru_cache(maxsize=4096)
+def _clock(key: str) -> bool:
+    return _CLOCK_RE.fullmatch("_".join(key_tokens(key))) is not None
+
+
+@lru_cache(maxsize=4096)
+def _hidden(key: str) -> bool:
+    """Volatile keys hide their values from the index, except a clock's (see `_lasting`)."""
+    return is_volatile_key(key) and not _clock(key)
+
+
+def _lasting(node: JSON, keys: Keys) -> bool:
+    """A whole datetime a clock gave (`datetime`, `now`, `current_time`): it changes on every call, which
+    is why an argument equal to it was read from it (`since: <the time the clock gave>`). A record's own
+    timestamps (`created_at`) and shorter values (a date) equal other values by chance."""
+    return isinstance(node, str) and len(node) >= _LASTING and "_meta" not in keys
+
+
+_CLOCK_RE: Final = re.compile(r"(?:current_|local_|utc_)?(?:datetime|date_time|time|now|timestamp)")
+_LASTING: Final = 16
+
+
 class OutputIndex:
     def __init__(self) -> None:
         self.interner = Interner()
@@ -111,8 +135,10 @@ class OutputIndex:
     def add_output(self, step: str, tool: str, order: int, output: JSON) -> None:
         """Index every node of a step's output, except echoes (values the agent had already sent:
         the server only repeated them) and what sits under volatile keys (timestamps, `_meta`)."""
-        for keys, node, node_id in self.interner.nodes(output, skip=is_volatile_key):
+        for keys, node, node_id in self.interner.nodes(output, skip=_hidden):
             if node is None or node is True or node is False or node == "" or node == [] or node == {}:
+                continue
+            if keys and isinstance(keys[-1], str) and _clock(keys[-1]) and not _lasting(node, keys):
                 continue
             if node == REDACTED:  # a secret the step produced (a token): all redacted values look alike
                 key = next((k for k in reversed(keys) if isinstance(k, str)), None)

@@ -45,6 +45,7 @@ _NAMED_MIN: Final = 3  # a named input is found inside strings from this length 
 _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output only under a matching key name
 # A piece this weak (a word, "33") becomes a ref only beside another piece of the same output.
 _BACKED_PIECE: Final = 0.3
+_ALIGNED_WORD: Final = 0.55  # a weaker string (`open`, `high`) is vocabulary, in many items by design
 _PRIORITY: Final[dict[str, int]] = {"exact": 3, "subtree": 3, "confirmed": 3, "substring": 2, "input": 2, "coerced": 1}
 
 
@@ -111,6 +112,7 @@ class StepInferrer:
         self.redacted = set(record.redacted)
         self.ids: dict[Keys, int] = {}
         self.backers: set[str] = set()  # steps whose one output holds two or more of these arguments
+        self.homes: dict[tuple[str, Keys], int] = {}  # (step, list item) -> how many of these arguments it holds
         self.result = StepResult(record.name, None)
 
     def infer(self) -> StepResult:
@@ -118,6 +120,7 @@ class StepInferrer:
         written = self.record.input if self.record.input is not None else resolved
         self.ids = self.index.interner.intern_tree(resolved)
         self.backers = self._joint_sources(resolved)
+        self.homes = self._item_homes(resolved)
         self.result.template_input = self._node((), resolved, written)
         return self.result
 
@@ -160,7 +163,8 @@ class StepInferrer:
         if chosen is not None:
             return chosen
         if _may_be_chosen(value, cands):
-            self.result.literals.append(Unexplained(self.record.name, keys, value))
+            tool = f"{self.record.server}__{self.record.tool}" if self.record.server else self.record.tool or ""
+            self.result.literals.append(Unexplained(self.record.name, keys, value, tool))
         return literal(value)
 
     # ------------------------------------------------------------------ deciding
@@ -342,6 +346,29 @@ class StepInferrer:
                     found.setdefault(occ.step, set()).add(self.ids[keys])
         return {step for step, values in found.items() if len(values) >= 2}
 
+    def _item_homes(self, arguments: JSON) -> dict[tuple[str, Keys], int]:
+        """For each list item of an earlier output, how many distinct argument values of this call it holds.
+
+        Arguments that came from one item take the same item (structural alignment): the amount of the
+        invoice whose id sits in the neighbouring argument, not an equal amount on another page."""
+        found: dict[tuple[str, Keys], set[int]] = {}
+        for keys, node in walk(arguments):
+            if isinstance(node, dict | list | bool) or node is None or is_trivial(node) or "_meta" in keys:
+                continue
+            if isinstance(node, str) and text_strength(node) < _ALIGNED_WORD:
+                continue  # a word such as `open` sits in many items by design
+            bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
+            for occ in bucket.sample():
+                home = _item_of(occ.keys)
+                if home is not None:
+                    found.setdefault((occ.step, home), set()).add(self.ids[keys])
+        return {home: len(values) for home, values in found.items()}
+
+    def _aligned(self, occ: Occurrence) -> int:
+        """How many other arguments of this call come from the same list item as this occurrence."""
+        home = _item_of(occ.keys)
+        return self.homes.get((occ.step, home), 1) - 1 if home is not None else 0
+
     def _coerced(self, keys: Keys, value: JSON) -> list[_Cand]:
         if value is None or isinstance(value, bool) or is_trivial(value) or is_cursor_key(last_key(keys)):
             return []
@@ -368,11 +395,14 @@ class StepInferrer:
             score = piece * base + 0.15 * sim
         else:
             score = base + 0.25 * sim
+        aligned = self._aligned(occ) if kind in ("exact", "coerced") else 0
+        if aligned and weight >= _ALIGNED_WORD:
+            score = max(score, HIGH) + 0.05  # beside values of the same item: that item, not an equal one
         if is_trivial(_value_at(self.record.resolved_input, keys)) and kind != "subtree":
             score = min(score, MEDIUM - 0.01)  # small numbers: only several recordings can confirm them
         indexes = sum(1 for key in occ.keys if isinstance(key, int))
-        evidence = partial(_evidence, occ, keys, kind, places, sim)
-        return _Cand(ref, kind, min(score, 1.0), evidence, rank=(-indexes, occ.order, -len(occ.keys)))
+        evidence = partial(_evidence, occ, keys, kind, places, sim, aligned)
+        return _Cand(ref, kind, min(score, 1.0), evidence, rank=(aligned, -indexes, occ.order, -len(occ.keys)))
 
     def _substrings(self, keys: Keys, value: str) -> list[_Cand]:
         """The string with earlier outputs and inputs found inside it as `{{@ref}}` pieces.
@@ -454,9 +484,16 @@ def _backed(scored: Sequence[tuple[str, _Cand]], backers: set[str], floor: float
     return out
 
 
-def _evidence(occ: Occurrence, keys: Keys, kind: str, places: int, sim: float) -> str:
+def _evidence(occ: Occurrence, keys: Keys, kind: str, places: int, sim: float, aligned: int = 0) -> str:
     where = f"output {json_path(occ.keys)} of step {occ.step} -> input {json_path(keys)}"
-    return f"{where}: {_WHY.get(kind, kind)}; {places} producing place(s); key similarity {sim:.2f}"
+    beside = f"; the same list item gives {aligned} other argument(s) of this call" if aligned else ""
+    return f"{where}: {_WHY.get(kind, kind)}; {places} producing place(s); key similarity {sim:.2f}{beside}"
+
+
+def _item_of(keys: Keys) -> Keys | None:
+    """The path of the innermost list element holding `keys`; None outside any list."""
+    last = max((i for i, key in enumerate(keys) if isinstance(key, int)), default=-1)
+    return keys[: last + 1] if last >= 0 else None
 
 
 def _in_version(text: str, start: int, end: int) -> bool:

@@ -1,8 +1,8 @@
 """Template inputs: named by the caller, made from redacted values, or from values that vary between runs.
 
-Also finds the literals that no output explains and that look like what a user picks per run
-(names, e-mails, paths, free text, amounts and ids typed as numbers): they are reported as likely
-inputs, applied only when the caller saves without naming inputs.
+Also weighs the literals that no output explains (`_evidence`: the tool's schema, the value's shape,
+where it recurs): the likely inputs are applied when the caller saves without naming inputs, those
+with thin evidence are proposed unticked, and the rest stay literal.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ import json
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from toolreel.core.model import JSON
 from toolreel.core.secrets import is_secret_key
 from toolreel.core.template import InputSpec
-from toolreel.templatizer._result import LikelyInput
+from toolreel.templatizer._evidence import THIN, Judgement, judge_text, param_schema
+from toolreel.templatizer._result import LikelyInput, StayedLiteral
 from toolreel.templatizer._values import (
     Keys,
     is_trivial,
@@ -30,21 +31,6 @@ from toolreel.templatizer._values import (
 )
 
 _SETTING_RE: Final = re.compile(r"^[a-z0-9]+(?:[_.:-][a-z0-9]+)*$")
-# Keys whose string values are the subject of a task rather than a setting of a tool.
-_SUBJECT_TOKENS: Final = frozenset(
-    {
-        *("name", "names", "title", "email", "mail", "path", "paths", "file", "files", "dir", "directory", "folder"),
-        *("query", "q", "search", "content", "contents", "text", "body", "message", "subject", "comment"),
-        *("description", "note", "notes", "branch", "repo", "repository", "url", "uri", "address", "phone"),
-        *("username", "login", "owner", "observation", "observations", "entity", "entities", "person", "city"),
-        *("country", "timezone", "time", "date", "when", "recipient", "to", "from"),
-        *("user", "account", "customer", "assignee", "author", "member"),
-    }
-)
-_SETTING_TOKENS: Final = frozenset(
-    {"type", "kind", "mode", "format", "sort", "order", "status", "state", "role", "level", "unit", "encoding"}
-    | {"pattern", "glob", "regex", "filter", "exclude", "include"}
-)
 # Keys whose numbers tune how a tool works (how many, how long, which page, how deep) rather than
 # say what the task is about: `limit: 50` is the same on every run, `amount: 1250` is not.
 _KNOB_TOKENS: Final = frozenset(
@@ -174,18 +160,36 @@ class Unexplained:
     step: str
     keys: Keys
     value: str | int | float
+    tool: str = ""  # the listed name (`server__tool`), to find the parameter's schema
 
 
-def likely_inputs(literals: Sequence[Unexplained], taken: set[str]) -> list[LikelyInput]:
-    """Group unexplained literals by value; report the user-chosen-looking ones, paths by common root.
+Schemas = Mapping[str, Mapping[str, Any]]  # listed tool name -> its inputSchema
 
-    A sentence holding another likely input's value (`"Adding 1250 and 4380"` beside the numbers
-    1250 and 4380) is not proposed itself: with those inputs named it becomes a string built on them.
+
+def likely_inputs(
+    literals: Sequence[Unexplained], taken: set[str], schemas: Schemas | None = None
+) -> tuple[list[LikelyInput], list[StayedLiteral]]:
+    """Group unexplained literals by value and weigh each from evidence (`_evidence`): the chosen ones are
+    likely inputs, the thin ones likely inputs proposed unticked, the rest stay literal (and those that
+    looked variable are said so). Paths are grouped by their common root.
+
+    A sentence holding another likely input's value (`"Adding 1250 and 4380"` beside the numbers, `"lead
+    of Team Falcon"` beside `"Team Falcon"`) is not proposed itself: with those inputs named it becomes a
+    string built on them.
     """
     by_value: dict[tuple[str, str], list[Unexplained]] = {}
     for literal in literals:
-        if _looks_chosen(literal):
-            by_value.setdefault((type(literal.value).__name__, str(literal.value)), []).append(literal)
+        by_value.setdefault((type(literal.value).__name__, str(literal.value)), []).append(literal)
+    judged: dict[tuple[str, str], Judgement] = {}
+    stayed: list[StayedLiteral] = []
+    for key, uses in list(by_value.items()):
+        judgement = _judge(uses, schemas or {})
+        if judgement.score < THIN:
+            del by_value[key]
+            if judgement.score >= _LOOKED_VARIABLE or judgement.reasons[0].startswith("the tool"):
+                stayed += [_stayed(lit, judgement.why) for lit in uses]
+        else:
+            judged[key] = judgement
     names = _Names(taken)
     found: list[LikelyInput] = []
     texts = [text for kind, text in by_value if kind == "str"]
@@ -193,23 +197,83 @@ def likely_inputs(literals: Sequence[Unexplained], taken: set[str]) -> list[Like
     for root, members in _path_roots(texts, made).items():
         uses = [lit for value in members for lit in by_value.pop(("str", value))]
         found.append(_likely(names.fresh("root_dir"), root, uses, f"the common directory of {len(members)} paths"))
-    for key in _built_on_others(by_value):
-        del by_value[key]
-    for uses in by_value.values():
-        found.append(_likely(names.fresh(snake(last_key(uses[0].keys) or "value")), uses[0].value, uses, _why(uses)))
-    return found
+    for key in [*_built_on_others(by_value, judged), *_inside_urls(by_value)]:
+        by_value.pop(key, None)
+    for key, uses in by_value.items():
+        judgement = judged[key]
+        name = names.fresh(snake(last_key(uses[0].keys) or "value"))
+        found.append(_likely(name, uses[0].value, uses, _why(uses, judgement), ticked=judgement.chosen))
+    return found, stayed
 
 
-def _built_on_others(by_value: Mapping[tuple[str, str], Sequence[Unexplained]]) -> list[tuple[str, str]]:
-    """The sentences (text with a space) that hold a number candidate's text as a whole number.
+_LOOKED_VARIABLE: Final = 0.25  # below THIN but above this: the summary says why it stayed literal
 
-    Only numbers: a name inside an observation ("Ada" in "Ada Lovelace") is often a value of its own."""
+
+def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
+    first = uses[0]
+    schema = param_schema(schemas.get(first.tool), first.keys)
+    steps = len({lit.step for lit in uses})
+    if isinstance(first.value, str):
+        return judge_text(first.value, first.keys, schema, steps)
+    tokens = set(key_tokens(last_key(first.keys) or ""))
+    if schema is not None and ("const" in schema or schema.get("default") == first.value):
+        return Judgement(0.0, ("the tool's schema gives this value as its default or const",))
+    if _number_chosen(first.value, tokens):
+        return Judgement(0.8, ("a number no output holds, not a count or a setting",))
+    return Judgement(0.0, ("a count, a round setting or a knob",))
+
+
+def _stayed(literal: Unexplained, why: str) -> StayedLiteral:
+    return StayedLiteral(literal.step, json_path(literal.keys), literal.value, why)
+
+
+def _built_on_others(
+    by_value: Mapping[tuple[str, str], Sequence[Unexplained]], judged: Mapping[tuple[str, str], Judgement]
+) -> list[tuple[str, str]]:
+    """The sentences (text with a space) that hold another candidate's text as a whole word or words: a
+    number's text, or a chosen string of its own in a sentence of three words or more.
+
+    A name inside a two-word value ("Ada" in "Ada Lovelace") is often a value of its own: both stay."""
     parts = [text for kind, text in by_value if kind != "str" and len(text) >= _PART_MIN]
+    named = [
+        text
+        for (kind, text) in by_value
+        if kind == "str" and len(text) >= _PART_MIN and judged[(kind, text)].chosen and not _plain_word(text)
+    ]
     out: list[tuple[str, str]] = []
     for kind, text in by_value:
-        if kind == "str" and " " in text.strip() and any(p != text and _holds_word(text, p) for p in parts):
+        if kind != "str" or " " not in text.strip():
+            continue
+        sentence = len(text.split()) >= 3
+        holds = any(p != text and _holds_word(text, p) for p in parts + (named if sentence else []))
+        if holds:
             out.append((kind, text))
     return out
+
+
+def _inside_urls(by_value: Mapping[tuple[str, str], Sequence[Unexplained]]) -> list[tuple[str, str]]:
+    """Values that sit in another candidate's URL (an issue id in the issue's link): read out of that input,
+    not a second input that must agree with it."""
+    urls = [text for kind, text in by_value if kind == "str" and _URL_RE.match(text)]
+    return [
+        (kind, text)
+        for kind, text in by_value
+        if len(text) >= _PART_MIN and any(url != text and _holds_word(_url_path(url), text) for url in urls)
+    ]
+
+
+def _url_path(url: str) -> str:
+    """The part after the host: an id there names the resource; the host names where it lives."""
+    rest = url.split("://", 1)[-1]
+    return rest[rest.find("/") :] if "/" in rest else ""
+
+
+_URL_RE: Final = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
+
+
+def _plain_word(text: str) -> bool:
+    """One lower-case word ("billing"): inside a sentence it is as likely a word of the sentence as a value."""
+    return (text.isalpha() and text.islower()) or "\n" in text
 
 
 _PART_MIN: Final = 3  # a shorter number inside a sentence is too likely to be chance
@@ -227,15 +291,18 @@ def _holds_word(text: str, part: str) -> bool:
     return False
 
 
-def _likely(name: str, value: str | int | float, uses: Sequence[Unexplained], reason: str) -> LikelyInput:
+def _likely(
+    name: str, value: str | int | float, uses: Sequence[Unexplained], reason: str, *, ticked: bool = True
+) -> LikelyInput:
     used_at = tuple(dict.fromkeys((lit.step, json_path(lit.keys)) for lit in uses))
-    return LikelyInput(name=name, value=value, type=type_name(value), used_at=used_at, reason=reason)
+    return LikelyInput(name=name, value=value, type=type_name(value), used_at=used_at, reason=reason, ticked=ticked)
 
 
-def _why(uses: Sequence[Unexplained]) -> str:
-    steps = len({lit.step for lit in uses})
-    base = "no earlier output explains it, and it looks chosen by the user"
-    return f"{base}; the same value is used by {steps} steps" if steps > 1 else base
+def _why(uses: Sequence[Unexplained], judgement: Judgement) -> str:
+    base = "no earlier output explains it" + (
+        ", and it looks chosen by the user" if judgement.chosen else "; thin evidence, so it is proposed unticked"
+    )
+    return f"{base} ({judgement.why})"
 
 
 class _Names:
@@ -254,21 +321,6 @@ class _Names:
         self.next[base] = n + 1
         self.taken.add(name)
         return name
-
-
-def _looks_chosen(literal: Unexplained) -> bool:
-    """Names, e-mails, paths, sentences: yes. Enum-like lowercase words (`asc`, `person`): settings."""
-    tokens = set(key_tokens(last_key(literal.keys) or ""))
-    if not isinstance(literal.value, str):
-        return _number_chosen(literal.value, tokens)
-    value = literal.value.strip()
-    if len(value) < 2:
-        return False
-    if tokens & _SETTING_TOKENS and not tokens & {"name", "title", "path"}:
-        return False
-    if tokens & _SUBJECT_TOKENS:
-        return True
-    return _SETTING_RE.match(value) is None
 
 
 def _number_chosen(value: int | float, tokens: set[str]) -> bool:

@@ -63,6 +63,7 @@ class LikelyInput:
     type: str | None
     used_at: tuple[tuple[str, str], ...]  # (step, input_path), the value itself or inside a string
     reason: str
+    ticked: bool = True  # False: thin evidence, proposed unticked and never applied without the user
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,7 +72,21 @@ class LikelyInput:
             "type": self.type,
             "used_at": [{"step": step, "input_path": path} for step, path in self.used_at],
             "reason": self.reason,
+            "ticked": self.ticked,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class StayedLiteral:
+    """A value that looked variable but stays literal in the template, and why (a default, an enum...)."""
+
+    step: str
+    input_path: str
+    value: JSON
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "input_path": self.input_path, "value": self.value, "why": self.why}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +101,12 @@ class TemplatizeResult:
     """Each template input's value in the (first) recording: what reproduces it. Secrets: the placeholder."""
     run_inputs: tuple[Mapping[str, JSON], ...] = ()
     """The same for every recording given, in order (an input a recording lacks is absent)."""
+    stayed_literal: tuple[StayedLiteral, ...] = ()
+
+    @property
+    def ticked_inputs(self) -> dict[str, JSON]:
+        """The likely inputs a plain save applies (the unticked ones wait for the user)."""
+        return {likely.name: likely.value for likely in self.likely_inputs if likely.ticked}
 
     def to_json(self) -> dict[str, Any]:
         """The answer of `toolreel__save_template`."""
@@ -96,4 +117,5 @@ class TemplatizeResult:
             "likely_inputs": [likely.to_json() for likely in self.likely_inputs],
             "dropped": [inference.to_json() for inference in self.dropped],
             "left_out": [{"step": step, "why": why} for step, why in self.left_out],
+            "stayed_literal": [item.to_json() for item in self.stayed_literal],
         }

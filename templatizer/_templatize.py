@@ -14,9 +14,11 @@ from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import RESERVED_ROOTS, MappingScope, ref_roots, refs_in, resolve
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._capture import propose_captures
+from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
-from toolreel.templatizer._inputs import InputTable, likely_inputs
+from toolreel.templatizer._inputs import InputTable, Schemas, likely_inputs
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, put_at, same
@@ -34,6 +36,7 @@ def templatize(
     include_failed: bool = False,
     keep_order: bool = True,
     read_only: Collection[str] = (),
+    schemas: Schemas | None = None,
 ) -> TemplatizeResult:
     """Turn one or more recordings of a task into a template (the save_template of the management tools).
 
@@ -44,6 +47,7 @@ def templatize(
     write, and a step that may write also waits for the reads since then. Tools named in
     `read_only` (`server__tool`, MCP's `readOnlyHint`) are reads, so reads between two writes
     replay in parallel; with no such knowledge every step is a write and the order is the recording's.
+    `schemas` (`server__tool` -> the tool's `inputSchema`) is evidence for which literals are inputs.
     """
     if not recordings or not recordings[0]:
         raise TemplateError("nothing to templatize: the recording has no steps", template=name)
@@ -63,9 +67,12 @@ def templatize(
     reads = frozenset(read_only)
     template = _build(name, description or _describe(kept), kept, results, names, table, keep_order, reads)
     template, transforms = propose_transforms(template, kept, runs, named=set(inputs or {}))
+    template, captures = propose_captures(template, kept, runs)
+    template, dates = propose_dates(template, kept, runs)
+    transforms += captures + dates
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
-    likely = likely_inputs(literals, set(template.inputs)) if len(runs) == 1 else []
+    likely, stayed = likely_inputs(literals, set(template.inputs), schemas) if len(runs) == 1 else ([], [])
     likely = computed_elsewhere(likely, transforms)
     return TemplatizeResult(
         template=template,
@@ -76,6 +83,7 @@ def templatize(
         left_out=tuple(left_out),
         input_values={k: v for k, v in table.values[0].items() if k in template.inputs},
         run_inputs=tuple({k: v for k, v in run.items() if k in template.inputs} for run in table.values),
+        stayed_literal=tuple(stayed),
     )
 
 

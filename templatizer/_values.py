@@ -232,7 +232,7 @@ def snake(key: str) -> str:
 
 
 def _singular(word: str) -> str:
-    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+    return word[:-1] if word.endswith("s") and (len(word) > 3 or word == "ids") else word
 
 
 def key_similarity(input_key: str | None, output_key: str | None, producer_tool: str) -> float:

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolreel.core.model import StepRecord
-from toolreel.templatizer._result import TemplatizeResult
+from toolreel.templatizer._generalize import Finding, generalize
+from toolreel.templatizer._result import LikelyInput, TemplatizeResult
+from toolreel.templatizer._values import snake, type_name
 
-__all__ = ["Mismatch", "Verification", "summary", "verify"]
+__all__ = ["Mismatch", "Verification", "propose_fixes", "summary", "verify"]
 
 _SHOWN_INPUTS = 6  # inputs named in the summary line; the rest are counted
 _SHOWN_VALUE = 40  # characters of a recorded value quoted in the summary
@@ -45,6 +47,8 @@ class Verification:
 
     recordings: int
     mismatches: tuple[Mismatch, ...]
+    generalization: tuple[Finding, ...] = ()
+    """The second pass: fields a replay on a changed world (fresh inputs, fresh ids) gets wrong."""
 
     @property
     def verified(self) -> bool:
@@ -59,6 +63,8 @@ class Verification:
             "verified": self.verified,
             "recordings": self.recordings,
             "differences": [m.to_json() for m in self.mismatches],
+            "generalizes": not self.generalization,
+            "generalization": [finding.to_json() for finding in self.generalization],
         }
 
 
@@ -72,7 +78,30 @@ def verify(result: TemplatizeResult, recordings: Sequence[Sequence[StepRecord]])
         execution_id = recording[0].execution_id if recording else "?"
         for d in dry_replay(result.template, inputs, recording):
             found.append(Mismatch(execution_id, d.step, d.field, d.recorded, d.got))
-    return Verification(recordings=len(recordings), mismatches=tuple(found))
+    checked = generalize(result.template, runs[0], recordings[0]) if recordings and not found else []
+    return Verification(recordings=len(recordings), mismatches=tuple(found), generalization=tuple(checked))
+
+
+def propose_fixes(result: TemplatizeResult, verification: Verification) -> list[LikelyInput]:
+    """The generalization check's stale literals as inputs to offer in the confirmation form, unticked: a
+    value that stays the same when the world changes, which the user may make an input with one tick."""
+    offered = {repr(likely.value) for likely in result.likely_inputs}
+    fixes: list[LikelyInput] = []
+    taken = set(result.template.inputs) | {likely.name for likely in result.likely_inputs}
+    for finding in verification.generalization:
+        value = finding.value
+        if finding.kind != "stale literal" or not isinstance(value, str | int | float) or repr(value) in offered:
+            continue
+        offered.add(repr(value))
+        base = snake(finding.field.rsplit(".", 1)[-1].split("[")[0] or "value")
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        taken.add(name)
+        why = f"the generalization check: it stays {finding.recorded} when the world changes ({finding.fix})"
+        fixes.append(LikelyInput(name, value, type_name(value), ((finding.step, finding.field),), why, ticked=False))
+    return fixes
 
 
 def summary(result: TemplatizeResult, verification: Verification, *, saved: str | None, note: str | None) -> str:
@@ -92,9 +121,51 @@ def summary(result: TemplatizeResult, verification: Verification, *, saved: str 
             f"NOT verified: {len(verification.mismatches)} field(s) differ from the recording, in steps "
             f"{', '.join(verification.steps)} (see 'verification.differences')."
         )
+    lines += _generalization_lines(verification)
+    lines += _literal_lines(result)
     if note:
         lines.append(note)
     return "\n".join(lines)
+
+
+def _generalization_lines(verification: Verification) -> list[str]:
+    if not verification.verified:
+        return []
+    findings = verification.generalization
+    if not findings:
+        return [
+            "Generalizes: replayed on a changed world (fresh inputs and ids), each step's input changes as it should."
+        ]
+    shown = "; ".join(
+        f"{f.step} {f.field}: {f.kind} (recorded {_cut(f.recorded)}, needs {_cut(f.expected)}, "
+        f"gets {_cut(f.got)}): {f.fix}"
+        for f in findings[:_SHOWN_INPUTS]
+    )
+    more = f" and {len(findings) - _SHOWN_INPUTS} more" if len(findings) > _SHOWN_INPUTS else ""
+    return [f"Generalization check: {len(findings)} field(s) would be wrong on other data: {shown}{more}."]
+
+
+def _literal_lines(result: TemplatizeResult) -> list[str]:
+    """What looked variable but was not made an input, and why: the thin proposals and the constants."""
+    lines: list[str] = []
+    thin = [
+        likely for likely in result.likely_inputs if not likely.ticked and likely.name not in result.template.inputs
+    ]
+    if thin:
+        shown = ", ".join(f"{likely.name} ({_cut(repr(likely.value))})" for likely in thin[:_SHOWN_INPUTS])
+        lines.append(f"Proposed, not applied (thin evidence): {shown}; name them in inputs to make them inputs.")
+    stayed = result.stayed_literal[:_SHOWN_INPUTS]
+    if stayed:
+        shown = "; ".join(f"{_cut(repr(s.value))} at {s.step} {s.input_path}: {s.why}" for s in stayed)
+        more = (
+            f" and {len(result.stayed_literal) - len(stayed)} more" if len(result.stayed_literal) > len(stayed) else ""
+        )
+        lines.append(f"Kept literal although it looked variable: {shown}{more}.")
+    return lines
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _SHOWN_VALUE else text[: _SHOWN_VALUE - 3] + "..."
 
 
 def _inputs_line(result: TemplatizeResult) -> str:

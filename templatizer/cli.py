@@ -260,7 +260,7 @@ def templatize_command(
         options: dict[str, Any] = {"name": template_name, "description": description, "steps": step}
         result = templatize(recordings, inputs=inputs, include_failed=include_failed, **options)
         if save and not inputs and result.likely_inputs:
-            chosen = {likely.name: likely.value for likely in result.likely_inputs}
+            chosen = result.ticked_inputs
             typer.echo(f"# applied the likely inputs {', '.join(chosen)} (name inputs with -i to choose)", err=True)
             result = templatize(recordings, inputs=chosen, include_failed=include_failed, **options)
         verification = verify(result, recordings)
@@ -308,7 +308,10 @@ def _print_decisions(report: dict[str, Any]) -> None:
             )
     for likely in report["likely_inputs"]:
         places = ", ".join(f"{u['step']} {u['input_path']}" for u in likely["used_at"])
-        typer.echo(f"# likely input {likely['name']} = {likely['value']!r} at {places} ({likely['reason']})", err=True)
+        mark = "" if likely["ticked"] else " [unticked: not applied]"
+        typer.echo(
+            f"# likely input {likely['name']} = {likely['value']!r} at {places} ({likely['reason']}){mark}", err=True
+        )
     for left in report["left_out"]:
         typer.echo(f"# left out: {left['step']}: {left['why']}", err=True)
 

@@ -349,6 +349,15 @@ class Hub:
             if (tool.get("annotations") or {}).get("readOnlyHint") is True
         }
 
+    def input_schemas(self) -> dict[str, dict[str, Any]]:
+        """`server__tool` -> the tool's `inputSchema`: evidence for which recorded values are a run's inputs."""
+        return {
+            listed_name(upstream.name, tool["name"]): schema
+            for upstream in self.upstreams.values()
+            for tool in upstream.listing.tools
+            if isinstance(schema := tool.get("inputSchema"), dict)
+        }
+
     def canonical_route(self, name: str) -> Route | None:
         """A tool by its `server__tool` name (templates), else by its listed name."""
         return self._canonical.get(name) or self._tools.get(name)

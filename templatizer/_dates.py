@@ -1,0 +1,202 @@
+"""Dates and times an agent read from a clock or a record and wrote in another format.
+
+`get_current_time` gives `2026-11-26T11:02:13+01:00`; the agent books `26/11/2026`, or "November 26" in a
+message, or `11:02`. Such a value is no earlier value and not a part of one, so neither a ref nor an
+extraction carries it; left literal it is yesterday's date on the next run. `propose_dates` renders every
+ISO date-time of the earlier outputs in a closed set of formats (`FORMATS`, the text of the date-time
+reassembled: no time zone arithmetic), and when exactly one rendering of one output equals an argument,
+inserts a `code` step that reformats it. Kept only when the script gives the recorded value in every
+recording.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from toolreel.core.errors import CodeError, RefError
+from toolreel.core.model import JSON, StepRecord
+from toolreel.core.refs import is_ref, refs_in, resolve
+from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.template import StepSpec, Template
+from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._infer import Run
+from toolreel.templatizer._result import Inference
+from toolreel.templatizer._values import Keys, get_at, json_path, put_at, walk
+
+__all__ = ["FORMATS", "propose_dates", "render"]
+
+# Formats a person writes a date or a time in; the ISO forms themselves are extractions (`_capture`).
+FORMATS: Final = (
+    *("%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y", "%Y/%m/%d", "%Y%m%d", "%d-%m-%Y"),
+    *("%Y-%m-%d %H:%M", "%d/%m/%Y %H:%M", "%H:%M", "%H:%M:%S", "%H%M"),
+    *("%B %e, %Y", "%B %e", "%e %B %Y", "%e %B", "%b %e, %Y", "%b %e", "%e %b %Y", "%e %b", "%A", "%A %e %B"),
+)
+_ISO_RE: Final = r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?"
+_ISO: Final = re.compile(_ISO_RE)
+_MONTHS: Final = (
+    *("January", "February", "March", "April", "May", "June", "July"),
+    *("August", "September", "October", "November", "December"),
+)
+_DAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
+_DIRECTIVE_RE: Final = re.compile(r"%([YmdHMSBbeA])")
+
+
+def render(match: re.Match[str], fmt: str) -> str | None:
+    """`fmt` filled from an ISO date(-time) match, as the code step does; None when it needs a missing time."""
+    from datetime import date
+
+    year, month, day, hour, minute, second = match.groups()
+    try:
+        weekday = _DAYS[date(int(year), int(month), int(day)).weekday()]
+    except ValueError:
+        return None
+    name = _MONTHS[int(month) - 1]
+    parts = {"Y": year, "m": month, "d": day, "H": hour, "M": minute, "S": second}
+    parts |= {"B": name, "b": name[:3], "e": str(int(day)), "A": weekday}
+    if any(parts[key] is None for key in _DIRECTIVE_RE.findall(fmt)):
+        return None
+    return _DIRECTIVE_RE.sub(lambda m: str(parts[m.group(1)]), fmt)
+
+
+def _code(fmt: str) -> str:
+    return (
+        "export default function(input) {\n"
+        f"  const m = String(input.text).match(new RegExp({json.dumps(_ISO_RE)}));\n"
+        '  if (m === null) throw new Error("no ISO date in the text");\n'
+        f"  const months = {json.dumps(_MONTHS)};\n"
+        f"  const days = {json.dumps(_DAYS)};\n"
+        "  const weekday = (new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))).getUTCDay() + 6) % 7;\n"
+        "  const name = months[Number(m[2]) - 1];\n"
+        "  const parts = {Y: m[1], m: m[2], d: m[3], H: m[4], M: m[5], S: m[6], B: name, b: name.slice(0, 3),\n"
+        "    e: String(Number(m[3])), A: days[weekday]};\n"
+        f"  return {json.dumps(fmt)}.replace(/%([YmdHMSBbeA])/g, (_, k) => parts[k]);\n"
+        "}\n"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    step: str
+    keys: Keys
+    recorded: str
+    source: str
+    fmt: str
+
+    @property
+    def code(self) -> str:
+        return _code(self.fmt)
+
+
+class _Renderings:
+    """Every rendering of every ISO date-time the outputs so far hold: text -> (source ref, format)."""
+
+    def __init__(self) -> None:
+        self.by_text: dict[str, list[tuple[str, str]]] = {}
+
+    def add(self, step: str, output: JSON) -> None:
+        if not _ISO.search(json.dumps(output)):
+            return  # most outputs hold no date: one pass in C instead of a walk
+        for keys, node in walk(output):
+            if not isinstance(node, str) or not 10 <= len(node) <= 64 or "-" not in node:
+                continue
+            match = _ISO.search(node)
+            if match is None:
+                continue
+            source = f"@{step}{json_path(keys)[1:]}"
+            for fmt in FORMATS:
+                text = render(match, fmt)
+                if text is not None and text not in node:  # a part of it as written: an extraction's job
+                    self.by_text.setdefault(text, []).append((source, fmt))
+
+
+def _literals(spec: StepSpec, record: StepRecord) -> Iterator[tuple[Keys, str]]:
+    recorded_input = record.resolved_input if record.resolved_input is not None else {}
+    for keys, leaf in walk(spec.input):
+        if not keys or not isinstance(leaf, str) or is_ref(leaf) or refs_in(leaf):
+            continue
+        found, recorded = get_at(recorded_input, keys)
+        if found and isinstance(recorded, str) and (sum(c.isdigit() for c in recorded) >= 3 or _named(recorded)):
+            yield keys, recorded
+
+
+def _named(value: JSON) -> bool:
+    return isinstance(value, str) and any(name in value for name in (*_MONTHS, *_DAYS))
+
+
+def _sent(value: str, earlier: Sequence[StepRecord]) -> bool:
+    """The agent sent this value itself before (a date the user gave): looked up only for a match."""
+    return any(node == value for record in earlier for _, node in walk(record.resolved_input))
+
+
+def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
+    checked = 0
+    for run in runs:
+        record = run.steps.get(found.step)
+        if record is None:
+            continue
+        ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, found.keys)
+        try:
+            got = run_code(found.code, {"text": resolve(found.source, run.scope())}, _LIMITS)
+        except (RefError, CodeError):
+            return False
+        if not ok or got != recorded:
+            return False
+        checked += 1
+    return checked > 0
+
+
+def propose_dates(
+    template: Template, kept: Sequence[StepRecord], runs: Sequence[Run]
+) -> tuple[Template, tuple[Inference, ...]]:
+    """The template with a reformatting `code` step before each literal an earlier date-time explains."""
+    specs = {step.name: step for step in template.steps}
+    renderings = _Renderings()
+    found: list[_Found] = []
+    for order, record in enumerate(kept):
+        spec = specs.get(record.name)
+        if spec is not None and spec.tool is not None and renderings.by_text:
+            for keys, value in _literals(spec, record):
+                sources = {source for source, _ in renderings.by_text.get(value, [])}
+                if len(sources) != 1 or _sent(value, kept[:order]):
+                    continue  # two date-times give it, or the agent's own value: no single explanation
+                source, fmt = renderings.by_text[value][-1]
+                item = _Found(record.name, keys, value, source, fmt)
+                if _reproduces(item, runs):
+                    found.append(item)
+        if record.name in runs[0].outputs:
+            renderings.add(record.name, runs[0].outputs[record.name])
+    return _rewritten(template, found) if found else (template, ())
+
+
+def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, tuple[Inference, ...]]:
+    taken = {step.name for step in template.steps}
+    inserted: dict[str, list[StepSpec]] = {}
+    inputs: dict[str, JSON] = {step.name: step.input for step in template.steps}
+    inferences = []
+    for item in found:
+        n = 1
+        while f"format_date_{n}" in taken:
+            n += 1
+        name = f"format_date_{n}"
+        taken.add(name)
+        inserted.setdefault(item.step, []).append(StepSpec(name=name, code=item.code, input={"text": item.source}))
+        inputs[item.step] = put_at(inputs[item.step], item.keys, f"@{name}")
+        evidence = (
+            f"{item.recorded!r} is the date-time {item.source} written as {item.fmt!r}; "
+            f"the code step {name} reproduces it from the recording"
+        )
+        inferences.append(Inference(item.step, json_path(item.keys), f"@{name}", "high", 0.9, evidence, "transform"))
+    steps: list[StepSpec] = []
+    for step in template.steps:
+        steps += inserted.get(step.name, [])
+        steps.append(replace(step, input=inputs[step.name]))
+    used = {ref.path.split(".")[0] for ref in refs_in([s.input for s in steps]) if ref.root == "input" and ref.path}
+    kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
+    return parse_template(template_to_dict(replace(template, steps=tuple(steps), inputs=kept_inputs))), tuple(
+        inferences
+    )

@@ -1,0 +1,173 @@
+"""Is a literal the user's choice for this run, or a constant of the task? Weighed from evidence.
+
+The evidence, strongest first: the tool's input schema (`const` and a `default` equal to the value are
+constants, an `enum` is a setting, a `format` such as email or uri and the parameter's description say
+what the value is), the value's shape (free text, a name, an email, a path or URL, an identifier or slug;
+query syntax such as `is:unresolved`, a short word such as `me`, an upper-case constant), and where else
+the value is used. Key names count as a weak signal only. A `Judgement` at or above `CHOSEN` is applied
+by a plain save; between `THIN` and `CHOSEN` it is proposed unticked; below, it stays literal (and the
+summary says why when it looked variable).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from toolreel.core.model import JSON
+from toolreel.templatizer._values import Keys, key_tokens, last_key
+
+__all__ = ["CHOSEN", "THIN", "Judgement", "judge_text", "param_schema"]
+
+CHOSEN: Final = 0.6
+THIN: Final = 0.35
+
+_QUERY_RE: Final = re.compile(r"^[A-Za-z_.]+:[^\s:]+(?:\s+-?[A-Za-z_.]+:[^\s:]+)*$")  # is:unresolved assignee:me
+_WORD_RE: Final = re.compile(r"^[a-z]+$")
+_UPPER_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_EMAIL_RE: Final = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
+_URL_RE: Final = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
+_SLUG_RE: Final = re.compile(r"^[A-Za-z0-9]+(?:[-_./:][A-Za-z0-9]+)+$")
+_SUBJECT_FORMATS: Final = frozenset({"email", "uri", "url", "date", "date-time", "hostname", "uuid", "idn-email"})
+# What a parameter's description says a value is (weak: descriptions are written for models, loosely).
+_SUBJECT_WORDS: Final = re.compile(
+    r"\b(?:name|title|id|identifier|slug|owner|organi[sz]ation|org|project|repo(?:sitory)?|namespace|"
+    r"channel|team|path|file|directory|query|search|text|body|message|content|email|user|customer|account)\b",
+    re.IGNORECASE,
+)
+_SETTING_WORDS: Final = re.compile(
+    r"\b(?:one of|sort|order|format|mode|direction|state|status|type|kind|level|default)\b", re.IGNORECASE
+)
+# Key names: a weak signal, never the deciding rule.
+# (A channel or a label is left out: where a workflow posts is usually part of the task.)
+_SUBJECT_KEYS: Final = frozenset(
+    {"name", "title", "query", "q", "search", "keyword", "term", "text", "body", "message", "content", "contents"}
+    | {"subject", "observation", "observations", "note", "comment", "description", "summary", "email", "path"}
+    | {"owner", "repo", "repository", "org", "organization", "project", "namespace", "team", "user", "customer"}
+)
+# Words servers read as keywords rather than values: `assignee: "me"`, `state: "all"`, `sort: "desc"`.
+_KEYWORDS: Final = frozenset(
+    {"me", "self", "mine", "all", "any", "none", "today", "now", "yes", "no", "true", "false", "null", "asc", "desc"}
+)
+_TIME_RE: Final = re.compile(r"^\d{1,4}[-:/.]\d{1,2}(?:[-:/.T ]\d{1,4})*(?:[+-]\d{2}:?\d{2}|Z)?$")
+_FILE_RE: Final = re.compile(r"^[\w./-]*\w\.[A-Za-z0-9]{1,5}$")
+_PATTERN_RE: Final = re.compile(r"[*?\[\]]")
+_SETTING_KEYS: Final = frozenset(
+    {"type", "kind", "mode", "format", "sort", "order", "status", "state", "role", "level", "unit", "encoding"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    score: float
+    reasons: tuple[str, ...]
+
+    @property
+    def chosen(self) -> bool:
+        return self.score >= CHOSEN
+
+    @property
+    def thin(self) -> bool:
+        return THIN <= self.score < CHOSEN
+
+    @property
+    def why(self) -> str:
+        return "; ".join(self.reasons)
+
+
+def param_schema(schema: Mapping[str, Any] | None, keys: Keys) -> Mapping[str, Any] | None:
+    """The JSON Schema of the argument at `keys` in a tool's `inputSchema` (properties and items followed)."""
+    node: Any = schema
+    for key in keys:
+        if not isinstance(node, Mapping):
+            return None
+        if isinstance(key, int):
+            node = node.get("items")
+        else:
+            properties = node.get("properties")
+            node = properties.get(key) if isinstance(properties, Mapping) else None
+    return node if isinstance(node, Mapping) else None
+
+
+def judge_text(value: str, keys: Keys, schema: Mapping[str, Any] | None, steps: int) -> Judgement:
+    """How likely a literal string is the user's per-run choice, with the evidence that says so."""
+    text = value.strip()
+    if len(text) < 2:
+        return Judgement(0.0, ("too short to be a choice",))
+    fixed = _schema_fixed(value, schema)
+    if fixed is not None:
+        return Judgement(0.0, (fixed,))
+    score, reasons = _shape(text)
+    score, reasons = _schema_hints(score, reasons, value, schema)
+    head = key_tokens(last_key(keys) or "")[-1:]  # the head noun of a compound key: message_type is a type
+    tokens = set(head)
+    if tokens & _SUBJECT_KEYS:
+        score += 0.1
+        reasons.append(f"the key {last_key(keys)!r} names a subject (a weak signal)")
+    elif tokens & _SETTING_KEYS:
+        score -= 0.2
+        reasons.append(f"the key {last_key(keys)!r} names a setting (a weak signal)")
+    if steps > 1:
+        score += 0.15
+        reasons.append(f"used by {steps} steps")
+    return Judgement(max(0.0, min(1.0, score)), tuple(reasons))
+
+
+def _schema_fixed(value: JSON, schema: Mapping[str, Any] | None) -> str | None:
+    if schema is None:
+        return None
+    if "const" in schema:
+        return "the tool's schema fixes this value (const)"
+    if "default" in schema and schema["default"] == value:
+        return "the tool's default value"
+    return None
+
+
+def _schema_hints(
+    score: float, reasons: list[str], value: str, schema: Mapping[str, Any] | None
+) -> tuple[float, list[str]]:
+    if schema is None:
+        return score, reasons
+    enum = schema.get("enum")
+    if isinstance(enum, list) and value in enum:
+        return min(score, 0.45), [*reasons, f"one of the tool's {len(enum)} allowed values (enum): a setting"]
+    fmt = schema.get("format")
+    if isinstance(fmt, str) and fmt in _SUBJECT_FORMATS:
+        return score + 0.25, [*reasons, f"the tool's schema says it is a {fmt}"]
+    description = str(schema.get("description") or "")
+    if _SETTING_WORDS.search(description) and not _SUBJECT_WORDS.search(description):
+        return score - 0.15, [*reasons, f"the tool describes it as a setting ({description[:60]!r})"]
+    if _SUBJECT_WORDS.search(description):
+        return score + 0.2, [*reasons, f"the tool describes it as {description[:60]!r}"]
+    return score, reasons
+
+
+def _shape(text: str) -> tuple[float, list[str]]:
+    """A first score from what the value looks like."""
+    if _QUERY_RE.match(text):
+        return 0.4, ["query syntax (such as is:unresolved), usually fixed by the task"]
+    if _EMAIL_RE.match(text):
+        return 0.8, ["an email address"]
+    if _URL_RE.match(text) or (text.startswith("/") and " " not in text):
+        return 0.75, ["a path or URL"]
+    if " " in text:
+        return (0.8, ["free text"]) if len(text.split()) >= 2 else (0.5, ["a short text"])
+    if text.lower() in _KEYWORDS:
+        return 0.1, [f"{text!r} is a word servers read as a keyword"]
+    if _PATTERN_RE.search(text):
+        return 0.4, ["a glob or pattern, usually fixed by the task"]
+    if _UPPER_RE.match(text) and len(text) <= 12:
+        return 0.15, ["an upper-case constant"]
+    if _WORD_RE.match(text):
+        return 0.5, ["a single lower-case word: a subject or a setting"]
+    if _TIME_RE.match(text):
+        return 0.65, ["a date or a time"]
+    if _FILE_RE.match(text):
+        return 0.65, ["a file name"]
+    if text[:1].isupper() and (text.isalpha() or _SLUG_RE.match(text)):
+        return 0.65, ["a name"]
+    if _SLUG_RE.match(text) or any(c.isdigit() for c in text):
+        return 0.55, ["an identifier or slug"]
+    return 0.5, ["a value of its own"]

@@ -57,6 +57,16 @@ def read_only_tools(world: Mapping[str, Any]) -> set[str]:
     }
 
 
+def input_schemas(world: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """`server__tool` -> inputSchema of the world's tools (what a gateway passes the templatizer at save time)."""
+    return {
+        f"{server}__{tool['name']}": tool["inputSchema"]
+        for server, tools in world.get("tools", {}).items()
+        for tool in tools
+        if isinstance(tool.get("inputSchema"), dict)
+    }
+
+
 def _canonical(value: JSON) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 

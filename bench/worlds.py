@@ -29,7 +29,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._world_replay import Replay, map_inputs, read_only_tools, replay_in_world
+from bench._world_replay import Replay, input_schemas, map_inputs, read_only_tools, replay_in_world
 from bench.templatize import ratio, score_inputs, template_refs
 from fixtures.recordings import BLIND_DIR, CORPUS_DIR, CorpusEntry, load_entry
 from toolreel.core.refs import refs_in
@@ -63,6 +63,15 @@ class Session:
     @property
     def read_only(self) -> set[str]:
         return set().union(*(read_only_tools(w) for w in self.worlds.values()))
+
+    @property
+    def schemas(self) -> dict[str, dict[str, Any]]:
+        """The tools' input schemas, as the gateway knows them at save time (the session's own, else its worlds')."""
+        known: dict[str, dict[str, Any]] = {}
+        for world in self.worlds.values():
+            known.update(input_schemas(world))
+        known.update(self.entry.tools)
+        return known
 
 
 @dataclass(slots=True)
@@ -217,9 +226,10 @@ def template_refs_of(template: Template) -> Found:
 def plain_save(session: Session) -> tuple[TemplatizeResult, bool]:
     """What `toolreel__save_template(name)` stores: the likely inputs applied, then verification."""
     recordings, name = session.entry.recordings, session.entry.name
-    first = templatize(recordings, name=name, read_only=session.read_only)
-    chosen = {likely.name: likely.value for likely in first.likely_inputs}
-    result = templatize(recordings, name=name, inputs=chosen, read_only=session.read_only) if chosen else first
+    read_only, schemas = session.read_only, session.schemas
+    first = templatize(recordings, name=name, read_only=read_only, schemas=schemas)
+    chosen = first.ticked_inputs  # thin candidates are proposed unticked and never applied by a plain save
+    result = templatize(recordings, name=name, inputs=chosen, read_only=read_only, schemas=schemas) if chosen else first
     return result, verify(result, list(recordings)).verified
 
 
@@ -241,9 +251,15 @@ async def judge(session: Session) -> SessionReport:
     report = SessionReport(entry.name)
     several = len(entry.recordings) > 1
     named = None if several else dict(entry.inputs)
-    with_names = templatize(entry.recordings, name=entry.name, inputs=named, read_only=session.read_only)
+    with_names = templatize(
+        entry.recordings, name=entry.name, inputs=named, read_only=session.read_only, schemas=session.schemas
+    )
     refs = score_refs(session, with_names)
-    unnamed = with_names if several else templatize(entry.recordings, name=entry.name, read_only=session.read_only)
+    unnamed = (
+        with_names
+        if several
+        else templatize(entry.recordings, name=entry.name, read_only=session.read_only, schemas=session.schemas)
+    )
     inputs = score_inputs(entry, unnamed)
     report.refs, report.inputs = refs[:3], inputs[:3]
     report.problems += refs[3] + inputs[3]

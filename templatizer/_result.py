@@ -9,6 +9,7 @@ from typing import Any, Literal
 from toolreel.core.model import JSON
 from toolreel.core.template import Template
 from toolreel.core.template_io import template_to_dict
+from toolreel.templatizer._loops import Loop, Unrolled
 
 Confidence = Literal["high", "medium", "low"]
 InferenceKind = Literal[
@@ -86,6 +87,13 @@ class TemplatizeResult:
     """Each template input's value in the (first) recording: what reproduces it. Secrets: the placeholder."""
     run_inputs: tuple[Mapping[str, JSON], ...] = ()
     """The same for every recording given, in order (an input a recording lacks is absent)."""
+    loops: tuple[Loop, ...] = ()  # repeated calls folded into one for_each step
+    unrolled: tuple[Unrolled, ...] = ()  # repeated calls kept as they were, and why
+
+    @property
+    def loop_items(self) -> dict[str, tuple[str, ...]]:
+        """Each loop step's recorded calls, in element order: what a dry replay compares its items with."""
+        return {loop.step: loop.members for loop in self.loops}
 
     def to_json(self) -> dict[str, Any]:
         """The answer of `toolreel__save_template`."""
@@ -96,4 +104,6 @@ class TemplatizeResult:
             "likely_inputs": [likely.to_json() for likely in self.likely_inputs],
             "dropped": [inference.to_json() for inference in self.dropped],
             "left_out": [{"step": step, "why": why} for step, why in self.left_out],
+            "loops": [loop.to_json() for loop in self.loops],
+            "unrolled": [unrolled.to_json() for unrolled in self.unrolled],
         }

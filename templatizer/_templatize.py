@@ -17,6 +17,8 @@ from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
 from toolreel.templatizer._inputs import InputTable, likely_inputs
+from toolreel.templatizer._loops import Unit, fold_loops
+from toolreel.templatizer._order import Call, order_after
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, put_at, same
@@ -61,7 +63,9 @@ def templatize(
     names = _subset(kept, results, steps, name)
     left_out += [(r.name, "not among the steps asked for, nor needed by them") for r in kept if r.name not in names]
     reads = frozenset(read_only)
-    template = _build(name, description or _describe(kept), kept, results, names, table, keep_order, reads)
+    units = [Unit(r.name, _listed(r), r, results[r.name].template_input) for r in kept if r.name in names]
+    folded = fold_loops(units, runs, table)
+    template = _build(name, description or _describe(kept), folded.units, table, keep_order, reads)
     template, transforms = propose_transforms(template, kept, runs, named=set(inputs or {}))
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
@@ -76,6 +80,8 @@ def templatize(
         left_out=tuple(left_out),
         input_values={k: v for k, v in table.values[0].items() if k in template.inputs},
         run_inputs=tuple({k: v for k, v in run.items() if k in template.inputs} for run in table.values),
+        loops=folded.loops,
+        unrolled=folded.unrolled,
     )
 
 
@@ -218,44 +224,40 @@ def _subset(
 def _build(
     name: str,
     description: str,
-    kept: Sequence[StepRecord],
-    results: dict[str, StepResult],
-    names: set[str],
+    units: Sequence[Unit],
     table: InputTable,
     keep_order: bool,
     read_only: frozenset[str],
 ) -> Template:
+    calls = [Call(u.name, u.tool, u.record.server or u.tool, frozenset(_unit_deps(u))) for u in units]
+    order = order_after(calls, read_only) if keep_order else {}
     specs: list[StepSpec] = []
-    last_write: str | None = None
-    reads_since: list[str] = []
     used: dict[str, list[str]] = {}
-    for record in kept:
-        if record.name not in names:
-            continue
-        result = results[record.name]
-        for ref in refs_in(result.template_input):
+    for unit in units:
+        for ref in refs_in([unit.input, unit.for_each]):
             if ref.root == "input" and ref.path:
-                used.setdefault(_input_of(ref.path), []).append(record.name)
-        reads = _listed(record) in read_only
-        wanted = ([last_write] if last_write else []) + ([] if reads else reads_since)
-        data = _deps(result)
-        order = tuple(step for step in wanted if step not in data) if keep_order else ()
+                used.setdefault(_input_of(ref.path), []).append(unit.name)
+        # A loop of writes keeps the recorded one-at-a-time order of its side effects.
+        one_by_one = unit.for_each is not None and unit.tool not in read_only
         specs.append(
             StepSpec(
-                name=record.name,
-                tool=_listed(record),
-                input=result.template_input,
-                depends_on=order,
-                include_failed=not _ok(record),
+                name=unit.name,
+                tool=unit.tool,
+                input=unit.input,
+                for_each=unit.for_each,
+                concurrency=1 if one_by_one else None,
+                depends_on=tuple(order.get(unit.name, ())),
+                include_failed=not _ok(unit.record),
             )
         )
-        if reads:
-            reads_since.append(record.name)
-        else:
-            last_write, reads_since = record.name, []
     table.used_by = {k: list(dict.fromkeys(v)) for k, v in used.items()}
-    draft = Template(name=name, description=description, steps=tuple(specs), inputs=table.final_specs(names))
+    kept = {u.name for u in units}
+    draft = Template(name=name, description=description, steps=tuple(specs), inputs=table.final_specs(kept))
     return parse_template(template_to_dict(draft))
+
+
+def _unit_deps(unit: Unit) -> set[str]:
+    return ref_roots([unit.input, unit.for_each]) - RESERVED_ROOTS
 
 
 def _input_of(path: str) -> str:

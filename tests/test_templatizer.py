@@ -405,7 +405,9 @@ def test_reads_between_two_writes_replay_in_parallel() -> None:
 
 def test_the_result_has_the_save_template_shape() -> None:
     report = templatize([_order_session().steps], name="orders").to_json()
-    assert set(report) == {"template", "inferred", "candidates", "likely_inputs", "dropped", "left_out"}
+    assert set(report) == {
+        "template", "inferred", "candidates", "likely_inputs", "dropped", "left_out", "loops", "unrolled"
+    }  # fmt: skip
     assert report["template"]["name"] == "orders"
     assert {"step", "input_path", "ref", "kind", "confidence", "score", "evidence"} <= set(report["inferred"][0])
     json.dumps(report)

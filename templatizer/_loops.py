@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
-from toolreel.core.refs import resolve, step_name_base
+from toolreel.core.refs import MappingScope, resolve, step_name_base
 from toolreel.core.template import InputSpec
 from toolreel.templatizer._values import same
 
@@ -35,6 +35,16 @@ _INDEX_RE: Final = re.compile(r"\[(\d+)\]")
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBERED_RE: Final = re.compile(r"_\d+$")
 _OWN_ROOTS: Final = ("@input", "@item", "@index")
+ZIP_CODE: Final = """export default function(input) {
+  const keys = Object.keys(input);
+  const count = input[keys[0]].length;
+  if (keys.some((key) => input[key].length !== count)) {
+    const sizes = keys.map((key) => key + " " + input[key].length).join(", ");
+    throw new Error("the lists walked together have different lengths: " + sizes);
+  }
+  return input[keys[0]].map((_, i) => Object.fromEntries(keys.map((key) => [key, input[key][i]])));
+}
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +57,7 @@ class Unit:
     input: JSON
     for_each: str | None = None
     members: tuple[str, ...] = ()  # the recorded calls a loop stands for, in element order
+    code: str | None = None  # a pure step the folding adds (the lists a loop walks together, zipped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +100,7 @@ class _Walk:
     why: str
     list_input: tuple[str, InputSpec, list[list[JSON]]] | None = None  # (name, spec, values per run)
     folded: tuple[str, ...] = ()
+    zipped: Mapping[str, str] | None = None  # several lists walked together: element key -> list ref
 
 
 @dataclass
@@ -98,6 +110,16 @@ class _Folding:
     table: InputTable
     loops: list[Loop] = field(default_factory=list)
     unrolled: list[Unrolled] = field(default_factory=list)
+    extra: dict[str, list[JSON]] = field(default_factory=dict)  # loop step -> its output in each recording
+
+    def resolved(self, ref: str, run: int) -> JSON:
+        """`ref` in recording `run`, where the loops folded so far have their recorded outputs; None if absent."""
+        outputs = self.runs[run].outputs
+        steps = {**outputs, **{name: out[run] for name, out in self.extra.items()}}
+        try:
+            return resolve(ref, MappingScope(steps=steps, inputs=self.runs[run].inputs))
+        except RefError:
+            return None
 
 
 def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) -> Folded:
@@ -107,14 +129,33 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
         members = [u for u in folding.units if u.tool == tool and u.for_each is None]
         if len(members) >= 2:
             _fold_family(folding, members)
-    primary = runs[0]
 
     def recorded_length(base: str) -> int | None:
-        got = _resolved(base, primary)
+        got = folding.resolved(base, 0)
         return len(got) if isinstance(got, list) else None
 
     whole = [replace(u, input=_collapse(u.input, recorded_length)) for u in folding.units]
-    return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled))
+    notes = [note for unit in whole for note in _positional(unit, folding.loops)]
+    return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes))
+
+
+def _positional(unit: Unit, loops: Sequence[Loop]) -> list[Unrolled]:
+    """A step that still takes an element of a loop's output by its position: said, since it breaks where the
+    loop has fewer elements."""
+    out: list[Unrolled] = []
+    for loop in loops:
+        head = f"@{loop.step}["
+        at = sorted(
+            {
+                int(m.group(1))
+                for t in _tokens([unit.input, unit.for_each])
+                if (m := re.match(re.escape(head) + r"(\d+)\]", t))
+            }
+        )
+        if at:
+            why = f"it takes element(s) {at} of {loop.step}'s output by position (fewer elements: it fails there)"
+            out.append(Unrolled((unit.name,), why))
+    return out
 
 
 def _fold_family(folding: _Folding, members: list[Unit]) -> None:
@@ -141,16 +182,23 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
         for values, run_values in zip(folding.table.values, per_run, strict=True):
             values[input_name] = run_values
     names = tuple(m.name for m in members)
-    loop = Unit(name, members[0].tool, members[0].record, walk.per_item, walk.over, names)
+    added: list[Unit] = []
+    over = walk.over
+    if walk.zipped is not None:
+        zipped = _free(f"{name}_items", taken | {name})
+        added.append(Unit(zipped, "", members[0].record, dict(walk.zipped), code=ZIP_CODE))
+        over = f"@{zipped}"
+    added.append(Unit(name, members[0].tool, members[0].record, walk.per_item, over, names))
+    folding.extra[name] = [[run.outputs.get(m) for m in names] for run in folding.runs]
     rename = {member: f"@{name}[{i}]" for i, member in enumerate(names)}
     out: list[Unit] = []
     for unit in folding.units:
         if unit.name == names[0]:
-            out.append(loop)
+            out += added
         elif unit.name not in names:
-            over = _rewrite(unit.for_each, rename) if unit.for_each is not None else None
+            walks = _rewrite(unit.for_each, rename) if unit.for_each is not None else None
             counted = {f"@{name}": len(names)}.get
-            out.append(replace(unit, input=_collapse(_rewrite(unit.input, rename), counted), for_each=over))
+            out.append(replace(unit, input=_collapse(_rewrite(unit.input, rename), counted), for_each=walks))
     folding.units = out
     folding.loops.append(Loop(name, members[0].tool, walk.over, names, walk.why, walk.folded))
 
@@ -159,27 +207,116 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
 
 
 def _walk_of(members: Sequence[Unit], folding: _Folding) -> _Walk | str:
-    """How the family walks a list, or why it does not (a sentence for the summary)."""
+    """How the family walks a list, or why it does not (a sentence for the summary).
+
+    Each call's arguments, with the element it took replaced by `@item`, are a candidate; the first
+    candidate that gives back every call's recorded arguments wins (one list walked, then several
+    walked together)."""
     inputs = [m.input for m in members]
     if all(same(inputs[0], other) for other in inputs[1:]):
         return "the same call repeated with the same arguments: no list to walk"
-    for base in _bases(inputs[0]):
-        indexes = [_index_of(value, base) for value in inputs]
-        if None in indexes or len(set(indexes)) != len(indexes):
-            continue
-        at = [i for i in indexes if i is not None]
-        pairs = zip(inputs, at, strict=True)
-        generalized = [_substitute(value, partial(_strip_index, base=base, n=n)) for value, n in pairs]
-        if all(same(generalized[0], g) for g in generalized[1:]):
-            return _over_list(base, at, generalized[0], folding)
+    walkable = _walkable(inputs)
+    tries = [[base] for base in walkable] + ([list(walkable)] if len(walkable) >= 2 else [])
+    reason = "their arguments differ by values that no list explains"
+    for bases in tries:
+        found = _walk_over(members, {base: walkable[base] for base in bases}, folding)
+        if isinstance(found, _Walk):
+            return found
+        reason = found or reason
     walked = _input_walk(members, folding)
-    if walked is not None:
-        return walked
-    return "their arguments differ by values that no list explains"
+    return walked if walked is not None else reason
 
 
-def _over_list(base: str, at: list[int], per_item: JSON, folding: _Folding) -> _Walk | str:
-    elements = _resolved(base, folding.runs[0])
+def _walkable(inputs: Sequence[JSON]) -> dict[str, list[int]]:
+    """Lists the calls take one element of each, with the element per call. A call that does not name an
+    element of a list is given the element of a list walked in step with it (the same index in every other
+    call): `@get_user_each[0]` and `Hello Ann` stand for `@list_users_1.users[0]` when calls 2 and 3 took
+    `[1]` and `[2]` of both."""
+    found: dict[str, list[int | None]] = {}
+    for base in dict.fromkeys(b for value in inputs for b in _bases(value)):
+        found[base] = [_index_of(value, base) for value in inputs]
+    complete = {b: at for b, at in found.items() if None not in at}
+    out: dict[str, list[int]] = {}
+    for base, at in found.items():
+        if None in at:
+            anchor = next(
+                (a for a in complete.values() if all(x in (None, y) for x, y in zip(at, a, strict=True))), None
+            )
+            if anchor is None:
+                continue
+            at = list(anchor)
+        known = [i for i in at if i is not None]
+        if len(set(known)) == len(known) == len(inputs):
+            out[base] = known
+    return out
+
+
+def _agrees(partial_at: Sequence[int | None], full: Sequence[int | None]) -> bool:
+    return all(x is None or x == y for x, y in zip(partial_at, full, strict=True))
+
+
+def _walk_over(members: Sequence[Unit], walked: Mapping[str, list[int]], folding: _Folding) -> _Walk | str | None:
+    """The loop over `walked` (one list, or several zipped) if some call's generalized arguments give back
+    every call's recorded arguments; else why not (or None: no candidate fits)."""
+    keys = {base: _free(re.sub(r"\W+", "_", base[1:]).strip("_"), set()) for base in walked}
+    single = len(walked) == 1
+    candidates: list[JSON] = []
+    for i, member in enumerate(members):
+        value = member.input
+        for base, at in walked.items():
+            item = "@item" if single else f"@item.{keys[base]}"
+            value = _substitute(value, partial(_strip_index, base=base, n=at[i], item=item))
+        if not any(same(value, c) for c in candidates):
+            candidates.append(value)
+    elements = {base: folding.resolved(base, 0) for base in walked}
+    if not all(isinstance(e, list) for e in elements.values()):
+        return None
+    items = [_element(elements, walked, keys, i, single) for i in range(len(members))]
+    per_item = next((c for c in candidates if _gives_back(c, members, items, folding)), None)
+    if per_item is None:
+        return None
+    overs: dict[str, str] = {}
+    whys: list[str] = []
+    for base, at in walked.items():
+        found = _over_list(base, at, folding)
+        if isinstance(found, str):
+            return found
+        overs[keys[base]] = found[0]
+        whys.append(found[1] if single else f"{found[0]}: {found[1]}")
+    if single:
+        return _Walk(next(iter(overs.values())), per_item, whys[0])
+    why = f"the elements of {len(overs)} lists walked together ({'; '.join(whys)})"
+    return _Walk(f"zip of {', '.join(overs.values())}", per_item, why, zipped=overs)
+
+
+def _element(
+    elements: Mapping[str, JSON], walked: Mapping[str, list[int]], keys: Mapping[str, str], i: int, single: bool
+) -> JSON:
+    picked = {}
+    for base, at in walked.items():
+        listed = elements[base]
+        assert isinstance(listed, list)
+        picked[keys[base]] = listed[at[i]] if 0 <= at[i] < len(listed) else None
+    return next(iter(picked.values())) if single else picked
+
+
+def _gives_back(per_item: JSON, members: Sequence[Unit], items: Sequence[JSON], folding: _Folding) -> bool:
+    run = folding.runs[0]
+    steps = {**run.outputs, **{name: out[0] for name, out in folding.extra.items()}}
+    for index, (member, item) in enumerate(zip(members, items, strict=True)):
+        scope = MappingScope(steps=steps, inputs=run.inputs, item=item, index=index, in_loop=True)
+        recorded = member.record.resolved_input if member.record.resolved_input is not None else {}
+        try:
+            if not same(resolve(per_item, scope), recorded):
+                return False
+        except RefError:
+            return False
+    return True
+
+
+def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, str] | str:
+    """(the ref the loop walks, why) for calls that took elements `at` of `base`; or why there is none."""
+    elements = folding.resolved(base, 0)
     if not isinstance(elements, list):
         return f"{base} is not a list"
     count = len(at)
@@ -196,11 +333,11 @@ def _over_list(base: str, at: list[int], per_item: JSON, folding: _Folding) -> _
             )
         over = filtered
         why = f"only the elements the filter keeps: {count} of {len(elements)} when recorded"
-    for run in folding.runs[1:]:
-        got = _resolved(over, run)
+    for run in range(1, len(folding.runs)):
+        got = folding.resolved(over, run)
         if not isinstance(got, list) or len(got) != count:
             return f"in another recording {over} does not give the {count} elements its calls took"
-    return _Walk(over, per_item, why)
+    return over, why
 
 
 def _evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | None:
@@ -306,9 +443,9 @@ def _index_of(value: JSON, base: str) -> int | None:
     return next(iter(seen)) if len(seen) == 1 else None
 
 
-def _strip_index(token: str, *, base: str, n: int) -> str:
+def _strip_index(token: str, *, base: str, n: int, item: str) -> str:
     head = f"{base}[{n}]"
-    return "@item" + token[len(head) :] if _heads(token, head) else token
+    return item + token[len(head) :] if _heads(token, head) else token
 
 
 def _strip_input(token: str, *, name: str) -> str:
@@ -349,13 +486,6 @@ def _whole_walk(value: list[JSON], length: Callable[[str], int | None]) -> str |
         if all(v == f"{base}[{i}]{rest}" for i, v in enumerate(value)) and length(base) == len(value):
             return f"{base}[*]{rest}" if rest else base
     return None
-
-
-def _resolved(ref: str, run: Run) -> JSON:
-    try:
-        return resolve(ref, run.scope())
-    except RefError:
-        return None
 
 
 def _free(base: str, taken: set[str]) -> str:

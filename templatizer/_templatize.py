@@ -229,7 +229,7 @@ def _build(
     keep_order: bool,
     read_only: frozenset[str],
 ) -> Template:
-    calls = [Call(u.name, u.tool, u.record.server or u.tool, frozenset(_unit_deps(u))) for u in units]
+    calls = [Call(u.name, u.tool, u.record.server or u.tool, frozenset(_unit_deps(u))) for u in units if u.tool]
     order = order_after(calls, read_only) if keep_order else {}
     specs: list[StepSpec] = []
     used: dict[str, list[str]] = {}
@@ -237,6 +237,9 @@ def _build(
         for ref in refs_in([unit.input, unit.for_each]):
             if ref.root == "input" and ref.path:
                 used.setdefault(_input_of(ref.path), []).append(unit.name)
+        if unit.code is not None:  # pure: it waits for its data only
+            specs.append(StepSpec(name=unit.name, code=unit.code, input=unit.input))
+            continue
         # A loop of writes keeps the recorded one-at-a-time order of its side effects.
         one_by_one = unit.for_each is not None and unit.tool not in read_only
         specs.append(

@@ -17,6 +17,7 @@ from toolreel.core.errors import CodeError, ExecutionError, RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import resolve
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
+from toolreel.core.secrets import REDACTED
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import topo_order
 from toolreel.replayer._inputs import bind_inputs
@@ -154,6 +155,8 @@ def _diff(want: JSON, got: JSON, path: str) -> list[tuple[str, JSON, JSON]]:
     if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
         return [d for i, (a, b) in enumerate(zip(want, got, strict=True)) for d in _diff(a, b, f"{path}[{i}]")]
     if type(want) is type(got) and want == got:
+        return []
+    if want == REDACTED:  # redacted when recorded: nothing to compare (a literal placeholder is refused apart)
         return []
     return [(path, want, got)]
 

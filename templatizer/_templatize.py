@@ -21,6 +21,7 @@ from toolreel.templatizer._inputs import InputTable, likely_inputs
 from toolreel.templatizer._loops import Unit, fold_loops
 from toolreel.templatizer._order import Call, order_after
 from toolreel.templatizer._result import Inference, TemplatizeResult
+from toolreel.templatizer._runs import named_in_runs
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, put_at, same
 
@@ -57,6 +58,8 @@ def templatize(
     runs = [_run(recording, include_failed) for recording in recordings]
     table = InputTable(runs=len(runs))
     table.add_named(inputs or {})
+    for values, found in zip(table.values[1:], named_in_runs(inputs or {}, kept, runs), strict=True):
+        values.update(found)  # each recording verifies with its own values of the named inputs
     for run, values in zip(runs, table.values, strict=True):
         run.inputs = values  # the same dict: inputs derived while inferring are seen at once
     results = _infer_all(kept, runs, table)

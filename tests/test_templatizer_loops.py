@@ -311,3 +311,41 @@ async def test_independent_read_only_steps_replay_at_once_and_a_write_waits_for_
     assert (isinstance(log, dict) and log["calls"][-3:] == ["look alpha", "look beta", "log seen both"]) or (
         isinstance(log, dict) and log["calls"][-3:] == ["look beta", "look alpha", "log seen both"]
     )
+
+
+# --------------------------------------------------------------------------- several recordings
+
+
+def _welcome(execution: str, name: str, email: str, user_id: str) -> list[StepRecord]:
+    s = Session(execution=execution)
+    s.call("create_user", {"name": name, "email": email}, {"id": user_id})
+    s.call("note", {"text": f"Welcome {name}!", "to": email}, "ok")
+    return s.steps
+
+
+def test_named_inputs_with_several_recordings_verify_each_with_its_own_values() -> None:
+    recordings = [
+        _welcome("e1", "Ada Lovelace", "ada@example.com", "usr_19f8e7d6c5b4"),
+        _welcome("e2", "Grace Hopper", "grace@example.com", "usr_29f8e7d6c5b4"),
+    ]
+    result = templatize(recordings, name="t", inputs={"who": "Ada Lovelace", "email": "ada@example.com"})
+    assert set(result.template.inputs) == {"who", "email"}
+    assert result.template.step("note_1").input == {"text": "Welcome {{@input.who}}!", "to": "@input.email"}
+    assert result.run_inputs[1] == {"who": "Grace Hopper", "email": "grace@example.com"}
+    verification = verify(result, recordings)
+    assert verification.verified, verification.to_json()
+
+
+def test_a_value_in_lockstep_with_an_earlier_output_in_every_recording_is_a_ref() -> None:
+    recordings = []
+    for execution, when in (("e1", "2026-11-22T08:05:41+01:00"), ("e2", "2026-11-23T09:15:00+01:00")):
+        s = Session(execution=execution)
+        s.call("get_current_time", {"timezone": "Europe/Paris"}, {"datetime": when, "timezone": "Europe/Paris"})
+        s.call("remind", {"at": when, "text": "standup"}, "ok")
+        recordings.append(s.steps)
+    result = templatize(recordings, name="t")
+    assert result.template.step("remind_1").input == {"at": "@get_current_time_1.datetime", "text": "standup"}
+    assert not result.template.inputs
+    (inference,) = [i for i in result.applied if i.step == "remind_1"]
+    assert "lockstep" in inference.evidence
+    assert verify(result, recordings).verified

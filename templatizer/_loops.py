@@ -68,6 +68,8 @@ class Loop:
     members: tuple[str, ...]
     why: str
     folded_inputs: tuple[str, ...] = ()  # the per-call inputs the list input replaces
+    elements: tuple[tuple[tuple[str, str], ...], ...] = ()
+    """Per recorded call, what its `@item` refs stood for: (`@item` or `@item.<key>`, `@list_1.items[2]`)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"step": self.step, "tool": self.tool, "for_each": self.over}
@@ -101,6 +103,7 @@ class _Walk:
     list_input: tuple[str, InputSpec, list[list[JSON]]] | None = None  # (name, spec, values per run)
     folded: tuple[str, ...] = ()
     zipped: Mapping[str, str] | None = None  # several lists walked together: element key -> list ref
+    elements: tuple[tuple[tuple[str, str], ...], ...] = ()  # per call: (`@item...` head, what it took)
 
 
 @dataclass
@@ -200,7 +203,7 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
             counted = {f"@{name}": len(names)}.get
             out.append(replace(unit, input=_collapse(_rewrite(unit.input, rename), counted), for_each=walks))
     folding.units = out
-    folding.loops.append(Loop(name, members[0].tool, walk.over, names, walk.why, walk.folded))
+    folding.loops.append(Loop(name, members[0].tool, walk.over, names, walk.why, walk.folded, walk.elements))
 
 
 # --------------------------------------------------------------------------- finding the walk
@@ -283,10 +286,12 @@ def _walk_over(members: Sequence[Unit], walked: Mapping[str, list[int]], folding
             return found
         overs[keys[base]] = found[0]
         whys.append(found[1] if single else f"{found[0]}: {found[1]}")
+    heads = {base: "@item" if single else f"@item.{keys[base]}" for base in walked}
+    took = tuple(tuple((heads[base], f"{base}[{at[i]}]") for base, at in walked.items()) for i in range(len(members)))
     if single:
-        return _Walk(next(iter(overs.values())), per_item, whys[0])
+        return _Walk(next(iter(overs.values())), per_item, whys[0], elements=took)
     why = f"the elements of {len(overs)} lists walked together ({'; '.join(whys)})"
-    return _Walk(f"zip of {', '.join(overs.values())}", per_item, why, zipped=overs)
+    return _Walk(f"zip of {', '.join(overs.values())}", per_item, why, zipped=overs, elements=took)
 
 
 def _element(
@@ -386,7 +391,8 @@ def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     )
     over = f"@input.{name}"
     why = f"one input per call when recorded ({', '.join(names)}), now one list input"
-    return _Walk(over, generalized[0], why, (name, spec, per_run), tuple(names))
+    took = tuple((("@item", f"@input.{n}"),) for n in names)
+    return _Walk(over, generalized[0], why, (name, spec, per_run), tuple(names), elements=took)
 
 
 def _alone(members: Sequence[Unit], units: Sequence[Unit]) -> bool:

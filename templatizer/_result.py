@@ -10,6 +10,7 @@ from toolreel.core.model import JSON
 from toolreel.core.template import Template
 from toolreel.core.template_io import template_to_dict
 from toolreel.templatizer._loops import Loop, Unrolled
+from toolreel.templatizer._picks import Pick
 
 Confidence = Literal["high", "medium", "low"]
 InferenceKind = Literal[
@@ -89,6 +90,7 @@ class TemplatizeResult:
     """The same for every recording given, in order (an input a recording lacks is absent)."""
     loops: tuple[Loop, ...] = ()  # repeated calls folded into one for_each step
     unrolled: tuple[Unrolled, ...] = ()  # repeated calls kept as they were, and why
+    picks: tuple[Pick, ...] = ()  # list elements taken by position, now picked by their name
 
     @property
     def loop_items(self) -> dict[str, tuple[str, ...]]:
@@ -105,5 +107,6 @@ class TemplatizeResult:
             "dropped": [inference.to_json() for inference in self.dropped],
             "left_out": [{"step": step, "why": why} for step, why in self.left_out],
             "loops": [loop.to_json() for loop in self.loops],
-            "unrolled": [unrolled.to_json() for unrolled in self.unrolled],
+            "unrolled": [unrolled.to_json() for unrolled in self.unrolled]
+            + [{"steps": [pick.step], "why": pick.why} for pick in self.picks],
         }

@@ -20,6 +20,7 @@ from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
 from toolreel.templatizer._inputs import InputTable, likely_inputs
 from toolreel.templatizer._loops import Unit, fold_loops
 from toolreel.templatizer._order import Call, order_after
+from toolreel.templatizer._picks import pick_by_identity
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._runs import named_in_runs
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
@@ -69,7 +70,8 @@ def templatize(
     reads = frozenset(read_only)
     units = [Unit(r.name, _listed(r), r, results[r.name].template_input) for r in kept if r.name in names]
     folded = fold_loops(units, runs, table)
-    template = _build(name, description or _describe(kept), folded.units, table, keep_order, reads)
+    picked, picks = pick_by_identity(folded.units, runs, table.values[0])
+    template = _build(name, description or _describe(kept), picked, table, keep_order, reads)
     template, transforms = propose_transforms(template, kept, runs, named=set(inputs or {}))
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
@@ -86,6 +88,7 @@ def templatize(
         run_inputs=tuple({k: v for k, v in run.items() if k in template.inputs} for run in table.values),
         loops=folded.loops,
         unrolled=folded.unrolled,
+        picks=tuple(picks),
     )
 
 

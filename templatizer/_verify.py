@@ -123,6 +123,7 @@ def _loop_lines(result: TemplatizeResult) -> list[str]:
         for loop in result.loops
     ]
     lines += [f"Kept unrolled: {', '.join(u.steps)}: {u.why}." for u in result.unrolled]
+    lines += [f"Picked by name, not position: {pick.why}." for pick in result.picks]
     return lines
 
 

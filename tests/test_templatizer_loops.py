@@ -21,6 +21,7 @@ from toolreel.core.model import StepRecord, StepStatus
 from toolreel.core.secrets import REDACTED, Redactor
 from toolreel.core.store import open_store
 from toolreel.core.template import StepSpec, Template
+from toolreel.replayer import dry_replay
 from toolreel.templatizer import summary, templatize, verify
 
 # --------------------------------------------------------------------------- folding (no process)
@@ -349,3 +350,55 @@ def test_a_value_in_lockstep_with_an_earlier_output_in_every_recording_is_a_ref(
     (inference,) = [i for i in result.applied if i.step == "remind_1"]
     assert "lockstep" in inference.evidence
     assert verify(result, recordings).verified
+
+
+# --------------------------------------------------------------------------- picks by identity
+
+
+def _channels(names: list[str]) -> list[dict[str, Any]]:
+    return [{"id": f"C0{i}X9Y8Z7W6", "name": name} for i, name in enumerate(names)]
+
+
+def _post_to_triage(names: list[str]) -> list[StepRecord]:
+    s = Session()
+    channels = _channels(names)
+    s.call("list_channels", {}, {"channels": channels})
+    target = next(c for c in channels if c["name"] == "triage")
+    s.call("post", {"channel": target["id"], "text": "New incident"}, {"ts": "1700000000.000100"})
+    return s.steps
+
+
+def test_an_element_taken_by_position_is_picked_by_its_name() -> None:
+    steps = _post_to_triage(["general", "random", "ops", "alerts", "triage"])
+    result = templatize([steps], name="t")
+    assert result.template.step("post_1").input == {"channel": "@pick_triage.id", "text": "New incident"}
+    pick = result.template.step("pick_triage")
+    assert pick.kind == "code"
+    assert pick.input == {"items": "@list_channels_1.channels", "key": "name", "value": "triage"}
+    assert verify(result, [steps]).verified
+    text = summary(result, verify(result, [steps]), saved=None, note=None)
+    assert "Picked by name, not position: @list_channels_1.channels[4] is now the element whose name is triage" in text
+    # In a world where a channel was added before it, the dry replay of the same template still posts to triage.
+    shifted = _post_to_triage(["general", "random", "new-one", "ops", "alerts", "triage"])
+    assert dry_replay(result.template, {}, shifted) == []
+
+
+def test_the_pick_takes_the_input_that_named_the_element() -> None:
+    steps = _post_to_triage(["general", "triage", "ops"])
+    result = templatize([steps], name="t", inputs={"channel_name": "triage"})
+    pick = result.template.step("pick_triage")
+    assert pick.input == {"items": "@list_channels_1.channels", "key": "name", "value": "@input.channel_name"}
+    assert set(result.template.inputs) == {"channel_name"}
+    assert verify(result, [steps]).verified
+
+
+def test_the_first_element_and_elements_without_a_unique_name_stay_positional() -> None:
+    first = templatize([_post_to_triage(["triage", "general"])], name="t")
+    assert first.template.step("post_1").input["channel"] == "@list_channels_1.channels[0].id"  # type: ignore[index]
+    s = Session()
+    channels = [{"id": "C0AX9Y8Z7W6", "name": "ops"}, {"id": "C0BX9Y8Z7W6", "name": "ops"}]
+    s.call("list_channels", {}, {"channels": channels})
+    s.call("post", {"channel": "C0BX9Y8Z7W6", "text": "hi"}, "ok")
+    twins = templatize([s.steps], name="t")
+    assert twins.template.step("post_1").input["channel"] == "@list_channels_1.channels[1].id"  # type: ignore[index]
+    assert not twins.picks

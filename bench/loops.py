@@ -41,6 +41,7 @@ class World:
     seed: str
     users: list[dict[str, Any]]
     tickets: list[dict[str, Any]]
+    channels: list[dict[str, Any]] = field(default_factory=list)
     calls: list[tuple[str, JSON]] = field(default_factory=list)
     minted: int = 0
 
@@ -62,6 +63,8 @@ class World:
                 return {"tickets": self.tickets}
             case "desk__close_ticket":
                 return {"ticket": args["ticket_id"], "state": "closed"}
+            case "chat__list_channels":
+                return {"channels": self.channels}
             case "desk__create_issue":
                 return {"id": self.mint("iss"), "title": args["title"]}
             case _:
@@ -78,7 +81,10 @@ def world(size: int, seed: str) -> World:
     ]
     # Every other ticket is open, and one more closed ticket sits first: a filter, not a prefix.
     tickets = [{"id": f"T-{seed[:3]}-{i:03d}", "state": "open" if i % 2 else "closed"} for i in range(2 * size + 1)]
-    return World(seed, users, tickets)
+    # The channel the task posts to sits after `size` others: its position shifts from world to world.
+    names = [f"team-{i}" for i in range(size)] + ["triage", "random"]
+    channels = [{"id": f"C{_hex(f'{seed}/c{i}')[:8].upper()}", "name": name} for i, name in enumerate(names)]
+    return World(seed, users, tickets, channels)
 
 
 # --------------------------------------------------------------------------- the agents (what a correct agent does)
@@ -104,6 +110,12 @@ def close_open(w: World, given: Mapping[str, Any]) -> None:
             w.answer("desk__close_ticket", {"ticket_id": ticket["id"], "reason": "stale"})
 
 
+def post_to_triage(w: World, given: Mapping[str, Any]) -> None:
+    channels = w.answer("chat__list_channels", {})["channels"]  # type: ignore[index]
+    triage = next(c for c in channels if c["name"] == "triage")
+    w.answer("chat__post", {"channel": triage["id"], "text": "New incident"})
+
+
 def issues(w: World, given: Mapping[str, Any]) -> None:
     for title in given["titles"]:
         w.answer("desk__create_issue", {"title": title, "project": "ops"})
@@ -121,6 +133,7 @@ FAMILIES = (
     Family("read per user, all ids after", emails),
     Family("write per filtered element", close_open),
     Family("one user input per call", issues, per_call_inputs=True),
+    Family("an element of a shifting list", post_to_triage),
 )
 
 
@@ -157,7 +170,7 @@ class _Recorder(World):
 
 def record(family: Family, size: int) -> tuple[list[StepRecord], dict[str, Any]]:
     base = world(size, "recorded")
-    w = _Recorder(base.seed, base.users, base.tickets)
+    w = _Recorder(base.seed, base.users, base.tickets, base.channels)
     given = {"titles": TITLES[:size]}
     family.agent(w, given)
     steps = recorded(w.calls, w.outputs)
@@ -219,7 +232,7 @@ def run_family(family: Family) -> list[tuple[int, bool, str]]:
         inputs = _inputs(result.template, given["titles"]) if family.per_call_inputs else {}
         try:
             status = anyio.run(replay, result.template, inputs, replayed)
-        except ToolreelError as exc:
+        except ToolreelError as exc:  # a template that cannot take this world's inputs
             status = f"refused: {exc}"
         exact = status == "succeeded" and by_tool(replayed.calls) == by_tool(expected.calls)
         out.append((size, exact, f"{status}, {len(replayed.calls)} calls (a correct agent: {len(expected.calls)})"))

@@ -35,6 +35,7 @@ _INDEX_RE: Final = re.compile(r"\[(\d+)\]")
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBERED_RE: Final = re.compile(r"_\d+$")
 _OWN_ROOTS: Final = ("@input", "@item", "@index")
+_CANDIDATES: Final = 3  # generalized forms tried per family
 ZIP_CODE: Final = """export default function(input) {
   const keys = Object.keys(input);
   const count = input[keys[0]].length;
@@ -236,7 +237,9 @@ def _walkable(inputs: Sequence[JSON]) -> dict[str, list[int]]:
     call): `@get_user_each[0]` and `Hello Ann` stand for `@list_users_1.users[0]` when calls 2 and 3 took
     `[1]` and `[2]` of both."""
     found: dict[str, list[int | None]] = {}
-    for base in dict.fromkeys(b for value in inputs for b in _bases(value)):
+    # A list every call walks is named by the first call or (when it took the element in step) the second:
+    # looking no further keeps a family of n calls linear.
+    for base in dict.fromkeys(b for value in inputs[:2] for b in _bases(value)):
         found[base] = [_index_of(value, base) for value in inputs]
     complete = {b: at for b, at in found.items() if None not in at}
     out: dict[str, list[int]] = {}
@@ -275,7 +278,8 @@ def _walk_over(members: Sequence[Unit], walked: Mapping[str, list[int]], folding
     if not all(isinstance(e, list) for e in elements.values()):
         return None
     items = [_element(elements, walked, keys, i, single) for i in range(len(members))]
-    per_item = next((c for c in candidates if _gives_back(c, members, items, folding)), None)
+    # A few candidates: the calls' arguments generalize to one form, or to none (n distinct ones).
+    per_item = next((c for c in candidates[:_CANDIDATES] if _gives_back(c, members, items, folding)), None)
     if per_item is None:
         return None
     overs: dict[str, str] = {}

@@ -340,6 +340,8 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
                 f"they handle elements {at} of {base} ({len(elements)} elements) and no field tells the handled "
                 "ones apart from the others: kept unrolled"
             )
+        if not same(folding.resolved(filtered, 0), [elements[i] for i in at]):
+            return f"the filter {filtered} does not give back the elements {at} the calls took"
         over = filtered
         why = f"only the elements the filter keeps: {count} of {len(elements)} when recorded"
     for run in range(1, len(folding.runs)):

@@ -31,6 +31,7 @@ _POSITIONAL_RE: Final = re.compile(
     r"(?<![@\w])(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[([1-9]\d*)\]"
 )
 _NAME_KEYS: Final = ("name", "title", "slug", "key", "label", "login", "username", "handle", "email", "display_name")
+_RELATION_RE: Final = re.compile(r"(author|committer|creator|owner|assignee|user|sender|reporter|parent)")
 PICK_CODE: Final = """export default function(input) {
   const found = input.items.filter((item) => item !== null && item[input.key] === input.value);
   if (found.length !== 1) {
@@ -112,7 +113,9 @@ def _identity_keys(element: Mapping[str, JSON]) -> list[str]:
     """Name-like keys holding text, the usual ones first."""
     keys = [k for k in element if isinstance(element[k], str) and element[k]]
     usual = [k for k in _NAME_KEYS if k in keys]
-    return usual + [k for k in keys if k not in usual and re.search(r"(name|title)$", k.lower())]
+    named = [k for k in keys if k not in usual and re.search(r"(name|title)$", k.lower())]
+    # `author_name`, `owner_name`: who made or owns the element, shared by design, not what it is
+    return usual + [k for k in named if not _RELATION_RE.match(k.lower())]
 
 
 def _pick_unit(user: Unit, pick: Pick, base: str) -> Unit:

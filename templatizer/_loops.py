@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
-from toolreel.core.refs import MappingScope, resolve, step_name_base
+from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
 from toolreel.core.template import InputSpec
-from toolreel.templatizer._values import same
+from toolreel.templatizer._values import is_trivial, same
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
     from toolreel.templatizer._infer import Run
@@ -34,7 +34,7 @@ _TOKEN_RE: Final = re.compile(r"(?<![@\w])@[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9
 _INDEX_RE: Final = re.compile(r"\[(\d+)\]")
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBERED_RE: Final = re.compile(r"_\d+$")
-_OWN_ROOTS: Final = ("@input", "@item", "@index")
+_OWN_ROOTS: Final = ("@item", "@index")
 _CANDIDATES: Final = 3  # generalized forms tried per family
 ZIP_CODE: Final = """export default function(input) {
   const keys = Object.keys(input);
@@ -216,19 +216,43 @@ def _walk_of(members: Sequence[Unit], folding: _Folding) -> _Walk | str:
     Each call's arguments, with the element it took replaced by `@item`, are a candidate; the first
     candidate that gives back every call's recorded arguments wins (one list walked, then several
     walked together)."""
-    inputs = [m.input for m in members]
-    if all(same(inputs[0], other) for other in inputs[1:]):
+    if all(same(members[0].input, other.input) for other in members[1:]):
         return "the same call repeated with the same arguments: no list to walk"
-    walkable = _walkable(inputs)
+    lists = _list_inputs(folding)
+    marked = [replace(m, input=_marked(m.input, lists)) for m in members] if lists else list(members)
+    walkable = _walkable([m.input for m in marked])
     tries = [[base] for base in walkable] + ([list(walkable)] if len(walkable) >= 2 else [])
     reason = "their arguments differ by values that no list explains"
     for bases in tries:
-        found = _walk_over(members, {base: walkable[base] for base in bases}, folding)
+        found = _walk_over(marked, {base: walkable[base] for base in bases}, folding)
         if isinstance(found, _Walk):
             return found
         reason = found or reason
     walked = _input_walk(members, folding)
     return walked if walked is not None else reason
+
+
+def _list_inputs(folding: _Folding) -> dict[str, list[JSON]]:
+    """The list inputs the user gave (named), whose elements calls may have taken one by one."""
+    values = folding.table.values[0]
+    return {
+        name: value
+        for name, value in values.items()
+        if isinstance(value, list) and len(value) >= 2 and not folding.table.specs[name].secret
+    }
+
+
+def _marked(value: JSON, lists: Mapping[str, list[JSON]]) -> JSON:
+    """`value` with each literal that is one element of a list input written as a ref to it (`@input.emails[1]`)."""
+    if isinstance(value, dict):
+        return {k: _marked(v, lists) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_marked(v, lists) for v in value]
+    if is_trivial(value) or (isinstance(value, str) and _TOKEN_RE.search(value)):
+        return value
+    plain = unescape_literal(value) if isinstance(value, str) else value
+    found = [(name, i) for name, items in lists.items() for i, item in enumerate(items) if same(item, plain)]
+    return f"@input.{found[0][0]}[{found[0][1]}]" if len(found) == 1 else value
 
 
 def _walkable(inputs: Sequence[JSON]) -> dict[str, list[int]]:

@@ -402,3 +402,15 @@ def test_the_first_element_and_elements_without_a_unique_name_stay_positional() 
     twins = templatize([s.steps], name="t")
     assert twins.template.step("post_1").input["channel"] == "@list_channels_1.channels[1].id"  # type: ignore[index]
     assert not twins.picks
+
+
+def test_one_call_per_element_of_a_list_the_user_gave_walks_that_list() -> None:
+    s = Session()
+    emails = ["ann@example.com", "bob@example.com", "cyd@example.com"]
+    for email in emails:
+        s.call("invite", {"email": email, "role": "viewer"}, {"invited": email})
+    result = templatize([s.steps], name="t", inputs={"emails": emails})
+    loop = result.template.step("invite_each")
+    assert (loop.for_each, loop.input) == ("@input.emails", {"email": "@item", "role": "viewer"})
+    assert set(result.template.inputs) == {"emails"}
+    assert verify(result, [s.steps]).verified

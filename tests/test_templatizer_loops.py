@@ -13,16 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
 from tests.gw import Connected, call, fixture_entry, text_of
 from tests.inproc import InProcessGateway, gateway_with_clients
 from tests.test_templatizer import Session
-from toolreel.core.model import StepRecord, StepStatus
+from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepRecord, StepStatus
 from toolreel.core.secrets import REDACTED, Redactor
 from toolreel.core.store import open_store
 from toolreel.core.template import StepSpec, Template
 from toolreel.replayer import dry_replay
 from toolreel.templatizer import summary, templatize, verify
+from toolreel.templatizer.cli import register
 
 # --------------------------------------------------------------------------- folding (no process)
 
@@ -414,3 +417,27 @@ def test_one_call_per_element_of_a_list_the_user_gave_walks_that_list() -> None:
     assert (loop.for_each, loop.input) == ("@input.emails", {"email": "@item", "role": "viewer"})
     assert set(result.template.inputs) == {"emails"}
     assert verify(result, [s.steps]).verified
+
+
+def test_the_templatize_command_says_what_became_a_loop(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    s = Session(execution="exec-loop")
+    users = _users(3)
+    s.call("list_users", {}, {"users": users})
+    for user in users:
+        s.call("get_user", {"id": user["id"]}, {"id": user["id"]})
+    store = open_store(url)
+    try:
+        store.create_execution(
+            Execution("exec-loop", ExecutionMode.RECORD, ExecutionStatus.RECORDING, created_at=1.0, updated_at=1.0)
+        )
+        store.put_steps(s.steps)
+    finally:
+        store.close()
+    app = typer.Typer()
+    register(app)
+    result = CliRunner().invoke(app, ["templatize", "exec-loop", "--db", url])
+    assert result.exit_code == 0, result.stderr
+    assert "for_each: '@list_users_1.users'" in result.stdout
+    assert "# loop: get_user_each over @list_users_1.users (3 calls when recorded, one per element)" in result.stderr
+    assert "# verified: true" in result.stderr

@@ -71,6 +71,7 @@ class Loop:
     folded_inputs: tuple[str, ...] = ()  # the per-call inputs the list input replaces
     elements: tuple[tuple[tuple[str, str], ...], ...] = ()
     """Per recorded call, what its `@item` refs stood for: (`@item` or `@item.<key>`, `@list_1.items[2]`)."""
+    run_members: tuple[tuple[str, ...], ...] = ()  # the calls it stands for in each recording ([0]: `members`)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"step": self.step, "tool": self.tool, "for_each": self.over}
@@ -115,6 +116,7 @@ class _Folding:
     loops: list[Loop] = field(default_factory=list)
     unrolled: list[Unrolled] = field(default_factory=list)
     extra: dict[str, list[JSON]] = field(default_factory=dict)  # loop step -> its output in each recording
+    calls: list[tuple[str, ...]] = field(default_factory=list)  # the family being folded: its calls per recording
 
     def resolved(self, ref: str, run: int) -> JSON:
         """`ref` in recording `run`, where the loops folded so far have their recorded outputs; None if absent."""
@@ -167,9 +169,16 @@ def _fold_family(folding: _Folding, members: list[Unit]) -> None:
     if any(m.record.is_error or m.record.status != StepStatus.SUCCEEDED for m in members):
         folding.unrolled.append(Unrolled(names, "one of the calls failed when recorded"))
         return
-    if not all(all(n in run.steps for n in names) for run in folding.runs[1:]):
+    # In each other recording the loop stands for that recording's calls of the tool, as many as its list has
+    # (when the family is every call of the tool); else for the same calls by name.
+    every = _calls_of(folding.runs[0], members[0].tool) == names
+    calls = [names] + [_calls_of(run, members[0].tool) if every else names for run in folding.runs[1:]]
+    if not all(calls[1:]) or not all(
+        all(n in run.steps for n in c) for run, c in zip(folding.runs, calls, strict=True)
+    ):
         folding.unrolled.append(Unrolled(names, "the other recordings do not make the same calls"))
         return
+    folding.calls = calls
     found = _walk_of(members, folding)
     if isinstance(found, str):
         folding.unrolled.append(Unrolled(names, found))
@@ -193,7 +202,9 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
         added.append(Unit(zipped, "", members[0].record, dict(walk.zipped), code=ZIP_CODE))
         over = f"@{zipped}"
     added.append(Unit(name, members[0].tool, members[0].record, walk.per_item, over, names))
-    folding.extra[name] = [[run.outputs.get(m) for m in names] for run in folding.runs]
+    folding.extra[name] = [
+        [run.outputs.get(m) for m in calls] for run, calls in zip(folding.runs, folding.calls, strict=True)
+    ]
     rename = {member: f"@{name}[{i}]" for i, member in enumerate(names)}
     out: list[Unit] = []
     for unit in folding.units:
@@ -204,7 +215,8 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
             counted = {f"@{name}": len(names)}.get
             out.append(replace(unit, input=_collapse(_rewrite(unit.input, rename), counted), for_each=walks))
     folding.units = out
-    folding.loops.append(Loop(name, members[0].tool, walk.over, names, walk.why, walk.folded, walk.elements))
+    loop = Loop(name, members[0].tool, walk.over, names, walk.why, walk.folded, walk.elements, tuple(folding.calls))
+    folding.loops.append(loop)
 
 
 # --------------------------------------------------------------------------- finding the walk
@@ -303,7 +315,8 @@ def _walk_over(members: Sequence[Unit], walked: Mapping[str, list[int]], folding
         return None
     items = [_element(elements, walked, keys, i, single) for i in range(len(members))]
     # A few candidates: the calls' arguments generalize to one form, or to none (n distinct ones).
-    per_item = next((c for c in candidates[:_CANDIDATES] if _gives_back(c, members, items, folding)), None)
+    records = [m.record for m in members]
+    per_item = next((c for c in candidates[:_CANDIDATES] if _gives_back(c, records, items, folding)), None)
     if per_item is None:
         return None
     overs: dict[str, str] = {}
@@ -314,12 +327,28 @@ def _walk_over(members: Sequence[Unit], walked: Mapping[str, list[int]], folding
             return found
         overs[keys[base]] = found[0]
         whys.append(found[1] if single else f"{found[0]}: {found[1]}")
+    for run in range(1, len(folding.runs)):
+        if not _fits_run(per_item, overs, single, run, folding):
+            return "in another recording the same loop does not give back its calls' arguments"
     heads = {base: "@item" if single else f"@item.{keys[base]}" for base in walked}
     took = tuple(tuple((heads[base], f"{base}[{at[i]}]") for base, at in walked.items()) for i in range(len(members)))
     if single:
         return _Walk(next(iter(overs.values())), per_item, whys[0], elements=took)
     why = f"the elements of {len(overs)} lists walked together ({'; '.join(whys)})"
     return _Walk(f"zip of {', '.join(overs.values())}", per_item, why, zipped=overs, elements=took)
+
+
+def _fits_run(per_item: JSON, overs: Mapping[str, str], single: bool, run: int, folding: _Folding) -> bool:
+    """The loop over `overs` in recording `run` gives back that recording's calls, element by element."""
+    lists = {key: folding.resolved(over, run) for key, over in overs.items()}
+    calls = folding.calls[run]
+    if not all(isinstance(v, list) and len(v) == len(calls) for v in lists.values()):
+        return False
+    items = [
+        next(iter(lists.values()))[i] if single else {key: v[i] for key, v in lists.items()} for i in range(len(calls))
+    ]
+    records = [folding.runs[run].steps[name] for name in calls]
+    return _gives_back(per_item, records, items, folding, run)
 
 
 def _element(
@@ -333,12 +362,15 @@ def _element(
     return next(iter(picked.values())) if single else picked
 
 
-def _gives_back(per_item: JSON, members: Sequence[Unit], items: Sequence[JSON], folding: _Folding) -> bool:
-    run = folding.runs[0]
-    steps = {**run.outputs, **{name: out[0] for name, out in folding.extra.items()}}
-    for index, (member, item) in enumerate(zip(members, items, strict=True)):
+def _gives_back(
+    per_item: JSON, records: Sequence[StepRecord], items: Sequence[JSON], folding: _Folding, run_index: int = 0
+) -> bool:
+    """Each call's recorded arguments come back from `per_item` with its element, in recording `run_index`."""
+    run = folding.runs[run_index]
+    steps = {**run.outputs, **{name: out[run_index] for name, out in folding.extra.items()}}
+    for index, (record, item) in enumerate(zip(records, items, strict=True)):
         scope = MappingScope(steps=steps, inputs=run.inputs, item=item, index=index, in_loop=True)
-        recorded = member.record.resolved_input if member.record.resolved_input is not None else {}
+        recorded = record.resolved_input if record.resolved_input is not None else {}
         try:
             if not same(resolve(per_item, scope), recorded):
                 return False
@@ -370,8 +402,8 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
         why = f"only the elements the filter keeps: {count} of {len(elements)} when recorded"
     for run in range(1, len(folding.runs)):
         got = folding.resolved(over, run)
-        if not isinstance(got, list) or len(got) != count:
-            return f"in another recording {over} does not give the {count} elements its calls took"
+        if not isinstance(got, list) or len(got) != len(folding.calls[run]):
+            return f"in another recording {over} does not give as many elements as its calls there"
     return over, why
 
 
@@ -395,6 +427,8 @@ def _evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | Non
 
 def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     """One input per call (`title`, `title_2`, ...): one list input walked by the loop."""
+    if any(c != folding.calls[0] for c in folding.calls[1:]):
+        return None  # per-call inputs in recordings with other numbers of calls: no names to line up
     used = [_input_names(m.input) for m in members]
     common = set.intersection(*used)
     varying = [u - common for u in used]
@@ -529,3 +563,11 @@ def _free(base: str, taken: set[str]) -> str:
     while name in taken:
         name, n = f"{base}_{n}", n + 1
     return name
+
+
+def _calls_of(run: Run, tool: str) -> tuple[str, ...]:
+    """The recording's calls of `tool` (listed name), in recorded order."""
+    records = sorted(run.steps.values(), key=lambda r: r.seq)
+    return tuple(
+        r.name for r in records if (f"{r.server}__{r.tool or r.name}" if r.server else r.tool or r.name) == tool
+    )

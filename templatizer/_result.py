@@ -95,7 +95,11 @@ class TemplatizeResult:
     @property
     def loop_items(self) -> dict[str, tuple[str, ...]]:
         """Each loop step's recorded calls, in element order: what a dry replay compares its items with."""
-        return {loop.step: loop.members for loop in self.loops}
+        return self.loop_items_in(0)
+
+    def loop_items_in(self, recording: int) -> dict[str, tuple[str, ...]]:
+        """The same in recording `recording` (another recording may have another number of elements)."""
+        return {loop.step: (loop.run_members or (loop.members,))[recording] for loop in self.loops}
 
     def to_json(self) -> dict[str, Any]:
         """The answer of `toolreel__save_template`."""

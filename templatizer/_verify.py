@@ -73,9 +73,9 @@ def verify(result: TemplatizeResult, recordings: Sequence[Sequence[StepRecord]])
 
     runs = result.run_inputs or (result.input_values,)
     found: list[Mismatch] = []
-    for recording, inputs in zip(recordings, runs, strict=False):
+    for index, (recording, inputs) in enumerate(zip(recordings, runs, strict=False)):
         execution_id = recording[0].execution_id if recording else "?"
-        for d in dry_replay(result.template, inputs, recording, result.loop_items):
+        for d in dry_replay(result.template, inputs, recording, result.loop_items_in(index)):
             found.append(Mismatch(execution_id, d.step, d.field, d.recorded, d.got))
     found += _redacted_literals(result.template)
     return Verification(recordings=len(recordings), mismatches=tuple(found))

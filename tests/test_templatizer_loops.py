@@ -441,3 +441,22 @@ def test_the_templatize_command_says_what_became_a_loop(tmp_path: Path) -> None:
     assert "for_each: '@list_users_1.users'" in result.stdout
     assert "# loop: get_user_each over @list_users_1.users (3 calls when recorded, one per element)" in result.stderr
     assert "# verified: true" in result.stderr
+
+
+def test_recordings_with_other_numbers_of_elements_confirm_one_loop() -> None:
+    recordings = []
+    for execution, count in (("e1", 3), ("e2", 2)):
+        s = Session(execution=execution)
+        users = [{"id": f"usr_{execution}{i}a1b2c3d4e5", "name": f"Name {execution}{i}"} for i in range(count)]
+        s.call("list_users", {"limit": 100}, {"users": users})
+        for i, user in enumerate(users):
+            s.call("create_order", {"user_id": user["id"]}, {"order_id": f"ord_{execution}{i}9e8d7c6b5a4"})
+        recordings.append(s.steps)
+    result = templatize(recordings, name="t")
+    assert result.template.step("create_order_each").for_each == "@list_users_1.users"
+    assert result.loops[0].run_members == (
+        ("create_order_1", "create_order_2", "create_order_3"),
+        ("create_order_1", "create_order_2"),
+    )
+    verification = verify(result, recordings)
+    assert verification.verified and verification.recordings == 2, verification.to_json()

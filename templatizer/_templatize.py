@@ -248,7 +248,7 @@ def _build(
     keep_order: bool,
     read_only: frozenset[str],
 ) -> Template:
-    calls = [Call(u.name, u.tool, u.record.server or u.tool, frozenset(_unit_deps(u))) for u in units if u.tool]
+    calls = [Call(u.name, u.tool, frozenset(_unit_deps(u))) for u in units if u.tool]
     order = order_after(calls, read_only) if keep_order else {}
     specs: list[StepSpec] = []
     used: dict[str, list[str]] = {}

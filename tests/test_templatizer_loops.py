@@ -147,21 +147,23 @@ def test_the_same_call_repeated_is_no_loop() -> None:
     assert "the same call repeated" in result.unrolled[0].why
 
 
-def test_order_is_kept_per_server_and_reads_wait_only_for_writes() -> None:
+def test_order_is_kept_across_servers_and_reads_wait_only_for_writes() -> None:
+    """Servers share state a template cannot see (the file one writes, another commits): writes keep their
+    order across servers; reads with no data between them run in parallel."""
     s = Session()
     s.call("write_file", {"path": "/a.txt", "text": "hello"}, "ok", server="fs")
-    s.call("send", {"text": "starting"}, "ok", server="chat")
+    s.call("git_add", {"files": ["/a.txt"]}, "ok", server="git")
     s.call("read_file", {"path": "/a.txt"}, "hello", server="fs")
-    s.call("stat", {"path": "/a.txt"}, {"size": 5}, server="fs")
+    s.call("git_status", {}, "clean", server="git")
     s.call("send", {"text": "done"}, "ok", server="chat")
-    result = templatize([s.steps], name="t", read_only={"fs__read_file", "fs__stat"})
+    result = templatize([s.steps], name="t", read_only={"fs__read_file", "git__git_status"})
     depends = {step.name: step.depends_on for step in result.template.steps}
     assert depends == {
         "write_file_1": (),
-        "send_1": (),  # another server: no order between them
-        "read_file_1": ("write_file_1",),
-        "stat_1": ("write_file_1",),  # two reads: in parallel
-        "send_2": ("send_1",),  # writes to one server keep their order
+        "git_add_1": ("write_file_1",),  # another server, the same files
+        "read_file_1": ("git_add_1",),
+        "git_status_1": ("git_add_1",),  # two reads: in parallel
+        "send_1": ("git_add_1", "read_file_1", "git_status_1"),
     }
 
 

@@ -16,7 +16,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from tests.gw import Connected, call, fixture_entry, text_of
+from tests.gw import Connected, call, fixture_entry, text_of, wait_until
 from tests.inproc import InProcessGateway, gateway_with_clients
 from tests.test_templatizer import Session
 from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepRecord, StepStatus
@@ -211,10 +211,19 @@ async def _ok(gw: Connected, tool: str, arguments: dict[str, Any]) -> dict[str, 
     return result.structured_content
 
 
+async def _until_listed(client: Connected, tool: str) -> None:
+    """The server started (on a busy machine a first listing may come before it)."""
+
+    async def listed() -> bool:
+        return tool in {t.name for t in (await client.client.list_tools()).tools}
+
+    await wait_until(listed, 30, f"{tool} in tools/list")
+
+
 async def _seed(gateway: InProcessGateway, names: list[str]) -> None:
     """Users created by a client of their own: the world the workflow finds, not part of its recording."""
     async with gateway.connect(answers=False) as seeder:
-        await seeder.client.list_tools()  # the first listing waits for the servers to start
+        await _until_listed(seeder, "shop__create_user")
         for name in names:
             await _ok(seeder, "shop__create_user", {"name": name, "email": f"{name.split()[0].lower()}@example.com"})
 
@@ -297,7 +306,7 @@ async def test_independent_read_only_steps_replay_at_once_and_a_write_waits_for_
         gateway_with_clients({"rv": fixture_entry("rendezvous")}, db=db) as gateway,
         gateway.connect(answers=False) as agent,
     ):
-        await agent.client.list_tools()  # the first listing waits for the server to start
+        await _until_listed(agent, "rv__look")
         for name in ("alpha", "beta"):
             await _ok(agent, "rv__look", {"name": name})
         await _ok(agent, "rv__log", {"text": "seen both"})

@@ -173,9 +173,7 @@ def _fold_family(folding: _Folding, members: list[Unit]) -> None:
     # (when the family is every call of the tool); else for the same calls by name.
     every = _calls_of(folding.runs[0], members[0].tool) == names
     calls = [names] + [_calls_of(run, members[0].tool) if every else names for run in folding.runs[1:]]
-    if not all(calls[1:]) or not all(
-        all(n in run.steps for n in c) for run, c in zip(folding.runs, calls, strict=True)
-    ):
+    if not all(all(n in run.steps for n in c) for run, c in zip(folding.runs, calls, strict=True)):
         folding.unrolled.append(Unrolled(names, "the other recordings do not make the same calls"))
         return
     folding.calls = calls

@@ -49,8 +49,10 @@ def template_refs(result: TemplatizeResult) -> Found:
     A loop counts as the recorded calls it stands for: call i with its `@item` refs written as what the
     call took (`@list_1.items[2].id`, `@input.title_2`) and refs into a loop's output as refs to its calls,
     so a loop is scored by the same expectations as the calls it replaced."""
-    loops = {loop.step: loop for loop in result.loops}
-    back = [(f"@{loop.step}[{i}]", f"@{m}") for loop in result.loops for i, m in enumerate(loop.members)]
+    # Callers that hold only a template (no loops to expand) pass an object with `.template` alone.
+    folded = getattr(result, "loops", ())
+    loops = {loop.step: loop for loop in folded}
+    back = [(f"@{loop.step}[{i}]", f"@{m}") for loop in folded for i, m in enumerate(loop.members)]
     zips = {step.for_each[1:] for step in result.template.steps if step.name in loops and step.for_each}
     found: Found = set()
     for step in result.template.steps:

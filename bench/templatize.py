@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,12 +46,32 @@ Found = set[tuple[str, str, str]]
 
 
 def template_refs(result: TemplatizeResult) -> Found:
-    """(step, input path, value) for every value of the template's step inputs that holds a ref."""
+    """(step, input path, value) for every value of the template's step inputs that holds a ref.
+
+    A loop counts as the recorded calls it stands for: call i with its `@item` refs written as what the
+    call took (`@list_1.items[2].id`, `@input.title_2`) and refs into a loop's output as refs to its calls,
+    so a loop is scored by the same expectations as the calls it replaced."""
+    # Callers that hold only a template (no loops to expand) pass an object with `.template` alone.
+    folded = getattr(result, "loops", ())
+    loops = {loop.step: loop for loop in folded}
+    back = [(f"@{loop.step}[{i}]", f"@{m}") for loop in folded for i, m in enumerate(loop.members)]
+    zips = {step.for_each[1:] for step in result.template.steps if step.name in loops and step.for_each}
     found: Found = set()
     for step in result.template.steps:
-        for path, value in _ref_values(step.input, "$"):
-            found.add((step.name, path, value))
+        if step.name in zips:
+            continue  # the lists a loop walks together: no recorded call
+        loop = loops.get(step.name)
+        calls = [(step.name, [])] if loop is None else list(zip(loop.members, map(list, loop.elements), strict=True))
+        for name, heads in calls:
+            for path, value in _ref_values(step.input, "$"):
+                found.add((name, path, _with_heads(value, [*heads, *back])))
     return found
+
+
+def _with_heads(text: str, heads: Sequence[tuple[str, str]]) -> str:
+    for head, target in heads:
+        text = re.sub(re.escape(head) + r"(?=[.\[}]|$)", lambda _, t=target: t, text)
+    return text
 
 
 def _ref_values(value: JSON, path: str) -> Iterator[tuple[str, str]]:

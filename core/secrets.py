@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from toolreel.core._ref_grammar import parse_ref, split_template
+from toolreel.core._ref_grammar import is_ref, parse_ref, split_template
 from toolreel.core._secret_scan import KEY_WORDS, needs_parse, redact_keys
 from toolreel.core.model import JSON, StepRecord
 
@@ -206,7 +206,7 @@ class Redactor:
         if not self.might_hold_secrets([record.input, record.resolved_input, record.result, record.error]):
             return record
         resolved, paths = self.redact(record.resolved_input)
-        written = self.clean(record.input)
+        written = self._refs_kept(self.clean(record.input), record.input, record.resolved_input)
         result = self.clean(record.result)
         output = self.clean(record.output)
         error = self.redact_text(record.error) if record.error is not None else None
@@ -219,6 +219,22 @@ class Redactor:
             input=written, resolved_input=resolved, result=result, output=output, error=error,
             redacted=tuple(dict.fromkeys((*record.redacted, *paths))),
         )  # fmt: skip
+
+    def _refs_kept(self, clean: JSON, written: JSON, resolved: JSON) -> JSON:
+        """`clean` with the refs the agent wrote (`@create_session_1.id`) put back where they were redacted
+        under a secret-looking key: a ref is no secret, and a template needs it. Only a whole-string ref
+        the gateway resolved to something else (so it was one) that holds no known secret."""
+        if isinstance(written, str):
+            keep = written != resolved and is_ref(written) and not self._matcher.found(written)
+            return written if keep else clean
+        if isinstance(written, Mapping) and isinstance(clean, Mapping) and isinstance(resolved, Mapping):
+            out = {k: self._refs_kept(v, written.get(k), resolved.get(k)) for k, v in clean.items()}
+            return clean if all(out[k] is clean[k] for k in out) else out
+        lists = isinstance(written, list) and isinstance(clean, list) and isinstance(resolved, list)
+        if lists and len(written) == len(clean) == len(resolved):
+            items = [self._refs_kept(c, w, r) for c, w, r in zip(clean, written, resolved, strict=True)]
+            return clean if all(a is b for a, b in zip(items, clean, strict=True)) else items
+        return clean
 
     def fields(self, fields: Mapping[str, object]) -> dict[str, object]:
         """Column values of a row (an execution's `inputs`, `output`, `error`, ...): JSON and text redacted."""

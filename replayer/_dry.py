@@ -9,6 +9,7 @@ in its sandbox on the resolved input, and its output feeds the steps after it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ from toolreel.core.errors import CodeError, ExecutionError, RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import resolve
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
+from toolreel.core.secrets import REDACTED
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import topo_order
 from toolreel.replayer._inputs import bind_inputs
@@ -39,8 +41,16 @@ class Difference:
         return {"step": self.step, "field": self.field, "recorded": self.recorded, "got": self.got}
 
 
-def dry_replay(template: Template, inputs: Mapping[str, JSON], recording: Sequence[StepRecord]) -> list[Difference]:
-    """The steps and fields whose resolved input differs from the recording's; [] when every one matches."""
+def dry_replay(
+    template: Template,
+    inputs: Mapping[str, JSON],
+    recording: Sequence[StepRecord],
+    items: Mapping[str, Sequence[str]] | None = None,
+) -> list[Difference]:
+    """The steps and fields whose resolved input differs from the recording's; [] when every one matches.
+
+    A `for_each` tool step is compared item by item with the recorded calls `items[step]` names (a loop
+    the templatizer folded from repeated calls), else with the rows a replay stores, `step[i]`."""
     try:
         bound = bind_inputs(template, inputs)
     except ExecutionError as exc:
@@ -54,8 +64,40 @@ def dry_replay(template: Template, inputs: Mapping[str, JSON], recording: Sequen
         if state.spec.kind == "code" and state.spec.for_each is None:
             differences += _run_code(state, scope)
             continue
+        if state.spec.kind == "tool" and state.spec.for_each is not None:
+            differences += _check_loop(state, scope, recorded, (items or {}).get(name))
+            continue
         differences += _check(state.spec, scope, recorded.get(name))
         _preset(state, recorded.get(name))
+    return differences
+
+
+def _check_loop(
+    state: StepState, scope: RunScope, recorded: Mapping[str, StepRecord], members: Sequence[str] | None
+) -> list[Difference]:
+    """Each element's resolved input against its recorded call; the loop's output is their recorded outputs."""
+    spec = state.spec
+    assert spec.for_each is not None
+    try:
+        elements = resolve(spec.for_each, scope)
+    except RefError as exc:
+        state.status, state.error = StepStatus.FAILED, str(exc)
+        return [Difference(spec.name, "for_each", spec.for_each, f"does not resolve: {exc}")]
+    if not isinstance(elements, list):
+        state.status, state.error = StepStatus.FAILED, "for_each is not a list"
+        return [Difference(spec.name, "for_each", "a list", _shown(elements))]
+    names = list(members) if members is not None else [f"{spec.name}[{i}]" for i in range(len(elements))]
+    if len(names) != len(elements):
+        state.status, state.error = StepStatus.FAILED, "another number of elements"
+        return [Difference(spec.name, "for_each", f"{len(names)} recorded calls", f"{len(elements)} elements")]
+    differences: list[Difference] = []
+    outputs: list[JSON] = []
+    for index, (element, member) in enumerate(zip(elements, names, strict=True)):
+        item = dataclasses.replace(spec, name=f"{spec.name}[{index}]", for_each=None)
+        differences += _check(item, scope.for_item(element, index), recorded.get(member))
+        record = recorded.get(member)
+        outputs.append(record.output if record is not None else None)
+    state.status, state.output = StepStatus.SUCCEEDED, outputs
     return differences
 
 
@@ -113,6 +155,8 @@ def _diff(want: JSON, got: JSON, path: str) -> list[tuple[str, JSON, JSON]]:
     if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
         return [d for i, (a, b) in enumerate(zip(want, got, strict=True)) for d in _diff(a, b, f"{path}[{i}]")]
     if type(want) is type(got) and want == got:
+        return []
+    if want == REDACTED:  # redacted when recorded: nothing to compare (a literal placeholder is refused apart)
         return []
     return [(path, want, got)]
 

@@ -9,6 +9,8 @@ from typing import Any, Literal
 from toolreel.core.model import JSON
 from toolreel.core.template import Template
 from toolreel.core.template_io import template_to_dict
+from toolreel.templatizer._loops import Loop, Unrolled
+from toolreel.templatizer._picks import Pick
 
 Confidence = Literal["high", "medium", "low"]
 InferenceKind = Literal[
@@ -108,6 +110,19 @@ class TemplatizeResult:
         """The likely inputs a plain save applies (the unticked ones wait for the user)."""
         return {likely.name: likely.value for likely in self.likely_inputs if likely.ticked}
 
+    loops: tuple[Loop, ...] = ()  # repeated calls folded into one for_each step
+    unrolled: tuple[Unrolled, ...] = ()  # repeated calls kept as they were, and why
+    picks: tuple[Pick, ...] = ()  # list elements taken by position, now picked by their name
+
+    @property
+    def loop_items(self) -> dict[str, tuple[str, ...]]:
+        """Each loop step's recorded calls, in element order: what a dry replay compares its items with."""
+        return self.loop_items_in(0)
+
+    def loop_items_in(self, recording: int) -> dict[str, tuple[str, ...]]:
+        """The same in recording `recording` (another recording may have another number of elements)."""
+        return {loop.step: (loop.run_members or (loop.members,))[recording] for loop in self.loops}
+
     def to_json(self) -> dict[str, Any]:
         """The answer of `toolreel__save_template`."""
         return {
@@ -118,4 +133,7 @@ class TemplatizeResult:
             "dropped": [inference.to_json() for inference in self.dropped],
             "left_out": [{"step": step, "why": why} for step, why in self.left_out],
             "stayed_literal": [item.to_json() for item in self.stayed_literal],
+            "loops": [loop.to_json() for loop in self.loops],
+            "unrolled": [unrolled.to_json() for unrolled in self.unrolled]
+            + [{"steps": [pick.step], "why": pick.why} for pick in self.picks],
         }

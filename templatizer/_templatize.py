@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from toolreel.core.errors import RefError, TemplateError
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import RESERVED_ROOTS, MappingScope, ref_roots, refs_in, resolve
+from toolreel.core.secrets import REDACTED
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._capture import propose_captures
@@ -19,7 +20,11 @@ from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
 from toolreel.templatizer._inputs import InputTable, Schemas, likely_inputs
+from toolreel.templatizer._loops import Unit, fold_loops
+from toolreel.templatizer._order import Call, order_after
+from toolreel.templatizer._picks import pick_by_identity
 from toolreel.templatizer._result import Inference, TemplatizeResult
+from toolreel.templatizer._runs import named_in_runs
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, put_at, same
 
@@ -58,6 +63,8 @@ def templatize(
     runs = [_run(recording, include_failed) for recording in recordings]
     table = InputTable(runs=len(runs))
     table.add_named(inputs or {})
+    for values, found in zip(table.values[1:], named_in_runs(inputs or {}, kept, runs), strict=True):
+        values.update(found)  # each recording verifies with its own values of the named inputs
     for run, values in zip(runs, table.values, strict=True):
         run.inputs = values  # the same dict: inputs derived while inferring are seen at once
     results = _infer_all(kept, runs, table)
@@ -65,7 +72,10 @@ def templatize(
     names = _subset(kept, results, steps, name)
     left_out += [(r.name, "not among the steps asked for, nor needed by them") for r in kept if r.name not in names]
     reads = frozenset(read_only)
-    template = _build(name, description or _describe(kept), kept, results, names, table, keep_order, reads)
+    units = [Unit(r.name, _listed(r), r, results[r.name].template_input) for r in kept if r.name in names]
+    folded = fold_loops(units, runs, table)
+    picked, picks = pick_by_identity(folded.units, runs, table.values[0])
+    template = _build(name, description or _describe(kept), picked, table, keep_order, reads)
     template, transforms = propose_transforms(template, kept, runs, named=set(inputs or {}))
     template, captures = propose_captures(template, kept, runs)
     template, dates = propose_dates(template, kept, runs)
@@ -84,6 +94,9 @@ def templatize(
         input_values={k: v for k, v in table.values[0].items() if k in template.inputs},
         run_inputs=tuple({k: v for k, v in run.items() if k in template.inputs} for run in table.values),
         stayed_literal=tuple(stayed),
+        loops=folded.loops,
+        unrolled=folded.unrolled,
+        picks=tuple(picks),
     )
 
 
@@ -178,9 +191,21 @@ def _verify(kept: Sequence[StepRecord], results: dict[str, StepResult], primary:
 
 def _reproduces(template_value: JSON, scope: MappingScope, recorded: JSON) -> bool:
     try:
-        return same(resolve(template_value, scope), recorded)
+        return _same_but_secrets(resolve(template_value, scope), recorded)
     except RefError:
         return False
+
+
+def _same_but_secrets(got: JSON, recorded: JSON) -> bool:
+    """`same`, where a value redacted when recorded matches anything: it cannot be checked, and a ref the
+    agent wrote there (`@create_session_1.id`) must not fall back to the placeholder."""
+    if recorded == REDACTED:
+        return True
+    if isinstance(got, dict) and isinstance(recorded, dict):
+        return got.keys() == recorded.keys() and all(_same_but_secrets(got[k], v) for k, v in recorded.items())
+    if isinstance(got, list) and isinstance(recorded, list):
+        return len(got) == len(recorded) and all(map(_same_but_secrets, got, recorded))
+    return same(got, recorded)
 
 
 def _as_dropped(inference: Inference, scope: MappingScope) -> Inference:
@@ -226,44 +251,43 @@ def _subset(
 def _build(
     name: str,
     description: str,
-    kept: Sequence[StepRecord],
-    results: dict[str, StepResult],
-    names: set[str],
+    units: Sequence[Unit],
     table: InputTable,
     keep_order: bool,
     read_only: frozenset[str],
 ) -> Template:
+    calls = [Call(u.name, u.tool, frozenset(_unit_deps(u))) for u in units if u.tool]
+    order = order_after(calls, read_only) if keep_order else {}
     specs: list[StepSpec] = []
-    last_write: str | None = None
-    reads_since: list[str] = []
     used: dict[str, list[str]] = {}
-    for record in kept:
-        if record.name not in names:
-            continue
-        result = results[record.name]
-        for ref in refs_in(result.template_input):
+    for unit in units:
+        for ref in refs_in([unit.input, unit.for_each]):
             if ref.root == "input" and ref.path:
-                used.setdefault(_input_of(ref.path), []).append(record.name)
-        reads = _listed(record) in read_only
-        wanted = ([last_write] if last_write else []) + ([] if reads else reads_since)
-        data = _deps(result)
-        order = tuple(step for step in wanted if step not in data) if keep_order else ()
+                used.setdefault(_input_of(ref.path), []).append(unit.name)
+        if unit.code is not None:  # pure: it waits for its data only
+            specs.append(StepSpec(name=unit.name, code=unit.code, input=unit.input))
+            continue
+        # A loop of writes keeps the recorded one-at-a-time order of its side effects.
+        one_by_one = unit.for_each is not None and unit.tool not in read_only
         specs.append(
             StepSpec(
-                name=record.name,
-                tool=_listed(record),
-                input=result.template_input,
-                depends_on=order,
-                include_failed=not _ok(record),
+                name=unit.name,
+                tool=unit.tool,
+                input=unit.input,
+                for_each=unit.for_each,
+                concurrency=1 if one_by_one else None,
+                depends_on=tuple(order.get(unit.name, ())),
+                include_failed=not _ok(unit.record),
             )
         )
-        if reads:
-            reads_since.append(record.name)
-        else:
-            last_write, reads_since = record.name, []
     table.used_by = {k: list(dict.fromkeys(v)) for k, v in used.items()}
-    draft = Template(name=name, description=description, steps=tuple(specs), inputs=table.final_specs(names))
+    kept = {u.name for u in units}
+    draft = Template(name=name, description=description, steps=tuple(specs), inputs=table.final_specs(kept))
     return parse_template(template_to_dict(draft))
+
+
+def _unit_deps(unit: Unit) -> set[str]:
+    return ref_roots([unit.input, unit.for_each]) - RESERVED_ROOTS
 
 
 def _input_of(path: str) -> str:

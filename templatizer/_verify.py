@@ -8,19 +8,23 @@ input is not the recorded one. `summary` says in a few lines what was saved and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from toolreel.core.model import StepRecord
+from toolreel.core.secrets import REDACTED
+from toolreel.core.template import Template
 from toolreel.templatizer._generalize import Finding, generalize
 from toolreel.templatizer._result import LikelyInput, TemplatizeResult
-from toolreel.templatizer._values import snake, type_name
+from toolreel.templatizer._values import json_path, snake, type_name, walk
 
 __all__ = ["Mismatch", "Verification", "propose_fixes", "summary", "verify"]
 
 _SHOWN_INPUTS = 6  # inputs named in the summary line; the rest are counted
 _SHOWN_VALUE = 40  # characters of a recorded value quoted in the summary
+_PLACEHOLDER_RE = re.compile(r"\{\{[^}]*\}\}")  # a `{{@ref}}` inside a string: not literal text
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +78,11 @@ def verify(result: TemplatizeResult, recordings: Sequence[Sequence[StepRecord]])
 
     runs = result.run_inputs or (result.input_values,)
     found: list[Mismatch] = []
-    for recording, inputs in zip(recordings, runs, strict=False):
+    for index, (recording, inputs) in enumerate(zip(recordings, runs, strict=False)):
         execution_id = recording[0].execution_id if recording else "?"
-        for d in dry_replay(result.template, inputs, recording):
+        for d in dry_replay(result.template, inputs, recording, result.loop_items_in(index)):
             found.append(Mismatch(execution_id, d.step, d.field, d.recorded, d.got))
+    found += _redacted_literals(result.template)
     checked = generalize(result.template, runs[0], recordings[0]) if recordings and not found else []
     return Verification(recordings=len(recordings), mismatches=tuple(found), generalization=tuple(checked))
 
@@ -104,6 +109,18 @@ def propose_fixes(result: TemplatizeResult, verification: Verification) -> list[
     return fixes
 
 
+def _redacted_literals(template: Template) -> list[Mismatch]:
+    """A redacted placeholder kept as a literal would be sent as is: the template cannot replay, whatever
+    the recording's (equally redacted) arguments say."""
+    found: list[Mismatch] = []
+    for spec in template.steps:
+        for keys, value in walk(spec.input):
+            if isinstance(value, str) and REDACTED in _PLACEHOLDER_RE.sub("", value):
+                got = f"the literal {REDACTED!r}: the value was redacted when recorded; name it an input"
+                found.append(Mismatch("(template)", spec.name, json_path(keys), "a value to send", got))
+    return found
+
+
 def summary(result: TemplatizeResult, verification: Verification, *, saved: str | None, note: str | None) -> str:
     """A few readable lines: what was saved, its inputs, the refs inferred, whether it replays the recording.
 
@@ -123,6 +140,7 @@ def summary(result: TemplatizeResult, verification: Verification, *, saved: str 
         )
     lines += _generalization_lines(verification)
     lines += _literal_lines(result)
+    lines += _loop_lines(result)
     if note:
         lines.append(note)
     return "\n".join(lines)
@@ -166,6 +184,17 @@ def _literal_lines(result: TemplatizeResult) -> list[str]:
 
 def _cut(text: str) -> str:
     return text if len(text) <= _SHOWN_VALUE else text[: _SHOWN_VALUE - 3] + "..."
+
+
+def _loop_lines(result: TemplatizeResult) -> list[str]:
+    """What became a loop, and what repeated calls stayed unrolled and why."""
+    lines = [
+        f"Loop: {loop.step} calls {loop.tool} for each element of {loop.over} ({loop.why}: {', '.join(loop.members)})."
+        for loop in result.loops
+    ]
+    lines += [f"Kept unrolled: {', '.join(u.steps)}: {u.why}." for u in result.unrolled]
+    lines += [f"Picked by name, not position: {pick.why}." for pick in result.picks]
+    return lines
 
 
 def _inputs_line(result: TemplatizeResult) -> str:

@@ -314,6 +314,10 @@ def _print_decisions(report: dict[str, Any]) -> None:
         )
     for left in report["left_out"]:
         typer.echo(f"# left out: {left['step']}: {left['why']}", err=True)
+    for loop in report["loops"]:
+        typer.echo(f"# loop: {loop['step']} over {loop['for_each']} ({loop['why']})", err=True)
+    for kept in report["unrolled"]:
+        typer.echo(f"# unrolled: {', '.join(kept['steps'])}: {kept['why']}", err=True)
 
 
 def schema_command() -> None:

@@ -25,7 +25,9 @@ def test_every_corpus_session_verifies_with_its_likely_inputs_applied(entry: Cor
     result = templatize([entry.steps], name="t", inputs=chosen)
     verification = verify(result, [entry.steps])
     assert verification.verified, verification.to_json()
-    assert set(chosen) <= set(result.template.inputs)
+    folded = {name for loop in result.loops for name in loop.folded_inputs}  # one input per call: one list
+    assert set(chosen) <= set(result.template.inputs) | folded
+    assert not folded & set(result.template.inputs)
 
 
 @pytest.mark.parametrize("entry", [e for e in CORPUS if len(e.recordings) > 1], ids=lambda e: e.name)

@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 from fixtures.recordings import CorpusEntry, load_corpus, record
 from toolreel.core.errors import ExecutionError, TemplateError
 from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
-from toolreel.core.refs import MappingScope, refs_in, resolve
+from toolreel.core.refs import refs_in
 from toolreel.core.secrets import REDACTED
 from toolreel.core.store import open_store
 from toolreel.core.template_io import tool_input_schema
-from toolreel.replayer import bind_inputs
+from toolreel.replayer import bind_inputs, dry_replay
 from toolreel.templatizer import TemplatizeResult, templatize, verify
 from toolreel.templatizer.cli import register
 
@@ -81,12 +81,10 @@ def candidates(result: TemplatizeResult) -> dict[tuple[str, str], str]:
 
 
 def reproduces(result: TemplatizeResult, steps: Sequence[StepRecord]) -> None:
-    """Resolving the template's step inputs against the recording gives back every recorded argument."""
-    outputs = {s.name: s.output for s in steps if s.status == StepStatus.SUCCEEDED}
-    scope = MappingScope(steps=outputs, inputs=result.input_values)
-    by_name = {s.name: s for s in steps}
-    for spec in result.template.steps:
-        assert resolve(spec.input, scope) == by_name[spec.name].resolved_input, spec.name
+    """Resolving the template's step inputs against the recording gives back every recorded argument, typed
+    (the replayer's dry replay: the code steps the templatizer adds run in their sandbox, loops per element)."""
+    differences = dry_replay(result.template, result.input_values, steps, result.loop_items)
+    assert differences == [], [d.to_json() for d in differences]
 
 
 # --------------------------------------------------------------------------- candidates
@@ -407,6 +405,7 @@ def test_the_result_has_the_save_template_shape() -> None:
     report = templatize([_order_session().steps], name="orders").to_json()
     assert set(report) == {
         *("template", "inferred", "candidates", "likely_inputs", "dropped", "left_out", "stayed_literal"),
+        *("loops", "unrolled"),
     }
     assert report["template"]["name"] == "orders"
     assert {"step", "input_path", "ref", "kind", "confidence", "score", "evidence"} <= set(report["inferred"][0])

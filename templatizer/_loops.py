@@ -1,0 +1,571 @@
+"""Loops: repeated calls of one tool that walk the elements of a list become one `for_each` step.
+
+A family is the recorded calls of one tool whose templatized arguments differ only by the element
+they take: `@list_1.items[0].id`, `[1]`, `[2]` (an earlier output's list, or an earlier loop's output),
+or `@input.title`, `@input.title_2` (one input per element, folded into one list input). The family
+becomes one step over that list with per-item refs (`@item.id`), over a filter on the field the
+handled elements share when only some were handled, or stays unrolled with the reason why. Refs of
+other steps to the members become refs into the loop's output list (`@get_user_each[*].email`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final
+
+from toolreel.core.errors import RefError
+from toolreel.core.model import JSON, StepRecord, StepStatus
+from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
+from toolreel.core.template import InputSpec
+from toolreel.templatizer._values import is_trivial, same
+
+if TYPE_CHECKING:  # the inference imports the result types, which name the loops
+    from toolreel.templatizer._infer import Run
+    from toolreel.templatizer._inputs import InputTable
+
+__all__ = ["Folded", "Loop", "Unit", "Unrolled", "fold_loops"]
+
+# A plain ref as it appears in a string (whole or inside `{{...}}`): dotted keys and `[n]` indexes.
+_TOKEN_RE: Final = re.compile(r"(?<![@\w])@[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*|\[-?\d+\])*")
+_INDEX_RE: Final = re.compile(r"\[(\d+)\]")
+_KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBERED_RE: Final = re.compile(r"_\d+$")
+_OWN_ROOTS: Final = ("@item", "@index")
+_CANDIDATES: Final = 3  # generalized forms tried per family
+ZIP_CODE: Final = """export default function(input) {
+  const keys = Object.keys(input);
+  const count = input[keys[0]].length;
+  if (keys.some((key) => input[key].length !== count)) {
+    const sizes = keys.map((key) => key + " " + input[key].length).join(", ");
+    throw new Error("the lists walked together have different lengths: " + sizes);
+  }
+  return input[keys[0]].map((_, i) => Object.fromEntries(keys.map((key) => [key, input[key][i]])));
+}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One step of the template being built: a recorded call, or a loop standing for several."""
+
+    name: str
+    tool: str  # listed name, server__tool
+    record: StepRecord  # the recorded call (a loop's first member)
+    input: JSON
+    for_each: str | None = None
+    members: tuple[str, ...] = ()  # the recorded calls a loop stands for, in element order
+    code: str | None = None  # a pure step the folding adds (the lists a loop walks together, zipped)
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    step: str
+    tool: str
+    over: str
+    members: tuple[str, ...]
+    why: str
+    folded_inputs: tuple[str, ...] = ()  # the per-call inputs the list input replaces
+    elements: tuple[tuple[tuple[str, str], ...], ...] = ()
+    """Per recorded call, what its `@item` refs stood for: (`@item` or `@item.<key>`, `@list_1.items[2]`)."""
+    run_members: tuple[tuple[str, ...], ...] = ()  # the calls it stands for in each recording ([0]: `members`)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"step": self.step, "tool": self.tool, "for_each": self.over}
+        out.update(replaces=list(self.members), why=self.why)
+        return out | ({"folded_inputs": list(self.folded_inputs)} if self.folded_inputs else {})
+
+
+@dataclass(frozen=True, slots=True)
+class Unrolled:
+    steps: tuple[str, ...]
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"steps": list(self.steps), "why": self.why}
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    units: tuple[Unit, ...]
+    loops: tuple[Loop, ...] = ()
+    unrolled: tuple[Unrolled, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """How a family walks its list: the list ref and, per member, the placeholder it replaces by `@item`."""
+
+    over: str
+    per_item: JSON
+    why: str
+    list_input: tuple[str, InputSpec, list[list[JSON]]] | None = None  # (name, spec, values per run)
+    folded: tuple[str, ...] = ()
+    zipped: Mapping[str, str] | None = None  # several lists walked together: element key -> list ref
+    elements: tuple[tuple[tuple[str, str], ...], ...] = ()  # per call: (`@item...` head, what it took)
+
+
+@dataclass
+class _Folding:
+    units: list[Unit]
+    runs: Sequence[Run]
+    table: InputTable
+    loops: list[Loop] = field(default_factory=list)
+    unrolled: list[Unrolled] = field(default_factory=list)
+    extra: dict[str, list[JSON]] = field(default_factory=dict)  # loop step -> its output in each recording
+    calls: list[tuple[str, ...]] = field(default_factory=list)  # the family being folded: its calls per recording
+
+    def resolved(self, ref: str, run: int) -> JSON:
+        """`ref` in recording `run`, where the loops folded so far have their recorded outputs; None if absent."""
+        outputs = self.runs[run].outputs
+        steps = {**outputs, **{name: out[run] for name, out in self.extra.items()}}
+        try:
+            return resolve(ref, MappingScope(steps=steps, inputs=self.runs[run].inputs))
+        except RefError:
+            return None
+
+
+def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) -> Folded:
+    """Fold every family of repeated calls that walks a list into one `for_each` unit, in recorded order."""
+    folding = _Folding(list(units), runs, table)
+    for tool in dict.fromkeys(u.tool for u in units):
+        members = [u for u in folding.units if u.tool == tool and u.for_each is None]
+        if len(members) >= 2:
+            _fold_family(folding, members)
+
+    def recorded_length(base: str) -> int | None:
+        got = folding.resolved(base, 0)
+        return len(got) if isinstance(got, list) else None
+
+    whole = [replace(u, input=_collapse(u.input, recorded_length)) for u in folding.units]
+    notes = [note for unit in whole for note in _positional(unit, folding.loops)]
+    return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes))
+
+
+def _positional(unit: Unit, loops: Sequence[Loop]) -> list[Unrolled]:
+    """A step that still takes an element of a loop's output by its position: said, since it breaks where the
+    loop has fewer elements."""
+    out: list[Unrolled] = []
+    for loop in loops:
+        head = f"@{loop.step}["
+        at = sorted(
+            {
+                int(m.group(1))
+                for t in _tokens([unit.input, unit.for_each])
+                if (m := re.match(re.escape(head) + r"(\d+)\]", t))
+            }
+        )
+        if at:
+            why = f"it takes element(s) {at} of {loop.step}'s output by position (fewer elements: it fails there)"
+            out.append(Unrolled((unit.name,), why))
+    return out
+
+
+def _fold_family(folding: _Folding, members: list[Unit]) -> None:
+    names = tuple(m.name for m in members)
+    if any(m.record.is_error or m.record.status != StepStatus.SUCCEEDED for m in members):
+        folding.unrolled.append(Unrolled(names, "one of the calls failed when recorded"))
+        return
+    # In each other recording the loop stands for that recording's calls of the tool, as many as its list has
+    # (when the family is every call of the tool); else for the same calls by name.
+    every = _calls_of(folding.runs[0], members[0].tool) == names
+    calls = [names] + [_calls_of(run, members[0].tool) if every else names for run in folding.runs[1:]]
+    if not all(all(n in run.steps for n in c) for run, c in zip(folding.runs, calls, strict=True)):
+        folding.unrolled.append(Unrolled(names, "the other recordings do not make the same calls"))
+        return
+    folding.calls = calls
+    found = _walk_of(members, folding)
+    if isinstance(found, str):
+        folding.unrolled.append(Unrolled(names, found))
+        return
+    _apply(folding, members, found)
+
+
+def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
+    taken = {u.name for u in folding.units} | {n for run in folding.runs for n in run.steps}
+    name = _free(f"{step_name_base(members[0].tool.partition('__')[2] or members[0].tool)}_each", taken)
+    if walk.list_input is not None:
+        input_name, spec, per_run = walk.list_input
+        folding.table.specs[input_name] = spec
+        for values, run_values in zip(folding.table.values, per_run, strict=True):
+            values[input_name] = run_values
+    names = tuple(m.name for m in members)
+    added: list[Unit] = []
+    over = walk.over
+    if walk.zipped is not None:
+        zipped = _free(f"{name}_items", taken | {name})
+        added.append(Unit(zipped, "", members[0].record, dict(walk.zipped), code=ZIP_CODE))
+        over = f"@{zipped}"
+    added.append(Unit(name, members[0].tool, members[0].record, walk.per_item, over, names))
+    folding.extra[name] = [
+        [run.outputs.get(m) for m in calls] for run, calls in zip(folding.runs, folding.calls, strict=True)
+    ]
+    rename = {member: f"@{name}[{i}]" for i, member in enumerate(names)}
+    out: list[Unit] = []
+    for unit in folding.units:
+        if unit.name == names[0]:
+            out += added
+        elif unit.name not in names:
+            walks = _rewrite(unit.for_each, rename) if unit.for_each is not None else None
+            counted = {f"@{name}": len(names)}.get
+            out.append(replace(unit, input=_collapse(_rewrite(unit.input, rename), counted), for_each=walks))
+    folding.units = out
+    loop = Loop(name, members[0].tool, walk.over, names, walk.why, walk.folded, walk.elements, tuple(folding.calls))
+    folding.loops.append(loop)
+
+
+# --------------------------------------------------------------------------- finding the walk
+
+
+def _walk_of(members: Sequence[Unit], folding: _Folding) -> _Walk | str:
+    """How the family walks a list, or why it does not (a sentence for the summary).
+
+    Each call's arguments, with the element it took replaced by `@item`, are a candidate; the first
+    candidate that gives back every call's recorded arguments wins (one list walked, then several
+    walked together)."""
+    if all(same(members[0].input, other.input) for other in members[1:]):
+        return "the same call repeated with the same arguments: no list to walk"
+    lists = _list_inputs(folding)
+    marked = [replace(m, input=_marked(m.input, lists)) for m in members] if lists else list(members)
+    walkable = _walkable([m.input for m in marked])
+    tries = [[base] for base in walkable] + ([list(walkable)] if len(walkable) >= 2 else [])
+    reason = "their arguments differ by values that no list explains"
+    for bases in tries:
+        found = _walk_over(marked, {base: walkable[base] for base in bases}, folding)
+        if isinstance(found, _Walk):
+            return found
+        reason = found or reason
+    walked = _input_walk(members, folding)
+    return walked if walked is not None else reason
+
+
+def _list_inputs(folding: _Folding) -> dict[str, list[JSON]]:
+    """The list inputs the user gave (named), whose elements calls may have taken one by one."""
+    values = folding.table.values[0]
+    return {
+        name: value
+        for name, value in values.items()
+        if isinstance(value, list) and len(value) >= 2 and not folding.table.specs[name].secret
+    }
+
+
+def _marked(value: JSON, lists: Mapping[str, list[JSON]]) -> JSON:
+    """`value` with each literal that is one element of a list input written as a ref to it (`@input.emails[1]`)."""
+    if isinstance(value, dict):
+        return {k: _marked(v, lists) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_marked(v, lists) for v in value]
+    if is_trivial(value) or (isinstance(value, str) and _TOKEN_RE.search(value)):
+        return value
+    plain = unescape_literal(value) if isinstance(value, str) else value
+    found = [(name, i) for name, items in lists.items() for i, item in enumerate(items) if same(item, plain)]
+    return f"@input.{found[0][0]}[{found[0][1]}]" if len(found) == 1 else value
+
+
+def _walkable(inputs: Sequence[JSON]) -> dict[str, list[int]]:
+    """Lists the calls take one element of each, with the element per call. A call that does not name an
+    element of a list is given the element of a list walked in step with it (the same index in every other
+    call): `@get_user_each[0]` and `Hello Ann` stand for `@list_users_1.users[0]` when calls 2 and 3 took
+    `[1]` and `[2]` of both."""
+    found: dict[str, list[int | None]] = {}
+    # A list every call walks is named by the first call or (when it took the element in step) the second:
+    # looking no further keeps a family of n calls linear.
+    for base in dict.fromkeys(b for value in inputs[:2] for b in _bases(value)):
+        found[base] = [_index_of(value, base) for value in inputs]
+    complete = {b: at for b, at in found.items() if None not in at}
+    out: dict[str, list[int]] = {}
+    for base, at in found.items():
+        if None in at:
+            anchor = next(
+                (a for a in complete.values() if all(x in (None, y) for x, y in zip(at, a, strict=True))), None
+            )
+            if anchor is None:
+                continue
+            at = list(anchor)
+        known = [i for i in at if i is not None]
+        if len(set(known)) == len(known) == len(inputs):
+            out[base] = known
+    return out
+
+
+def _agrees(partial_at: Sequence[int | None], full: Sequence[int | None]) -> bool:
+    return all(x is None or x == y for x, y in zip(partial_at, full, strict=True))
+
+
+def _walk_over(members: Sequence[Unit], walked: Mapping[str, list[int]], folding: _Folding) -> _Walk | str | None:
+    """The loop over `walked` (one list, or several zipped) if some call's generalized arguments give back
+    every call's recorded arguments; else why not (or None: no candidate fits)."""
+    keys = {base: _free(re.sub(r"\W+", "_", base[1:]).strip("_"), set()) for base in walked}
+    single = len(walked) == 1
+    candidates: list[JSON] = []
+    for i, member in enumerate(members):
+        value = member.input
+        for base, at in walked.items():
+            item = "@item" if single else f"@item.{keys[base]}"
+            value = _substitute(value, partial(_strip_index, base=base, n=at[i], item=item))
+        if not any(same(value, c) for c in candidates):
+            candidates.append(value)
+    elements = {base: folding.resolved(base, 0) for base in walked}
+    if not all(isinstance(e, list) for e in elements.values()):
+        return None
+    items = [_element(elements, walked, keys, i, single) for i in range(len(members))]
+    # A few candidates: the calls' arguments generalize to one form, or to none (n distinct ones).
+    records = [m.record for m in members]
+    per_item = next((c for c in candidates[:_CANDIDATES] if _gives_back(c, records, items, folding)), None)
+    if per_item is None:
+        return None
+    overs: dict[str, str] = {}
+    whys: list[str] = []
+    for base, at in walked.items():
+        found = _over_list(base, at, folding)
+        if isinstance(found, str):
+            return found
+        overs[keys[base]] = found[0]
+        whys.append(found[1] if single else f"{found[0]}: {found[1]}")
+    for run in range(1, len(folding.runs)):
+        if not _fits_run(per_item, overs, single, run, folding):
+            return "in another recording the same loop does not give back its calls' arguments"
+    heads = {base: "@item" if single else f"@item.{keys[base]}" for base in walked}
+    took = tuple(tuple((heads[base], f"{base}[{at[i]}]") for base, at in walked.items()) for i in range(len(members)))
+    if single:
+        return _Walk(next(iter(overs.values())), per_item, whys[0], elements=took)
+    why = f"the elements of {len(overs)} lists walked together ({'; '.join(whys)})"
+    return _Walk(f"zip of {', '.join(overs.values())}", per_item, why, zipped=overs, elements=took)
+
+
+def _fits_run(per_item: JSON, overs: Mapping[str, str], single: bool, run: int, folding: _Folding) -> bool:
+    """The loop over `overs` in recording `run` gives back that recording's calls, element by element."""
+    lists = {key: folding.resolved(over, run) for key, over in overs.items()}
+    calls = folding.calls[run]
+    if not all(isinstance(v, list) and len(v) == len(calls) for v in lists.values()):
+        return False
+    items = [
+        next(iter(lists.values()))[i] if single else {key: v[i] for key, v in lists.items()} for i in range(len(calls))
+    ]
+    records = [folding.runs[run].steps[name] for name in calls]
+    return _gives_back(per_item, records, items, folding, run)
+
+
+def _element(
+    elements: Mapping[str, JSON], walked: Mapping[str, list[int]], keys: Mapping[str, str], i: int, single: bool
+) -> JSON:
+    picked = {}
+    for base, at in walked.items():
+        listed = elements[base]
+        assert isinstance(listed, list)
+        picked[keys[base]] = listed[at[i]] if 0 <= at[i] < len(listed) else None
+    return next(iter(picked.values())) if single else picked
+
+
+def _gives_back(
+    per_item: JSON, records: Sequence[StepRecord], items: Sequence[JSON], folding: _Folding, run_index: int = 0
+) -> bool:
+    """Each call's recorded arguments come back from `per_item` with its element, in recording `run_index`."""
+    run = folding.runs[run_index]
+    steps = {**run.outputs, **{name: out[run_index] for name, out in folding.extra.items()}}
+    for index, (record, item) in enumerate(zip(records, items, strict=True)):
+        scope = MappingScope(steps=steps, inputs=run.inputs, item=item, index=index, in_loop=True)
+        recorded = record.resolved_input if record.resolved_input is not None else {}
+        try:
+            if not same(resolve(per_item, scope), recorded):
+                return False
+        except RefError:
+            return False
+    return True
+
+
+def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, str] | str:
+    """(the ref the loop walks, why) for calls that took elements `at` of `base`; or why there is none."""
+    elements = folding.resolved(base, 0)
+    if not isinstance(elements, list):
+        return f"{base} is not a list"
+    count = len(at)
+    if at == list(range(len(elements))):
+        over, why = base, f"{count} calls when recorded, one per element"
+    elif at != sorted(at):
+        return f"they handle the elements of {base} out of order ({at})"
+    else:
+        filtered = _evident_filter(base, elements, at)
+        if filtered is None:
+            return (
+                f"they handle elements {at} of {base} ({len(elements)} elements) and no field tells the handled "
+                "ones apart from the others: kept unrolled"
+            )
+        if not same(folding.resolved(filtered, 0), [elements[i] for i in at]):
+            return f"the filter {filtered} does not give back the elements {at} the calls took"
+        over = filtered
+        why = f"only the elements the filter keeps: {count} of {len(elements)} when recorded"
+    for run in range(1, len(folding.runs)):
+        got = folding.resolved(over, run)
+        if not isinstance(got, list) or len(got) != len(folding.calls[run]):
+            return f"in another recording {over} does not give as many elements as its calls there"
+    return over, why
+
+
+def _evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | None:
+    """`base[?(@.key == value)]` when the handled elements share a value at `key` that no other element has."""
+    handled = [elements[i] for i in at]
+    others = [e for i, e in enumerate(elements) if i not in at]
+    if not all(isinstance(e, dict) for e in handled):
+        return None
+    first = handled[0]
+    assert isinstance(first, dict)
+    for key, value in first.items():
+        if not _KEY_RE.fullmatch(key) or not isinstance(value, str | bool | int) or isinstance(value, float):
+            continue
+        if all(isinstance(e, dict) and same(e.get(key), value) for e in handled) and not any(
+            isinstance(e, dict) and same(e.get(key), value) for e in others
+        ):
+            return f"{base}[?(@.{key} == {json.dumps(value)})]"
+    return None
+
+
+def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
+    """One input per call (`title`, `title_2`, ...): one list input walked by the loop."""
+    if any(c != folding.calls[0] for c in folding.calls[1:]):
+        return None  # per-call inputs in recordings with other numbers of calls: no names to line up
+    used = [_input_names(m.input) for m in members]
+    common = set.intersection(*used)
+    varying = [u - common for u in used]
+    if not all(len(v) == 1 for v in varying):
+        return None
+    names = [next(iter(v)) for v in varying]
+    if not _alone(members, folding.units) or _used_elsewhere(set(names), members, folding.units):
+        return None  # inputs other steps use too, or calls between them: the user's own values, not a list
+    if len(set(names)) != len(names) or any(folding.table.specs.get(n, InputSpec()).secret for n in names):
+        return None  # a secret stays one secret input per place: a list of secrets would be typed at once
+    pairs = zip(members, names, strict=True)
+    generalized = [_substitute(m.input, partial(_strip_input, name=n)) for m, n in pairs]
+    if not all(same(generalized[0], g) for g in generalized[1:]):
+        return None
+    per_run: list[list[JSON]] = []
+    for values in folding.table.values:
+        if not all(n in values for n in names):
+            return None
+        per_run.append([values[n] for n in names])
+    base = _NUMBERED_RE.sub("", names[0])
+    name = _free(base if base.endswith("s") else f"{base}s", set(folding.table.specs))
+    spec = InputSpec(
+        type="array", description=f"one {base} per call of {members[0].tool}, in order (recorded {per_run[0]!r})"
+    )
+    over = f"@input.{name}"
+    why = f"one input per call when recorded ({', '.join(names)}), now one list input"
+    took = tuple((("@item", f"@input.{n}"),) for n in names)
+    return _Walk(over, generalized[0], why, (name, spec, per_run), tuple(names), elements=took)
+
+
+def _alone(members: Sequence[Unit], units: Sequence[Unit]) -> bool:
+    """The members follow one another with no other call between them."""
+    at = [i for i, u in enumerate(units) if u in members]
+    return at == list(range(at[0], at[0] + len(members)))
+
+
+def _used_elsewhere(names: set[str], members: Sequence[Unit], units: Sequence[Unit]) -> bool:
+    return any(_input_names([u.input, u.for_each]) & names for u in units if u not in members)
+
+
+# --------------------------------------------------------------------------- ref text
+
+
+def _tokens(value: JSON) -> list[str]:
+    if isinstance(value, str):
+        return _TOKEN_RE.findall(value)
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tokens(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _tokens(v)]
+    return []
+
+
+def _substitute(value: JSON, change: Callable[[str], str]) -> JSON:
+    if isinstance(value, str):
+        return _TOKEN_RE.sub(lambda m: change(m.group(0)), value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, change) for v in value]
+    return value
+
+
+def _heads(token: str, prefix: str) -> bool:
+    """`token` is `prefix` or goes on from it with a path (`@a.b` heads `@a.b.c`, not `@a.bc`)."""
+    return token.startswith(prefix) and (len(token) == len(prefix) or token[len(prefix)] in ".[")
+
+
+def _bases(value: JSON) -> list[str]:
+    """Every `@step.path` that some ref of `value` indexes with a literal `[n]` (candidate lists to walk)."""
+    found: list[str] = []
+    for token in _tokens(value):
+        if token.split(".")[0].split("[")[0] in _OWN_ROOTS:
+            continue
+        found += [token[: m.start()] for m in _INDEX_RE.finditer(token)]
+    return list(dict.fromkeys(found))
+
+
+def _index_of(value: JSON, base: str) -> int | None:
+    """The one index by which `value` takes an element of `base`, or None (none, or several)."""
+    seen = {int(m.group(1)) for t in _tokens(value) if (m := re.match(re.escape(base) + r"\[(\d+)\]", t))}
+    return next(iter(seen)) if len(seen) == 1 else None
+
+
+def _strip_index(token: str, *, base: str, n: int, item: str) -> str:
+    head = f"{base}[{n}]"
+    return item + token[len(head) :] if _heads(token, head) else token
+
+
+def _strip_input(token: str, *, name: str) -> str:
+    head = f"@input.{name}"
+    return "@item" + token[len(head) :] if _heads(token, head) else token
+
+
+def _input_names(value: JSON) -> set[str]:
+    return {re.split(r"[.\[]", t[len("@input.") :])[0] for t in _tokens(value) if t.startswith("@input.")}
+
+
+def _rewrite(value: JSON, rename: Mapping[str, str]) -> Any:
+    def change(token: str) -> str:
+        root = re.split(r"[.\[]", token)[0][1:]
+        target = rename.get(root)
+        return target + token[len(root) + 1 :] if target is not None else token
+
+    return _substitute(value, change)
+
+
+def _collapse(value: JSON, length: Callable[[str], int | None]) -> JSON:
+    """A list of refs to every element of one list in order (`[@l[0].id, @l[1].id]`) becomes `@l[*].id`:
+    it then follows the list's length. `length(base)` is the list's length when recorded."""
+    if isinstance(value, dict):
+        return {k: _collapse(v, length) for k, v in value.items()}
+    if not isinstance(value, list):
+        return value
+    whole = _whole_walk(value, length)
+    return whole if whole is not None else [_collapse(v, length) for v in value]
+
+
+def _whole_walk(value: list[JSON], length: Callable[[str], int | None]) -> str | None:
+    first = value[0] if len(value) >= 2 else None  # one element: "all of them" or "the first" is a guess
+    if not isinstance(first, str) or not _TOKEN_RE.fullmatch(first):
+        return None
+    for m in re.finditer(r"\[0\]", first):
+        base, rest = first[: m.start()], first[m.end() :]
+        if all(v == f"{base}[{i}]{rest}" for i, v in enumerate(value)) and length(base) == len(value):
+            return f"{base}[*]{rest}" if rest else base
+    return None
+
+
+def _free(base: str, taken: set[str]) -> str:
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+def _calls_of(run: Run, tool: str) -> tuple[str, ...]:
+    """The recording's calls of `tool` (listed name), in recorded order."""
+    records = sorted(run.steps.values(), key=lambda r: r.seq)
+    return tuple(
+        r.name for r in records if (f"{r.server}__{r.tool or r.name}" if r.server else r.tool or r.name) == tool
+    )

@@ -1,0 +1,147 @@
+"""Picks by identity: an element taken from a list by its position becomes the element that has its name.
+
+`@list_channels_1.channels[4].id` posts to another channel as soon as one is added before it. When the
+element has a name-like field whose value no other element shares, a `code` step picks the element by that
+value (or by the input whose value it is) and the ref reads from it: `@pick_triage.id`. It fails, naming
+what it looked for, where no element or several match: better than a side effect on the wrong one. The
+first element (`[0]`) stays positional: "the first result" is usually what was meant.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Final
+
+from toolreel.core.errors import RefError
+from toolreel.core.model import JSON
+from toolreel.core.refs import resolve
+from toolreel.templatizer._values import same
+
+if TYPE_CHECKING:
+    from toolreel.templatizer._infer import Run
+    from toolreel.templatizer._loops import Unit
+
+__all__ = ["PICK_CODE", "Pick", "pick_by_identity"]
+
+# A plain step ref indexing a list with a literal position from 1 on: `@step.a.b[4]` (then anything).
+_POSITIONAL_RE: Final = re.compile(
+    r"(?<![@\w])(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[([1-9]\d*)\]"
+)
+_NAME_KEYS: Final = ("name", "title", "slug", "key", "label", "login", "username", "handle", "email", "display_name")
+_RELATION_RE: Final = re.compile(r"(author|committer|creator|owner|assignee|user|sender|reporter|parent)")
+PICK_CODE: Final = """export default function(input) {
+  const found = input.items.filter((item) => item !== null && item[input.key] === input.value);
+  if (found.length !== 1) {
+    const what = input.key + " = " + JSON.stringify(input.value);
+    throw new Error(found.length + " elements have " + what + ", not exactly one");
+  }
+  return found[0];
+}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    step: str  # the code step added
+    replaces: str  # the positional ref head, `@list_1.items[4]`
+    key: str
+    value: str  # a literal value or `@input.x`
+
+    @property
+    def why(self) -> str:
+        return f"{self.replaces} is now the element whose {self.key} is {self.value} ({self.step})"
+
+
+def pick_by_identity(
+    units: Sequence[Unit], runs: Sequence[Run], inputs: Mapping[str, JSON]
+) -> tuple[list[Unit], list[Pick]]:
+    """The units with each positional element ref read from a pick step (added before its first user)."""
+    taken = {u.name for u in units}
+    picks: dict[str, Pick] = {}
+    out: list[Unit] = []
+    for unit in units:
+        heads = {m.group(0): (m.group(1), int(m.group(2))) for m in _POSITIONAL_RE.finditer(json.dumps(unit.input))}
+        for head, (base, n) in heads.items():
+            if head not in picks and (pick := _pick(head, base, n, runs, inputs, taken)) is not None:
+                taken.add(pick.step)
+                picks[head] = pick
+                out.append(_pick_unit(unit, pick, base))
+        mine = {head: pick for head, pick in picks.items() if head in heads}
+        out.append(replace(unit, input=_rewritten(unit.input, mine)) if mine else unit)
+    return out, list(picks.values())
+
+
+def _pick(
+    head: str, base: str, n: int, runs: Sequence[Run], inputs: Mapping[str, JSON], taken: set[str]
+) -> Pick | None:
+    try:
+        elements = resolve(base, runs[0].scope())
+    except RefError:
+        return None
+    if not isinstance(elements, list) or not n < len(elements) or not isinstance(elements[n], dict):
+        return None
+    element = elements[n]
+    for key in _identity_keys(element):
+        value = element[key]
+        if sum(1 for e in elements if isinstance(e, dict) and same(e.get(key), value)) != 1:
+            continue
+        named = next((name for name, v in inputs.items() if same(v, value)), None)
+        if not all(_same_pick(base, n, key, run, value if named is None else run.inputs.get(named)) for run in runs):
+            continue
+        slug = re.sub(r"\W+", "_", str(value)).strip("_").lower()[:24] or key
+        step = _free(f"pick_{slug}" if slug[0].isalpha() else f"pick_{key}", taken)
+        return Pick(step, head, key, f"@input.{named}" if named is not None else str(value))
+    return None
+
+
+def _same_pick(base: str, n: int, key: str, run: Run, value: JSON) -> bool:
+    """In this recording too, the one element whose `key` is `value` is the element the call took."""
+    try:
+        elements = resolve(base, run.scope())
+    except RefError:
+        return False
+    if not isinstance(elements, list) or not n < len(elements):
+        return False
+    matching = [e for e in elements if isinstance(e, dict) and same(e.get(key), value)]
+    return len(matching) == 1 and same(matching[0], elements[n])
+
+
+def _identity_keys(element: Mapping[str, JSON]) -> list[str]:
+    """Name-like keys holding text, the usual ones first."""
+    keys = [k for k in element if isinstance(element[k], str) and element[k]]
+    usual = [k for k in _NAME_KEYS if k in keys]
+    named = [k for k in keys if k not in usual and re.search(r"(name|title)$", k.lower())]
+    # `author_name`, `owner_name`: who made or owns the element, shared by design, not what it is
+    return usual + [k for k in named if not _RELATION_RE.match(k.lower())]
+
+
+def _pick_unit(user: Unit, pick: Pick, base: str) -> Unit:
+    value: JSON = pick.value if pick.value.startswith("@input.") else _escaped(pick.value)
+    picked = {"items": base, "key": pick.key, "value": value}
+    return replace(user, name=pick.step, tool="", input=picked, for_each=None, members=(), code=PICK_CODE)
+
+
+def _escaped(text: str) -> str:
+    return "@" + text if text.startswith("@") else text.replace("{{@", "{{@@")
+
+
+def _rewritten(value: JSON, picks: Mapping[str, Pick]) -> JSON:
+    if isinstance(value, str):
+        for head, pick in picks.items():
+            value = value.replace(head, f"@{pick.step}")
+        return value
+    if isinstance(value, dict):
+        return {k: _rewritten(v, picks) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rewritten(v, picks) for v in value]
+    return value
+
+
+def _free(base: str, taken: set[str]) -> str:
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name

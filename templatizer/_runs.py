@@ -1,0 +1,75 @@
+"""Named inputs across several recordings: each recording verifies with its own values.
+
+The user names an input by its value in the first recording (`inputs={"who": "Ada Lovelace"}`). In each
+other recording the same input has another value, read where the first recording used it: the same step
+and argument (the whole value), or the part of the same string between the same text ("Welcome Ada
+Lovelace!" then "Welcome Grace Hopper!").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from toolreel.core.model import JSON, StepRecord
+from toolreel.templatizer._values import Keys, get_at, number_text, same, walk
+
+if TYPE_CHECKING:
+    from toolreel.templatizer._infer import Run
+
+__all__ = ["named_in_runs"]
+
+_Place = tuple[str, Keys, tuple[str, str] | None]  # step, argument path, (text before, text after) in a string
+
+
+def named_in_runs(
+    named: Mapping[str, JSON], primary: Sequence[StepRecord], runs: Sequence[Run]
+) -> list[dict[str, JSON]]:
+    """For each recording after the first, the named inputs' values found in it (an input not found is absent)."""
+    places = {name: _place(value, primary) for name, value in named.items()}
+    out: list[dict[str, JSON]] = []
+    for run in runs[1:]:
+        found: dict[str, JSON] = {}
+        for name, place in places.items():
+            if place is not None and (value := _read(place, run, named[name])) is not None:
+                found[name] = value
+        out.append(found)
+    return out
+
+
+def _place(value: JSON, primary: Sequence[StepRecord]) -> _Place | None:
+    """Where the first recording first passes `value`: as a whole argument, else inside a string argument."""
+    text = value if isinstance(value, str) else number_text(value)
+    inside: _Place | None = None
+    for record in primary:
+        for keys, node in walk(record.resolved_input):
+            if same(node, value):
+                return record.name, keys, None
+            if inside is None and text and isinstance(node, str) and text in node:
+                at = node.index(text)
+                inside = (record.name, keys, (node[:at], node[at + len(text) :]))
+    return inside
+
+
+def _read(place: _Place, run: Run, example: JSON) -> JSON:
+    step, keys, around = place
+    record = run.steps.get(step)
+    if record is None:
+        return None
+    found, node = get_at(record.resolved_input, keys)
+    if not found:
+        return None
+    if around is None:
+        return node
+    before, after = around
+    if not isinstance(node, str) or len(node) < len(before) + len(after):
+        return None
+    if not node.startswith(before) or not node.endswith(after):
+        return None
+    middle = node[len(before) : len(node) - len(after)]
+    if isinstance(example, str):
+        return middle
+    try:  # a number the first recording interpolated: the same type in this one
+        return type(example)(middle) if isinstance(example, int | float) and not isinstance(example, bool) else None
+    except ValueError:
+        return None

@@ -54,6 +54,9 @@ _KNOWN_KEYS = frozenset(
     }
 )  # the last few are keys hosts write for their own use: accepted and ignored
 DEFAULT_TIMEOUT = 60.0
+# `auto` searches when the upstream tools' definitions pass this many tokens (cl100k): about a tenth of
+# a 200k context, where hosts that offer tool search switch to it.
+DEFAULT_SEARCH_THRESHOLD = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,11 @@ class ServerConfig:
 class GatewayConfig:
     servers: tuple[ServerConfig, ...]
     source: str | None = None
+    # `"toolreel": {"tools": "all" | "search" | "auto", "searchThreshold": N}`: how the tools are listed
+    tools: Literal["all", "search", "auto"] = "all"
+    search_threshold: int = (
+        DEFAULT_SEARCH_THRESHOLD  # tokens of the upstream tools' definitions past which `auto` searches
+    )
 
     @property
     def enabled(self) -> tuple[ServerConfig, ...]:
@@ -140,7 +148,40 @@ def parse_config(data: Any, *, source: str | None = None, environ: Mapping[str, 
     if not isinstance(entries, dict):
         raise ConfigError(f"must be an object of server name -> settings, not {_kind(entries)}", file=source, path=key)
     servers = tuple(_parse_server(name, entry, f"{key}.{name}", source, env) for name, entry in entries.items())
-    return GatewayConfig(servers=servers, source=source)
+    return GatewayConfig(servers=servers, source=source, **_own_settings(data.get("toolreel"), source))
+
+
+def _own_settings(value: Any, source: str | None) -> dict[str, Any]:
+    """The file's `toolreel` object: settings of the gateway itself, beside the servers."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"must be an object, not {_kind(value)}", file=source, path="toolreel")
+    unknown = sorted(set(value) - {"tools", "searchThreshold"})
+    if unknown:
+        raise ConfigError(
+            f"unknown key {unknown[0]!r}; known keys: searchThreshold, tools",
+            file=source,
+            path=f"toolreel.{unknown[0]}",
+        )
+    settings: dict[str, Any] = {}
+    if "tools" in value:
+        settings["tools"] = _choice(value["tools"], ("all", "search", "auto"), "toolreel.tools", source)
+    threshold = value.get("searchThreshold")
+    if threshold is not None:
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+            raise ConfigError(
+                f"must be a whole number of tokens, not {threshold!r}", file=source, path="toolreel.searchThreshold"
+            )
+        settings["search_threshold"] = threshold
+    return settings
+
+
+def _choice(value: Any, allowed: tuple[str, ...], path: str, source: str | None) -> str:
+    if isinstance(value, str) and value in allowed:
+        return value
+    choices = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
+    raise ConfigError(f"must be {choices}, not {value!r}", file=source, path=path)
 
 
 def wrap_config(command: Sequence[str], name: str | None = None) -> GatewayConfig:

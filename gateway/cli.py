@@ -252,12 +252,14 @@ def _logging(verbose: bool) -> None:
 def _register_commands() -> None:
     """Commands of the recorder, templatizer and replayer packages (imported here, not at the
     top: `serve` needs none of them and starts faster without)."""
+    from toolreel.gateway import auth_cli
     from toolreel.recorder import cli as recorder_cli
     from toolreel.replayer import cli as replayer_cli
     from toolreel.templatizer import cli as templatizer_cli
 
     templatizer_cli.register(app)
     replayer_cli.register(app)
+    auth_cli.register(app)
     recorder_cli.executions_commands(executions_app)
     replayer_cli.executions_commands(executions_app)
 

@@ -388,8 +388,13 @@ async def interactive_auth(
                 await _follow(authorization_url)
                 return
             print(f"toolreel: sign in at {authorization_url}", file=sys.stderr)
+            opened = False
             with contextlib.suppress(webbrowser.Error):
-                await anyio.to_thread.run_sync(webbrowser.open, authorization_url)
+                opened = await anyio.to_thread.run_sync(webbrowser.open, authorization_url)
+            if not opened and not sys.stdin.isatty():  # nobody to open it: say so now, not after a long wait
+                from mcp.client.auth import OAuthFlowError
+
+                raise OAuthFlowError("no browser could be opened and no one is at a terminal to open the URL")
 
         yield _provider(url, storage, settings, loopback.redirect_uri, redirect, loopback.result)
 

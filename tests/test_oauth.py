@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,47 @@ async def test_the_conformance_suites_client_auth_scenarios_pass_against_toolree
     failed = {name: statuses for name, statuses in checks.items() if "FAILURE" in statuses}
     assert len(checks) >= 14, done.stderr.decode()[-3000:]
     assert failed == {}, done.stderr.decode()[-3000:]
+
+
+async def _save_greeting(config: Path, env: Mapping[str, str]) -> None:
+    """A recording against the signed-in server, saved as the template `greet`."""
+    async with stdio_gateway(["--config", str(config)], env) as gw:
+        echoed = await call(gw, "notes__echo", {"text": "hello"})
+        assert not echoed.is_error, text_of(echoed)
+        saved = await call(gw, "toolreel__save_template", {"name": "greet", "description": "Say hello."})
+        assert not saved.is_error, text_of(saved)
+
+
+@pytest.mark.parametrize("guarded", [{"FIXTURE_TOKEN_TTL": "2"}], indirect=True)
+async def test_a_replay_refreshes_an_expired_sign_in_by_itself(tmp_path: Path, guarded: str) -> None:
+    config, env = _config(tmp_path, guarded), _env(tmp_path)
+    with anyio.fail_after(300):
+        await _login(config, env)
+        await _save_greeting(config, env)
+        before = _kept_tokens(tmp_path)
+        await anyio.sleep(2.5)  # the access token lives two seconds: let it expire
+        ran = await _toolreel(["run", "greet", "-i", "text=bye", "--config", str(config), "--json"], env)
+    assert ran.returncode == 0, ran.stderr.decode()
+    assert json.loads(ran.stdout)["output"] == {"result": "bye"}  # the new input, replayed
+    assert b"sign in at" not in ran.stderr
+    assert set(_kept_tokens(tmp_path)).isdisjoint(before)  # refreshed: both tokens rotated
+
+
+REVOKED = Path(tempfile.gettempdir()) / f"toolreel-test-revoked-{os.getpid()}"
+
+
+@pytest.mark.parametrize("guarded", [{"FIXTURE_TOKEN_TTL": "2", "FIXTURE_REVOKE_FILE": str(REVOKED)}], indirect=True)
+async def test_a_replay_whose_refresh_is_refused_names_the_sign_in_command(tmp_path: Path, guarded: str) -> None:
+    config, env = _config(tmp_path, guarded), _env(tmp_path)
+    with anyio.fail_after(300):
+        await _login(config, env)
+        await _save_greeting(config, env)
+        REVOKED.touch()  # the grant is revoked: every refresh from now on is refused
+        try:
+            await anyio.sleep(2.5)
+            ran = await _toolreel(["run", "greet", "-i", "text=bye", "--config", str(config), "--json"], env)
+        finally:
+            REVOKED.unlink(missing_ok=True)
+    assert ran.returncode != 0
+    said = ran.stdout.decode() + ran.stderr.decode()
+    assert "sign-in needed for server 'notes'" in said and f"toolreel auth login notes --config {config}" in said

@@ -139,6 +139,12 @@ async def test_a_gateway_lists_the_others_and_names_the_sign_in_command_until_si
     command = f"toolreel auth login notes --config {config}"
     with anyio.fail_after(300):
         async with stdio_gateway(["--config", str(config)], env) as gw:
+
+            async def started() -> bool:  # feat ready, notes failed for want of a sign-in
+                states = {u["name"]: u["state"] for u in (await status(gw))["upstreams"]}
+                return states == {"feat": "ready", "notes": "failed"}
+
+            await wait_until(started, 120, "feat ready and notes refused")
             names = {t.name for t in (await gw.client.list_tools()).tools}
             refused = await call(gw, "notes__add", {"a": 1, "b": 2})
             upstream = {u["name"]: u for u in (await status(gw))["upstreams"]}["notes"]
@@ -196,6 +202,11 @@ async def test_the_conformance_suites_client_auth_scenarios_pass_against_toolree
 async def _save_greeting(config: Path, env: Mapping[str, str]) -> None:
     """A recording against the signed-in server, saved as the template `greet`."""
     async with stdio_gateway(["--config", str(config)], env) as gw:
+
+        async def ready() -> bool:
+            return (await status(gw))["upstreams"][0]["state"] == "ready"
+
+        await wait_until(ready, 120, "the signed-in server ready")
         echoed = await call(gw, "notes__echo", {"text": "hello"})
         assert not echoed.is_error, text_of(echoed)
         saved = await call(gw, "toolreel__save_template", {"name": "greet", "description": "Say hello."})

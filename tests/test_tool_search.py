@@ -23,6 +23,7 @@ from tests.gw import (
     status,
     stdio_gateway,
     text_of,
+    wait_until,
     write_config,
 )
 from tests.inproc import gateway_in_process
@@ -37,6 +38,15 @@ SERVERS = {"shop": fixture_entry("ids"), "feat": fixture_entry("features")}
 
 def _config(tools: str, **settings: Any) -> GatewayConfig:
     return parse_config({"mcpServers": SERVERS, "toolreel": {"tools": tools, **settings}})
+
+
+async def _ready(gw: Connected) -> None:
+    """Every upstream started: on a loaded machine a first listing may come before a slow one is up."""
+
+    async def all_ready() -> bool:
+        return all(u["state"] == "ready" for u in (await status(gw))["upstreams"])
+
+    await wait_until(all_ready, 60, "every upstream ready")
 
 
 async def _names(gw: Connected) -> set[str]:
@@ -122,6 +132,7 @@ def test_the_config_key_is_validated_with_its_path() -> None:
 async def test_search_mode_lists_the_search_tools_instead_of_the_upstream_tools(mode: str) -> None:
     with anyio.fail_after(60):
         async with gateway_in_process(_config("search"), mode=mode) as gw:
+            await _ready(gw)
             listed = {tool.name: tool for tool in (await gw.client.list_tools()).tools}
             hits = await _search(gw, "create an order for a user")
     assert not any(name.startswith(("shop__", "feat__")) for name in listed)
@@ -135,6 +146,7 @@ async def test_search_mode_lists_the_search_tools_instead_of_the_upstream_tools(
 async def test_search_limit_is_honoured_and_a_bad_one_is_refused() -> None:
     with anyio.fail_after(60):
         async with gateway_in_process(_config("search")) as gw:
+            await _ready(gw)
             assert len(await _search(gw, "user order", limit=2)) == 2
             refused = await call(gw, SEARCH_TOOL, {"query": "user", "limit": 0})
             empty = await call(gw, SEARCH_TOOL, {"query": " "})
@@ -146,6 +158,7 @@ async def test_search_limit_is_honoured_and_a_bad_one_is_refused() -> None:
 async def test_a_call_through_call_tool_is_recorded_as_the_direct_call(mode: str) -> None:
     with anyio.fail_after(60):
         async with gateway_in_process(_config("search"), mode=mode) as gw:
+            await _ready(gw)
             through = await call(gw, CALL_TOOL, {"name": "feat__add", "arguments": {"a": 2, "b": 3}})
             direct = await call(gw, "feat__add", {"a": "@add_1.sum", "b": 1})  # still callable directly
             state = await status(gw)
@@ -158,6 +171,7 @@ async def test_a_call_through_call_tool_is_recorded_as_the_direct_call(mode: str
 async def test_a_malformed_call_tool_says_what_it_takes_and_calls_nothing() -> None:
     with anyio.fail_after(60):
         async with gateway_in_process(_config("search")) as gw:
+            await _ready(gw)
             missing = await call(gw, CALL_TOOL, {"arguments": {"a": 1}})
             itself = await call(gw, CALL_TOOL, {"name": CALL_TOOL, "arguments": {}})
             unknown = await call(gw, CALL_TOOL, {"name": "feat__nope", "arguments": {}})
@@ -184,6 +198,7 @@ async def _shopping(invoke: Callable[[str, dict[str, Any]], Awaitable[Any]]) -> 
 
 async def _saved_template(config: GatewayConfig, through_search: bool) -> dict[str, Any]:
     async with gateway_in_process(config, answers=False) as gw:
+        await _ready(gw)
 
         async def invoke(tool: str, arguments: dict[str, Any]) -> Any:
             if through_search:
@@ -212,8 +227,10 @@ async def test_a_session_through_call_tool_saves_the_same_template_as_the_direct
 async def test_auto_searches_only_past_the_threshold() -> None:
     with anyio.fail_after(60):
         async with gateway_in_process(_config("auto", searchThreshold=100_000)) as gw:
+            await _ready(gw)
             small = await _names(gw)
         async with gateway_in_process(_config("auto", searchThreshold=100)) as gw:
+            await _ready(gw)
             large = await _names(gw)
     assert "shop__create_user" in small and SEARCH_TOOL not in small
     assert "shop__create_user" not in large and SEARCH_TOOL in large
@@ -226,6 +243,7 @@ async def test_serve_takes_tools_on_the_command_line_over_the_config(tmp_path: P
     env = gateway_env(f"sqlite:///{tmp_path / 'store.db'}")
     with anyio.fail_after(60):
         async with stdio_gateway(["--config", str(config), "--tools", "search"], env) as gw:
+            await _ready(gw)
             names = await _names(gw)
             through = await call(gw, CALL_TOOL, {"name": "shop__note", "arguments": {"text": "hi"}})
     assert SEARCH_TOOL in names and "shop__note" not in names

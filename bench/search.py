@@ -79,7 +79,18 @@ async def gateway(config: Path, work: Path, mode: str) -> AsyncIterator[ClientSe
     with (work / f"{mode}.stderr").open("w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
+            await _until_ready(session)
             yield session
+
+
+async def _until_ready(session: ClientSession) -> None:
+    """Every server up before the listing is measured (a loaded machine starts them late)."""
+    with anyio.fail_after(120):
+        while True:
+            status = (await session.call_tool("toolreel__status", {})).structured_content or {}
+            if all(u["state"] == "ready" for u in status.get("upstreams", [])):
+                return
+            await anyio.sleep(0.1)
 
 
 def _tools_json(listed: Any) -> list[dict[str, Any]]:

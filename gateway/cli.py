@@ -19,6 +19,7 @@ import typer
 from toolreel._cli import DbOption, fail, printable_output
 from toolreel.core.errors import ConfigError, ToolreelError
 from toolreel.core.secrets import Redactor, redact_logs
+from toolreel.gateway.search import parse_tools_mode
 from toolreel.upstreams.config import GatewayConfig, load_config, wrap_config
 from toolreel.upstreams.wire import DEFAULT_MAX_BODY_MB
 
@@ -90,6 +91,12 @@ def serve(
     retain: Annotated[
         str | None, typer.Option("--retain", help="Prune finished executions older than this (30d, 12h), hourly.")
     ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            "--tools", help="List all tools, or search and call tools (search), or search past a size (auto)."
+        ),
+    ] = None,
 ) -> None:
     """Serve the upstreams of a config, or wrap one stdio server transparently."""
     _logging(verbose)
@@ -104,6 +111,7 @@ def serve(
     try:
         cfg = gateway_config(config, command, name)
         options = parse_http(http, token_env, ui=not no_ui, max_body_mb=max_body_mb) if http else None
+        tools_mode = parse_tools_mode(tools, path="--tools") if tools is not None else None
         if record:
             from toolreel.recorder import backlog_mark
 
@@ -113,7 +121,7 @@ def serve(
     redact_logs(Redactor(cfg.secret_values()))
     use_prefix = prefix if prefix is not None else config is not None
     hook_factory = _hook_factory(
-        cfg, db=db, annotate=annotate, record=record, max_concurrency=max_concurrency, retain=age
+        cfg, db=db, annotate=annotate, record=record, max_concurrency=max_concurrency, retain=age, tools=tools_mode
     )
     try:
         anyio.run(
@@ -244,12 +252,14 @@ def _logging(verbose: bool) -> None:
 def _register_commands() -> None:
     """Commands of the recorder, templatizer and replayer packages (imported here, not at the
     top: `serve` needs none of them and starts faster without)."""
+    from toolreel.gateway import auth_cli
     from toolreel.recorder import cli as recorder_cli
     from toolreel.replayer import cli as replayer_cli
     from toolreel.templatizer import cli as templatizer_cli
 
     templatizer_cli.register(app)
     replayer_cli.register(app)
+    auth_cli.register(app)
     recorder_cli.executions_commands(executions_app)
     replayer_cli.executions_commands(executions_app)
 

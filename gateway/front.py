@@ -58,6 +58,7 @@ from toolreel.gateway.links import (
     span_attributes,
 )
 from toolreel.gateway.listen import Listen
+from toolreel.gateway.search import unwrap
 from toolreel.upstreams.hub import NO_BACK_CHANNEL, ClientRouter, Hub, could_not_push, error_result
 from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
 
@@ -223,7 +224,7 @@ class Front(ClientRouter):
         return "\n\n".join(parts)
 
     async def _call_tool(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
-        params: Mapping[str, Any] = ctx.params or {}
+        params: Mapping[str, Any] = unwrap(ctx.params or {})  # toolreel__call_tool(t, a) is the call of t
         link = self.link_for(ctx)
         meta = params.get("_meta") or {}
         if not isinstance(meta, Mapping):
@@ -246,7 +247,7 @@ class Front(ClientRouter):
         """tools/call from the stdio fast lane (a handshake-era client, no progress token)."""
         link = self.links.get("stdio") or self.links.setdefault("stdio", ClientLink(key="stdio"))
         link.last_active = time.monotonic()
-        return await self.forward_call(link, params, progress=None, ctx=None)
+        return await self.forward_call(link, unwrap(params), progress=None, ctx=None)
 
     async def forward_call(
         self, link: ClientLink, params: Mapping[str, Any], *, progress: Any, ctx: Any, exchange: Exchange | None = None
@@ -398,7 +399,7 @@ class Front(ClientRouter):
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
         await self.hook.tools_ready()
-        return era_result(ctx, {"tools": [*self.hub.listed_tools(), *self.hook.extra_tools()]})
+        return era_result(ctx, {"tools": self.hook.tool_listing(self.hub.listed_tools())})
 
     async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)

@@ -57,6 +57,10 @@ class ToolHook:
     def extra_tools(self) -> list[dict[str, Any]]:
         return []
 
+    def tool_listing(self, upstream: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tools a client is listed: the upstreams' (as the hub names them) and the hook's own."""
+        return [*upstream, *self.extra_tools()]
+
     async def call_local(self, call: LocalCall) -> dict[str, Any] | None:
         """Answer a tool the gateway serves itself; None when `call.name` is not one."""
         return None

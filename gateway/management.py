@@ -38,6 +38,7 @@ from toolreel.upstreams.hub import Hub, error_result
 
 if TYPE_CHECKING:
     from toolreel.core.store import Store
+    from toolreel.gateway.search import ToolsMode
 
 __all__ = ["ANNOTATIONS", "Extension", "GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
 
@@ -240,6 +241,11 @@ class GatewayHook(ToolHook):
         with anyio.move_on_after(LISTING_WAIT):
             await self.listing_ready.wait()
         self.listing_ready.set()
+
+    def tool_listing(self, upstream: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for extension in self.extensions:  # tool search lists itself instead of the upstream tools
+            upstream = extension.shown_upstream(upstream)
+        return [*upstream, *self.extra_tools()]
 
     def extra_tools(self) -> list[dict[str, Any]]:
         listed = [tool.definition() for tool in self.tools.values()]
@@ -471,6 +477,7 @@ def hook_factory(
     record: bool,
     max_concurrency: int,
     retain: float | None = None,
+    tools: ToolsMode | None = None,
 ) -> Callable[[Hub], GatewayHook]:
     def opener() -> Store:
         from toolreel.core.store import open_store
@@ -487,19 +494,22 @@ def hook_factory(
             peek=lambda: store_peek.peek(db),
             db=db,
         )
-        hook.extend(*_extensions(hook, max_concurrency=max_concurrency, retain=retain))
+        hook.extend(*_extensions(hook, max_concurrency=max_concurrency, retain=retain, tools=tools))
         return hook
 
     return build
 
 
-def _extensions(hook: GatewayHook, *, max_concurrency: int, retain: float | None) -> list[Extension]:
+def _extensions(
+    hook: GatewayHook, *, max_concurrency: int, retain: float | None, tools: ToolsMode | None = None
+) -> list[Extension]:
     """The layers over recording, assembled here alone (as mitmproxy's `default_addons`): the template
-    catalogue, runs, and with `--retain` the pruning of old executions while serving."""
+    catalogue, runs, tool search, and with `--retain` the pruning of old executions while serving."""
     from toolreel.gateway.tools_runs import RunTools
+    from toolreel.gateway.tools_search import SearchTools
     from toolreel.gateway.tools_templates import TemplateTools
 
-    layers: list[Extension] = [TemplateTools(hook), RunTools(hook, max_concurrency)]
+    layers: list[Extension] = [TemplateTools(hook), RunTools(hook, max_concurrency), SearchTools(hook, tools)]
     if retain is not None:
         layers.append(_Retention(hook, retain))
     return layers
@@ -515,6 +525,10 @@ class Extension:
     def listed(self) -> list[dict[str, Any]]:
         """Tools whose list changes while serving (one `reel__<name>` per template)."""
         return []
+
+    def shown_upstream(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The upstream tools a client is listed (tool search lists none)."""
+        return tools
 
     async def call(self, call: LocalCall) -> dict[str, Any] | None:
         """Answer a call of a tool not in `tools()` (a `reel__` tool); None when it is not its own."""

@@ -20,6 +20,7 @@ from dotenv import dotenv_values
 
 from toolreel.core.errors import ConfigError
 from toolreel.core.secrets import is_secret_key, url_secrets
+from toolreel.upstreams.auth import OAuthSettings
 from toolreel.upstreams.tool_policy import ToolPolicy, parse_policy
 
 __all__ = ["GatewayConfig", "ServerConfig", "load_config", "opaque", "parse_config", "wrap_config"]
@@ -51,9 +52,13 @@ _KNOWN_KEYS = frozenset(
         "name",
         "alwaysAllow",
         "autoApprove",
+        "oauth",
     }
 )  # the last few are keys hosts write for their own use: accepted and ignored
 DEFAULT_TIMEOUT = 60.0
+# `auto` searches when the upstream tools' definitions pass this many tokens (cl100k): about a tenth of
+# a 200k context, where hosts that offer tool search switch to it.
+DEFAULT_SEARCH_THRESHOLD = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,8 @@ class ServerConfig:
     disabled: bool = False
     # Era spoken to this upstream. auto: a lone stdio client's own era, else the stateless one where spoken.
     protocol: Literal["auto", "legacy", "modern"] = "auto"
+    oauth: OAuthSettings | None = None  # `oauth`: a pre-registered client and scopes (HTTP servers)
+    source: str | None = field(default=None, compare=False, repr=False)  # the config file it came from
     # The entry as written in the file (`${env:VAR}` unexpanded): what a template remembers of it.
     entry: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
@@ -84,6 +91,11 @@ class ServerConfig:
 class GatewayConfig:
     servers: tuple[ServerConfig, ...]
     source: str | None = None
+    # `"toolreel": {"tools": "all" | "search" | "auto", "searchThreshold": N}`: how the tools are listed
+    tools: Literal["all", "search", "auto"] = "all"
+    search_threshold: int = (
+        DEFAULT_SEARCH_THRESHOLD  # tokens of the upstream tools' definitions past which `auto` searches
+    )
 
     @property
     def enabled(self) -> tuple[ServerConfig, ...]:
@@ -100,6 +112,8 @@ class GatewayConfig:
         values: list[str] = []
         for server in self.servers:
             values.extend(server.headers.values())
+            if server.oauth is not None and server.oauth.client_secret:
+                values.append(server.oauth.client_secret)
             values.extend(url_secrets(server.url or ""))
             values.extend(v for k, v in server.env.items() if is_secret_key(k) or _opaque(v))
         return values
@@ -140,7 +154,40 @@ def parse_config(data: Any, *, source: str | None = None, environ: Mapping[str, 
     if not isinstance(entries, dict):
         raise ConfigError(f"must be an object of server name -> settings, not {_kind(entries)}", file=source, path=key)
     servers = tuple(_parse_server(name, entry, f"{key}.{name}", source, env) for name, entry in entries.items())
-    return GatewayConfig(servers=servers, source=source)
+    return GatewayConfig(servers=servers, source=source, **_own_settings(data.get("toolreel"), source))
+
+
+def _own_settings(value: Any, source: str | None) -> dict[str, Any]:
+    """The file's `toolreel` object: settings of the gateway itself, beside the servers."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"must be an object, not {_kind(value)}", file=source, path="toolreel")
+    unknown = sorted(set(value) - {"tools", "searchThreshold"})
+    if unknown:
+        raise ConfigError(
+            f"unknown key {unknown[0]!r}; known keys: searchThreshold, tools",
+            file=source,
+            path=f"toolreel.{unknown[0]}",
+        )
+    settings: dict[str, Any] = {}
+    if "tools" in value:
+        settings["tools"] = _choice(value["tools"], ("all", "search", "auto"), "toolreel.tools", source)
+    threshold = value.get("searchThreshold")
+    if threshold is not None:
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+            raise ConfigError(
+                f"must be a whole number of tokens, not {threshold!r}", file=source, path="toolreel.searchThreshold"
+            )
+        settings["search_threshold"] = threshold
+    return settings
+
+
+def _choice(value: Any, allowed: tuple[str, ...], path: str, source: str | None) -> str:
+    if isinstance(value, str) and value in allowed:
+        return value
+    choices = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
+    raise ConfigError(f"must be {choices}, not {value!r}", file=source, path=path)
 
 
 def wrap_config(command: Sequence[str], name: str | None = None) -> GatewayConfig:
@@ -196,6 +243,7 @@ def _parse_server(name: str, entry: Any, path: str, source: str | None, env: Map
         "disabled": _bool(expanded.get("disabled", False), f"{path}.disabled", source),
         "protocol": _protocol(expanded.get("protocol", "auto"), f"{path}.protocol", source),
         "entry": dict(entry),
+        "source": source,
     }
     if transport == "stdio":
         command = expanded.get("command")
@@ -211,7 +259,33 @@ def _parse_server(name: str, entry: Any, path: str, source: str | None, env: Map
     url = expanded.get("url")
     if not isinstance(url, str) or not re.match(r"https?://", url):
         raise ConfigError("needs a 'url' starting with http:// or https://", file=source, path=f"{path}.url")
-    return ServerConfig(url=url, headers=_string_map(expanded.get("headers", {}), f"{path}.headers", source), **common)
+    headers = _string_map(expanded.get("headers", {}), f"{path}.headers", source)
+    oauth = _oauth(expanded["oauth"], f"{path}.oauth", source) if "oauth" in expanded else None
+    return ServerConfig(url=url, headers=headers, oauth=oauth, **common)
+
+
+def _oauth(value: Any, path: str, source: str | None) -> OAuthSettings:
+    """`"oauth": {"clientId": ..., "clientSecret": "${env:VAR}", "scopes": [...], "clientMetadataUrl": ...}`."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"must be an object, not {_kind(value)}", file=source, path=path)
+    known = {"clientId", "clientSecret", "scopes", "clientMetadataUrl"}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ConfigError(
+            f"unknown key {unknown[0]!r}; known keys: {', '.join(sorted(known))}",
+            file=source,
+            path=f"{path}.{unknown[0]}",
+        )
+    secret = _optional_str(value.get("clientSecret"), f"{path}.clientSecret", source)
+    client_id = _optional_str(value.get("clientId"), f"{path}.clientId", source)
+    if secret and not client_id:
+        raise ConfigError("a clientSecret needs its clientId", file=source, path=f"{path}.clientSecret")
+    return OAuthSettings(
+        client_id=client_id,
+        client_secret=secret,
+        scopes=tuple(_strings(value.get("scopes", []), f"{path}.scopes", source)),
+        client_metadata_url=_optional_str(value.get("clientMetadataUrl"), f"{path}.clientMetadataUrl", source),
+    )
 
 
 def _transport(entry: Mapping[str, Any], path: str, source: str | None) -> Transport:

@@ -314,6 +314,11 @@ class Hub:
         return out
 
     def unknown_tool_message(self, listed: str) -> str:
+        server = self.upstreams.get(listed.split("__", 1)[0]) if self.prefix and "__" in listed else None
+        if server is not None and server.last_error:  # its tools are gone: say why (a sign-in, a crash)
+            return (
+                f"tool {listed!r} is not available: server {server.name!r} is {server.state.value}: {server.last_error}"
+            )
         servers = ", ".join(f"{u.name} ({u.state.value})" for u in self.upstreams.values()) or "none"
         hint = ""
         if self.prefix and "__" not in listed:

@@ -44,6 +44,7 @@ from pydantic import BaseModel
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError, UpstreamTimeout
 from toolreel.upstreams import prespawn
+from toolreel.upstreams.auth import sign_in_error, signed_in
 from toolreel.upstreams.config import ServerConfig
 from toolreel.upstreams.stdio_upstream import FastLane, open_stdio_upstream
 
@@ -432,7 +433,9 @@ class Upstream:
         if cfg.transport == "sse":
             opened = sse_client(cfg.url, headers=dict(cfg.headers), timeout=10.0, sse_read_timeout=24 * 3600)
         else:
-            client = httpx2.AsyncClient(headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=None))
+            client = httpx2.AsyncClient(
+                headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=None), auth=signed_in(cfg)
+            )
             opened = _http_transport(cfg.url, client)
         return _watch(opened, lost)
 
@@ -471,6 +474,9 @@ class Upstream:
         self._bridge.upstream_changed(self)
 
     def _describe_failure(self, exc: BaseException) -> str:
+        needed = sign_in_error(exc)
+        if needed is not None:
+            return str(needed)
         text = _describe(exc)
         tail = self.stderr_tail()
         return f"{text} (stderr: {tail[-500:]})" if tail else text

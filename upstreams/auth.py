@@ -1,0 +1,448 @@
+"""Signing in to OAuth-protected HTTP upstreams, on the `mcp` SDK's client auth (`mcp.client.auth`).
+
+The SDK runs the flow (metadata discovery with each era's fallbacks, Client ID Metadata Documents or
+dynamic registration, PKCE, `iss`, resource indicators, scopes from `WWW-Authenticate`, step-up,
+refresh); this module gives it what it leaves to the application:
+- `SecretTokens`, its `TokenStorage`: tokens and client registrations encrypted at rest (Fernet), with
+  the key in the OS keyring when one is available, else in a 0600 key file beside the store;
+- `Loopback`, the redirect target on 127.0.0.1 that receives the authorization code;
+- `oauth_auth`, the `httpx2.Auth` for one server: interactive (a browser, or `--auth-follow`) for
+  `toolreel auth login` and `toolreel call`, or unattended for a gateway and a worker, where a
+  needed sign-in raises `SignInNeeded` naming the command to run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import socket
+import sys
+import time
+import webbrowser
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from toolreel.core.errors import UpstreamError
+
+if TYPE_CHECKING:
+    from toolreel.upstreams.config import ServerConfig
+
+__all__ = [
+    "OAuthSettings",
+    "SecretTokens",
+    "SignInNeeded",
+    "SignInStatus",
+    "auth_dir",
+    "interactive_auth",
+    "sign_in_command",
+    "sign_in_error",
+    "signed_in",
+    "storage_name",
+    "unattended_auth",
+]
+
+logger = logging.getLogger("toolreel.auth")
+
+KEYRING_SERVICE = "toolreel"
+KEY_FILE = "toolreel-auth.key"
+TOKENS_DIR = "toolreel-auth"
+CALLBACK_PATH = "/callback"
+LOGIN_TIMEOUT = 300.0  # seconds a sign-in waits for the browser to come back
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class SignInNeeded(UpstreamError):
+    """A server needs a (new) sign-in, which only a person can give: the message names the command."""
+
+    def __init__(self, server: str, command: str, cause: str = "") -> None:
+        self.server, self.command = server, command
+        detail = f" ({cause})" if cause else ""
+        super().__init__(f"sign-in needed for server {server!r}{detail}: run `{command}`", server=server)
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthSettings:
+    """A server's `oauth` config key: a pre-registered client and the scopes to ask for."""
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    scopes: tuple[str, ...] = ()
+    client_metadata_url: str | None = None  # a Client ID Metadata Document (https) this client publishes
+
+
+@dataclass(frozen=True, slots=True)
+class SignInStatus:
+    server: str
+    url: str
+    signed_in: bool
+    scopes: str | None
+    expires_at: float | None
+    refreshable: bool
+    client_id: str | None
+
+
+def sign_in_command(server: str, config: str | None) -> str:
+    where = f" --config {config}" if config else ""
+    return f"toolreel auth login {server}{where}"
+
+
+def storage_name(server: str | None, url: str) -> str:
+    """Sign-ins are kept per config server name; a bare URL (`toolreel call URL`) by a digest of it."""
+    if server:
+        return _SAFE_NAME.sub("_", server)
+    return "url-" + hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def auth_dir(db: str | None) -> Path:
+    """Beside the store (`--db`, else TOOLREEL_DB, else the default file): the SQLite file's folder, else
+    (PostgreSQL, memory) the user data directory, where the default store lives. No SQLAlchemy is loaded."""
+    url = db or os.environ.get("TOOLREEL_DB") or ""
+    path = url.removeprefix("sqlite:///").split("?")[0] if url.startswith("sqlite:///") else ""
+    if path and path != ":memory:":
+        return Path(path).parent
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("toolreel"))
+
+
+# --- encrypted storage -----------------------------------------------------------------------------------------
+
+
+def _keyring() -> Any | None:
+    """The OS keyring, when the `keyring` library finds a usable backend (not on a headless server)."""
+    try:
+        import keyring
+        from keyring.backends import fail
+    except ImportError:
+        return None
+    backend = keyring.get_keyring()
+    if isinstance(backend, fail.Keyring) or getattr(backend, "priority", 0) <= 0:
+        return None
+    return backend
+
+
+def _fernet(directory: Path) -> Any:
+    """The key that encrypts every sign-in of this store: in the keyring, else a 0600 file beside the store."""
+    from cryptography.fernet import Fernet
+
+    backend = _keyring()
+    account = f"tokens:{directory.resolve()}"
+    if backend is not None:
+        key = backend.get_password(KEYRING_SERVICE, account)
+        if key is None:
+            key = Fernet.generate_key().decode()
+            backend.set_password(KEYRING_SERVICE, account, key)
+        return Fernet(key.encode())
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / KEY_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return Fernet(path.read_bytes().strip())
+    with os.fdopen(fd, "wb") as out:
+        key_bytes = Fernet.generate_key()
+        out.write(key_bytes)
+    return Fernet(key_bytes)
+
+
+class SecretTokens:
+    """The SDK's `TokenStorage` for one server: one encrypted record (tokens, registration, expiry)."""
+
+    def __init__(self, directory: Path, name: str, url: str, preset_client: Any | None = None) -> None:
+        self.directory, self.name, self.url = directory, name, url
+        self.path = directory / TOKENS_DIR / f"{name}.fernet"
+        self._preset_client = preset_client  # a pre-registered client: never stored, read from the config
+
+    def _decrypted(self) -> dict[str, Any]:
+        if not self.path.exists():
+            return {}
+        from cryptography.fernet import InvalidToken
+
+        try:
+            record: dict[str, Any] = json.loads(_fernet(self.directory).decrypt(self.path.read_bytes()))
+        except (InvalidToken, ValueError):
+            logger.warning("the sign-in kept for %s cannot be read (another key?); sign in again", self.name)
+            return {}
+        return record
+
+    def _read(self) -> dict[str, Any]:
+        record = self._decrypted()
+        return record if record.get("url") == self.url else {}  # the server moved: that sign-in is not for it
+
+    def stored_url(self) -> str | None:
+        """The URL this record's sign-in is for (listing sign-ins without a config)."""
+        url = self._decrypted().get("url")
+        return str(url) if url else None
+
+    def _write(self, record: dict[str, Any]) -> None:
+        (self.directory / TOKENS_DIR).mkdir(parents=True, exist_ok=True, mode=0o700)
+        data = _fernet(self.directory).encrypt(json.dumps({**record, "url": self.url}).encode())
+        temporary = self.path.with_suffix(".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temporary, self.path)
+
+    def record(self) -> dict[str, Any]:
+        return self._read()
+
+    def expires_at(self) -> float | None:
+        value = self._read().get("expires_at")
+        return float(value) if value is not None else None
+
+    def forget(self) -> bool:
+        existed = self.path.exists()
+        self.path.unlink(missing_ok=True)
+        return existed
+
+    # TokenStorage -----------------------------------------------------------------------------------------
+    async def get_tokens(self) -> Any:
+        from mcp.shared.auth import OAuthToken
+
+        tokens = self._read().get("tokens")
+        return OAuthToken.model_validate(tokens) if tokens else None
+
+    async def set_tokens(self, tokens: Any) -> None:
+        record = self._read()
+        record["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
+        record["expires_at"] = time.time() + tokens.expires_in if tokens.expires_in else None
+        self._write(record)
+
+    async def get_client_info(self) -> Any:
+        if self._preset_client is not None:
+            return self._preset_client
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        info = self._read().get("client_info")
+        return OAuthClientInformationFull.model_validate(info) if info else None
+
+    async def set_client_info(self, client_info: Any) -> None:
+        if self._preset_client is not None:
+            return
+        record = self._read()
+        record["client_info"] = client_info.model_dump(mode="json", exclude_none=True)
+        self._write(record)
+
+    def status(self) -> SignInStatus:
+        record = self._read()
+        tokens = record.get("tokens") or {}
+        client = record.get("client_info") or {}
+        return SignInStatus(
+            server=self.name,
+            url=self.url,
+            signed_in=bool(tokens.get("access_token")),
+            scopes=tokens.get("scope"),
+            expires_at=record.get("expires_at"),
+            refreshable=bool(tokens.get("refresh_token")),
+            client_id=client.get("client_id") or (self._preset_client.client_id if self._preset_client else None),
+        )
+
+
+# --- the loopback redirect -----------------------------------------------------------------------------------
+
+
+class Loopback:
+    """`http://127.0.0.1:PORT/callback`: receives the authorization response once."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.port = self.sock.getsockname()[1]
+        self.redirect_uri = f"http://127.0.0.1:{self.port}{CALLBACK_PATH}"
+        self._answer: dict[str, str] | None = None
+        self._arrived = anyio.Event()
+
+    def app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import PlainTextResponse
+        from starlette.routing import Route
+
+        async def callback(request: Request) -> PlainTextResponse:
+            self._answer = dict(request.query_params)
+            self._arrived.set()
+            if "error" in self._answer:
+                return PlainTextResponse(f"toolreel: sign-in refused ({self._answer['error']}).", status_code=400)
+            return PlainTextResponse("toolreel: signed in. You can close this window.")
+
+        return Starlette(routes=[Route(CALLBACK_PATH, callback)])
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[Loopback]:
+        import uvicorn
+
+        server = uvicorn.Server(uvicorn.Config(self.app(), log_level="warning", lifespan="off", access_log=False))
+        setattr(server, "install_signal_handlers", lambda: None)  # noqa: B010 - the caller owns signals
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [self.sock])
+            try:
+                yield self
+            finally:
+                server.should_exit = True
+                tg.cancel_scope.deadline = anyio.current_time() + 5
+
+    async def result(self) -> Any:
+        from mcp.client.auth import AuthorizationCodeResult, OAuthFlowError
+
+        with anyio.fail_after(LOGIN_TIMEOUT):
+            await self._arrived.wait()
+        answer = self._answer or {}
+        if "code" not in answer:
+            raise OAuthFlowError(f"the authorization server refused: {answer.get('error', 'no code')}")
+        return AuthorizationCodeResult(code=answer["code"], state=answer.get("state"), iss=answer.get("iss"))
+
+
+# --- the SDK's provider --------------------------------------------------------------------------------------
+
+
+def _client_metadata(settings: OAuthSettings, redirect_uri: str) -> Any:
+    from mcp.shared.auth import OAuthClientMetadata
+
+    return OAuthClientMetadata(
+        client_name="toolreel",
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]  # pydantic reads the URL
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",
+        scope=" ".join(settings.scopes) or None,
+    )
+
+
+def _preset_client(settings: OAuthSettings, redirect_uri: str) -> Any | None:
+    if settings.client_id is None:
+        return None
+    from mcp.shared.auth import OAuthClientInformationFull
+
+    return OAuthClientInformationFull(
+        client_id=settings.client_id,
+        client_secret=settings.client_secret,
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        token_endpoint_auth_method="client_secret_basic" if settings.client_secret else "none",
+        grant_types=["authorization_code", "refresh_token"],
+    )
+
+
+def _redirect_port(storage: SecretTokens) -> int:
+    """A registered client keeps its redirect URI: sign in again on the port it was registered with."""
+    info = storage.record().get("client_info") or {}
+    for uri in info.get("redirect_uris") or ():
+        match = re.match(r"http://127\.0\.0\.1:(\d+)/", str(uri))
+        if match:
+            return int(match.group(1))
+    return 0
+
+
+def _provider(
+    url: str,
+    storage: SecretTokens,
+    settings: OAuthSettings,
+    redirect_uri: str,
+    redirect: Callable[[str], Awaitable[None]],
+    callback: Callable[[], Awaitable[Any]],
+) -> Any:
+    from mcp.client.auth import OAuthClientProvider
+
+    preset = _preset_client(settings, redirect_uri)
+    if preset is not None:
+        storage._preset_client = preset
+
+    class _Provider(OAuthClientProvider):
+        """The SDK's provider, told when a stored access token expires: it keeps that only in memory,
+        so after a restart it would send an expired token and start a new sign-in instead of refreshing."""
+
+        async def _initialize(self) -> None:
+            await super()._initialize()
+            self.context.token_expiry_time = storage.expires_at()
+
+    return _Provider(
+        server_url=url,
+        client_metadata=_client_metadata(settings, redirect_uri),
+        storage=storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+        client_metadata_url=settings.client_metadata_url,
+    )
+
+
+@contextlib.asynccontextmanager
+async def interactive_auth(
+    url: str, storage: SecretTokens, settings: OAuthSettings, *, follow: bool
+) -> AsyncIterator[Any]:
+    """An `httpx2.Auth` that signs in when the server asks: the URL opens in a browser (and is printed on
+    stderr), or with `follow` is fetched by toolreel itself, following redirects to the loopback."""
+    loopback = Loopback(_redirect_port(storage))
+    async with loopback.serving():
+
+        async def redirect(authorization_url: str) -> None:
+            if follow:
+                await _follow(authorization_url)
+                return
+            print(f"toolreel: sign in at {authorization_url}", file=sys.stderr)
+            opened = False
+            with contextlib.suppress(webbrowser.Error):
+                opened = await anyio.to_thread.run_sync(webbrowser.open, authorization_url)
+            if not opened and not sys.stdin.isatty():  # nobody to open it: say so now, not after a long wait
+                from mcp.client.auth import OAuthFlowError
+
+                raise OAuthFlowError("no browser could be opened and no one is at a terminal to open the URL")
+
+        yield _provider(url, storage, settings, loopback.redirect_uri, redirect, loopback.result)
+
+
+async def _follow(authorization_url: str) -> None:
+    """Fetch the authorization URL and follow its redirects to the loopback (servers that approve alone)."""
+    import httpx2
+
+    async with httpx2.AsyncClient(follow_redirects=True, timeout=30.0) as client:
+        response = await client.get(authorization_url)
+    if response.status_code >= 400:
+        from mcp.client.auth import OAuthFlowError
+
+        raise OAuthFlowError(f"the authorization page answered HTTP {response.status_code}; sign in with a browser")
+
+
+def unattended_auth(url: str, storage: SecretTokens, settings: OAuthSettings, server: str, command: str) -> Any:
+    """An `httpx2.Auth` that uses and refreshes the stored sign-in, and raises `SignInNeeded` when a person
+    must sign in again (no sign-in yet, a refused refresh, a new scope)."""
+
+    async def refuse(_url: str) -> None:
+        raise SignInNeeded(server, command)
+
+    async def never() -> Any:
+        raise SignInNeeded(server, command)
+
+    redirect_uri = f"http://127.0.0.1:{_redirect_port(storage) or 1}{CALLBACK_PATH}"
+    return _provider(url, storage, settings, redirect_uri, refuse, never)
+
+
+def sign_in_error(exc: BaseException) -> SignInNeeded | None:
+    """The `SignInNeeded` inside what an SDK transport raised (groups, causes), if that is why it failed."""
+    if isinstance(exc, SignInNeeded):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = sign_in_error(inner)
+            if found is not None:
+                return found
+    cause = exc.__cause__ or exc.__context__
+    return sign_in_error(cause) if cause is not None else None
+
+
+def signed_in(server: ServerConfig) -> Any | None:
+    """The unattended auth of an HTTP upstream of a gateway or a run: its kept sign-in, refreshed as
+    needed; None when its config sends an Authorization header of its own."""
+    if server.url is None or any(key.lower() == "authorization" for key in server.headers):
+        return None
+    storage = SecretTokens(auth_dir(None), storage_name(server.name, server.url), server.url)
+    command = sign_in_command(server.name, server.source)
+    return unattended_auth(server.url, storage, server.oauth or OAuthSettings(), server.name, command)

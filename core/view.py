@@ -1,7 +1,7 @@
 """The one JSON view of an execution, a recording or a replay: what `toolreel__get_execution`,
 `toolreel__run_template` and `toolreel executions show --json` return alike.
 
-`{execution_id, status, mode, template, inputs, output | error | prompt, steps: [...]}`; one entry
+`{execution_id, status, mode, template, attempt, inputs, output | error | prompt, steps: [...]}`; one entry
 per step (the latest attempt) with its input as written and as resolved, for_each items nested
 under their step as `items`.
 """
@@ -35,6 +35,7 @@ def execution_view(execution: Execution, steps: Sequence[StepRecord]) -> dict[st
         "mode": str(execution.mode),
         "template": execution.template,
         "template_version": execution.template_version,
+        "attempt": execution.attempt,  # 1 + the times it was retried (`toolreel executions retry`)
     }
     if execution.inputs:
         view["inputs"] = execution.inputs

@@ -21,6 +21,7 @@ from toolreel.core.view import split_item_name
 __all__ = [
     "AWAITING",
     "ELAPSED",
+    "RETRY",
     "ChildRequest",
     "Loaded",
     "Outcome",
@@ -32,6 +33,7 @@ __all__ = [
     "child_key",
     "failed",
     "load_rows",
+    "retry_of",
     "succeeded",
 ]
 
@@ -39,6 +41,9 @@ AWAITING = "awaiting"
 """Key in a `running` row's `result` marking a step that waits for a person (approval) or a paused child."""
 ELAPSED = "elapsed"
 """Key in a waiting `template` row's `result`: seconds of the step's timeout its attempt used before the pause."""
+
+RETRY = "retry"
+"""Key in the `result` of a `pending` row a retry wrote: the execution attempt that runs the step again."""
 
 OutcomeKind = Literal["succeeded", "failed", "cancelled", "paused", "interrupted", "stale"]
 
@@ -117,6 +122,14 @@ def failed(record: StepRecord, error: str, result: JSON = None, *, is_error: boo
     return record.replace(
         status=StepStatus.FAILED, error=error, result=result, output=None, is_error=is_error, ended_at=time.time()
     )
+
+
+def retry_of(record: StepRecord) -> int | None:
+    """The execution attempt a retry's marker row was written for; None for any other row."""
+    if record.status != StepStatus.PENDING or not isinstance(record.result, Mapping):
+        return None
+    value = record.result.get(RETRY)
+    return value if isinstance(value, int) else None
 
 
 def awaiting_of(record: StepRecord) -> Mapping[str, Any] | None:
@@ -218,7 +231,8 @@ def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], cle
     for record in sorted(records, key=lambda r: (r.attempt, r.seq)):
         loaded.seq = max(loaded.seq, record.seq)
         latest[record.name] = record
-        if record.status == StepStatus.FAILED:
+        # A retry's marker counts as a failure: a template step run again starts a child of its own.
+        if record.status == StepStatus.FAILED or retry_of(record) is not None:
             loaded.failures[record.name] = loaded.failures.get(record.name, 0) + 1
     waiting: list[StepRecord] = []
     for record in sorted(latest.values(), key=lambda r: (r.ended_at or 0.0, r.seq)):

@@ -97,6 +97,11 @@ def tool_result(value: Any) -> dict[str, Any]:
     }
 
 
+def coded_error(exc: ToolreelError) -> dict[str, Any]:
+    """A management tool's refusal: the message as text, `{error: {code, message}}` as structured content."""
+    return {**error_result(str(exc)), "structuredContent": {"error": exc.as_json()}}
+
+
 async def _then_cancel(wait: Callable[[], Awaitable[Any]], scope: anyio.CancelScope) -> None:
     await wait()
     scope.cancel()
@@ -258,7 +263,7 @@ class GatewayHook(ToolHook):
                 if answer is not None:
                     return answer
         except ToolreelError as exc:
-            return error_result(str(exc))
+            return coded_error(exc)
         return None
 
     async def call_upstream(self, call: UpstreamCall) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolreel.core.errors import ExecutionError, StoreError
 from toolreel.core.model import Execution, ExecutionStatus
+from toolreel.core.view import outcome_code
 from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
@@ -244,6 +245,7 @@ def _summary(execution: Execution) -> dict[str, Any]:
         out["prompt"] = execution.prompt
     if execution.error:
         out["error"] = execution.error
+        out["error_code"] = outcome_code(execution)
     return out
 
 

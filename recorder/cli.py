@@ -43,7 +43,7 @@ def list_executions(
         store = open_store(db)
         page, next_cursor = store.list_executions(ExecutionQuery(wanted, template, limit, cursor))
     except ToolreelError as exc:
-        raise fail(str(exc), 1) from None
+        raise fail(exc, 1) from None
     rows: list[dict[str, Any]] = [
         {
             "execution_id": e.id,
@@ -81,7 +81,7 @@ def show_execution(
         execution = store.get_execution(execution_id)
         steps = store.get_steps(execution_id)
     except ToolreelError as exc:
-        raise fail(str(exc), 1) from None
+        raise fail(exc, 1) from None
     view = execution_view(execution, steps)
     if follow:
         if as_json:

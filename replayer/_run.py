@@ -293,7 +293,7 @@ class Run:
         self._order[name] = len(self._order)
         self._done += 1
         rows = [record]
-        if record.status == StepStatus.FAILED and not state.spec.include_failed:
+        if record.status == StepStatus.FAILED and not state.spec.include_failed and state.spec.on_error != "continue":
             rows += self._fail_dependents(name, record.error or "failed")
             self.stop("failed", f"step {name} failed: {record.error}")
         elif state.spec.has_return and record.status == StepStatus.SUCCEEDED:
@@ -343,6 +343,12 @@ class Run:
         return None
 
     def _holds(self, when: When) -> bool:
+        if when.all:
+            return all(self._holds(part) for part in when.all)
+        if when.any:
+            return any(self._holds(part) for part in when.any)
+        if when.not_ is not None:
+            return not self._holds(when.not_)
         try:
             subject = resolve(when.ref, self.scope)
         except RefError:

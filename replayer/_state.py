@@ -31,6 +31,7 @@ __all__ = [
     "awaiting_of",
     "build_states",
     "child_key",
+    "error_output",
     "failed",
     "load_rows",
     "retry_of",
@@ -109,6 +110,8 @@ class StepState:
     def finish(self, record: StepRecord) -> None:
         self.status = record.status
         self.output = record.output if record.status == StepStatus.SUCCEEDED else None
+        if record.status == StepStatus.FAILED and self.spec.on_error == "continue":
+            self.output = error_output(record)
         self.error = record.error
         self.ended_at = record.ended_at or 0.0
         self.awaiting = False
@@ -130,6 +133,17 @@ def retry_of(record: StepRecord) -> int | None:
         return None
     value = record.result.get(RETRY)
     return value if isinstance(value, int) else None
+
+
+TOOL_ERROR = "tool_error"
+STEP_FAILED = "step_failed"
+
+
+def error_output(record: StepRecord) -> JSON:
+    """What a step (or for_each item) with `on_error: continue` gives in place of an output when it fails:
+    `tool_error` when the tool answered with an error result, `step_failed` for any other cause."""
+    code = TOOL_ERROR if record.is_error else STEP_FAILED
+    return {"error": {"code": code, "message": record.error or str(record.status)}}
 
 
 def awaiting_of(record: StepRecord) -> Mapping[str, Any] | None:
@@ -170,6 +184,8 @@ class RunScope:
             return state.output
         if state.status == StepStatus.SKIPPED:
             return None
+        if state.spec.on_error == "continue" and state.status == StepStatus.FAILED:
+            return state.output  # its error, as the output later steps test
         raise RefError(f"step {name} {state.status} ({state.error}); it has no output", step=name)
 
     def step_names(self) -> Sequence[str]:

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from toolreel._cli import DbOption, JsonOption, fail
+from toolreel._cli import USAGE, DbOption, JsonOption, fail
 from toolreel.core import tracing
 from toolreel.core.errors import (
     ConfigError,
@@ -565,15 +565,19 @@ def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:
     try:
         store = open_store(db)
     except ToolreelError as exc:
-        raise fail(str(exc), 2) from None
+        raise fail(exc, 2) from None
     try:
         return anyio.run(body, riding_out(store))  # a short store outage is waited out, not fatal
     except BaseException as exc:
         cause = _unwrap(exc)
-        if isinstance(cause, _Usage | NotFoundError):
-            raise fail(str(cause), 2) from None
+        if isinstance(cause, _Usage):
+            # A usage problem found by the tree keeps its code (an unknown input, a template not found).
+            found = cause.__cause__
+            raise fail(str(cause), 2, error=found.code if isinstance(found, ToolreelError) else USAGE) from None
+        if isinstance(cause, NotFoundError):
+            raise fail(cause, 2) from None
         if isinstance(cause, ToolreelError):
-            raise fail(str(cause), 1) from None
+            raise fail(cause, 1) from None
         raise
     finally:
         store.close()

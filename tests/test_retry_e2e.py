@@ -139,6 +139,7 @@ async def test_retry_and_chosen_ids_through_the_management_tools(tmp_path: Path)
         start = {"name": "chain", "inputs": {"a": "x"}, "execution_id": "job-1"}
         failed = (await call(gw, "toolreel__run_template", start)).structured_content or {}
         assert failed["status"] == "failed" and failed["execution_id"] == "job-1"
+        assert failed["error_code"] == "execution_failed"
         again = (await call(gw, "toolreel__run_template", start)).structured_content or {}
         assert again == failed  # the same start twice: the first run, not a second one
         assert json.loads(counts.read_text()) == {"side": 1}
@@ -150,3 +151,4 @@ async def test_retry_and_chosen_ids_through_the_management_tools(tmp_path: Path)
         assert shown["attempt"] == 2
         refused = await call(gw, "toolreel__retry_execution", {"id": "job-1"})
         assert refused.is_error and "only a failed or cancelled execution" in refused.content[0].text
+        assert (refused.structured_content or {})["error"]["code"] == "execution_refused"

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from toolreel.core._template_graph import CycleError, topo_order
 from toolreel.core.errors import CodeError, TemplateError
-from toolreel.core.form import check_value
+from toolreel.core.form import check_value, schema_problem
 from toolreel.core.model import JSON
 from toolreel.core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, is_ref, ref_roots, refs_in
 from toolreel.core.sandbox import check_code
@@ -87,6 +87,10 @@ class Checker:
             self._check_step(step)
         for field, text in _strings(self.t.output, "output"):
             self._check_refs(None, field, text, in_loop=False)
+        if self.t.output_schema is not None:
+            problem = schema_problem(self.t.output_schema)
+            if problem is not None:
+                raise self.error(f"not a usable JSON Schema: {problem}", field="output_schema")
         try:
             topo_order(self.t)
         except CycleError as exc:

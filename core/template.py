@@ -147,6 +147,7 @@ class Template:
     # The config entries of the servers its tools come from (secrets as `${env:VAR}`, never values),
     # so a replay can start them with no config file.
     servers: Mapping[str, Mapping[str, JSON]] = field(default_factory=dict)
+    output_schema: Mapping[str, JSON] | None = None  # a JSON Schema the output is checked against at the end
 
     def step(self, name: str) -> StepSpec:
         for spec in self.steps:

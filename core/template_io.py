@@ -129,6 +129,7 @@ def _build(model: TemplateModel) -> Template:
         output=model.output,
         has_output="output" in model.model_fields_set,
         servers=model.servers,
+        output_schema=model.output_schema,
     )
 
 
@@ -225,6 +226,8 @@ def template_to_dict(t: Template) -> dict[str, Any]:
     out["steps"] = [_step_dict(step) for step in t.steps]
     if t.has_output:
         out["output"] = t.output
+    if t.output_schema is not None:
+        out["output_schema"] = dict(t.output_schema)
     if t.servers:
         out["servers"] = {name: dict(entry) for name, entry in t.servers.items()}
     return out

@@ -314,6 +314,11 @@ class TemplateModel(_Strict):
     output: JsonAny = Field(
         None, description="The execution's output; default: the `return` step that ran, else the last step."
     )
+    output_schema: dict[str, JsonAny] | None = Field(
+        None,
+        description="A JSON Schema (draft 2020-12) the execution's output must match when the run ends; an output "
+        "that does not fails the execution, naming where it differs.",
+    )
     servers: dict[str, dict[str, JsonAny]] = Field(
         default_factory=dict,
         description="Server name -> its client config entry (secrets as `${env:VAR}` references), so a replay "

@@ -23,6 +23,7 @@ from anyio.abc import TaskGroup
 from toolreel.core import tracing
 from toolreel.core.caller import Approver, ProgressFn, ToolCaller
 from toolreel.core.errors import RefError, StaleClaimError, StoreError
+from toolreel.core.form import mismatch
 from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import resolve
 from toolreel.core.store import Store
@@ -551,12 +552,25 @@ class Run:
         if reason in ("deadline", "failed"):
             return Outcome("failed", error=message)
         if reason == "return":
-            return Outcome("succeeded", output=self._returned)
+            return self._checked(Outcome("succeeded", output=self._returned))
         if self._waiting:
             first = min(self._waiting.values(), key=lambda r: r.seq)
             marker = awaiting_of(first) or {}
             return Outcome("paused", prompt=marker.get("prompt"))
-        return self._final_output()
+        return self._checked(self._final_output())
+
+    def _checked(self, outcome: Outcome) -> Outcome:
+        """A succeeded outcome whose output does not match the template's `output_schema` fails the run."""
+        schema = self.template.output_schema
+        if outcome.kind != "succeeded" or schema is None:
+            return outcome
+        problem = mismatch(schema, outcome.output)
+        if problem is None:
+            return outcome
+        return Outcome(
+            "failed",
+            error=f"template {self.template.name!r}, field 'output_schema': the output does not match it {problem}",
+        )
 
     def _final_output(self) -> Outcome:
         if self.template.has_output:

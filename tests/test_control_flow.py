@@ -125,3 +125,47 @@ async def test_for_each_fails_fast_by_default(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         execution = await h.engine.run_template(parse_template(data), {"words": ["a", 5]})
         assert execution.status == "failed" and "item 1 failed" in (execution.error or "")
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_the_output_is_checked_against_the_output_schema_when_the_run_ends(tmp_path: Path) -> None:
+    template = load_template_text(doc_example("checked-output"), source="docs/templates.md")
+    async with harness(tmp_path) as h:
+        fine = await h.engine.run_template(template, {"total": 5})
+        assert fine.status == "succeeded" and fine.output == {"sum": 5.0}
+        over = await h.engine.run_template(template, {"total": 500})
+        assert over.status == "failed"
+        assert over.error == (
+            "template 'checked-output', field 'output_schema': the output does not match it "
+            "at $.sum: 500.0 is greater than the maximum of 100"
+        )
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_resumed_run_checks_its_output_schema_too(tmp_path: Path) -> None:
+    data = {
+        "name": "checked-after-pause",
+        "steps": [
+            {"name": "ask", "approve": "go on?"},
+            {"name": "say", "tool": "features__echo", "input": {"text": "long text"}, "depends_on": ["ask"]},
+        ],
+        "output_schema": {"type": "string", "maxLength": 4},
+    }
+    async with harness(tmp_path) as h:
+        paused = await h.engine.run_template(saved(h.store, data), {})
+        assert paused.status == "paused"
+    async with harness(tmp_path) as h:
+        done = await h.engine.resume(paused.id, "yes")
+        assert done.status == "failed" and "at $: 'long text' is too long" in (done.error or "")
+
+
+def test_an_output_schema_that_is_no_json_schema_is_refused() -> None:
+    data = {
+        "name": "bad-schema",
+        "steps": [{"name": "a", "tool": "features__echo", "input": {"text": "x"}}],
+        "output_schema": {"type": "strnig"},
+    }
+    with pytest.raises(TemplateError, match="field 'output_schema': not a usable JSON Schema"):
+        parse_template(data)

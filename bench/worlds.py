@@ -144,7 +144,7 @@ def _derived(template: Template) -> dict[str, set[str]]:
 
 
 def _step_values(step: StepSpec) -> Any:
-    return [step.input, step.for_each, step.when.ref if step.when else None]
+    return [step.input, step.for_each, *(leaf.ref for leaf in (step.when.leaves() if step.when else ()))]
 
 
 def _matches(value: str, choice: Any, derived: Mapping[str, set[str]], code: set[str]) -> bool:

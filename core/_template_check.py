@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from toolreel.core._template_graph import CycleError, topo_order
 from toolreel.core.errors import CodeError, TemplateError
-from toolreel.core.form import check_value
+from toolreel.core.form import check_value, schema_problem
 from toolreel.core.model import JSON
 from toolreel.core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, is_ref, ref_roots, refs_in
 from toolreel.core.sandbox import check_code
@@ -87,6 +87,10 @@ class Checker:
             self._check_step(step)
         for field, text in _strings(self.t.output, "output"):
             self._check_refs(None, field, text, in_loop=False)
+        if self.t.output_schema is not None:
+            problem = schema_problem(self.t.output_schema)
+            if problem is not None:
+                raise self.error(f"not a usable JSON Schema: {problem}", field="output_schema")
         try:
             topo_order(self.t)
         except CycleError as exc:
@@ -149,8 +153,9 @@ class Checker:
         self._check_kind(step)
         if step.for_each is not None and not is_ref(step.for_each):
             raise self.error("for_each must be one ref to a list, like @list_issues.items", step.name, "for_each")
-        if step.when is not None and not is_ref(step.when.ref):
-            raise self.error("when.ref must be one ref, like @list_issues.total", step.name, "when.ref")
+        for leaf in step.when.leaves() if step.when is not None else ():
+            if not is_ref(leaf.ref):
+                raise self.error("when.ref must be one ref, like @list_issues.total", step.name, "when.ref")
         if step.template is not None and step.template == self.t.name:
             raise self.error(f"the step runs template {self.t.name!r}, itself: a cycle", step.name, "template")
         for dep in step.depends_on:
@@ -227,9 +232,9 @@ class Checker:
         yield "approve", step.approve
         yield "for_each", step.for_each
         yield "idempotency_key", step.idempotency_key
-        if step.when is not None:
-            yield "when.ref", step.when.ref
-            yield f"when.{step.when.op}", step.when.value
+        for leaf in step.when.leaves() if step.when is not None else ():
+            yield "when.ref", leaf.ref
+            yield f"when.{leaf.op}", leaf.value
 
     def _check_refs(self, step: StepSpec | None, field: str, text: str, *, in_loop: bool) -> None:
         where = step.name if step is not None else None

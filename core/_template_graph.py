@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 from toolreel.core.errors import TemplateError
 from toolreel.core.model import JSON
@@ -21,7 +22,7 @@ def dependencies(step: StepSpec) -> set[str]:
     """Steps `step` waits for: refs in input, when, for_each, idempotency_key, return, approve, and depends_on."""
     values: list[JSON] = [step.input, step.return_, step.approve, step.for_each, step.idempotency_key]
     if step.when is not None:
-        values += [step.when.ref, step.when.value]
+        values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
     roots = ref_roots(values)
     roots.update(step.depends_on)
     roots -= RESERVED_ROOTS
@@ -30,6 +31,8 @@ def dependencies(step: StepSpec) -> set[str]:
 
 
 class CycleError(TemplateError):
+    code: ClassVar[str] = "template_cycle"
+
     def __init__(self, message: str, *, template: str, step: str, cycle: tuple[str, ...]) -> None:
         super().__init__(message, template=template, step=step)
         self.cycle = cycle

@@ -18,9 +18,14 @@ and what to do. Subclasses carry the fields a caller needs to act on (`server`, 
     │   ├── CodeTimeout          it ran past its timeout (`code_timeout`)
     │   └── CodeMemoryError      it went past its memory limit (`code_memory_limit`)
     └── ExecutionError           a run failed, was cancelled or is not resumable
+
+Each class has a stable `code` (`not_found`, `upstream_timeout`, ...): the table in docs/errors.md
+says what each means and what to do; tests/test_error_codes.py keeps the two in step.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 __all__ = [
     "CodeError",
@@ -41,14 +46,23 @@ __all__ = [
 
 
 class ToolreelError(Exception):
-    """Root of every error toolreel raises on purpose."""
+    """Root of every error toolreel raises on purpose. `code`: its stable name in docs/errors.md,
+    one per class, what programs match (messages may be reworded)."""
+
+    code: ClassVar[str] = "error"
 
     @property
     def message(self) -> str:
         return str(self)
 
+    def as_json(self) -> dict[str, str]:
+        """`{code, message}`: how management tools, the web view and `--json` outputs report it."""
+        return {"code": self.code, "message": self.message}
+
 
 class ConfigError(ToolreelError):
+    code: ClassVar[str] = "config_invalid"
+
     def __init__(self, message: str, *, file: str | None = None, path: str | None = None) -> None:
         where = ": ".join(part for part in (file, path) if part)
         super().__init__(f"{where}: {message}" if where else message)
@@ -57,6 +71,8 @@ class ConfigError(ToolreelError):
 
 
 class RefError(ToolreelError):
+    code: ClassVar[str] = "ref_unresolved"
+
     def __init__(self, message: str, *, ref: str | None = None, step: str | None = None) -> None:
         super().__init__(message)
         self.ref = ref
@@ -64,6 +80,8 @@ class RefError(ToolreelError):
 
 
 class TemplateError(ToolreelError):
+    code: ClassVar[str] = "template_invalid"
+
     def __init__(
         self, message: str, *, template: str | None = None, step: str | None = None, field: str | None = None
     ) -> None:
@@ -77,22 +95,24 @@ class TemplateError(ToolreelError):
 
 
 class StoreError(ToolreelError):
-    pass
+    code: ClassVar[str] = "store_failed"
 
 
 class SchemaVersionError(StoreError):
-    pass
+    code: ClassVar[str] = "store_too_new"
 
 
 class NotFoundError(StoreError):
-    pass
+    code: ClassVar[str] = "not_found"
 
 
 class StaleClaimError(StoreError):
-    pass
+    code: ClassVar[str] = "claim_lost"
 
 
 class UpstreamError(ToolreelError):
+    code: ClassVar[str] = "upstream_failed"
+
     def __init__(self, message: str, *, server: str, transient: bool = False) -> None:
         super().__init__(message)
         self.server = server
@@ -100,6 +120,8 @@ class UpstreamError(ToolreelError):
 
 
 class UpstreamTimeout(UpstreamError):
+    code: ClassVar[str] = "upstream_timeout"
+
     def __init__(self, *, server: str, tool: str, seconds: float, step: str | None = None) -> None:
         # `step`: the limit was that template step's own `timeout`, which is where to raise it
         remedy = (
@@ -118,20 +140,24 @@ class UpstreamTimeout(UpstreamError):
 
 
 class CodeError(ToolreelError):
+    code: ClassVar[str] = "code_failed"
+
     def __init__(self, message: str, *, line: int | None = None) -> None:
         super().__init__(message)
         self.line = line
 
 
 class CodeTimeout(CodeError):
-    pass
+    code: ClassVar[str] = "code_timeout"
 
 
 class CodeMemoryError(CodeError):
-    pass
+    code: ClassVar[str] = "code_memory_limit"
 
 
 class ExecutionError(ToolreelError):
+    code: ClassVar[str] = "execution_refused"
+
     def __init__(self, message: str, *, execution_id: str | None = None, step: str | None = None) -> None:
         super().__init__(message)
         self.execution_id = execution_id

@@ -12,16 +12,34 @@ from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 
 from toolreel.core.model import JSON
 
-__all__ = ["check_answer", "check_value", "parse_answer_text"]
+__all__ = ["check_answer", "check_value", "mismatch", "parse_answer_text", "schema_problem"]
 
 
 def check_value(field: str, schema: Mapping[str, Any], value: JSON) -> str | None:
     """The first problem of `value` against `schema`, as a sentence naming `field`, or None."""
     for error in Draft202012Validator(dict(schema)).iter_errors(value):
         return f"{field!r}: {error.message}"
+    return None
+
+
+def mismatch(schema: Mapping[str, Any], value: JSON) -> str | None:
+    """Where `value` first fails `schema`, as `at $.path: message`, or None when it matches."""
+    for error in Draft202012Validator(dict(schema)).iter_errors(value):
+        return f"at {error.json_path}: {error.message}"
+    return None
+
+
+def schema_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why `schema` is not a valid JSON Schema (draft 2020-12), or None."""
+    try:
+        Draft202012Validator.check_schema(dict(schema))
+    except SchemaError as exc:
+        where = "/".join(str(part) for part in exc.absolute_path)
+        return f"{exc.message}{f' (at {where})' if where else ''}"
     return None
 
 

@@ -124,6 +124,7 @@ class Execution:
     claimed_by: str | None = None  # the process driving it (auto mode)
     lease_until: float | None = None
     fence: int = 0  # incremented on every claim; writes carrying an older fence are refused
+    attempt: int = 1  # 1 + the times a failed or cancelled run was retried (the same id goes on)
 
     def replace(self, **changes: Any) -> Execution:
         return dataclasses.replace(self, **changes)

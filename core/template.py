@@ -6,7 +6,7 @@ module only defines the shape. Refs stay as strings here (see `core.refs`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -60,9 +60,27 @@ class InputSpec:
 
 @dataclass(frozen=True, slots=True)
 class When:
+    """A test of one ref (`ref`, `op`, `value`), or a combination: `all` / `any` of conditions, `not_` one.
+    A combination has no ref of its own (`ref` is "")."""
+
     ref: str
     op: WhenOp | None = None  # None: truthy
     value: JSON = None
+    all: tuple[When, ...] = ()
+    any: tuple[When, ...] = ()
+    not_: When | None = None
+
+    @property
+    def combined(self) -> bool:
+        return not self.ref
+
+    def leaves(self) -> Iterator[When]:
+        """The tests of single refs this condition is made of, depth first."""
+        if not self.combined:
+            yield self
+            return
+        for part in (*self.all, *self.any, *((self.not_,) if self.not_ is not None else ())):
+            yield from part.leaves()
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +118,8 @@ class StepSpec:
     idempotency_scope: Literal["execution", "global"] = "execution"
     idempotency_ttl: float | None = None  # seconds
     include_failed: bool = False  # a recorded failed step kept on purpose
+    # `continue`: a failure (of the step, or of a for_each item) becomes the output `{error: {code, message}}`
+    on_error: Literal["fail_fast", "continue"] = "fail_fast"
 
     @property
     def kind(self) -> Literal["tool", "return", "approve", "template", "code"]:
@@ -127,6 +147,7 @@ class Template:
     # The config entries of the servers its tools come from (secrets as `${env:VAR}`, never values),
     # so a replay can start them with no config file.
     servers: Mapping[str, Mapping[str, JSON]] = field(default_factory=dict)
+    output_schema: Mapping[str, JSON] | None = None  # a JSON Schema the output is checked against at the end
 
     def step(self, name: str) -> StepSpec:
         for spec in self.steps:

@@ -129,6 +129,7 @@ def _build(model: TemplateModel) -> Template:
         output=model.output,
         has_output="output" in model.model_fields_set,
         servers=model.servers,
+        output_schema=model.output_schema,
     )
 
 
@@ -186,6 +187,7 @@ def _step(model: StepModel) -> StepSpec:
         idempotency_scope=model.idempotency_scope,
         idempotency_ttl=model.idempotency_ttl,
         include_failed=model.include_failed,
+        on_error=model.on_error,
     )
 
 
@@ -198,6 +200,13 @@ def _form(approve: str | ApproveModel | None) -> JSON:
 
 
 def _when(model: WhenModel) -> When:
+    if model.all is not None:
+        return When(ref="", all=tuple(_when(part) for part in model.all))
+    if model.any is not None:
+        return When(ref="", any=tuple(_when(part) for part in model.any))
+    if model.not_ is not None:
+        return When(ref="", not_=_when(model.not_))
+    assert model.ref is not None  # the model's validator
     ops = model.operators()
     if not ops:
         return When(ref=model.ref)
@@ -217,6 +226,8 @@ def template_to_dict(t: Template) -> dict[str, Any]:
     out["steps"] = [_step_dict(step) for step in t.steps]
     if t.has_output:
         out["output"] = t.output
+    if t.output_schema is not None:
+        out["output_schema"] = dict(t.output_schema)
     if t.servers:
         out["servers"] = {name: dict(entry) for name, entry in t.servers.items()}
     return out
@@ -258,6 +269,7 @@ def _step_dict(step: StepSpec) -> dict[str, Any]:
         ("idempotency_scope", step.idempotency_scope, step.idempotency_scope != "execution"),
         ("idempotency_ttl", _duration(step.idempotency_ttl), step.idempotency_ttl is not None),
         ("include_failed", True, step.include_failed),
+        ("on_error", step.on_error, step.on_error != "fail_fast"),
     ]
     out.update((key, value) for key, value, present in optional if present)
     return out
@@ -273,7 +285,23 @@ def _duration(seconds: float | None) -> str | float | None:
     return None if seconds is None else format_duration(seconds)
 
 
+def _describe(when: When) -> str:
+    if when.combined:
+        joined = [_describe(part) for part in (*when.all, *when.any)]
+        if when.not_ is not None:
+            return f"not ({_describe(when.not_)})"
+        return f" {'and' if when.all else 'or'} ".join(f"({part})" for part in joined)
+    test = f"{when.op} {json.dumps(when.value)}" if when.op else "is truthy"
+    return f"{when.ref} {test}"
+
+
 def _when_dict(when: When) -> dict[str, Any]:
+    if when.all:
+        return {"all": [_when_dict(part) for part in when.all]}
+    if when.any:
+        return {"any": [_when_dict(part) for part in when.any]}
+    if when.not_ is not None:
+        return {"not": _when_dict(when.not_)}
     out: dict[str, Any] = {"ref": when.ref}
     if when.op is not None:
         out[when.op] = when.value
@@ -350,7 +378,7 @@ def to_mermaid(t: Template) -> str:
 def _data_fields(step: StepSpec) -> list[JSON]:
     values: list[JSON] = [step.input, step.return_, step.approve, step.for_each, step.idempotency_key]
     if step.when is not None:
-        values += [step.when.ref, step.when.value]
+        values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
     return values
 
 
@@ -366,6 +394,5 @@ def _label(step: StepSpec) -> str:
     if step.for_each is not None:
         parts.append(f"for each {step.for_each}")
     if step.when is not None:
-        test = f"{step.when.op} {json.dumps(step.when.value)}" if step.when.op else "is truthy"
-        parts.append(f"when {step.when.ref} {test}")
+        parts.append(f"when {_describe(step.when)}")
     return "<br/>".join(part.replace('"', "#quot;") for part in parts)

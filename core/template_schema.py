@@ -183,9 +183,14 @@ def check_constraints(pattern: str | None, minimum: float | None, maximum: float
 class WhenModel(_Strict):
     model_config = ConfigDict(title="When", json_schema_extra={"maxProperties": 2})
 
-    ref: str = Field(
-        description="The ref whose value is tested, e.g. `@list_issues.total`.", json_schema_extra={"pattern": "^@"}
+    ref: str | None = Field(
+        None,
+        description="The ref whose value is tested, e.g. `@list_issues.total`.",
+        json_schema_extra={"pattern": "^@"},
     )
+    all: list[WhenModel] | None = Field(None, min_length=1, description="Holds if every one of these holds.")
+    any: list[WhenModel] | None = Field(None, min_length=1, description="Holds if at least one of these holds.")
+    not_: WhenModel | None = Field(None, alias="not", description="Holds if this does not hold.")
     eq: JsonAny = Field(None, description="Run the step if the value equals this.")
     neq: JsonAny = Field(None, description="Run the step if the value differs from this.")
     gt: JsonAny = Field(None, description="Run the step if the value is greater than this.")
@@ -198,11 +203,22 @@ class WhenModel(_Strict):
     def operators(self) -> list[WhenOp]:
         return [op for op in WHEN_OPS if ("in_" if op == "in" else op) in self.model_fields_set]
 
+    def combinators(self) -> list[str]:
+        return [name for name in ("all", "any", "not_") if name in self.model_fields_set]
+
     @model_validator(mode="after")
     def _one_operator(self) -> WhenModel:
         ops = self.operators()
         if len(ops) > 1:
             raise ValueError(f"`when` has operators {' and '.join(ops)}; use at most one of {', '.join(WHEN_OPS)}")
+        shown = [name.rstrip("_") for name in self.combinators()]
+        if shown and (self.ref is not None or ops or len(shown) > 1):
+            raise ValueError(
+                f"a `when` with {' and '.join(shown)} tests nothing else: write {{all: [...]}}, {{any: [...]}} or "
+                "{not: {...}} alone, and each condition inside it as {ref, operator}"
+            )
+        if not shown and self.ref is None:
+            raise ValueError("`when` needs a ref to test (`ref: @step.field`), or all / any / not of conditions")
         return self
 
 
@@ -275,6 +291,11 @@ class StepModel(_Strict):
     )
     idempotency_ttl: Duration | None = Field(None, description="How long a stored idempotent result is reused.")
     include_failed: bool = Field(False, description="A recorded failed step kept on purpose.")
+    on_error: Literal["fail_fast", "continue"] = Field(
+        "fail_fast",
+        description="`continue`: the step's error (a for_each item's error) becomes its output "
+        "`{error: {code, message}}` and the run goes on; `fail_fast` (default): it fails the run.",
+    )
 
 
 class TemplateModel(_Strict):
@@ -292,6 +313,11 @@ class TemplateModel(_Strict):
     steps: list[StepModel] = Field(min_length=1, description="The steps; they run as a DAG of their refs.")
     output: JsonAny = Field(
         None, description="The execution's output; default: the `return` step that ran, else the last step."
+    )
+    output_schema: dict[str, JsonAny] | None = Field(
+        None,
+        description="A JSON Schema (draft 2020-12) the execution's output must match when the run ends; an output "
+        "that does not fails the execution, naming where it differs.",
     )
     servers: dict[str, dict[str, JsonAny]] = Field(
         default_factory=dict,

@@ -1,7 +1,7 @@
 """The one JSON view of an execution, a recording or a replay: what `toolreel__get_execution`,
 `toolreel__run_template` and `toolreel executions show --json` return alike.
 
-`{execution_id, status, mode, template, inputs, output | error | prompt, steps: [...]}`; one entry
+`{execution_id, status, mode, template, attempt, inputs, output | error | prompt, steps: [...]}`; one entry
 per step (the latest attempt) with its input as written and as resolved, for_each items nested
 under their step as `items`.
 """
@@ -13,7 +13,17 @@ from typing import Any
 
 from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
 
-__all__ = ["execution_view", "item_name", "split_item_name", "template_record_view"]
+__all__ = [
+    "DEADLINE_EXCEEDED",
+    "execution_view",
+    "item_name",
+    "outcome_code",
+    "split_item_name",
+    "template_record_view",
+]
+
+DEADLINE_EXCEEDED = "deadline_exceeded"
+"""How the error of a run stopped by its deadline begins (SPEC §8), and its code."""
 
 
 def item_name(step: str, index: int) -> str:
@@ -35,6 +45,7 @@ def execution_view(execution: Execution, steps: Sequence[StepRecord]) -> dict[st
         "mode": str(execution.mode),
         "template": execution.template,
         "template_version": execution.template_version,
+        "attempt": execution.attempt,  # 1 + the times it was retried (`toolreel executions retry`)
     }
     if execution.inputs:
         view["inputs"] = execution.inputs
@@ -44,10 +55,22 @@ def execution_view(execution: Execution, steps: Sequence[StepRecord]) -> dict[st
         view["prompt"] = execution.prompt
     if execution.error is not None:
         view["error"] = execution.error
+        view["error_code"] = outcome_code(execution)
     if execution.parent_id is not None:
         view["parent"] = {"execution_id": execution.parent_id, "step": execution.parent_step}
     view["steps"] = _steps_view(steps)
     return view
+
+
+def outcome_code(execution: Execution) -> str | None:
+    """The stable code (docs/errors.md) of how an execution ended badly; None if it did not."""
+    if execution.status == ExecutionStatus.CANCELLED:
+        return "execution_cancelled"
+    if execution.status != ExecutionStatus.FAILED:
+        return None
+    if (execution.error or "").startswith(DEADLINE_EXCEEDED):
+        return DEADLINE_EXCEEDED
+    return "execution_failed"
 
 
 def _steps_view(steps: Sequence[StepRecord]) -> list[dict[str, Any]]:

@@ -117,7 +117,7 @@ def serve(
 
             backlog_mark()  # a bad TOOLREEL_RECORD_BACKLOG is a usage error, before anything starts
     except ToolreelError as exc:
-        raise fail(str(exc)) from None
+        raise fail(exc) from None
     redact_logs(Redactor(cfg.secret_values()))
     use_prefix = prefix if prefix is not None else config is not None
     hook_factory = _hook_factory(
@@ -129,7 +129,7 @@ def serve(
             backend_options=loop_options(),
         )
     except ToolreelError as exc:
-        raise fail(str(exc), 1) from None
+        raise fail(exc, 1) from None
     except KeyboardInterrupt:
         pass
 
@@ -156,7 +156,7 @@ def ui(
     try:
         options = parse_http(http, token_env)
     except ToolreelError as exc:
-        raise fail(str(exc)) from None
+        raise fail(exc) from None
 
     def opener() -> Any:
         from toolreel.core.store import open_store
@@ -167,7 +167,7 @@ def ui(
     try:
         anyio.run(lambda: run_web_view(options, backend), backend_options=loop_options())
     except ToolreelError as exc:
-        raise fail(str(exc), 1) from None
+        raise fail(exc, 1) from None
     except KeyboardInterrupt:
         pass
     finally:
@@ -186,7 +186,7 @@ def config_check(
     try:
         cfg = load_config(path)
     except ConfigError as exc:
-        raise fail(str(exc)) from None
+        raise fail(exc) from None
     report = anyio.run(_check, cfg, start, timeout)
     if as_json:
         typer.echo(json.dumps(report, indent=2))

@@ -69,7 +69,7 @@ ANNOTATIONS: dict[str, dict[str, bool]] = {
     ),
     **dict.fromkeys(("toolreel__save_template", "toolreel__set_step_result"), _WRITE),
     **dict.fromkeys(("toolreel__delete_template", "toolreel__cancel_execution"), _DESTROY),
-    **dict.fromkeys(("toolreel__run_template", "toolreel__resume_execution"), _REPLAY),
+    **dict.fromkeys(("toolreel__run_template", "toolreel__resume_execution", "toolreel__retry_execution"), _REPLAY),
 }
 
 
@@ -96,6 +96,11 @@ def tool_result(value: Any) -> dict[str, Any]:
         "structuredContent": structured,
         "isError": False,
     }
+
+
+def coded_error(exc: ToolreelError) -> dict[str, Any]:
+    """A management tool's refusal: the message as text, `{error: {code, message}}` as structured content."""
+    return {**error_result(str(exc)), "structuredContent": {"error": exc.as_json()}}
 
 
 async def _then_cancel(wait: Callable[[], Awaitable[Any]], scope: anyio.CancelScope) -> None:
@@ -264,7 +269,7 @@ class GatewayHook(ToolHook):
                 if answer is not None:
                     return answer
         except ToolreelError as exc:
-            return error_result(str(exc))
+            return coded_error(exc)
         return None
 
     async def call_upstream(self, call: UpstreamCall) -> dict[str, Any]:

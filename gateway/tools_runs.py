@@ -1,4 +1,4 @@
-"""Auto mode from MCP: `toolreel__run_template`, cancel/resume, and calling `reel__<name>`.
+"""Auto mode from MCP: `toolreel__run_template`, cancel/resume/retry, and calling `reel__<name>`.
 
 The gateway owns one replayer `Engine` over its own upstreams; on start it resumes the
 executions a previous process left running (SPEC §8). An `approve` step asks the client
@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolreel.core.errors import ExecutionError, StoreError
 from toolreel.core.model import Execution, ExecutionStatus
+from toolreel.core.view import outcome_code
 from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
@@ -144,7 +145,10 @@ class _Runs:
             raise ExecutionError("'deadline' is a positive number of seconds the run may take")
         deadline = time.time() + float(seconds) if seconds is not None else None
         wait = bool(arguments.get("wait", True))
-        execution = await self._start(template, inputs, ctx, link, wait=wait, deadline=deadline)
+        chosen = arguments.get("execution_id")
+        if chosen is not None and not isinstance(chosen, str):
+            raise ExecutionError("'execution_id' is a string: the id the run gets (the same id twice runs once)")
+        execution = await self._start(template, inputs, ctx, link, wait=wait, deadline=deadline, execution_id=chosen)
         return tool_result(_summary(execution))
 
     async def _start(
@@ -156,6 +160,7 @@ class _Runs:
         *,
         wait: bool,
         deadline: float | None = None,
+        execution_id: str | None = None,
     ) -> Execution:
         from toolreel.replayer import refuse_given_secrets
 
@@ -164,7 +169,9 @@ class _Runs:
         try:
             progress = _progress_fn(ctx)
             engine = await self._engine()
-            return await engine.run_template(template, inputs, wait=wait, progress=progress, deadline=deadline)
+            return await engine.run_template(
+                template, inputs, wait=wait, progress=progress, deadline=deadline, execution_id=execution_id
+            )
         finally:
             _caller_link.reset(token)
 
@@ -177,6 +184,23 @@ class _Runs:
         try:
             execution = await (await self._engine()).resume(
                 _required(arguments, "id"), _response_text(arguments.get("response")), progress=_progress_fn(ctx)
+            )
+        finally:
+            _caller_link.reset(token)
+        return tool_result(_summary(execution))
+
+    async def retry(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        inputs = arguments.get("inputs") or {}
+        from_step = arguments.get("from_step")
+        if not isinstance(inputs, dict):
+            raise ExecutionError("'inputs' must be an object of the input names to change -> new values")
+        if from_step is not None and not isinstance(from_step, str):
+            raise ExecutionError("'from_step' is the name of the step to run again from (a string)")
+        token = _caller_link.set(link)
+        try:
+            engine = await self._engine()
+            execution = await engine.retry(
+                _required(arguments, "id"), from_step=from_step, inputs=inputs, progress=_progress_fn(ctx)
             )
         finally:
             _caller_link.reset(token)
@@ -221,6 +245,7 @@ def _summary(execution: Execution) -> dict[str, Any]:
         out["prompt"] = execution.prompt
     if execution.error:
         out["error"] = execution.error
+        out["error_code"] = outcome_code(execution)
     return out
 
 
@@ -259,6 +284,10 @@ class RunTools(Extension):
                         "version": {"type": "integer", "minimum": 1},
                         "wait": {"type": "boolean", "description": "Wait for the end (default true)."},
                         "deadline": {"type": "number", "description": "Seconds the run may take; past them it fails."},
+                        "execution_id": {
+                            "type": "string",
+                            "description": "The id the run gets; a run that has it already is returned, not started.",
+                        },
                     },
                     "required": ["name"],
                 },
@@ -280,5 +309,20 @@ class RunTools(Extension):
                     "required": ["id"],
                 },
                 runs.resume,
+            ),
+            ManagementTool(
+                "toolreel__retry_execution",
+                "Try a failed or cancelled execution again under its id: succeeded steps keep their outputs, the "
+                "failed step (or from_step) and everything downstream run again; inputs changes some inputs first.",
+                {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "from_step": {"type": "string"},
+                        "inputs": {**obj, "description": "Input name -> new value."},
+                    },
+                    "required": ["id"],
+                },
+                runs.retry,
             ),
         )

@@ -79,20 +79,29 @@ class GatewayUiBackend(Extension):
         await self._call("toolreel__cancel_execution", {"id": execution_id})
 
     async def resume(self, execution_id: str, response: str | None) -> None:
+        arguments: dict[str, Any] = {"id": execution_id}
+        if response is not None:
+            arguments["response"] = response
+        await self._drive("toolreel__resume_execution", arguments)
+
+    async def retry(self, execution_id: str) -> None:
+        await self._drive("toolreel__retry_execution", {"id": execution_id})
+
+    async def _drive(self, tool: str, arguments: dict[str, Any]) -> None:
+        """Resume or retry in the gateway's task group (the page may go away), awaited briefly so that a
+        refusal reaches the page as an error."""
+        execution_id = arguments["id"]
         await self.store()
         with anyio.move_on_after(30.0):
             await self._up.wait()
         if self._tg is None:
             raise ExecutionError("the gateway is still starting; try again in a moment", execution_id=execution_id)
-        arguments: dict[str, Any] = {"id": execution_id}
-        if response is not None:
-            arguments["response"] = response
         done = anyio.Event()
         outcome: list[BaseException] = []
 
         async def drive() -> None:
             try:
-                await self._call("toolreel__resume_execution", arguments)
+                await self._call(tool, arguments)
             except ExecutionError as exc:
                 outcome.append(exc)
             finally:

@@ -43,7 +43,7 @@ def list_executions(
         store = open_store(db)
         page, next_cursor = store.list_executions(ExecutionQuery(wanted, template, limit, cursor))
     except ToolreelError as exc:
-        raise fail(str(exc), 1) from None
+        raise fail(exc, 1) from None
     rows: list[dict[str, Any]] = [
         {
             "execution_id": e.id,
@@ -81,7 +81,7 @@ def show_execution(
         execution = store.get_execution(execution_id)
         steps = store.get_steps(execution_id)
     except ToolreelError as exc:
-        raise fail(str(exc), 1) from None
+        raise fail(exc, 1) from None
     view = execution_view(execution, steps)
     if follow:
         if as_json:
@@ -90,13 +90,15 @@ def show_execution(
     if as_json:
         typer.echo(json.dumps(view, indent=2, default=str))
         return
-    typer.echo(f"{execution.id}  {execution.status.value}  {execution.template or execution.mode.value}")
+    retried = f"  attempt {execution.attempt}" if execution.attempt > 1 else ""
+    typer.echo(f"{execution.id}  {execution.status.value}  {execution.template or execution.mode.value}{retried}")
     if execution.error:
         typer.echo(f"  error: {execution.error}")
     for step in view["steps"]:
         took = (step["ended_at"] - step["started_at"]) * 1000 if step["ended_at"] and step["started_at"] else None
         timing = f" {took:.1f} ms" if took is not None else ""
-        typer.echo(f"  {step['name']:<28} {step['status']:<10} {step['tool'] or '-'}{timing}")
+        tries = f" (attempt {step['attempt']})" if step["attempt"] > 1 else ""
+        typer.echo(f"  {step['name']:<28} {step['status']:<10} {step['tool'] or '-'}{timing}{tries}")
         typer.echo(f"    input:  {json.dumps(step.get('input'), ensure_ascii=False)[:200]}")
         if step.get("error"):
             typer.echo(f"    error:  {step['error'][:200]}")

@@ -1,11 +1,13 @@
 """toolreel's replayer: runs saved templates in auto mode, without the LLM (SPEC §7, §8).
 
     async with Engine(store, caller) as engine:        # caller: core.caller.ToolCaller (the gateway's hub)
-        engine.start(template, inputs, deadline=None) -> id          # `pending`, inputs checked, tools listed
+        engine.start(template, inputs, deadline=None, execution_id=None) -> id  # `pending`, checked; an id
+                                                                     # already run is returned, not run again
         engine.run(id, progress=None) -> Execution                   # drive to the end or a pause
         engine.run_template(template, inputs, wait=True, deadline=None, progress=None) -> Execution
         engine.cancel(id) -> Execution                               # `cancelled` within 1 s, from any process
         engine.resume(id, response=None, progress=None) -> Execution # paused (yes/no, or JSON fields) or interrupted
+        engine.retry(id, from_step=None, inputs=None) -> Execution   # failed/cancelled: same id, attempt + 1
         engine.recover(limit=64) -> [id]                             # drive orphaned runs in the background
         engine.get(id) -> Execution; engine.view(id) -> dict         # the `toolreel__get_execution` JSON
         engine.aclose(grace=0)                                       # shutdown: runs left resumable

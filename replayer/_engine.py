@@ -25,7 +25,7 @@ from anyio.abc import TaskGroup
 
 from toolreel.core import tracing
 from toolreel.core.caller import Approver, ProgressFn, ToolCaller
-from toolreel.core.errors import ExecutionError, NotFoundError, TemplateError, ToolreelError
+from toolreel.core.errors import ExecutionError, NotFoundError, StoreError, TemplateError, ToolreelError
 from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepRecord, new_id
 from toolreel.core.secrets import REDACTED
 from toolreel.core.store import Store
@@ -41,6 +41,13 @@ from toolreel.replayer._ledger import (
     child_execution_id,
     definition_hash,
     load_template,
+)
+from toolreel.replayer._retry import (
+    RetryRequest,
+    check_execution_id,
+    check_retryable,
+    existing_run,
+    reset_for_retry,
 )
 from toolreel.replayer._run import Run, RunContext
 from toolreel.replayer._state import ChildRequest, Outcome, StopCause
@@ -161,19 +168,67 @@ class Engine:
         *,
         deadline: float | None = None,
         secrets: Mapping[str, str] | None = None,
+        execution_id: str | None = None,
     ) -> str:
         """Create a `pending` execution claimed by this process; returns its id. Inputs are checked
         (unknown and missing names, declared types) and every tool must be listed by an upstream.
         `secrets`: secret inputs read from their sources (`--secret`); one not given is read from the
-        template's default source. Entry points for people and LLMs refuse secrets in `inputs`."""
+        template's default source. Entry points for people and LLMs refuse secrets in `inputs`.
+        `execution_id` (the caller's): if a run of this template has it already, nothing is created and
+        that run's id is returned, so a start sent twice runs once."""
+        if execution_id is not None and await self._thread(
+            existing_run, self.store, template.name, check_execution_id(execution_id)
+        ):
+            return execution_id
         given = {**inputs, **(secrets or {})}
-        execution = await self._thread(self._create, template, given, deadline=deadline)
+        try:
+            execution = await self._thread(
+                partial(self._create, template, given, deadline=deadline, execution_id=execution_id)
+            )
+        except StoreError:
+            if execution_id is not None and await self._thread(existing_run, self.store, template.name, execution_id):
+                return execution_id  # another start with this id won the race
+            raise
         return execution.id
 
-    async def enqueue(self, template: Template, inputs: Mapping[str, Any], *, deadline: float | None = None) -> str:
+    async def retry(
+        self,
+        execution_id: str,
+        *,
+        from_step: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Execution:
+        """Try a failed or cancelled execution again under its id (its `attempt` + 1): succeeded steps keep
+        their outputs, the failed ones (or `from_step`) and everything downstream run; `inputs` change some
+        inputs first. Drives it to its end like `resume`."""
+        execution = await self.get(execution_id)
+        check_retryable(execution)
+        template = await self._thread(self._template_of, execution)
+        request = RetryRequest(execution_id, template, from_step, inputs or {}, self._inputs.get(execution_id))
+        _, bound = await self._thread(reset_for_retry, self._ledger, request)
+        if bound is not None:
+            self._inputs[execution_id] = bound
+        return await self._drive(execution_id, progress=progress, parent_reason=_exit_reason(True))
+
+    async def enqueue(
+        self,
+        template: Template,
+        inputs: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        execution_id: str | None = None,
+    ) -> str:
         """Store a `pending` execution that no process claims: any worker (or gateway) sharing the
-        store takes it. Inputs are checked here; tools are checked by whoever drives it."""
-        execution = await self._thread(partial(self._create, template, inputs, deadline=deadline, queued=True))
+        store takes it. Inputs are checked here; tools are checked by whoever drives it. A run that
+        has the caller's `execution_id` already is not queued again."""
+        if execution_id is not None and await self._thread(
+            existing_run, self.store, template.name, check_execution_id(execution_id)
+        ):
+            return execution_id
+        execution = await self._thread(
+            partial(self._create, template, inputs, deadline=deadline, queued=True, execution_id=execution_id)
+        )
         return execution.id
 
     async def run(
@@ -192,9 +247,14 @@ class Engine:
         wait: bool = True,
         deadline: float | None = None,
         progress: ProgressFn | None = None,
+        execution_id: str | None = None,
     ) -> Execution:
-        """Start and drive; with `wait=False`, drive in the background and return the pending execution."""
-        execution_id = await self.start(template, inputs, deadline=deadline)
+        """Start and drive; with `wait=False`, drive in the background and return the pending execution.
+        A run that already has the caller's `execution_id` is driven on if nobody drives it, else returned."""
+        execution_id = await self.start(template, inputs, deadline=deadline, execution_id=execution_id)
+        current = await self.get(execution_id)
+        if current.claimed_by not in (None, self.owner) or execution_id in self._active:
+            return current  # the first start of this id is being driven (here or elsewhere)
         if wait:
             return await self.run(execution_id, progress=progress)
         self._background(execution_id, progress=progress)

@@ -30,7 +30,7 @@ from toolreel.replayer._policy import (
     retry_delay,
     should_retry,
 )
-from toolreel.replayer._state import AWAITING, StepState, StopCause, awaiting_of, failed, succeeded
+from toolreel.replayer._state import AWAITING, StepState, StopCause, awaiting_of, error_output, failed, succeeded
 
 if TYPE_CHECKING:
     from toolreel.replayer._run import Run
@@ -288,6 +288,8 @@ async def _one_item(
         progress.outputs[index] = record.output
     elif marker is not None:
         progress.waiting[index] = marker.get("prompt")
+    elif state.spec.on_error == "continue":
+        progress.outputs[index] = error_output(record)
     elif progress.failure is None:
         progress.failure = (index, record.error or str(record.status))
         progress.scope.cancel()

@@ -10,7 +10,7 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from toolreel.core.errors import ExecutionError, NotFoundError, StaleClaimError
 from toolreel.core.form import parse_answer_text
@@ -46,6 +46,8 @@ MAX_DEPTH = 8
 
 class ClaimedElsewhere(ExecutionError):
     """Another live process holds the execution's claim (until `lease_until`, if it stops renewing it)."""
+
+    code: ClassVar[str] = "claimed_elsewhere"
 
     def __init__(self, message: str, *, execution_id: str | None = None, lease_until: float | None = None) -> None:
         super().__init__(message, execution_id=execution_id)

@@ -23,6 +23,7 @@ from anyio.abc import TaskGroup
 from toolreel.core import tracing
 from toolreel.core.caller import Approver, ProgressFn, ToolCaller
 from toolreel.core.errors import RefError, StaleClaimError, StoreError
+from toolreel.core.form import mismatch
 from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import resolve
 from toolreel.core.store import Store
@@ -293,7 +294,7 @@ class Run:
         self._order[name] = len(self._order)
         self._done += 1
         rows = [record]
-        if record.status == StepStatus.FAILED and not state.spec.include_failed:
+        if record.status == StepStatus.FAILED and not state.spec.include_failed and state.spec.on_error != "continue":
             rows += self._fail_dependents(name, record.error or "failed")
             self.stop("failed", f"step {name} failed: {record.error}")
         elif state.spec.has_return and record.status == StepStatus.SUCCEEDED:
@@ -343,6 +344,12 @@ class Run:
         return None
 
     def _holds(self, when: When) -> bool:
+        if when.all:
+            return all(self._holds(part) for part in when.all)
+        if when.any:
+            return any(self._holds(part) for part in when.any)
+        if when.not_ is not None:
+            return not self._holds(when.not_)
         try:
             subject = resolve(when.ref, self.scope)
         except RefError:
@@ -545,12 +552,25 @@ class Run:
         if reason in ("deadline", "failed"):
             return Outcome("failed", error=message)
         if reason == "return":
-            return Outcome("succeeded", output=self._returned)
+            return self._checked(Outcome("succeeded", output=self._returned))
         if self._waiting:
             first = min(self._waiting.values(), key=lambda r: r.seq)
             marker = awaiting_of(first) or {}
             return Outcome("paused", prompt=marker.get("prompt"))
-        return self._final_output()
+        return self._checked(self._final_output())
+
+    def _checked(self, outcome: Outcome) -> Outcome:
+        """A succeeded outcome whose output does not match the template's `output_schema` fails the run."""
+        schema = self.template.output_schema
+        if outcome.kind != "succeeded" or schema is None:
+            return outcome
+        problem = mismatch(schema, outcome.output)
+        if problem is None:
+            return outcome
+        return Outcome(
+            "failed",
+            error=f"template {self.template.name!r}, field 'output_schema': the output does not match it {problem}",
+        )
 
     def _final_output(self) -> Outcome:
         if self.template.has_output:

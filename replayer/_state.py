@@ -21,6 +21,7 @@ from toolreel.core.view import split_item_name
 __all__ = [
     "AWAITING",
     "ELAPSED",
+    "RETRY",
     "ChildRequest",
     "Loaded",
     "Outcome",
@@ -30,8 +31,10 @@ __all__ = [
     "awaiting_of",
     "build_states",
     "child_key",
+    "error_output",
     "failed",
     "load_rows",
+    "retry_of",
     "succeeded",
 ]
 
@@ -39,6 +42,9 @@ AWAITING = "awaiting"
 """Key in a `running` row's `result` marking a step that waits for a person (approval) or a paused child."""
 ELAPSED = "elapsed"
 """Key in a waiting `template` row's `result`: seconds of the step's timeout its attempt used before the pause."""
+
+RETRY = "retry"
+"""Key in the `result` of a `pending` row a retry wrote: the execution attempt that runs the step again."""
 
 OutcomeKind = Literal["succeeded", "failed", "cancelled", "paused", "interrupted", "stale"]
 
@@ -104,6 +110,8 @@ class StepState:
     def finish(self, record: StepRecord) -> None:
         self.status = record.status
         self.output = record.output if record.status == StepStatus.SUCCEEDED else None
+        if record.status == StepStatus.FAILED and self.spec.on_error == "continue":
+            self.output = error_output(record)
         self.error = record.error
         self.ended_at = record.ended_at or 0.0
         self.awaiting = False
@@ -117,6 +125,25 @@ def failed(record: StepRecord, error: str, result: JSON = None, *, is_error: boo
     return record.replace(
         status=StepStatus.FAILED, error=error, result=result, output=None, is_error=is_error, ended_at=time.time()
     )
+
+
+def retry_of(record: StepRecord) -> int | None:
+    """The execution attempt a retry's marker row was written for; None for any other row."""
+    if record.status != StepStatus.PENDING or not isinstance(record.result, Mapping):
+        return None
+    value = record.result.get(RETRY)
+    return value if isinstance(value, int) else None
+
+
+TOOL_ERROR = "tool_error"
+STEP_FAILED = "step_failed"
+
+
+def error_output(record: StepRecord) -> JSON:
+    """What a step (or for_each item) with `on_error: continue` gives in place of an output when it fails:
+    `tool_error` when the tool answered with an error result, `step_failed` for any other cause."""
+    code = TOOL_ERROR if record.is_error else STEP_FAILED
+    return {"error": {"code": code, "message": record.error or str(record.status)}}
 
 
 def awaiting_of(record: StepRecord) -> Mapping[str, Any] | None:
@@ -157,6 +184,8 @@ class RunScope:
             return state.output
         if state.status == StepStatus.SKIPPED:
             return None
+        if state.spec.on_error == "continue" and state.status == StepStatus.FAILED:
+            return state.output  # its error, as the output later steps test
         raise RefError(f"step {name} {state.status} ({state.error}); it has no output", step=name)
 
     def step_names(self) -> Sequence[str]:
@@ -218,7 +247,8 @@ def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], cle
     for record in sorted(records, key=lambda r: (r.attempt, r.seq)):
         loaded.seq = max(loaded.seq, record.seq)
         latest[record.name] = record
-        if record.status == StepStatus.FAILED:
+        # A retry's marker counts as a failure: a template step run again starts a child of its own.
+        if record.status == StepStatus.FAILED or retry_of(record) is not None:
             loaded.failures[record.name] = loaded.failures.get(record.name, 0) + 1
     waiting: list[StepRecord] = []
     for record in sorted(latest.values(), key=lambda r: (r.ended_at or 0.0, r.seq)):

@@ -1,4 +1,4 @@
-"""`toolreel run`, `toolreel worker`, `toolreel executions cancel / resume` (SPEC §10).
+"""`toolreel run`, `toolreel worker`, `toolreel executions cancel / resume / retry` (SPEC §10).
 
 `run` and `resume` exit 0 (succeeded), 1 (failed, cancelled or interrupted), 3 (paused); usage,
 config and store errors exit 2 with one line on stderr. The live view of the steps goes to
@@ -14,6 +14,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -24,7 +25,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from toolreel._cli import DbOption, JsonOption, fail
+from toolreel._cli import USAGE, DbOption, JsonOption, fail
 from toolreel.core import tracing
 from toolreel.core.errors import (
     ConfigError,
@@ -43,6 +44,8 @@ from toolreel.core.view import execution_view
 from toolreel.core.yaml_bounded import load_yaml
 from toolreel.replayer._engine import Engine, load_template
 from toolreel.replayer._inputs import parse_cli_value, parse_secret_option, read_secret, refuse_given_secrets
+from toolreel.replayer._ledger import ClaimedElsewhere
+from toolreel.replayer._retry import check_retryable
 from toolreel.replayer._state import awaiting_of
 from toolreel.replayer._worker import Worker
 from toolreel.upstreams.config import GatewayConfig, ServerConfig, load_config
@@ -76,6 +79,7 @@ def register(app: typer.Typer) -> None:
 def executions_commands(group: typer.Typer) -> None:
     group.command("cancel")(cancel)
     group.command("resume")(resume)
+    group.command("retry")(retry)
     group.command("prune")(prune)
 
 
@@ -101,10 +105,14 @@ def run(
     detach: Annotated[
         bool, typer.Option("--detach", help="Queue it for a worker and print its id (nothing runs here).")
     ] = False,
+    run_id: Annotated[
+        str | None,
+        typer.Option("--id", help="The execution id to use; a run that has it already is shown, not run again."),
+    ] = None,
 ) -> None:
     """Run a saved template in auto mode, starting the upstreams it needs; a live view of its steps."""
     if detach:
-        _detach(db, name, version, inputs or [], inputs_file, secret or [], json_out, deadline)
+        _detach(db, name, version, inputs or [], inputs_file, secret or [], json_out, deadline, run_id)
         return
 
     async def main(store: Store) -> tuple[Execution, list[StepRecord]]:
@@ -116,10 +124,10 @@ def run(
             try:
                 until = time.time() + deadline if deadline is not None else None
                 refuse_given_secrets(template, given)
-                execution_id = await engine.start(template, given, deadline=until, secrets=secrets)
+                execution_id = await engine.start(template, given, deadline=until, secrets=secrets, execution_id=run_id)
             except (ExecutionError, TemplateError) as exc:
                 raise _Usage(str(exc)) from exc
-            return await _watch(engine, execution_id, view, lambda: engine.run(execution_id))
+            return await _watch(engine, execution_id, view, lambda: _run_once(engine, execution_id))
 
     _report(*_main(db, main), json_out)
 
@@ -133,6 +141,7 @@ def _detach(
     secrets: Sequence[str],
     json_out: bool,
     deadline: float | None,
+    run_id: str | None,
 ) -> None:
     """`run --detach`: a pending execution in the store, for any worker sharing it."""
 
@@ -148,7 +157,7 @@ def _detach(
             try:
                 refuse_given_secrets(template, given)
                 until = time.time() + deadline if deadline is not None else None
-                return await engine.enqueue(template, given, deadline=until)
+                return await engine.enqueue(template, given, deadline=until, execution_id=run_id)
             except (ExecutionError, TemplateError) as exc:
                 raise _Usage(str(exc)) from exc
 
@@ -183,6 +192,46 @@ def resume(
             return await _watch(engine, execution_id, view, lambda: engine.resume(execution_id, response))
 
     _report(*_main(db, main), json_out)
+
+
+def retry(
+    execution_id: Annotated[str, typer.Argument()],
+    from_step: Annotated[
+        str | None, typer.Option("--from", help="Run this step and everything downstream again, even if done.")
+    ] = None,
+    inputs: Annotated[list[str] | None, typer.Option("--input", "-i", help="key=value: change an input.")] = None,
+    config: ConfigOption = None,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+    max_concurrency: ConcurrencyOption = 16,
+) -> None:
+    """Try a failed or cancelled execution again: succeeded steps keep their outputs, the failed step
+    (or --from STEP) and everything downstream run; driven to its end in this process."""
+
+    async def main(store: Store) -> tuple[Execution, list[StepRecord]]:
+        execution = await _thread(store.get_execution, execution_id)
+        try:
+            check_retryable(execution)
+        except ExecutionError as exc:
+            raise _Usage(str(exc)) from exc
+        if execution.template is None or execution.template_version is None:
+            raise _Usage(f"execution {execution_id} is not a run of a saved template: there is nothing to retry")
+        template = await _thread(_load, store, execution.template, execution.template_version)
+        given = _read_inputs(template, inputs or [], None)
+        view = None if json_out else _LiveView()
+        async with _engine(store, config, template, max_concurrency, 15.0, view) as engine:
+            retried = partial(engine.retry, execution_id, from_step=from_step, inputs=given)
+            return await _watch(engine, execution_id, view, retried)
+
+    _report(*_main(db, main), json_out)
+
+
+async def _run_once(engine: Engine, execution_id: str) -> Execution:
+    """`run --id`: a run that has the id already and is driven elsewhere is shown as it is, not run twice."""
+    try:
+        return await engine.run(execution_id)
+    except ClaimedElsewhere:
+        return await engine.get(execution_id)
 
 
 def cancel(execution_id: Annotated[str, typer.Argument()], json_out: JsonOption = False, db: DbOption = None) -> None:
@@ -516,15 +565,19 @@ def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:
     try:
         store = open_store(db)
     except ToolreelError as exc:
-        raise fail(str(exc), 2) from None
+        raise fail(exc, 2) from None
     try:
         return anyio.run(body, riding_out(store))  # a short store outage is waited out, not fatal
     except BaseException as exc:
         cause = _unwrap(exc)
-        if isinstance(cause, _Usage | NotFoundError):
-            raise fail(str(cause), 2) from None
+        if isinstance(cause, _Usage):
+            # A usage problem found by the tree keeps its code (an unknown input, a template not found).
+            found = cause.__cause__
+            raise fail(str(cause), 2, error=found.code if isinstance(found, ToolreelError) else USAGE) from None
+        if isinstance(cause, NotFoundError):
+            raise fail(cause, 2) from None
         if isinstance(cause, ToolreelError):
-            raise fail(str(cause), 1) from None
+            raise fail(cause, 1) from None
         raise
     finally:
         store.close()

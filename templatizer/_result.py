@@ -105,14 +105,14 @@ class TemplatizeResult:
     """The same for every recording given, in order (an input a recording lacks is absent)."""
     stayed_literal: tuple[StayedLiteral, ...] = ()
 
+    loops: tuple[Loop, ...] = ()  # repeated calls folded into one for_each step
+    unrolled: tuple[Unrolled, ...] = ()  # repeated calls kept as they were, and why
+    picks: tuple[Pick, ...] = ()  # list elements taken by position, now picked by their name
+
     @property
     def ticked_inputs(self) -> dict[str, JSON]:
         """The likely inputs a plain save applies (the unticked ones wait for the user)."""
         return {likely.name: likely.value for likely in self.likely_inputs if likely.ticked}
-
-    loops: tuple[Loop, ...] = ()  # repeated calls folded into one for_each step
-    unrolled: tuple[Unrolled, ...] = ()  # repeated calls kept as they were, and why
-    picks: tuple[Pick, ...] = ()  # list elements taken by position, now picked by their name
 
     @property
     def loop_items(self) -> dict[str, tuple[str, ...]]:

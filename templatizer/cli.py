@@ -57,13 +57,13 @@ def _store(db: str | None) -> Iterator[Store]:
     try:
         store = open_store(db)
     except ToolreelError as exc:
-        raise fail(str(exc), 1) from None
+        raise fail(exc, 1) from None
     try:
         yield store
     except TemplateError as exc:
-        raise fail(str(exc), 2) from None
+        raise fail(exc, 2) from None
     except ToolreelError as exc:
-        raise fail(str(exc), 1) from None
+        raise fail(exc, 1) from None
     finally:
         store.close()
 
@@ -223,7 +223,7 @@ def _validated(file: Path) -> Template:
     try:
         return load_template_file(file)
     except TemplateError as exc:
-        raise fail(str(exc)) from None
+        raise fail(exc) from None
 
 
 # --------------------------------------------------------------------------- templatize, schema

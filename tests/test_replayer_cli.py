@@ -101,11 +101,13 @@ def test_usage_errors_exit_2_with_one_line(env: dict[str, str]) -> None:
     assert unknown.returncode == 2
     assert unknown.stderr.strip().splitlines() == [
         "toolreel: template 'sum': unknown input(s) c (declared: a, b, tags); missing required input(s) b"
+        " [execution_refused]"
     ]
     typed = replayer(env, "run", "sum", "-i", "a=four", "-i", "b=1")
     assert typed.returncode == 2 and "-i a: expected a number" in typed.stderr
     missing = replayer(env, "run", "nope")
     assert missing.returncode == 2 and "no template named 'nope'" in missing.stderr
+    assert missing.stderr.rstrip().endswith("[not_found]")
 
 
 def test_cancel_a_paused_execution(env: dict[str, str]) -> None:

@@ -353,15 +353,17 @@ def test_named_inputs_with_several_recordings_verify_each_with_its_own_values() 
 
 def test_a_value_in_lockstep_with_an_earlier_output_in_every_recording_is_a_ref() -> None:
     recordings = []
+    # a record's own timestamp is never a producer in one recording (it would match by chance); lockstep
+    # across recordings is the evidence that the next call copied it
     for execution, when in (("e1", "2026-11-22T08:05:41+01:00"), ("e2", "2026-11-23T09:15:00+01:00")):
         s = Session(execution=execution)
-        s.call("get_current_time", {"timezone": "Europe/Paris"}, {"datetime": when, "timezone": "Europe/Paris"})
-        s.call("remind", {"at": when, "text": "standup"}, "ok")
+        s.call("get_document", {"id": "doc_1"}, {"id": "doc_1", "title": "Plan", "updated_at": when})
+        s.call("list_changes", {"since": when, "kind": "edit"}, "ok")
         recordings.append(s.steps)
     result = templatize(recordings, name="t")
-    assert result.template.step("remind_1").input == {"at": "@get_current_time_1.datetime", "text": "standup"}
+    assert result.template.step("list_changes_1").input == {"since": "@get_document_1.updated_at", "kind": "edit"}
     assert not result.template.inputs
-    (inference,) = [i for i in result.applied if i.step == "remind_1"]
+    (inference,) = [i for i in result.applied if i.step == "list_changes_1"]
     assert "lockstep" in inference.evidence
     assert verify(result, recordings).verified
 

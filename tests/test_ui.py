@@ -85,10 +85,13 @@ async def test_toolreel_ui_serves_a_store_on_its_own(store_url: str) -> None:
         ]
         missing = await http.get(f"{base}/ui/api/executions/nope", headers=cookies)
         assert missing.status_code == 404 and "nope" in missing.json()["error"]
+        assert missing.json()["code"] == "not_found"
         run = await http.post(f"{base}/ui/api/templates/x/run", json={"inputs": {}}, headers=cookies)
         assert run.status_code == 400 and "toolreel run x" in run.json()["error"]
+        assert run.json()["code"] == "execution_refused"
         bad = await http.post(f"{base}/ui/api/executions/{execution_id}/review", content=b"{", headers=cookies)
         assert bad.status_code == 400 and "not JSON" in bad.json()["error"]
+        assert bad.json()["code"] == "bad_request"
 
 
 # --- the review behind "save as template" -----------------------------------------------------------

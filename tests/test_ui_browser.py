@@ -205,6 +205,13 @@ async def test_a_paused_run_is_resumed_with_an_answer_and_a_running_one_cancelle
         assert await page.locator("#resume").count() == 0, "a run this gateway drives is not offered to resume"
         await page.click("#cancel")
         await page.wait_for_selector(".exec-head .badge[data-status='cancelled']", timeout=WAIT_MS)
+        # a cancelled run is retried from the page: the same execution runs its cancelled step again
+        await page.click("#retry")
+        await page.wait_for_selector("svg.dag g.node[data-step='slow_1'][data-status='running']", timeout=WAIT_MS)
+        assert "attempt 2" in (await page.locator(".exec-head").text_content() or "")
+        assert await page.locator("#retry").count() == 0, "a running execution is not offered to retry"
+        await page.click("#cancel")
+        await page.wait_for_selector(".exec-head .badge[data-status='cancelled']", timeout=WAIT_MS)
 
         # the list filters by template and by status
         await page.goto(_ui(gw, "/ui/?template=approve-echo"))

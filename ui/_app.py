@@ -41,6 +41,7 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 Handler = Callable[[Request], Awaitable[Response]]
+BAD_REQUEST = "bad_request"  # a malformed body or parameter: no exception of the tree, a code all the same
 
 
 class _Json(Response):
@@ -50,8 +51,9 @@ class _Json(Response):
         return json.dumps(content, ensure_ascii=False, default=str).encode()
 
 
-def _error(status: int, message: str) -> Response:
-    return _Json({"error": message}, status_code=status, headers=SECURITY_HEADERS)
+def _error(status: int, message: str, code: str) -> Response:
+    """`{error, code}`: the message for the page, the stable code (docs/errors.md) for programs."""
+    return _Json({"error": message, "code": code}, status_code=status, headers=SECURITY_HEADERS)
 
 
 def _api(handler: Handler) -> Handler:
@@ -61,11 +63,11 @@ def _api(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except NotFoundError as exc:
-            return _error(404, str(exc))
+            return _error(404, str(exc), exc.code)
         except ToolreelError as exc:
-            return _error(400, str(exc))
+            return _error(400, str(exc), exc.code)
         except (ValueError, TypeError) as exc:  # malformed JSON body or parameter
-            return _error(400, f"bad request: {exc}")
+            return _error(400, f"bad request: {exc}", BAD_REQUEST)
 
     return wrapped
 
@@ -181,6 +183,10 @@ class _Ui:
         await self.backend.cancel(request.path_params["id"])
         return _Json({"ok": True}, headers=SECURITY_HEADERS)
 
+    async def retry(self, request: Request) -> Response:
+        await self.backend.retry(request.path_params["id"])
+        return _Json({"ok": True}, headers=SECURITY_HEADERS)
+
     async def resume(self, request: Request) -> Response:
         body = await _body(request)
         response = body.get("response")
@@ -244,6 +250,7 @@ def ui_app(backend: UiBackend, *, token: str | None) -> Starlette:
         Route("/api/executions/{id}", _api(ui.execution)),
         Route("/api/executions/{id}/cancel", _api(ui.cancel), methods=["POST"]),
         Route("/api/executions/{id}/resume", _api(ui.resume), methods=["POST"]),
+        Route("/api/executions/{id}/retry", _api(ui.retry), methods=["POST"]),
         Route("/api/executions/{id}/review", _api(ui.review), methods=["POST"]),
         Route("/api/executions/{id}/save", _api(ui.save), methods=["POST"]),
         Route("/api/templates", _api(ui.templates)),

@@ -62,6 +62,8 @@ class UiBackend(Protocol):
 
     async def resume(self, execution_id: str, response: str | None) -> None: ...
 
+    async def retry(self, execution_id: str) -> None: ...
+
 
 _NO_ENGINE = (
     "this web view runs without upstreams (toolreel ui): {what} from the view of `toolreel serve --http`, "
@@ -98,6 +100,9 @@ class StoreBackend:
 
     async def resume(self, execution_id: str, response: str | None) -> None:
         raise ExecutionError(_NO_ENGINE.format(what="resume it", command=f"executions resume {execution_id}"))
+
+    async def retry(self, execution_id: str) -> None:
+        raise ExecutionError(_NO_ENGINE.format(what="retry it", command=f"executions retry {execution_id}"))
 
     def close(self) -> None:
         if self._store is not None:

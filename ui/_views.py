@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolreel.core.errors import NotFoundError, TemplateError
-from toolreel.core.model import Execution, ExecutionStatus, StepRecord, TemplateRecord
+from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepRecord, TemplateRecord
 from toolreel.core.refs import RESERVED_ROOTS, refs_in
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ def execution_summary(e: Execution) -> dict[str, Any]:
         "updated_at": e.updated_at,
         "error": e.error,
         "parent_id": e.parent_id,
+        "attempt": e.attempt,
     }
 
 
@@ -59,6 +60,7 @@ def execution_page(store: Store, execution_id: str) -> dict[str, Any]:
         edges=edges,
         can_cancel=not execution.status.finished and execution.status is not ExecutionStatus.RECORDING,
         can_resume=_resumable(execution),
+        can_retry=_retryable(execution),
         can_templatize=execution.status is ExecutionStatus.RECORDING or execution.template is None,
     )
     return page
@@ -70,6 +72,12 @@ def _resumable(execution: Execution) -> bool:
         return True
     lapsed = execution.lease_until is None or execution.lease_until < time.time()
     return execution.status is ExecutionStatus.RUNNING and lapsed
+
+
+def _retryable(execution: Execution) -> bool:
+    """A failed or cancelled run of a template, not a child (its parent is retried)."""
+    ended = execution.status in (ExecutionStatus.FAILED, ExecutionStatus.CANCELLED)
+    return ended and execution.mode is ExecutionMode.AUTO and execution.parent_id is None
 
 
 def _template_of(store: Store, execution: Execution) -> Template | None:
@@ -140,7 +148,7 @@ def _ref_edges(inputs: Sequence[tuple[str, Any]], known: set[str]) -> list[dict[
 def _spec_values(step: StepSpec) -> list[Any]:
     values: list[Any] = [step.input, step.return_, step.approve, step.for_each, step.idempotency_key]
     if step.when is not None:
-        values += [step.when.ref, step.when.value]
+        values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
     return values
 
 

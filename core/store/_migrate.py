@@ -42,9 +42,14 @@ def _index_sessions_v2(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX IF NOT EXISTS ix_executions_session ON executions (session)"))
 
 
+def _execution_attempt_v3(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE executions ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, steps, templates, idempotency, meta", _create_v1),
     Migration(2, "executions found by their client session (one recording across gateways)", _index_sessions_v2),
+    Migration(3, "executions count their attempts (a failed run retried goes on under its id)", _execution_attempt_v3),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

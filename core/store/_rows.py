@@ -130,6 +130,7 @@ def execution_to_row(execution: Execution) -> dict[str, object]:
         "claimed_by": execution.claimed_by,
         "lease_until": execution.lease_until,
         "fence": execution.fence,
+        "attempt": execution.attempt,
     }
 
 
@@ -155,6 +156,7 @@ def execution_from_row(row: Row) -> Execution:
         claimed_by=row["claimed_by"],
         lease_until=row["lease_until"],
         fence=row["fence"],
+        attempt=row["attempt"],
     )
 
 

@@ -52,6 +52,7 @@ class ExecutionRow(_Row, table=True):
     claimed_by: str | None = Field(default=None, sa_type=Text)
     lease_until: float | None = Field(default=None, sa_type=Double)
     fence: int = Field(default=0, sa_type=Integer)
+    attempt: int = Field(default=1, sa_type=Integer)
 
 
 class StepRow(_Row, table=True):

@@ -13,7 +13,12 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["DbOption", "JsonOption", "fail", "printable_output"]
+from toolreel.core.errors import ToolreelError
+
+__all__ = ["USAGE", "DbOption", "JsonOption", "fail", "printable_output"]
+
+USAGE = "usage"
+"""The code of a command line's own usage problems (a bad option value), which are no exception of the tree."""
 
 DbOption = Annotated[
     str | None,
@@ -22,9 +27,11 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 
 
-def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print `toolreel: MESSAGE` on stderr and return the exit to raise (2: usage or config errors)."""
-    typer.echo(f"toolreel: {message}", err=True)
+def fail(problem: str | ToolreelError, code: int = 2, *, error: str = USAGE) -> typer.Exit:
+    """Print `toolreel: MESSAGE [CODE]` on stderr and return the exit to raise (2: usage or config errors).
+    CODE is the error's stable code (docs/errors.md): the exception's own, else `error`."""
+    name = problem.code if isinstance(problem, ToolreelError) else error
+    typer.echo(f"toolreel: {problem} [{name}]", err=True)
     return typer.Exit(code)
 
 

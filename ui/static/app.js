@@ -149,7 +149,7 @@ function draw(state, head, actions, body, review, reload) {
   const d = state.data;
   clear(head).append(
     h("h1", {}, d.mode === "record" ? "Recording " : "Replay ", h("span", { class: "mono" }, shortId(d.id)), " ", badge(d.status)),
-    h("p", { class: "muted" }, d.template ? ["template ", h("a", { href: `/ui/templates/${encodeURIComponent(d.template)}` }, `${d.template} v${d.template_version ?? "?"}`), " · "] : "", `started ${when(d.created_at)} · ${d.nodes.length} steps`),
+    h("p", { class: "muted" }, d.template ? ["template ", h("a", { href: `/ui/templates/${encodeURIComponent(d.template)}` }, `${d.template} v${d.template_version ?? "?"}`), " · "] : "", `started ${when(d.created_at)} · ${d.nodes.length} steps`, d.attempt > 1 ? ` · attempt ${d.attempt}` : ""),
     d.error ? errorBox(d.error) : "",
     d.status === "succeeded" && d.mode === "auto" ? h("details", { class: "output", open: true }, h("summary", {}, "Output"), jsonView(d.output)) : "",
   );
@@ -162,6 +162,7 @@ function draw(state, head, actions, body, review, reload) {
       answer,
       h("button", { type: "button", id: "resume", onclick: () => act(`/executions/${d.id}/resume`, { response: answer.value || null }, actions, reload) }, "Resume"));
   }
+  if (d.can_retry) actions.append(h("button", { type: "button", id: "retry", title: "Run the failed step and everything after it again; succeeded steps keep their outputs", onclick: () => act(`/executions/${d.id}/retry`, {}, actions, reload) }, "Retry"));
   if (d.can_templatize && d.nodes.length) {
     actions.append(h("button", { type: "button", id: "save-as-template", onclick: () => { review.hidden = false; reviewPanel(review, d); review.scrollIntoView(); } }, "Save as template"));
   }

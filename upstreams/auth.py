@@ -63,6 +63,8 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
 class SignInNeeded(UpstreamError):
     """A server needs a (new) sign-in, which only a person can give: the message names the command."""
 
+    code = "sign_in_needed"
+
     def __init__(self, server: str, command: str, cause: str = "") -> None:
         self.server, self.command = server, command
         detail = f" ({cause})" if cause else ""

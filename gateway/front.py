@@ -110,6 +110,7 @@ class Front(ClientRouter):
         self._tg: anyio.abc.TaskGroup | None = None
         self._extra_instructions = instructions
         self.server = self._build_server()
+        self.hook.forward = self.call_as_client
         hub.router = self
 
     def _build_server(self) -> GatewayServer:
@@ -247,6 +248,10 @@ class Front(ClientRouter):
         link = self.links.get("stdio") or self.links.setdefault("stdio", ClientLink(key="stdio"))
         link.last_active = time.monotonic()
         return await self.forward_call(link, params, progress=None, ctx=None)
+
+    async def call_as_client(self, link: ClientLink, name: str, arguments: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        """A tool called on a client's behalf (a script's inner call): its policy, confirm and recording."""
+        return await self.forward_call(link, {"name": name, "arguments": arguments}, progress=None, ctx=ctx)
 
     async def forward_call(
         self, link: ClientLink, params: Mapping[str, Any], *, progress: Any, ctx: Any, exchange: Exchange | None = None

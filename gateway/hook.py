@@ -18,9 +18,11 @@ import anyio.abc
 from toolreel.gateway.links import ClientLink
 from toolreel.upstreams.upstream import Upstream
 
-__all__ = ["LocalCall", "Send", "ToolHook", "UpstreamCall"]
+__all__ = ["Forward", "LocalCall", "Send", "ToolHook", "UpstreamCall"]
 
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+# (link, listed tool name, arguments, MCP request context) -> the result a client's tools/call gets
+Forward = Callable[[ClientLink, str, dict[str, Any], Any], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,9 @@ class UpstreamCall:
 
 class ToolHook:
     """Extension points for the layers above the pipe (recording, management tools)."""
+
+    # Set by the front: a layer above calls a tool exactly as a client's tools/call would (Code Mode).
+    forward: Forward | None = None
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()

@@ -496,10 +496,11 @@ def hook_factory(
 def _extensions(hook: GatewayHook, *, max_concurrency: int, retain: float | None) -> list[Extension]:
     """The layers over recording, assembled here alone (as mitmproxy's `default_addons`): the template
     catalogue, runs, and with `--retain` the pruning of old executions while serving."""
+    from toolreel.gateway.scripts import ScriptTools
     from toolreel.gateway.tools_runs import RunTools
     from toolreel.gateway.tools_templates import TemplateTools
 
-    layers: list[Extension] = [TemplateTools(hook), RunTools(hook, max_concurrency)]
+    layers: list[Extension] = [TemplateTools(hook), RunTools(hook, max_concurrency), ScriptTools(hook)]
     if retain is not None:
         layers.append(_Retention(hook, retain))
     return layers

@@ -1,0 +1,193 @@
+"""Code Mode (SPEC §13): `toolreel__run_script` through an in-process gateway in front of the real
+`features` fixture server (a stdio process), with a real SQLite store; hostile scripts end with named
+errors while the gateway goes on serving; `toolreel__describe_tools` declares tools in TypeScript.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.gw import MODES, Connected, call, fixture_entry, status, text_of, wait_until
+from tests.inproc import gateway_in_process
+from toolreel.core.errors import NotFoundError
+from toolreel.core.model import ExecutionStatus, StepRecord
+from toolreel.core.store import open_store
+
+RUN = "toolreel__run_script"
+
+
+@dataclass
+class Gw:
+    connected: Connected
+    db_url: str
+    counter_file: Path
+
+    def counts(self) -> dict[str, int]:
+        return json.loads(self.counter_file.read_text()) if self.counter_file.exists() else {}
+
+
+@pytest.fixture(params=MODES)
+async def gw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Gw]:
+    counter_file = tmp_path / "counts.json"
+    entry = fixture_entry("features", env={"FIXTURE_COUNTER_FILE": str(counter_file)})
+    entry["excludeTools"] = ["crash"]
+    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+    async with gateway_in_process({"feat": entry}, db=db_url, mode=request.param) as connected:
+        yield Gw(connected, db_url, counter_file)
+
+
+async def _run(gw: Gw, code: str, **arguments: Any) -> Any:
+    return await call(gw.connected, RUN, {"code": code, **arguments})
+
+
+async def _stored(db_url: str, execution: str, count: int) -> list[StepRecord]:
+    store = open_store(db_url)
+    try:
+
+        def steps() -> list[StepRecord]:
+            try:
+                return store.get_steps(execution)
+            except NotFoundError:
+                return []
+
+        await wait_until(lambda: len(steps()) >= count, 15, f"{count} stored steps of {execution}")
+        return steps()
+    finally:
+        store.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_script_loops_over_calls_and_only_its_result_comes_back(gw: Gw) -> None:
+    code = """
+    const counts = [];
+    for (const key of input.keys) {
+      const {count} = await tools.feat.counter({key});
+      counts.push(count);
+    }
+    const sum = await callTool("feat__add", {a: counts[0], b: counts.length});
+    console.log("counted", counts.length, {last: counts.at(-1)});
+    return {counts, sum};
+    """
+    result = await _run(gw, code, input={"keys": ["a", "b", "a"]})
+    assert not result.is_error, text_of(result)
+    answer = result.structured_content
+    assert answer["result"]["counts"] == [1, 1, 2]
+    assert answer["result"]["sum"]["sum"] == 4
+    assert answer["logs"] == ['counted 3 {"last":2}']
+    assert answer["calls"] == ["counter_1", "counter_2", "counter_3", "add_1"]
+    assert gw.counts() == {"a": 2, "b": 1}
+    # the inner calls are steps of the caller's recording, after the script's own step
+    steps = (await status(gw.connected))["steps"]
+    assert [s["name"] for s in steps] == ["run_script_1", "counter_1", "counter_2", "counter_3", "add_1"]
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_the_recording_keeps_the_script_its_input_and_its_inner_calls(gw: Gw) -> None:
+    result = await _run(gw, "return (await tools.feat.echo({text: input.word})).toUpperCase()", input={"word": "hi"})
+    assert result.structured_content["result"] == "HI", text_of(result)
+    recording = (await status(gw.connected))["execution_id"]
+    script_run = result.structured_content["execution_id"]
+    steps = {s.name: s for s in await _stored(gw.db_url, recording, 2)}
+    script_step = steps["run_script_1"].output
+    assert script_step["code"].startswith("return (await tools.feat.echo")
+    assert script_step["input"] == {"word": "hi"} and script_step["calls"] == ["echo_1"]
+    assert steps["echo_1"].output == "hi"
+    journal = await _stored(gw.db_url, script_run, 1)
+    assert [(s.name, s.tool, s.input, s.output) for s in journal] == [("echo_1", "echo", {"text": "hi"}, "hi")]
+    store = open_store(gw.db_url)
+    try:
+        run = store.get_execution(script_run)
+    finally:
+        store.close()
+    assert run.status is ExecutionStatus.SUCCEEDED and run.parent_id == recording and run.parent_step == "run_script_1"
+    assert run.inputs["code"] == script_step["code"] and run.output == "HI"
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_refs_resolve_inside_script_calls(gw: Gw) -> None:
+    first = await call(gw.connected, "feat__echo", {"text": "from before"})
+    assert not first.is_error
+    result = await _run(gw, 'return await tools.feat.echo({text: "@echo_1"})')
+    assert result.structured_content["result"] == "from before", text_of(result)
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_tool_error_throws_inside_and_can_be_caught(gw: Gw) -> None:
+    catching = 'try { await tools.feat.fail({message: "nope"}) } catch (e) { return e.name + ": " + e.message }'
+    caught = await _run(gw, catching)
+    assert caught.structured_content["result"] == "ToolError: nope", text_of(caught)
+    uncaught = await _run(gw, 'await tools.feat.fail({message: "nope"}); return "unreached"')
+    assert uncaught.is_error and "script_error" in text_of(uncaught) and "nope" in text_of(uncaught)
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("code", "arguments", "named"),
+    [
+        ("while (true) {}", {"timeout": 1}, "script_timeout"),
+        ("await tools.feat.echo({text: 'x'}); for (;;) {}", {"timeout": 1}, "script_timeout"),
+        ("const a = []; for (;;) a.push('x'.repeat(4096));", {"memory_mb": 16}, "script_memory_limit"),
+        ("for (let i = 0; i < 5; i++) await tools.feat.echo({text: 'x'});", {"max_calls": 3}, "script_max_calls"),
+        ("await tools.feat.crash({})", {}, "script_unknown_tool"),
+        ("await tools.nowhere.echo({})", {}, "script_unknown_tool"),
+        ("await callTool('toolreel__status', {})", {}, "script_tool_refused"),
+        ("throw new Error('on purpose')", {}, "script_error"),
+        ("return Math.random()", {}, "script_error"),
+        ("return new Promise(() => {})", {}, "script_stalled"),
+        ("retrun 1", {}, "script_error"),
+        ("import fs from 'fs'", {}, "script_invalid"),
+    ],
+)
+async def test_hostile_scripts_end_with_named_errors_and_the_gateway_serves_on(
+    gw: Gw, code: str, arguments: dict[str, Any], named: str
+) -> None:
+    warm = await call(gw.connected, "feat__echo", {"text": "ready"})
+    assert not warm.is_error, text_of(warm)
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            answers: list[Any] = []
+
+            async def other_client_call() -> None:
+                answers.append(await call(gw.connected, "feat__echo", {"text": "still here"}))
+
+            tg.start_soon(other_client_call)
+            result = await _run(gw, code, **arguments)
+    assert result.is_error and named in text_of(result), text_of(result)
+    assert result.structured_content["error"]["code"] == named
+    assert answers and not answers[0].is_error
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_bad_arguments_are_refused_before_anything_runs(gw: Gw) -> None:
+    for arguments in ({}, {"code": 3}, {"code": "return 1", "input": [1]}, {"code": "return 1", "timeout": -1}):
+        result = await call(gw.connected, RUN, arguments)
+        assert result.is_error and RUN in text_of(result), text_of(result)
+    assert gw.counts() == {}
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_describe_tools_gives_typescript_declarations(gw: Gw) -> None:
+    result = await call(gw.connected, "toolreel__describe_tools", {"names": ["feat__add", "feat__echo"]})
+    assert not result.is_error, text_of(result)
+    text = result.structured_content["declarations"]
+    assert text.startswith("declare const tools: {\n  feat: {")
+    assert "add(args: {" in text and "a: number;" in text and "Promise<{" in text
+    assert "echo(args: {" in text and "text" in text
+    listed = {t.name: t for t in (await gw.connected.client.list_tools()).tools}
+    assert "feat" in (listed[RUN].description or "")
+    unknown = await call(gw.connected, "toolreel__describe_tools", {"names": ["feat__nothing"]})
+    assert unknown.is_error and "feat__nothing" in text_of(unknown)

@@ -30,6 +30,7 @@ import anyio.to_thread
 from toolreel.core.errors import CodeError, CodeTimeout, ToolreelError
 from toolreel.core.model import (
     JSON,
+    SCRIPT_TEMPLATE,
     Execution,
     ExecutionMode,
     ExecutionQuery,
@@ -55,7 +56,6 @@ __all__ = ["SCRIPT_TEMPLATE", "ScriptTools"]
 
 logger = logging.getLogger("toolreel.gateway")
 
-SCRIPT_TEMPLATE = "toolreel__run_script"  # the `template` of script runs: list them with it
 RUN_SCRIPT = "toolreel__run_script"
 DESCRIBE_TOOLS = "toolreel__describe_tools"
 LEASE_SECONDS = 30.0  # a script run whose lease lapsed was left by a dead process: resumed

@@ -497,10 +497,15 @@ def _matches(hub: Any, listed: str, asked: str) -> bool:
 
 
 def _answer(summary: dict[str, Any], step: str, script_id: str) -> dict[str, Any]:
+    """The run's answer: the structured content names every inner step; the text, read by the model,
+    says how many there were (a long loop's step names would cost it what the script saved)."""
     meta = {STEP_META: step, EXECUTION_META: script_id}
     shown = {k: summary[k] for k in ("execution_id", "status", "result", "logs", "calls", "error") if k in summary}
+    brief = {k: v for k, v in shown.items() if k not in ("calls", "logs", "error") or v}
+    brief["calls"] = len(shown["calls"])
     if "error" in summary:
         result = error_result(f"{summary['error']['message']} (script run {script_id})")
         result["structuredContent"] = shown
         return {**result, "_meta": meta}
-    return {**tool_result(shown), "_meta": meta}
+    text = json.dumps(brief, ensure_ascii=False, separators=(",", ":"), default=str)
+    return {"content": [{"type": "text", "text": text}], "structuredContent": shown, "isError": False, "_meta": meta}

@@ -6,6 +6,7 @@ errors while the gateway goes on serving; `toolreel__describe_tools` declares to
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,16 @@ import pytest
 from tests.gw import MODES, Connected, call, fixture_entry, status, text_of, wait_until
 from tests.inproc import gateway_in_process
 from toolreel.core.errors import NotFoundError
-from toolreel.core.model import ExecutionStatus, StepRecord
+from toolreel.core.model import (
+    SCRIPT_TEMPLATE,
+    Execution,
+    ExecutionMode,
+    ExecutionStatus,
+    StepKind,
+    StepRecord,
+    StepStatus,
+    new_id,
+)
 from toolreel.core.store import open_store
 
 RUN = "toolreel__run_script"
@@ -191,3 +201,76 @@ async def test_describe_tools_gives_typescript_declarations(gw: Gw) -> None:
     assert "feat" in (listed[RUN].description or "")
     unknown = await call(gw.connected, "toolreel__describe_tools", {"names": ["feat__nothing"]})
     assert unknown.is_error and "feat__nothing" in text_of(unknown)
+
+
+RESUMABLE = """
+const first = await tools.feat.counter({key: input.first});
+const second = await tools.feat.counter({key: "live"});
+return [first.count, second.count];
+"""
+
+
+def _left_by_a_dead_gateway(db_url: str, journal_key: str) -> str:
+    """A script run cut off after its first call (as a killed gateway leaves it): `recording`, unclaimed."""
+    store = open_store(db_url)
+    try:
+        run = Execution(
+            id=new_id(), mode=ExecutionMode.RECORD, status=ExecutionStatus.RECORDING, created_at=time.time(),
+            updated_at=time.time(), template=SCRIPT_TEMPLATE,
+            inputs={"code": RESUMABLE, "input": {"first": "journaled"}, "limits": {"timeout": 30}},
+        )  # fmt: skip
+        store.create_execution(run)
+        result = {"content": [{"type": "text", "text": '{"count": 41}'}], "structuredContent": {"count": 41}}
+        step = StepRecord(
+            run.id, "counter_1", 1, StepKind.TOOL, StepStatus.SUCCEEDED, server="feat", tool="counter",
+            input={"key": journal_key}, result=result, output={"count": 41},
+        )  # fmt: skip
+        store.put_step(step)
+        return run.id
+    finally:
+        store.close()
+
+
+async def _finished(db_url: str, execution_id: str) -> Execution:
+    def status() -> ExecutionStatus:
+        store = open_store(db_url)
+        try:
+            return store.get_execution(execution_id).status
+        finally:
+            store.close()
+
+    await wait_until(lambda: status().finished, 60, f"script run {execution_id} to finish")
+    store = open_store(db_url)
+    try:
+        return store.get_execution(execution_id)
+    finally:
+        store.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_gateway_resumes_a_cut_off_run_answering_finished_calls_from_its_journal(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+    counter_file = tmp_path / "counts.json"
+    run_id = _left_by_a_dead_gateway(db_url, "journaled")
+    entry = fixture_entry("features", env={"FIXTURE_COUNTER_FILE": str(counter_file)})
+    async with gateway_in_process({"feat": entry}, db=db_url):
+        run = await _finished(db_url, run_id)
+    assert run.status is ExecutionStatus.SUCCEEDED, run.error
+    assert run.output == [41, 1]  # the first count is the journal's: that call was not made again
+    assert json.loads(counter_file.read_text()) == {"live": 1}
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_script_that_calls_otherwise_on_resume_fails_as_diverged(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+    counter_file = tmp_path / "counts.json"
+    run_id = _left_by_a_dead_gateway(db_url, "something else")
+    entry = fixture_entry("features", env={"FIXTURE_COUNTER_FILE": str(counter_file)})
+    async with gateway_in_process({"feat": entry}, db=db_url):
+        run = await _finished(db_url, run_id)
+    assert run.status is ExecutionStatus.FAILED
+    assert run.error is not None and run.error.startswith("script_diverged: on resuming, call 1")
+    assert '"something else"' in run.error and '"journaled"' in run.error
+    assert not counter_file.exists()  # nothing was called

@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from toolreel.core.errors import CodeError, CodeTimeout, ToolreelError
+from toolreel.core.errors import CodeError, ToolreelError
 from toolreel.core.model import (
     JSON,
     SCRIPT_TEMPLATE,
@@ -40,7 +39,8 @@ from toolreel.core.model import (
     new_id,
 )
 from toolreel.core.refs import step_output
-from toolreel.core.script_sandbox import Answer, Finished, Request, ScriptLimits, ScriptMachine
+from toolreel.core.script_run import drive_script
+from toolreel.core.script_sandbox import Answer, Finished, Request, ScriptLimits
 from toolreel.core.tool_types import declaration
 from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.links import ClientLink, owner_of
@@ -150,80 +150,20 @@ class _Calls:
     """The calls of one run: the journal of a run resumed (answered in order), then live calls."""
 
     journal: Sequence[StepRecord] = ()
-    made: int = 0
     steps: list[str] = field(default_factory=list)  # the recording's step of each call, in order
 
 
 class _Run:
-    """One script run: drives the machine on its own thread and makes its calls on the loop."""
+    """One script run: its calls made through the front as the client's own, each journaled."""
 
     def __init__(self, tools: ScriptTools, execution: Execution, spec: ScriptSpec, link: ClientLink, ctx: Any) -> None:
         self.tools, self.execution, self.spec, self.link, self.ctx = tools, execution, spec, link, ctx
         self.calls = _Calls()
-        self.deadline = time.monotonic() + spec.limits.timeout
-        self.stopped = threading.Event()  # the caller went away: end at the next call
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
 
     async def run(self) -> Finished:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._stop_when_cancelled)
-            try:
-                finished = await anyio.to_thread.run_sync(self._drive)
-            finally:
-                tg.cancel_scope.cancel()
-        return finished
+        return await drive_script(self.spec.code, self.spec.input, self.spec.limits, self._one)
 
-    async def _stop_when_cancelled(self) -> None:
-        try:
-            await anyio.sleep_forever()
-        finally:  # cancelled: with the caller, or because the run is over
-            self.stopped.set()
-
-    def _drive(self) -> Finished:
-        """On the worker thread: the machine runs here, each batch of calls goes to the event loop."""
-        try:
-            machine = ScriptMachine(self.spec.code, self.spec.input, self.spec.limits)
-        except CodeError as exc:
-            return Finished(error=exc)
-        out = machine.start(self.remaining())
-        while not isinstance(out, Finished):
-            answers = anyio.from_thread.run(self._answer, out)
-            if isinstance(answers, CodeError):
-                return Finished(error=answers, logs=machine.logs())
-            out = machine.advance(answers, self.remaining())
-        return out
-
-    async def _answer(self, requests: list[Request]) -> list[Answer] | CodeError:
-        answers = []
-        for request in requests:  # one at a time, in the order made: names and replay are deterministic
-            if self.stopped.is_set():
-                return CodeError("script_cancelled: the call that ran the script was cancelled")
-            if self.remaining() <= 0:
-                return self._timeout()
-            if self.calls.made >= self.spec.limits.max_calls:
-                return CodeError(
-                    f"script_max_calls: the script made more than {self.spec.limits.max_calls} tool calls "
-                    "(raise max_calls if it legitimately needs more)"
-                )
-            with anyio.move_on_after(self.remaining()):
-                answer = await self._one(request)
-                if isinstance(answer, CodeError):
-                    return answer
-                answers.append(answer)
-                continue
-            return self._timeout()
-        return answers
-
-    def _timeout(self) -> CodeError:
-        return CodeTimeout(
-            f"script_timeout: the script ran past its timeout of {self.spec.limits.timeout:g} s and was stopped"
-        )
-
-    async def _one(self, request: Request) -> Answer | CodeError:
-        index = self.calls.made
-        self.calls.made += 1
+    async def _one(self, index: int, request: Request) -> Answer | CodeError:
         if index < len(self.calls.journal):
             return _replayed(self.calls.journal[index], request, index)
         listed = await self.tools.listed_name(request.name)

@@ -87,6 +87,7 @@ class StepKind(enum.StrEnum):
     APPROVE = "approve"
     TEMPLATE = "template"
     CODE = "code"
+    SCRIPT = "script"  # a Code Mode script (SPEC §13); its calls are rows `<step>.<n>`
 
 
 @dataclass(frozen=True, slots=True)

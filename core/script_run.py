@@ -9,6 +9,7 @@ run's limits (wall time, number of calls) and the caller's cancellation end it w
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -18,10 +19,10 @@ import anyio.from_thread
 import anyio.to_thread
 
 from toolreel.core.errors import CodeError, CodeTimeout
-from toolreel.core.model import JSON
+from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.script_sandbox import Answer, Finished, Request, ScriptLimits, ScriptMachine
 
-__all__ = ["CallFn", "drive_script"]
+__all__ = ["CallFn", "answer_from_journal", "drive_script"]
 
 # One call of the script: its answer, or a named error that ends the run.
 CallFn = Callable[[int, Request], Awaitable[Answer | CodeError]]
@@ -104,3 +105,25 @@ class _Drive:
         return CodeTimeout(
             f"script_timeout: the script ran past its timeout of {self.limits.timeout:g} s and was stopped"
         )
+
+
+def answer_from_journal(step: StepRecord, request: Request, index: int) -> Answer | CodeError:
+    """Call `index` of a resumed run answered from its journal row `step`, if the script asks for the same
+    call again (same tool, same arguments; arguments stored redacted are not compared); else `script_diverged`."""
+    listed = f"{step.server}__{step.tool}" if step.server else str(step.tool)
+    same_tool = request.name in (listed, step.tool)
+    same_args = bool(step.redacted) or step.input == request.arguments  # redacted values cannot be compared
+    if not (same_tool and same_args):
+        return CodeError(
+            f"script_diverged: on resuming, call {index + 1} of the script was {request.name}"
+            f"({_short(request.arguments)}) but the run had called {listed}({_short(step.input)}); a script "
+            "must make the same calls given the same input and answers (no clock, randomness or outside state)"
+        )
+    if step.status is StepStatus.SUCCEEDED:
+        return Answer(request.id, True, step.output)
+    return Answer(request.id, False, error=step.error or "the tool reported an error")
+
+
+def _short(value: JSON) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 200 else text[:199] + "…"

@@ -29,6 +29,7 @@ __all__ = [
     "Request",
     "ScriptLimits",
     "ScriptMachine",
+    "check_script",
 ]
 
 DEFAULT_SCRIPT_TIMEOUT = 30.0  # seconds, wall time of the whole run
@@ -156,6 +157,18 @@ def _prepared(code: str) -> str:
         raise CodeError("script_invalid: a module script has exactly one `export default` and no other export")
     # Lines kept: the engine's line numbers are the author's.
     return _EXPORT_RE.sub(lambda m: f"{m.group(1)}globalThis.{_MAIN} = ", code, count=1)
+
+
+def check_script(code: str) -> None:
+    """Raise CodeError when the script does not compile (nothing of it runs: it is only defined)."""
+    context = quickjs.Context()
+    context.set_memory_limit(16 * 1024 * 1024)
+    context.set_time_limit(1.0)
+    try:
+        context.eval(f"(function () {{{_prepared(code)}\n}});")
+    except quickjs.JSException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "error"
+        raise CodeError(f"script_error: {first}") from None
 
 
 class ScriptMachine:

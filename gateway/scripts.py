@@ -35,11 +35,10 @@ from toolreel.core.model import (
     ExecutionQuery,
     ExecutionStatus,
     StepRecord,
-    StepStatus,
     new_id,
 )
 from toolreel.core.refs import step_output
-from toolreel.core.script_run import drive_script
+from toolreel.core.script_run import answer_from_journal, drive_script
 from toolreel.core.script_sandbox import Answer, Finished, Request, ScriptLimits
 from toolreel.core.tool_types import declaration
 from toolreel.gateway.hook import LocalCall
@@ -165,7 +164,7 @@ class _Run:
 
     async def _one(self, index: int, request: Request) -> Answer | CodeError:
         if index < len(self.calls.journal):
-            return _replayed(self.calls.journal[index], request, index)
+            return answer_from_journal(self.calls.journal[index], request, index)
         listed = await self.tools.listed_name(request.name)
         if isinstance(listed, CodeError):
             return listed
@@ -191,27 +190,6 @@ class _Run:
             clean, None, started, time.time(),
         )  # fmt: skip
         self.tools.hook.recorder.writer.submit(entry)
-
-
-def _replayed(step: StepRecord, request: Request, index: int) -> Answer | CodeError:
-    """A finished call answered from the journal, if the script asks for the same call again."""
-    listed = f"{step.server}__{step.tool}" if step.server else str(step.tool)
-    same_tool = request.name in (listed, step.tool)
-    same_args = bool(step.redacted) or step.input == request.arguments  # redacted values cannot be compared
-    if not (same_tool and same_args):
-        return CodeError(
-            f"script_diverged: on resuming, call {index + 1} of the script was {request.name}"
-            f"({_short(request.arguments)}) but the run had called {listed}({_short(step.input)}); a script "
-            "must make the same calls given the same input and answers (no clock, randomness or outside state)"
-        )
-    if step.status is StepStatus.SUCCEEDED:
-        return Answer(request.id, True, step.output)
-    return Answer(request.id, False, error=step.error or "the tool reported an error")
-
-
-def _short(value: JSON) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def _error_text(result: Mapping[str, Any]) -> str:

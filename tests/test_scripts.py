@@ -274,3 +274,47 @@ async def test_a_script_that_calls_otherwise_on_resume_fails_as_diverged(tmp_pat
     assert run.error is not None and run.error.startswith("script_diverged: on resuming, call 1")
     assert '"something else"' in run.error and '"journaled"' in run.error
     assert not counter_file.exists()  # nothing was called
+
+
+COUNT_KEYS = """
+const counts = [];
+for (const key of input.keys) counts.push((await tools.feat.counter({key})).count);
+return {counts, label: input.label};
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_saving_a_script_session_gives_a_script_template_that_replays_with_new_input(gw: Gw) -> None:
+    s = gw.connected
+    ran = await _run(gw, COUNT_KEYS, input={"keys": ["a", "b"], "label": "first"})
+    assert not ran.is_error, text_of(ran)
+    saved = await call(s, "toolreel__save_template", {"name": "count-keys"})
+    assert not saved.is_error, text_of(saved)
+    detail = saved.structured_content
+    assert detail["verified"] is True and detail["saved"] is True
+    template = detail["template"]
+    assert [step["name"] for step in template["steps"]] == ["script"]
+    assert template["steps"][0]["script"]["code"] == COUNT_KEYS
+    assert template["steps"][0]["input"] == {"keys": "@input.keys", "label": "@input.label"}
+    assert template["inputs"]["keys"]["type"] == "array" and template["inputs"]["label"]["type"] == "string"
+    assert set(template["servers"]) == {"feat"}
+    # a list of another length, through reel__<name>
+    replayed = await call(s, "reel__count-keys", {"keys": ["a", "c", "d"], "label": "again"})
+    assert not replayed.is_error, text_of(replayed)
+    assert json.loads(text_of(replayed)) == {"counts": [2, 1, 1], "label": "again"}
+    assert gw.counts() == {"a": 2, "b": 1, "c": 1, "d": 1}
+    execution = (replayed.meta or {})["toolreel/execution"]
+    rows = await _stored(gw.db_url, execution, 4)
+    assert sorted(r.name for r in rows) == ["script", "script.1", "script.2", "script.3"]
+    assert [r.input for r in sorted(rows, key=lambda r: r.name)[1:]] == [{"key": k} for k in ("a", "c", "d")]
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_session_whose_script_failed_is_templatized_from_its_calls(gw: Gw) -> None:
+    failed = await _run(gw, "await tools.feat.echo({text: 'x'}); throw new Error('no')")
+    assert failed.is_error
+    saved = await call(gw.connected, "toolreel__save_template", {"name": "never", "dry_run": True})
+    # the work of this session was no successful script: the templatizer saves its tool calls as usual
+    assert "script" not in json.dumps(saved.structured_content.get("template", {}).get("steps", []))

@@ -18,6 +18,8 @@ import mcp_types as types
 import pytest
 
 from tests.gw import (
+    REPO,
+    TOOLREEL,
     call,
     fixture_entry,
     gateway_env,
@@ -206,3 +208,30 @@ def _status(db_url: str, execution_id: str) -> ExecutionStatus:
         return store.get_execution(execution_id).status
     finally:
         store.close()
+
+
+async def test_a_saved_script_runs_again_from_toolreel_run_on_a_folder_of_another_size(tmp_path: Path) -> None:
+    args, env = _serve(tmp_path, "gw.json", _servers(tmp_path))
+    files = tmp_path / "files"
+    first, second = files / "first", files / "second"
+    first.mkdir()
+    second.mkdir()
+    for i in range(2):
+        (first / f"{i}.txt").write_text(f"first {i}", encoding="utf-8")
+    for i in range(4):
+        (second / f"{i}.txt").write_text(f"second {i}", encoding="utf-8")
+    async with stdio_gateway(args, env) as s:
+        ran = await call(s, RUN, {"code": LIST_LOOP_WRITE, "input": {"dir": str(first)}})
+        assert not ran.is_error, text_of(ran)
+        saved = await call(s, "toolreel__save_template", {"name": "upper-files"})
+        assert not saved.is_error, text_of(saved)
+    assert saved.structured_content["verified"] is True
+    assert set(saved.structured_content["template"]["servers"]) == {"fs", "memory"}
+    done = await anyio.run_process(
+        [str(TOOLREEL), "run", "upper-files", "-i", f"dir={second}", "--json"], env=env, cwd=str(REPO), check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    execution = json.loads(done.stdout)
+    assert execution["status"] == "succeeded"
+    assert execution["output"]["written"] == [f"{i}.txt" for i in range(4)]
+    assert (second / "upper-3.txt").read_text(encoding="utf-8") == "SECOND 3"

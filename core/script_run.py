@@ -39,6 +39,7 @@ class _Drive:
         self.made = 0
         self.deadline = time.monotonic() + limits.timeout
         self.stopped = threading.Event()  # the caller went away: end at the next call
+        self.in_flight: anyio.CancelScope | None = None  # the call being made, cancelled with the caller
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -57,6 +58,8 @@ class _Drive:
             await anyio.sleep_forever()
         finally:  # cancelled: with the caller, or because the run is over
             self.stopped.set()
+            if self.in_flight is not None:
+                self.in_flight.cancel()
 
     def _drive(self) -> Finished:
         """On the worker thread: the machine runs here, each batch of calls goes to the event loop."""
@@ -80,13 +83,13 @@ class _Drive:
                 return refused
             index = self.made
             self.made += 1
-            with anyio.move_on_after(self.remaining()):
+            with anyio.move_on_after(self.remaining()) as self.in_flight:
                 answer = await self.call(index, request)
                 if isinstance(answer, CodeError):
                     return answer
                 answers.append(answer)
                 continue
-            return self._timeout()
+            return self._refused() or self._timeout()  # cancelled with the caller, else out of time
         return answers
 
     def _refused(self) -> CodeError | None:

@@ -318,3 +318,36 @@ async def test_a_session_whose_script_failed_is_templatized_from_its_calls(gw: G
     saved = await call(gw.connected, "toolreel__save_template", {"name": "never", "dry_run": True})
     # the work of this session was no successful script: the templatizer saves its tool calls as usual
     assert "script" not in json.dumps(saved.structured_content.get("template", {}).get("steps", []))
+
+
+HANGS = """
+await tools.feat.echo({text: "before"});
+if (input.hang) await tools.feat.hang({});
+return "done";
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_script_template_run_is_cancelled_with_its_call_in_flight(tmp_path: Path) -> None:
+    cancel_log = tmp_path / "cancelled.log"
+    entry = fixture_entry("features", env={"FIXTURE_CANCEL_LOG": str(cancel_log)})
+    async with gateway_in_process({"feat": entry}, db=f"sqlite:///{tmp_path / 'store.db'}") as s:
+        ran = await call(s, RUN, {"code": HANGS, "input": {"hang": False}})
+        assert not ran.is_error, text_of(ran)
+        saved = await call(s, "toolreel__save_template", {"name": "hangs"})
+        assert saved.structured_content["saved"] is True, text_of(saved)
+        started = await call(s, "toolreel__run_template", {"name": "hangs", "inputs": {"hang": True}, "wait": False})
+        execution = started.structured_content["execution_id"]
+
+        async def hanging() -> bool:
+            view = (await call(s, "toolreel__get_execution", {"id": execution})).structured_content
+            return any(step["name"] == "script.2" for step in view["steps"])
+
+        await wait_until(hanging, 30, "the script's hanging call")
+        with anyio.fail_after(10):
+            await call(s, "toolreel__cancel_execution", {"id": execution})
+            await wait_until(cancel_log.exists, 5, "the upstream call cancelled")
+        view = (await call(s, "toolreel__get_execution", {"id": execution})).structured_content
+    assert view["status"] == "cancelled"
+    assert "hang cancelled" in cancel_log.read_text()

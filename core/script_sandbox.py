@@ -261,7 +261,8 @@ class ScriptMachine:
                 f"script_memory_limit: the script went past its memory limit of {self.limits.memory_mb} MiB "
                 "and was stopped"
             )
-        line = self._line(text)
+        # A tool's error is thrown from the prelude, where the answer arrives: its line is not the author's.
+        line = None if first.startswith("ToolError:") else self._line(text)
         return CodeError(f"script_error: {first}{f' (line {line})' if line else ''}", line=line)
 
     def _line(self, text: str) -> int | None:

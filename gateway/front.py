@@ -249,9 +249,12 @@ class Front(ClientRouter):
         link.last_active = time.monotonic()
         return await self.forward_call(link, params, progress=None, ctx=None)
 
-    async def call_as_client(self, link: ClientLink, name: str, arguments: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    async def call_as_client(self, on_behalf: LocalCall, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """A tool called on a client's behalf (a script's inner call): its policy, confirm and recording."""
-        return await self.forward_call(link, {"name": name, "arguments": arguments}, progress=None, ctx=ctx)
+        params = {"name": name, "arguments": arguments}
+        return await self.forward_call(
+            on_behalf.link, params, progress=None, ctx=on_behalf.ctx, exchange=on_behalf.exchange
+        )
 
     async def forward_call(
         self, link: ClientLink, params: Mapping[str, Any], *, progress: Any, ctx: Any, exchange: Exchange | None = None
@@ -260,7 +263,7 @@ class Front(ClientRouter):
         arguments = params.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
             raise MCPError(code=types.INVALID_PARAMS, message="tools/call needs a string 'name' and object 'arguments'")
-        local = await self.hook.call_local(LocalCall(name, arguments, link, ctx))
+        local = await self.hook.call_local(LocalCall(name, arguments, link, ctx, exchange))
         if local is not None:
             return local
         route = self.hub.tool_route(name)

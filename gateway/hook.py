@@ -21,8 +21,8 @@ from toolreel.upstreams.upstream import Upstream
 __all__ = ["Forward", "LocalCall", "Send", "ToolHook", "UpstreamCall"]
 
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-# (link, listed tool name, arguments, MCP request context) -> the result a client's tools/call gets
-Forward = Callable[[ClientLink, str, dict[str, Any], Any], Awaitable[dict[str, Any]]]
+# (the calling client's LocalCall, listed tool name, arguments) -> the result its own tools/call would get
+Forward = Callable[["LocalCall", str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,7 @@ class LocalCall:
     arguments: dict[str, Any]
     link: ClientLink
     ctx: Any = None  # the MCP request context, when the call came over MCP (None from the web view)
+    exchange: Any = None  # a stateless-era client's exchange: how the gateway asks it something meanwhile
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,8 +155,9 @@ class _Calls:
 class _Run:
     """One script run: its calls made through the front as the client's own, each journaled."""
 
-    def __init__(self, tools: ScriptTools, execution: Execution, spec: ScriptSpec, link: ClientLink, ctx: Any) -> None:
-        self.tools, self.execution, self.spec, self.link, self.ctx = tools, execution, spec, link, ctx
+    def __init__(self, tools: ScriptTools, execution: Execution, spec: ScriptSpec, caller: LocalCall) -> None:
+        # `caller`: the client's call that started the run (a resumed run's stands for its dead client)
+        self.tools, self.execution, self.spec, self.caller = tools, execution, spec, caller
         self.calls = _Calls()
 
     async def run(self) -> Finished:
@@ -171,7 +172,7 @@ class _Run:
         forward = self.tools.hook.forward
         assert forward is not None, "the front sets how tools are forwarded"
         started = time.time()
-        result = await forward(self.link, listed, request.arguments, self.ctx)
+        result = await forward(self.caller, listed, request.arguments)
         step = (result.get("_meta") or {}).get(STEP_META) or f"call_{index + 1}"
         self.calls.steps.append(step)
         self._journal(index, step, listed, request, result, started)
@@ -296,7 +297,7 @@ class ScriptTools(Extension):
             lease_until=now + LEASE_SECONDS,
         )  # fmt: skip
         await anyio.to_thread.run_sync(store.create_execution, execution)
-        run = _Run(self, execution, spec, link, call.ctx)
+        run = _Run(self, execution, spec, call)
         finished = await run.run()
         summary = await self._finish(store, run, finished)
         session.keep_preset(step, summary, RUN_SCRIPT, seq=begun.seq)
@@ -374,7 +375,7 @@ class ScriptTools(Extension):
         await self.hook.recorder.writer.flush()
         journal = await anyio.to_thread.run_sync(store.get_steps, execution.id)
         link = await self._resumed_link(store, execution)
-        run = _Run(self, execution, spec, link, None)
+        run = _Run(self, execution, spec, LocalCall(RUN_SCRIPT, {}, link))
         run.calls.journal = [s for s in journal if s.status.finished]
         run.calls.steps = [s.name for s in run.calls.journal]
         logger.info(

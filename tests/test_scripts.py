@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 
-from tests.gw import MODES, Connected, call, fixture_entry, status, text_of, wait_until
+from tests.gw import MODES, Connected, Probe, call, fixture_entry, status, text_of, wait_until
 from tests.inproc import gateway_in_process
 from toolreel.core.errors import NotFoundError
 from toolreel.core.model import (
@@ -351,3 +352,33 @@ async def test_a_script_template_run_is_cancelled_with_its_call_in_flight(tmp_pa
         view = (await call(s, "toolreel__get_execution", {"id": execution})).structured_content
     assert view["status"] == "cancelled"
     assert "hang cancelled" in cancel_log.read_text()
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_confirmed_tool_inside_a_loop_asks_for_each_call_in_both_eras(tmp_path: Path, mode: str) -> None:
+    counter_file = tmp_path / "counts.json"
+    entry = {**fixture_entry("features", env={"FIXTURE_COUNTER_FILE": str(counter_file)}), "confirm": ["counter"]}
+    answers = iter(["accept", "decline", "accept"])
+
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action=next(answers))
+
+    probe = Probe()
+    probe.elicit = answer
+    code = """
+    const outcomes = [];
+    for (const key of input.keys) {
+      try { outcomes.push((await tools.feat.counter({key})).count); } catch (e) { outcomes.push("refused"); }
+    }
+    return outcomes;
+    """
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    async with gateway_in_process({"feat": entry}, db=db, mode=mode, probe=probe) as s:
+        result = await call(s, RUN, {"code": code, "input": {"keys": ["a", "b", "c"]}})
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["result"] == [1, "refused", 1]
+    assert len(probe.elicitations) == 3
+    assert all("feat__counter" in e.message for e in probe.elicitations)
+    assert json.loads(counter_file.read_text()) == {"a": 1, "c": 1}

@@ -184,6 +184,8 @@ class _Run:
         self, index: int, step: str, listed: str, request: Request, result: Mapping[str, Any], started: float
     ) -> None:
         """The finished call as a step of the run (through the recorder's journal: it survives a kill -9)."""
+        if not self.tools.hook.record:
+            return
         server, _, tool = listed.rpartition("__")
         clean = {k: v for k, v in result.items() if k != "_meta"}
         entry = StepEntry(
@@ -282,6 +284,8 @@ class ScriptTools(Extension):
     # toolreel__run_script ------------------------------------------------------------------
     async def run_script(self, call: LocalCall) -> dict[str, Any]:
         spec = ScriptSpec.parse(call.arguments)
+        if not self.hook.record:
+            return await self._run_unrecorded(spec, call)
         link, hook = call.link, self.hook
         session = hook.session(link)
         step = session.preset_name(None, RUN_SCRIPT)
@@ -304,19 +308,18 @@ class ScriptTools(Extension):
         hook.recorder.writer.submit(begun._replace(output=summary))
         return _answer(summary, step, script_id)
 
+    async def _run_unrecorded(self, spec: ScriptSpec, call: LocalCall) -> dict[str, Any]:
+        """`--no-record`: the script runs and nothing of it is stored (so nothing resumes it either)."""
+        now = time.time()
+        execution = Execution(
+            new_id(), ExecutionMode.RECORD, ExecutionStatus.RECORDING, now, now, template=SCRIPT_TEMPLATE
+        )
+        run = _Run(self, execution, spec, call)
+        return _answer(_summary(run, await run.run()), None, execution.id)
+
     async def _finish(self, store: Store, run: _Run, finished: Finished) -> dict[str, Any]:
+        summary = _summary(run, finished)
         error = finished.error
-        summary: dict[str, Any] = {
-            "execution_id": run.execution.id,
-            "status": "failed" if error else "succeeded",
-            "result": finished.value,
-            "logs": list(finished.logs),
-            "calls": list(run.calls.steps),
-            "code": run.spec.code,
-            "input": run.spec.input,
-        }
-        if error is not None:
-            summary["error"] = {"code": str(error).partition(":")[0], "message": str(error)}
         status = ExecutionStatus.FAILED if error else ExecutionStatus.SUCCEEDED
         fields = {"status": status, "output": finished.value, "error": str(error) if error else None}
         with anyio.CancelScope(shield=True):
@@ -415,10 +418,27 @@ def _matches(hub: Any, listed: str, asked: str) -> bool:
     return route is not None and route.upstream.name == asked
 
 
-def _answer(summary: dict[str, Any], step: str, script_id: str) -> dict[str, Any]:
+def _summary(run: _Run, finished: Finished) -> dict[str, Any]:
+    """What the run recorded and what its caller is told (the recording's `run_script_<n>` step output)."""
+    error = finished.error
+    summary: dict[str, Any] = {
+        "execution_id": run.execution.id,
+        "status": "failed" if error else "succeeded",
+        "result": finished.value,
+        "logs": list(finished.logs),
+        "calls": list(run.calls.steps),
+        "code": run.spec.code,
+        "input": run.spec.input,
+    }
+    if error is not None:
+        summary["error"] = {"code": str(error).partition(":")[0], "message": str(error)}
+    return summary
+
+
+def _answer(summary: dict[str, Any], step: str | None, script_id: str) -> dict[str, Any]:
     """The run's answer: the structured content names every inner step; the text, read by the model,
     says how many there were (a long loop's step names would cost it what the script saved)."""
-    meta = {STEP_META: step, EXECUTION_META: script_id}
+    meta = {EXECUTION_META: script_id} if step is None else {STEP_META: step, EXECUTION_META: script_id}
     shown = {k: summary[k] for k in ("execution_id", "status", "result", "logs", "calls", "error") if k in summary}
     brief = {k: v for k, v in shown.items() if k not in ("calls", "logs", "error") or v}
     brief["calls"] = len(shown["calls"])

@@ -382,3 +382,19 @@ async def test_a_confirmed_tool_inside_a_loop_asks_for_each_call_in_both_eras(tm
     assert len(probe.elicitations) == 3
     assert all("feat__counter" in e.message for e in probe.elicitations)
     assert json.loads(counter_file.read_text()) == {"a": 1, "c": 1}
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_with_recording_off_a_script_runs_and_nothing_is_stored(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'store.db'}"
+    async with gateway_in_process({"feat": fixture_entry("features")}, db=db_url, record=False) as s:
+        result = await call(s, RUN, {"code": "return (await tools.feat.add({a: 2, b: 3})).sum"})
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["result"] == 5 and result.structured_content["calls"] == ["call_1"]
+    if (tmp_path / "store.db").exists():
+        store = open_store(db_url)
+        try:
+            assert store.list_executions()[0] == []
+        finally:
+            store.close()

@@ -51,6 +51,11 @@ async def gw(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Gw
     entry["excludeTools"] = ["crash"]
     db_url = f"sqlite:///{tmp_path / 'store.db'}"
     async with gateway_in_process({"feat": entry}, db=db_url, mode=request.param) as connected:
+
+        async def ready() -> bool:  # a busy machine can take longer than the start-up budget
+            return "feat__echo" in {t.name for t in (await connected.client.list_tools()).tools}
+
+        await wait_until(ready, 60, "the features server's tools")
         yield Gw(connected, db_url, counter_file)
 
 

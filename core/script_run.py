@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import anyio.from_thread
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 
 from toolreel.core.errors import CodeError, CodeTimeout
 from toolreel.core.model import JSON, StepRecord, StepStatus
@@ -26,6 +27,22 @@ __all__ = ["CallFn", "answer_from_journal", "drive_script"]
 
 # One call of the script: its answer, or a named error that ends the run.
 CallFn = Callable[[int, Request], Awaitable[Answer | CodeError]]
+
+
+SCRIPTS_AT_ONCE = 32
+_LANE: RunVar[anyio.CapacityLimiter] = RunVar("toolreel_script_lane")
+
+
+def _lane() -> anyio.CapacityLimiter:
+    """The threads scripts run on (one per event loop), apart from anyio's default pool: a script's thread
+    waits for its calls, and a call may need a default-pool thread (the store), so scripts filling that
+    pool would deadlock."""
+    try:
+        return _LANE.get()
+    except LookupError:
+        lane = anyio.CapacityLimiter(SCRIPTS_AT_ONCE)
+        _LANE.set(lane)
+        return lane
 
 
 async def drive_script(code: str, value: JSON, limits: ScriptLimits, call: CallFn) -> Finished:
@@ -48,7 +65,7 @@ class _Drive:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._stop_when_cancelled)
             try:
-                finished = await anyio.to_thread.run_sync(self._drive)
+                finished = await anyio.to_thread.run_sync(self._drive, limiter=_lane())
             finally:
                 tg.cancel_scope.cancel()
         return finished

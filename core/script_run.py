@@ -23,7 +23,7 @@ from toolreel.core.errors import CodeError, CodeTimeout
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.script_sandbox import Answer, Finished, Request, ScriptLimits, ScriptMachine
 
-__all__ = ["CallFn", "answer_from_journal", "drive_script"]
+__all__ = ["CallFn", "answer_from_journal", "answered", "drive_script"]
 
 # One call of the script: its answer, or a named error that ends the run.
 CallFn = Callable[[int, Request], Awaitable[Answer | CodeError]]
@@ -125,6 +125,12 @@ class _Drive:
         return CodeTimeout(
             f"script_timeout: the script ran past its timeout of {self.limits.timeout:g} s and was stopped"
         )
+
+
+def answered(step: StepRecord) -> bool:
+    """Whether a journal row holds a call's answer: it succeeded or the tool failed (a row cancelled or
+    interrupted with its driver holds none: that call is made again)."""
+    return step.status in (StepStatus.SUCCEEDED, StepStatus.FAILED)
 
 
 def answer_from_journal(step: StepRecord, request: Request, index: int) -> Answer | CodeError:

@@ -16,7 +16,7 @@ from typing import Any
 
 from toolreel.core.errors import CodeError
 from toolreel.core.model import JSON, StepRecord
-from toolreel.core.script_run import answer_from_journal, drive_script
+from toolreel.core.script_run import answer_from_journal, answered, drive_script
 from toolreel.core.script_sandbox import Answer, Request, ScriptLimits
 from toolreel.core.template import InputSpec, StepSpec, Template
 
@@ -80,7 +80,7 @@ def script_template(name: str, description: str | None, work: ScriptWork, server
 
 async def verify_script(work: ScriptWork, journal: Sequence[StepRecord]) -> list[str]:
     """Replay the script against its recording (no call made): what differs, [] when it replays exactly."""
-    finished_rows = [row for row in sorted(journal, key=lambda r: r.seq) if row.status.finished]
+    finished_rows = [row for row in sorted(journal, key=lambda r: r.seq) if answered(row)]
     problems: list[str] = []
 
     async def call(index: int, request: Request) -> Answer | CodeError:

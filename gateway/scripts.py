@@ -38,7 +38,7 @@ from toolreel.core.model import (
     new_id,
 )
 from toolreel.core.refs import step_output
-from toolreel.core.script_run import answer_from_journal, drive_script
+from toolreel.core.script_run import answer_from_journal, answered, drive_script
 from toolreel.core.script_sandbox import Answer, Finished, Request, ScriptLimits
 from toolreel.core.tool_types import declaration
 from toolreel.gateway.hook import LocalCall
@@ -379,7 +379,7 @@ class ScriptTools(Extension):
         journal = await anyio.to_thread.run_sync(store.get_steps, execution.id)
         link = await self._resumed_link(store, execution)
         run = _Run(self, execution, spec, LocalCall(RUN_SCRIPT, {}, link))
-        run.calls.journal = [s for s in journal if s.status.finished]
+        run.calls.journal = [s for s in journal if answered(s)]
         run.calls.steps = [s.name for s in run.calls.journal]
         logger.info(
             "resuming script run %s (%d finished calls answered from its journal)", execution.id, len(run.calls.journal)

@@ -18,7 +18,7 @@ from toolreel.core.caller import ToolCall
 from toolreel.core.errors import CodeError, UpstreamError
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import step_output
-from toolreel.core.script_run import answer_from_journal, drive_script
+from toolreel.core.script_run import answer_from_journal, answered, drive_script
 from toolreel.core.script_sandbox import (
     DEFAULT_MAX_CALLS,
     DEFAULT_SCRIPT_MEMORY_MB,
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from toolreel.replayer._run import Run
 
 __all__ = ["call_row_name", "script_step"]
+
+_FIRST_DELAY, _LAST_DELAY = 0.25, 4.0  # seconds between tries of a transient failure: about 8 s in all
 
 
 def call_row_name(step: str, index: int) -> str:
@@ -51,7 +53,7 @@ async def script_step(run: Run, spec: StepSpec, record: StepRecord, value: JSON)
         max_calls=spec.max_calls if spec.max_calls is not None else DEFAULT_MAX_CALLS,
     )
     rows = await anyio.to_thread.run_sync(partial(run.ctx.store.get_steps, run.execution_id))
-    journal = {row.name: row for row in rows if row.name.startswith(f"{spec.name}.") and row.status.finished}
+    journal = {row.name: row for row in rows if row.name.startswith(f"{spec.name}.") and answered(row)}
     calls = _Calls(run, spec, journal)
     finished = await drive_script(spec.script, value or {}, limits, calls.call)
     result = {"logs": list(finished.logs), "calls": calls.made}
@@ -80,7 +82,7 @@ class _Calls:
         )  # fmt: skip
         run.submit([row])
         try:
-            result: dict[str, Any] = await run.ctx.caller.call_tool(ToolCall(request.name, request.arguments))
+            result = await self._call(request)
         except UpstreamError as exc:
             ended = failed(row, str(exc))
             answer = Answer(request.id, False, error=str(exc))
@@ -95,6 +97,19 @@ class _Calls:
         if not await run.commit([ended]):  # durable before the script hears of it
             return CodeError("script_cancelled: the execution stopped being driven here")
         return answer
+
+    async def _call(self, request: Request) -> dict[str, Any]:
+        """One call; an unreachable or starting server (a transient error) is tried again a few times, as a
+        worker's servers may still be starting when a resumed script makes its first live call."""
+        delay = _FIRST_DELAY
+        while True:
+            try:
+                return await self.run.ctx.caller.call_tool(ToolCall(request.name, request.arguments))
+            except UpstreamError as exc:
+                if not exc.transient or delay > _LAST_DELAY:
+                    raise
+            await anyio.sleep(delay)
+            delay *= 2
 
 
 def _bare(listed: str, server: str | None) -> str:

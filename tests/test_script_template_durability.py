@@ -50,9 +50,10 @@ async def test_a_killed_script_run_is_finished_by_a_worker_without_remaking_fini
     common = ["--config", str(config), "--db", db, "--lease-seconds", LEASE]
     inputs = ["-i", 'keys=["k1","k2","k3","k4"]', "-i", "pause=0.5"]
     with replayer_process(tmp_path, "run", "run", "scripted", "--json", *inputs, *common) as runner:
-        # calls: script.1 counter k1, script.2 slow, script.3 counter k2, script.4 slow, ...
+        # calls: script.1 counter k1, script.2 slow, script.3 counter k2, script.4 slow, ...: killed in script.4
         await wait_until(
-            lambda: (e := only_execution(store)) is not None and "script.3" in finished_steps(store, e.id), timeout=60
+            lambda: (e := only_execution(store)) is not None and "script.4" in {r.name for r in store.get_steps(e.id)},
+            timeout=60,
         )
         runner.send_signal(signal.SIGKILL)
         runner.wait(timeout=30)

@@ -14,6 +14,7 @@ from toolreel.core.form import check_value, schema_problem
 from toolreel.core.model import JSON
 from toolreel.core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, is_ref, ref_roots, refs_in
 from toolreel.core.sandbox import check_code
+from toolreel.core.script_sandbox import check_script
 from toolreel.core.template import InputSpec, StepSpec, Template
 from toolreel.core.template_schema import INPUT_NAME_RE, TEMPLATE_NAME_RE
 
@@ -180,29 +181,30 @@ class Checker:
                 ("approve", step.approve is not None),
                 ("template", step.template is not None),
                 ("code", step.code is not None),
+                ("script", step.script is not None),
             )
             if present
         ]
         if len(kinds) != 1:
             found = " and ".join(kinds) if kinds else "none"
             raise self.error(
-                f"a step has exactly one kind of tool, return, approve, template, code; found {found}",
+                f"a step has exactly one kind of tool, return, approve, template, code, script; found {found}",
                 step.name,
                 kinds[1] if len(kinds) > 1 else "tool",
             )
         kind = kinds[0]
-        callable_kind = kind in ("tool", "template", "code")
+        callable_kind = kind in ("tool", "template", "code", "script")
         rules = (
             (
                 "for_each",
                 step.for_each is not None,
-                callable_kind,
+                callable_kind and kind != "script",
                 "only a tool or template step, or a code step, can have for_each",
             ),
             ("concurrency", step.concurrency is not None, step.for_each is not None, "concurrency needs for_each"),
             ("input", step.input is not None, callable_kind, f"a {kind} step takes no input"),
             ("template_version", step.template_version is not None, kind == "template", "needs `template`"),
-            ("memory_mb", step.memory_mb is not None, kind == "code", "needs `code`"),
+            ("memory_mb", step.memory_mb is not None, kind in ("code", "script"), "needs `code` or `script`"),
             (
                 "timeout",
                 step.timeout is not None,
@@ -216,8 +218,19 @@ class Checker:
                 raise self.error(message, step.name, field)
         if kind == "code":
             self._check_code(step)
+        elif kind == "script":
+            self._check_script(step)
         elif step.input is not None and not isinstance(step.input, Mapping) and not _is_str_ref(step.input):
             raise self.error("input must be an object of arguments (or one ref to an object)", step.name, "input")
+
+    def _check_script(self, step: StepSpec) -> None:
+        assert step.script is not None
+        try:
+            check_script(step.script)
+        except CodeError as exc:
+            raise self.error(f"the script does not compile: {exc}", step.name, "script") from None
+        if step.input is not None and not isinstance(step.input, Mapping) and not _is_str_ref(step.input):
+            raise self.error("a script's input is an object (or one ref to an object)", step.name, "input")
 
     def _check_code(self, step: StepSpec) -> None:
         assert step.code is not None

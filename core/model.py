@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 
 __all__ = [
     "JSON",
+    "SCRIPT_TEMPLATE",
     "Execution",
     "ExecutionMode",
     "ExecutionQuery",
@@ -33,6 +34,9 @@ __all__ = [
 
 JSON: TypeAlias = Any
 """A JSON value: dict, list, str, int, float, bool or None."""
+
+SCRIPT_TEMPLATE = "toolreel__run_script"
+"""The `template` of a Code Mode script run (an execution of its own, SPEC §13): list them by it."""
 
 
 def new_id() -> str:
@@ -83,6 +87,7 @@ class StepKind(enum.StrEnum):
     APPROVE = "approve"
     TEMPLATE = "template"
     CODE = "code"
+    SCRIPT = "script"  # a Code Mode script (SPEC §13); its calls are rows `<step>.<n>`
 
 
 @dataclass(frozen=True, slots=True)

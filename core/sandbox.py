@@ -18,7 +18,7 @@ import quickjs
 from toolreel.core.errors import CodeError, CodeMemoryError, CodeTimeout
 from toolreel.core.model import JSON
 
-__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "CodeLimits", "check_code", "run_code"]
+__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "PRELUDE", "CodeLimits", "check_code", "run_code"]
 
 DEFAULT_TIMEOUT = 1.0  # seconds of CPU
 DEFAULT_MEMORY_MB = 64
@@ -54,6 +54,7 @@ _PRELUDE = """
   delete globalThis.performance;
 })();
 """
+PRELUDE = _PRELUDE  # Code Mode scripts (core.script_sandbox) run in the same sandbox
 
 
 # Three evaluations at top level (no wrapper frame: an out-of-memory error must keep its message).

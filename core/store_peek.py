@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from toolreel.core.model import SCRIPT_TEMPLATE
+
 __all__ = ["Peek", "peek"]
 
 _RUNNABLE = ("pending", "running")
@@ -43,8 +45,11 @@ def peek(url: str | None) -> Peek | None:
                 return Peek(templates=False, work=False)
             templates = db.execute("SELECT 1 FROM templates LIMIT 1").fetchone() is not None
             marks = ",".join("?" * len(_RUNNABLE))
-            query = f"SELECT 1 FROM executions WHERE status IN ({marks}) LIMIT 1"
-            work = db.execute(query, _RUNNABLE).fetchone() is not None
+            # a script run still `recording` was cut off: the gateway that opens the store resumes it
+            query = (
+                f"SELECT 1 FROM executions WHERE status IN ({marks}) OR (status = 'recording' AND template = ?) LIMIT 1"
+            )
+            work = db.execute(query, (*_RUNNABLE, SCRIPT_TEMPLATE)).fetchone() is not None
     except sqlite3.Error:
         return None
     return Peek(templates=templates, work=work)

@@ -95,7 +95,7 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class StepSpec:
-    """One step. Exactly one of `tool`, `return_`, `approve`, `template`, `code` says its kind."""
+    """One step. Exactly one of `tool`, `return_`, `approve`, `template`, `code`, `script` says its kind."""
 
     name: str
     tool: str | None = None  # listed name, `server__tool`
@@ -107,7 +107,9 @@ class StepSpec:
     template: str | None = None  # a child template's name
     template_version: int | None = None
     code: str | None = None  # `export default function(input) { ... }`, run in a QuickJS sandbox
-    memory_mb: int | None = None  # a code step's memory limit (default 64)
+    memory_mb: int | None = None  # a code step's memory limit (default 64; a script's 128)
+    script: str | None = None  # a Code Mode script (an async function body or module) that calls tools
+    max_calls: int | None = None  # a script step's most tool calls (default 1000)
     for_each: str | None = None  # a ref to a list
     concurrency: int | None = None  # for_each items in flight
     when: When | None = None
@@ -122,9 +124,11 @@ class StepSpec:
     on_error: Literal["fail_fast", "continue"] = "fail_fast"
 
     @property
-    def kind(self) -> Literal["tool", "return", "approve", "template", "code"]:
+    def kind(self) -> Literal["tool", "return", "approve", "template", "code", "script"]:
         if self.code is not None:
             return "code"
+        if self.script is not None:
+            return "script"
         if self.has_return:
             return "return"
         if self.approve is not None:

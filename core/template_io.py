@@ -167,6 +167,8 @@ def _step(model: StepModel) -> StepSpec:
         template=model.template,
         template_version=model.template_version,
         code=model.code,
+        script=model.script.code if model.script is not None else None,
+        max_calls=model.script.max_calls if model.script is not None else None,
         memory_mb=model.memory_mb,
         for_each=model.for_each,
         concurrency=model.concurrency,
@@ -248,6 +250,10 @@ def _input_dict(spec: InputSpec) -> dict[str, Any]:
     return out
 
 
+def _script_dict(step: StepSpec) -> dict[str, Any]:
+    return {"code": step.script} if step.max_calls is None else {"code": step.script, "max_calls": step.max_calls}
+
+
 def _step_dict(step: StepSpec) -> dict[str, Any]:
     out: dict[str, Any] = {"name": step.name}
     optional: list[tuple[str, Any, bool]] = [
@@ -261,6 +267,7 @@ def _step_dict(step: StepSpec) -> dict[str, Any]:
         ("return", step.return_, step.has_return),
         ("approve", _approve_dict(step), step.approve is not None),
         ("code", step.code, step.code is not None),
+        ("script", _script_dict(step), step.script is not None),
         ("memory_mb", step.memory_mb, step.memory_mb is not None),
         ("depends_on", list(step.depends_on), bool(step.depends_on)),
         ("timeout", _duration(step.timeout), step.timeout is not None),
@@ -357,6 +364,7 @@ _SHAPES = {
     "return": ('(["', '"])'),
     "approve": ('{{"', '"}}'),
     "code": ('[/"', '"/]'),
+    "script": ('[/"', '"\\]'),
 }
 
 
@@ -389,6 +397,7 @@ def _label(step: StepSpec) -> str:
         "return": "return",
         "approve": "approve",
         "code": "code",
+        "script": "script",
     }[step.kind]
     parts = [step.name, str(detail)]
     if step.for_each is not None:

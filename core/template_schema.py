@@ -240,7 +240,14 @@ class RetryModel(_Strict):
 
 
 _DEFAULT_RETRY_ON: tuple[RetryOn, ...] = ("timeout", "transient")
-_STEP_KINDS = ("tool", "return", "approve", "template", "code")
+_STEP_KINDS = ("tool", "return", "approve", "template", "code", "script")
+
+
+class ScriptModel(_Strict):
+    model_config = ConfigDict(title="Script")
+
+    code: str = Field(description="The body of an async function of `input`, or a module with `export default`.")
+    max_calls: int | None = Field(None, ge=0, le=100_000, description="The most tool calls (default 1000).")
 
 
 class StepModel(_Strict):
@@ -267,7 +274,14 @@ class StepModel(_Strict):
         description="Kind `code`: `export default function(input) { ... }` in JavaScript, run in a sandbox "
         "(no I/O, no clock, no randomness); its return value is the output.",
     )
-    memory_mb: int | None = Field(None, ge=1, le=1024, description="With `code`: the memory limit in MiB (default 64).")
+    memory_mb: int | None = Field(
+        None, ge=1, le=1024, description="With `code` or `script`: the memory limit in MiB (default 64; 128)."
+    )
+    script: ScriptModel | None = Field(
+        None,
+        description="Kind `script`: a Code Mode script that calls tools (`await tools.<server>.<tool>(args)`); "
+        "`input` is its `input`, its return value the output; each call is a row `<step>.<n>`.",
+    )
     template: str | None = Field(None, description="Kind `template`: run this template as a child execution.")
     template_version: int | None = Field(None, ge=1, description="With `template`: pin this version.")
     input: JsonAny = Field(

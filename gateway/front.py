@@ -111,6 +111,7 @@ class Front(ClientRouter):
         self._tg: anyio.abc.TaskGroup | None = None
         self._extra_instructions = instructions
         self.server = self._build_server()
+        self.hook.forward = self.call_as_client
         hub.router = self
 
     def _build_server(self) -> GatewayServer:
@@ -249,6 +250,13 @@ class Front(ClientRouter):
         link.last_active = time.monotonic()
         return await self.forward_call(link, unwrap(params), progress=None, ctx=None)
 
+    async def call_as_client(self, on_behalf: LocalCall, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A tool called on a client's behalf (a script's inner call): its policy, confirm and recording."""
+        params = {"name": name, "arguments": arguments}
+        return await self.forward_call(
+            on_behalf.link, params, progress=None, ctx=on_behalf.ctx, exchange=on_behalf.exchange
+        )
+
     async def forward_call(
         self, link: ClientLink, params: Mapping[str, Any], *, progress: Any, ctx: Any, exchange: Exchange | None = None
     ) -> dict[str, Any]:
@@ -256,7 +264,7 @@ class Front(ClientRouter):
         arguments = params.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
             raise MCPError(code=types.INVALID_PARAMS, message="tools/call needs a string 'name' and object 'arguments'")
-        local = await self.hook.call_local(LocalCall(name, arguments, link, ctx))
+        local = await self.hook.call_local(LocalCall(name, arguments, link, ctx, exchange))
         if local is not None:
             return local
         route = self.hub.tool_route(name)

@@ -18,9 +18,11 @@ import anyio.abc
 from toolreel.gateway.links import ClientLink
 from toolreel.upstreams.upstream import Upstream
 
-__all__ = ["LocalCall", "Send", "ToolHook", "UpstreamCall"]
+__all__ = ["Forward", "LocalCall", "Send", "ToolHook", "UpstreamCall"]
 
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+# (the calling client's LocalCall, listed tool name, arguments) -> the result its own tools/call would get
+Forward = Callable[["LocalCall", str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,7 @@ class LocalCall:
     arguments: dict[str, Any]
     link: ClientLink
     ctx: Any = None  # the MCP request context, when the call came over MCP (None from the web view)
+    exchange: Any = None  # a stateless-era client's exchange: how the gateway asks it something meanwhile
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +50,9 @@ class UpstreamCall:
 
 class ToolHook:
     """Extension points for the layers above the pipe (recording, management tools)."""
+
+    # Set by the front: a layer above calls a tool exactly as a client's tools/call would (Code Mode).
+    forward: Forward | None = None
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()

@@ -509,12 +509,18 @@ def _extensions(
     hook: GatewayHook, *, max_concurrency: int, retain: float | None, tools: ToolsMode | None = None
 ) -> list[Extension]:
     """The layers over recording, assembled here alone (as mitmproxy's `default_addons`): the template
-    catalogue, runs, tool search, and with `--retain` the pruning of old executions while serving."""
+    catalogue, runs, tool search, scripts, and with `--retain` the pruning of old executions while serving."""
+    from toolreel.gateway.scripts import ScriptTools
     from toolreel.gateway.tools_runs import RunTools
     from toolreel.gateway.tools_search import SearchTools
     from toolreel.gateway.tools_templates import TemplateTools
 
-    layers: list[Extension] = [TemplateTools(hook), RunTools(hook, max_concurrency), SearchTools(hook, tools)]
+    layers: list[Extension] = [
+        TemplateTools(hook),
+        RunTools(hook, max_concurrency),
+        SearchTools(hook, tools),
+        ScriptTools(hook),
+    ]
     if retain is not None:
         layers.append(_Retention(hook, retain))
     return layers

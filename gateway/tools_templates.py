@@ -21,6 +21,7 @@ from toolreel.core.model import StepRecord, TemplateDraft
 from toolreel.gateway import save_form
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
+from toolreel.gateway.script_templates import ScriptWork, script_template, script_work, verify_script
 
 if TYPE_CHECKING:
     from toolreel.core.template import Template
@@ -138,6 +139,9 @@ class _Catalogue:
             raise TemplateError("'inputs' is an object of input name -> the recorded value it replaces", field="inputs")
         await self.hook.ready_store()
         recordings = await self._recordings(arguments, link)
+        work = script_work(recordings[-1]) if given is None else None
+        if work is not None:  # the session's work was a script: the script is the template
+            return await self._save_script(name, work, arguments)
         draft = _Draft(self, recordings, arguments, name)
         result = draft.templatize(given)
         note = None
@@ -163,6 +167,33 @@ class _Catalogue:
         from toolreel.templatizer import propose_fixes, verify
 
         return propose_fixes(result, await anyio.to_thread.run_sync(verify, result, recordings))
+    async def _save_script(self, name: str, work: ScriptWork, arguments: dict[str, Any]) -> dict[str, Any]:
+        from toolreel.core.template_io import template_to_dict
+        from toolreel.upstreams.remembered import portable_entry
+
+        journal = await anyio.to_thread.run_sync(self.store.get_steps, work.execution_id)
+        used = {row.server for row in journal if row.server}
+        servers = {
+            u.name: portable_entry(u.config, self.hook.secret_values)
+            for u in self.hook.hub.upstreams.values()
+            if u.name in used
+        }
+        template = script_template(name, arguments.get("description"), work, servers)
+        problems = await verify_script(work, journal)
+        definition = template_to_dict(template)
+        detail: dict[str, Any] = {"template": definition, "verified": not problems, "problems": problems}
+        if arguments.get("dry_run") or (problems and not arguments.get("force")):
+            detail["saved"] = False
+            why = "dry run" if arguments.get("dry_run") else "; ".join(problems)
+            answer = _answer(f"Not saved: script template {name!r} ({why})", detail)
+            answer["isError"] = bool(problems) and not arguments.get("dry_run")
+            return answer
+        record = await anyio.to_thread.run_sync(self._save_checked, template, definition, arguments)
+        await self.refresh()
+        detail.update(saved=True, version=record.version, hash=record.hash)
+        inputs = ", ".join(template.inputs) or "none"
+        text = f"Saved script template {name!r} (version {record.version}, tool reel__{name}; inputs: {inputs})"
+        return _answer(text, detail)
 
     def _remembering(self, result: TemplatizeResult) -> TemplatizeResult:
         """The template with the config entries of the servers its tools come from."""

@@ -17,6 +17,7 @@ import anyio.abc
 from toolreel.core.errors import StoreError
 from toolreel.core.store_hooks import add_open_hook
 from toolreel.recorder import _spool
+from toolreel.recorder._rows import StepEntry
 from toolreel.recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
 from toolreel.recorder._shared import SharedRecordings, shares_recordings
 from toolreel.recorder._spool import journal_dir, pending_journals
@@ -32,6 +33,7 @@ __all__ = [
     "Recorder",
     "RecordingSession",
     "SharedRecordings",
+    "StepEntry",
     "StoreWriter",
     "backlog_mark",
     "journal_dir",

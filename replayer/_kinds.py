@@ -30,6 +30,7 @@ from toolreel.replayer._policy import (
     retry_delay,
     should_retry,
 )
+from toolreel.replayer._script import script_step
 from toolreel.replayer._state import AWAITING, StepState, StopCause, awaiting_of, error_output, failed, succeeded
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ async def execute(run: Run, state: StepState) -> StepRecord:
         return await template_step(run, state, record, state.args)
     if spec.code is not None:
         return await _code(run, spec, record, state.args)
+    if spec.script is not None:
+        return await script_step(run, spec, record, state.args)
     return await _tool(run, spec, record, state.args, state.key)
 
 

@@ -56,6 +56,7 @@ _KINDS = {
     "approve": StepKind.APPROVE,
     "template": StepKind.TEMPLATE,
     "code": StepKind.CODE,
+    "script": StepKind.SCRIPT,
 }
 # Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
 # parent's template step ran past its timeout).

@@ -509,6 +509,8 @@ def _upstreams_config(store: Store, path: Path | None, template: Template | None
     if template is None:
         return config
     needed = _servers_called(store, template)
+    if needed is None:
+        return config  # a script's code names its tools: every server is started
     kept = tuple(server for server in config.servers if server.name in needed)
     if {server.name for server in kept} != needed:
         return config  # a tool with another prefix: start everything, the run names what is missing
@@ -556,8 +558,16 @@ def _all_saved(store: Store) -> list[Template]:
     return saved
 
 
-def _servers_called(store: Store, template: Template) -> set[str]:
-    return {spec.tool.partition("__")[0] for member in _family(store, template) for spec in member.steps if spec.tool}
+def _servers_called(store: Store, template: Template) -> set[str] | None:
+    """The servers of the tool steps; a script step calls the servers its template remembers, or any (None)."""
+    needed: set[str] = set()
+    for member in _family(store, template):
+        if any(spec.script is not None for spec in member.steps):
+            if not member.servers:
+                return None
+            needed.update(member.servers)
+        needed.update(spec.tool.partition("__")[0] for spec in member.steps if spec.tool)
+    return needed
 
 
 def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:

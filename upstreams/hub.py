@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +27,10 @@ from toolreel.upstreams.names import NameMapping, listed_name
 from toolreel.upstreams.upstream import Listing, Upstream, UpstreamState
 
 __all__ = [
-    "NO_BACK_CHANNEL",
     "ClientRouter",
     "Hub",
     "Reload",
     "Route",
-    "could_not_push",
     "error_result",
     "open_hub",
     "open_upstreams",
@@ -41,8 +39,6 @@ __all__ = [
 logger = logging.getLogger("toolreel.hub")
 
 READY_BUDGET = 5.0  # seconds the first answers wait for slow upstreams
-# The phrase of a server that could not push a question on the stateless era (the SDK's NoBackChannelError).
-NO_BACK_CHANNEL = "no back-channel for server-initiated requests"
 
 ALL_CLIENT_CAPABILITIES = types.ClientCapabilities(
     sampling=types.SamplingCapability(),
@@ -380,15 +376,6 @@ class Hub:
 def _same_connection(old: ServerConfig, new: ServerConfig) -> bool:
     """Only the tool policy differs: the running session serves the new config as it is."""
     return dataclasses.replace(old, policy=new.policy) == new
-
-
-def could_not_push(result: Mapping[str, Any]) -> bool:
-    """A tool error saying the server had no way to ask its question (a server that reports the SDK's
-    NoBackChannelError as an `isError` result rather than a JSON-RPC error)."""
-    if not result.get("isError"):
-        return False
-    texts = (c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict))
-    return any(NO_BACK_CHANNEL in str(text).lower() for text in texts)
 
 
 def error_result(text: str) -> dict[str, Any]:

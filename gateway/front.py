@@ -59,6 +59,7 @@ from toolreel.gateway.links import (
     span_attributes,
 )
 from toolreel.gateway.listen import Listen
+from toolreel.gateway.questions import asking_through
 from toolreel.upstreams.hub import ClientRouter, Hub, error_result
 from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
 
@@ -263,7 +264,8 @@ class Front(ClientRouter):
         arguments = params.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
             raise MCPError(code=types.INVALID_PARAMS, message="tools/call needs a string 'name' and object 'arguments'")
-        local = await self.hook.call_local(LocalCall(name, arguments, link, ctx))
+        with asking_through(self._asker(link, ctx, exchange)):  # the gateway's own tools ask in the client's era
+            local = await self.hook.call_local(LocalCall(name, arguments, link, ctx))
         if local is not None:
             return local
         route = self.hub.tool_route(name)

@@ -2,13 +2,12 @@
 
 The gateway owns one replayer `Engine` over its own upstreams; on start it resumes the
 executions a previous process left running (SPEC §8). An `approve` step asks the client
-that started the run through elicitation, or pauses when that client cannot be asked.
+that started the run, in its own era (gateway.questions), or pauses when that client cannot be asked.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import json
 import logging
 import time
@@ -16,12 +15,10 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import mcp_types as types
-from mcp.server.session import ServerSession
-from mcp.shared.exceptions import MCPError
 
 from toolreel.core.errors import ExecutionError, StoreError
 from toolreel.core.model import Execution, ExecutionStatus
+from toolreel.gateway import questions
 from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
@@ -39,7 +36,6 @@ logger = logging.getLogger("toolreel.gateway")
 REEL_PREFIX = "reel__"
 RECOVER_EVERY = 5.0  # seconds between looks for executions a dead process left running
 ENGINE_WAIT = 30.0  # seconds a run waits for the engine of a gateway that is still starting
-_caller_link: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar("toolreel_caller_link", default=None)
 
 
 def load_saved(store: Store, name: str, version: int | None = None) -> Template:
@@ -49,32 +45,19 @@ def load_saved(store: Store, name: str, version: int | None = None) -> Template:
 
 
 class _Approver:
-    """Asks the client that started the run (elicitation); None = nobody to ask: pause."""
+    """Asks the client that started the run, in its own era (gateway.questions); None = nobody to ask: pause."""
 
     def __init__(self, hook: GatewayHook) -> None:
         self.hook = hook
 
     async def approve(self, prompt: str, form: Mapping[str, Any] | None = None) -> bool | dict[str, Any] | None:
-        link = _caller_link.get()
-        session: ServerSession | None = link.session if link is not None else None
-        caps = link.capabilities if link is not None else None
-        if session is None or caps is None or caps.elicitation is None or (link is not None and link.modern):
-            return None
-        request = types.ElicitRequest(
-            params=types.ElicitRequestFormParams(
-                message=prompt,
-                requested_schema=dict(form) if form is not None else {"type": "object", "properties": {}},
-            )
-        )
-        try:
-            result = await session.send_request(request, types.ElicitResult)
-        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return None
-        if result.action == "cancel":
+        schema = dict(form) if form is not None else {"type": "object", "properties": {}}
+        result = await questions.elicit(prompt, schema)
+        if result is None or result.action == "cancel":
             return None
         if form is not None and result.action == "accept":
             return dict(result.content or {})
-        return result.action == "accept"
+        return bool(result.action == "accept")
 
 
 class _Runs:
@@ -160,26 +143,18 @@ class _Runs:
         from toolreel.replayer import refuse_given_secrets
 
         refuse_given_secrets(template, inputs)  # never passed through the LLM: read from their sources
-        token = _caller_link.set(link)
-        try:
-            progress = _progress_fn(ctx)
-            engine = await self._engine()
-            return await engine.run_template(template, inputs, wait=wait, progress=progress, deadline=deadline)
-        finally:
-            _caller_link.reset(token)
+        progress = _progress_fn(ctx)
+        engine = await self._engine()
+        return await engine.run_template(template, inputs, wait=wait, progress=progress, deadline=deadline)
 
     async def cancel(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         execution = await (await self._engine()).cancel(_required(arguments, "id"))
         return tool_result(_summary(execution))
 
     async def resume(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
-        token = _caller_link.set(link)
-        try:
-            execution = await (await self._engine()).resume(
-                _required(arguments, "id"), _response_text(arguments.get("response")), progress=_progress_fn(ctx)
-            )
-        finally:
-            _caller_link.reset(token)
+        execution = await (await self._engine()).resume(
+            _required(arguments, "id"), _response_text(arguments.get("response")), progress=_progress_fn(ctx)
+        )
         return tool_result(_summary(execution))
 
     async def call_reel(

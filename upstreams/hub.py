@@ -211,6 +211,9 @@ class Hub:
         handshake-era client mid-call. Started on first need and kept; None if it cannot start."""
         if self.lone_client or upstream.config.protocol != "auto" or not upstream.modern or self._tg is None:
             return None
+        twin = self._twins.get(upstream.name)  # every call of such a client asks: no lock once it is there
+        if twin is not None:
+            return twin if twin.state is UpstreamState.READY else None
         async with self._twin_lock:
             twin = self._twins.get(upstream.name)
             if twin is None:

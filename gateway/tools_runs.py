@@ -22,6 +22,7 @@ from toolreel.gateway import questions
 from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
+from toolreel.gateway.on_demand import OnDemand
 from toolreel.recorder import EXECUTION_META
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class _Runs:
         self.max_concurrency = max_concurrency
         self.engine: Engine | None = None
         self._up = anyio.Event()
+        self.on_demand = OnDemand(hook.hub)  # a template's servers the config lacks, started for its runs
 
     @contextlib.asynccontextmanager
     async def service(self) -> AsyncIterator[None]:
@@ -74,13 +76,13 @@ class _Runs:
         store = self.hook.store
         engine = Engine(
             store,
-            self.hook.hub,
+            self.on_demand,
             max_concurrency=self.max_concurrency,
             approver=_Approver(self.hook),
             template_loader=lambda name, version: load_saved(store, name, version),
             secret_values=self.hook.secret_values,
         )
-        async with engine, anyio.create_task_group() as tg:
+        async with self.on_demand.running(), engine, anyio.create_task_group() as tg:
             self.engine = engine
             self._up.set()
             tg.start_soon(self._keep_recovering, engine)
@@ -145,6 +147,8 @@ class _Runs:
         refuse_given_secrets(template, inputs)  # never passed through the LLM: read from their sources
         progress = _progress_fn(ctx)
         engine = await self._engine()
+        store = await self.hook.ready_store()
+        await self.on_demand.prepare(store, template, lambda name, version: load_saved(store, name, version))
         return await engine.run_template(template, inputs, wait=wait, progress=progress, deadline=deadline)
 
     async def cancel(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:

@@ -100,6 +100,7 @@ class StepSpec:
     idempotency_scope: Literal["execution", "global"] = "execution"
     idempotency_ttl: float | None = None  # seconds
     include_failed: bool = False  # a recorded failed step kept on purpose
+    tool_digest: str | None = None  # the tool's definition when saved (core.tool_digest); a replay checks it
 
     @property
     def kind(self) -> Literal["tool", "return", "approve", "template", "code"]:

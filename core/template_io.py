@@ -186,6 +186,7 @@ def _step(model: StepModel) -> StepSpec:
         idempotency_scope=model.idempotency_scope,
         idempotency_ttl=model.idempotency_ttl,
         include_failed=model.include_failed,
+        tool_digest=model.tool_digest,
     )
 
 
@@ -258,6 +259,7 @@ def _step_dict(step: StepSpec) -> dict[str, Any]:
         ("idempotency_scope", step.idempotency_scope, step.idempotency_scope != "execution"),
         ("idempotency_ttl", _duration(step.idempotency_ttl), step.idempotency_ttl is not None),
         ("include_failed", True, step.include_failed),
+        ("tool_digest", step.tool_digest, step.tool_digest is not None),
     ]
     out.update((key, value) for key, value, present in optional if present)
     return out

@@ -275,6 +275,12 @@ class StepModel(_Strict):
     )
     idempotency_ttl: Duration | None = Field(None, description="How long a stored idempotent result is reused.")
     include_failed: bool = Field(False, description="A recorded failed step kept on purpose.")
+    tool_digest: str | None = Field(
+        None,
+        description="Kind `tool`: the digest of the tool's definition when the template was saved; a replay "
+        "whose tool now has another definition stops before calling it (`tool_changed`).",
+        json_schema_extra={"pattern": "^tool-v1:"},
+    )
 
 
 class TemplateModel(_Strict):

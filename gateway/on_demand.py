@@ -114,6 +114,10 @@ class OnDemand:
     async def call_tool(self, call: ToolCall) -> dict[str, Any]:
         return await self._serving(call.name).call_tool(call)
 
+    def tool_definition(self, name: str) -> Mapping[str, Any] | None:
+        """The upstream's own definition of `name` (core.tool_digest.DefinesTools)."""
+        return self._serving(name).tool_definition(name)
+
     def read_only_tools(self) -> set[str]:
         return self.hub.read_only_tools().union(*(hub.read_only_tools() for hub in self._started))
 

@@ -154,7 +154,7 @@ class _Catalogue:
             else:
                 chosen = dict(asked.inputs)
             result = draft.templatize(chosen)
-        result = self._remembering(result)
+        result = self._pinning(self._remembering(result))
         return await self._finish(result, recordings, arguments, note)
 
     def _remembering(self, result: TemplatizeResult) -> TemplatizeResult:
@@ -167,6 +167,20 @@ class _Catalogue:
             if upstream is not None and upstream.name not in servers:
                 servers[upstream.name] = portable_entry(upstream.config, self.hook.secret_values)
         return dataclasses.replace(result, template=dataclasses.replace(result.template, servers=servers))
+
+    def _pinning(self, result: TemplatizeResult) -> TemplatizeResult:
+        """The template's tool steps with the digest of their tool's definition now (core.tool_digest)."""
+        steps = tuple(
+            dataclasses.replace(spec, tool_digest=digest) if (digest := self._digest(spec.tool)) else spec
+            for spec in result.template.steps
+        )
+        return dataclasses.replace(result, template=dataclasses.replace(result.template, steps=steps))
+
+    def _digest(self, name: str | None) -> str | None:
+        from toolreel.core.tool_digest import tool_digest
+
+        tool = self.hook.hub.tool_definition(name) if name else None
+        return tool_digest(tool) if tool is not None else None
 
     async def _finish(
         self,

@@ -352,6 +352,13 @@ class Hub:
         """A tool by its `server__tool` name (templates), else by its listed name."""
         return self._canonical.get(name) or self._tools.get(name)
 
+    def tool_definition(self, name: str) -> dict[str, Any] | None:
+        """The upstream's own definition of tool `name` (core.tool_digest.DefinesTools), if a server lists it."""
+        route = self.canonical_route(name)
+        if route is None:
+            return None
+        return next((tool for tool in route.upstream.listing.tools if tool.get("name") == route.name), None)
+
     def server_of(self, name: str) -> str | None:
         route = self.canonical_route(name)
         return route.upstream.name if route else None

@@ -52,24 +52,16 @@ class _Unlisted(ClientRouter):
 
 
 class _Remembered(Hub):
-    """A hub of servers started on demand; it says when one of them changes state."""
+    """A hub of servers started on demand, whose changes are not announced to clients."""
 
     def __init__(self, config: GatewayConfig, front: ClientRouter) -> None:
         super().__init__(config, prefix=True)
         self.set_client_capabilities(types.ClientCapabilities())
         self.router = _Unlisted(front)
-        self.changed = anyio.Event()
-
-    def upstream_changed(self, upstream: Upstream) -> None:
-        super().upstream_changed(upstream)
-        self.changed.set()
-        self.changed = anyio.Event()
 
     async def ready(self, owners: Mapping[str, str]) -> None:
         """Return once every server has started; else an UpstreamError naming the template and the server."""
-        with anyio.move_on_after(START_TIMEOUT):
-            while any(u.state is UpstreamState.STARTING for u in self.upstreams.values()):
-                await self.changed.wait()
+        await self.wait_settled(START_TIMEOUT)
         for name, upstream in self.upstreams.items():
             if upstream.state is not UpstreamState.READY:
                 why = upstream.last_error or f"it did not start within {START_TIMEOUT:g} s"

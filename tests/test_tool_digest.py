@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.callers import fixture_env, template
-from tests.gw import call, fixture_entry, text_of
+from tests.gw import VENV_BIN, call, fixture_entry, text_of
 from tests.inproc import gateway_in_process
-from toolreel.core.model import ExecutionStatus
+from toolreel.core.model import ExecutionStatus, TemplateDraft
 from toolreel.core.store import open_store
 from toolreel.core.tool_digest import PARTS, changed_parts, check_definition, tool_digest
 from toolreel.replayer import Engine
@@ -21,6 +22,8 @@ from toolreel.upstreams.config import parse_config
 from toolreel.upstreams.hub import open_upstreams
 
 pytestmark = pytest.mark.anyio
+
+TOOLREEL = VENV_BIN / "toolreel"
 
 TOOL: dict[str, Any] = {
     "name": "add",
@@ -67,6 +70,7 @@ async def test_a_replay_stops_before_calling_a_tool_whose_definition_changed(tmp
     store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
     try:
         async with open_upstreams(config) as hub, Engine(store, hub) as engine:
+            await hub.wait_settled(30)
             now = hub.tool_definition("features__counter")
             assert now is not None and now["name"] == "counter"
 
@@ -103,3 +107,38 @@ async def test_a_saved_template_keeps_its_tools_digests_and_replays(tmp_path: Pa
         assert steps[0]["tool_digest"] == tool_digest({**add, "name": "add"})
         replayed = await call(gw, "reel__adding", {})
         assert not replayed.is_error, text_of(replayed)
+
+
+@pytest.mark.slow
+async def test_templates_check_lists_the_templates_whose_tools_changed(tmp_path: Path) -> None:
+    entry = fixture_entry("features", env=fixture_env(tmp_path))
+    config = parse_config({"mcpServers": {"features": entry}})
+    async with open_upstreams(config) as hub:
+        await hub.wait_settled(30)
+        now = hub.tool_definition("features__add")
+    assert now is not None
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(db)
+    try:
+        for name, digest in (("same", tool_digest(now)), ("drifted", tool_digest({**now, "inputSchema": {}}))):
+            step = {"name": "add_1", "tool": "features__add", "input": {"a": 1, "b": 2}, "tool_digest": digest}
+            definition = {"name": name, "steps": [step], "servers": {"features": entry}}
+            store.save_template(TemplateDraft(name, definition))
+    finally:
+        store.close()
+    done = await anyio.run_process(
+        [str(TOOLREEL), "templates", "check", "--db", db, "--json"], check=False, cwd=tmp_path
+    )
+    assert done.returncode == 1, done.stderr.decode()
+    report = json.loads(done.stdout or b"null") or done.stderr.decode()
+    assert isinstance(report, dict), report
+    assert report["checked"] == 2
+    assert report["templates"] == [
+        {
+            "name": "drifted",
+            "version": 1,
+            "changed": [{"step": "add_1", "tool": "features__add", "parts": ["inputSchema"]}],
+            "missing": [],
+            "not_checked": None,
+        }
+    ]

@@ -106,6 +106,7 @@ class Hub:
         self.reloads = 0
         self._twins: dict[str, Upstream] = {}  # handshake-era connections, by server name (handshake_twin)
         self._twin_lock = anyio.Lock()
+        self._state_changed = anyio.Event()  # set (and renewed) whenever an upstream changes state
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
@@ -226,6 +227,13 @@ class Hub:
     def is_twin(self, upstream: Upstream) -> bool:
         return self._twins.get(upstream.name) is upstream
 
+    async def wait_settled(self, timeout: float) -> None:
+        """Return once no upstream is starting (each is ready or failed), or after `timeout` seconds: unlike
+        `wait_started`, past READY_BUDGET too (for a process with no client waiting on a first answer)."""
+        with anyio.move_on_after(timeout):
+            while any(u.state is UpstreamState.STARTING for u in self.upstreams.values()):
+                await self._state_changed.wait()
+
     async def wait_started(self, timeout: float) -> None:
         with anyio.move_on_after(timeout):
             await self.started.wait()
@@ -253,6 +261,8 @@ class Hub:
         await self.router.notify_clients(upstream, method, params)
 
     def upstream_changed(self, upstream: Upstream) -> None:
+        self._state_changed.set()
+        self._state_changed = anyio.Event()
         before = (set(self._tools), set(self._prompts))
         self._rebuild()
         # Before every upstream had its first start, nobody has listed anything yet: no news.

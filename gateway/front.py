@@ -59,6 +59,7 @@ from toolreel.gateway.links import (
     span_attributes,
 )
 from toolreel.gateway.listen import Listen
+from toolreel.gateway.pinned import check_pinned
 from toolreel.gateway.questions import asking_through
 from toolreel.upstreams.hub import ClientRouter, Hub, error_result
 from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
@@ -285,6 +286,9 @@ class Front(ClientRouter):
         tracker = ProgressOrder(progress) if progress is not None else None
 
         async def send(resolved: dict[str, Any]) -> dict[str, Any]:
+            refused = await check_pinned(self.hub.pins, route, name, self._asker(link, ctx, exchange))
+            if refused is not None:
+                return refused
             confirmation = await self._confirm(link, ctx, exchange, name, resolved) if route.confirm else None
             if confirmation is not None and not confirmation.allowed:
                 return confirmation.refusal()

@@ -24,6 +24,7 @@ from toolreel.core.caller import ToolCall
 from toolreel.core.errors import UpstreamError
 from toolreel.upstreams.config import GatewayConfig, ServerConfig
 from toolreel.upstreams.names import NameMapping, listed_name
+from toolreel.upstreams.pins import Pins
 from toolreel.upstreams.upstream import Listing, Upstream, UpstreamState
 
 __all__ = [
@@ -107,6 +108,7 @@ class Hub:
         self._twins: dict[str, Upstream] = {}  # handshake-era connections, by server name (handshake_twin)
         self._twin_lock = anyio.Lock()
         self._state_changed = anyio.Event()  # set (and renewed) whenever an upstream changes state
+        self.pins = Pins()  # definitions first seen of pinned servers' tools
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
@@ -278,6 +280,8 @@ class Hub:
         prompts: dict[str, Route] = {}
         listed_prompts: list[dict[str, Any]] = []
         for upstream in self.upstreams.values():
+            if upstream.config.pin:
+                self.pins.observe(upstream.name, upstream.listing.tools)
             policy = upstream.config.policy
             for tool in upstream.listing.tools:
                 shown = policy.shown_name(tool["name"])

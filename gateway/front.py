@@ -286,9 +286,10 @@ class Front(ClientRouter):
         tracker = ProgressOrder(progress) if progress is not None else None
 
         async def send(resolved: dict[str, Any]) -> dict[str, Any]:
-            refused = await check_pinned(self.hub.pins, route, name, self._asker(link, ctx, exchange))
-            if refused is not None:
-                return refused
+            if upstream.config.pin:  # held tools of pinned servers ask first (gateway.pinned)
+                refused = await check_pinned(self.hub.pins, route, name, self._asker(link, ctx, exchange))
+                if refused is not None:
+                    return refused
             confirmation = await self._confirm(link, ctx, exchange, name, resolved) if route.confirm else None
             if confirmation is not None and not confirmation.allowed:
                 return confirmation.refusal()

@@ -214,10 +214,10 @@ class Hub:
         handshake-era client mid-call. Started on first need and kept; None if it cannot start."""
         if self.lone_client or upstream.config.protocol != "auto" or not upstream.modern or self._tg is None:
             return None
-        twin = self._twins.get(upstream.name)  # every call of such a client asks: no lock once it is there
-        if twin is not None:
-            return twin if twin.state is UpstreamState.READY else None
-        async with self._twin_lock:
+        twin = self._twins.get(upstream.name)  # every call of such a client asks: no lock once it is ready
+        if twin is not None and twin.state is UpstreamState.READY:
+            return twin
+        async with self._twin_lock:  # one being started: its starter holds the lock until it is up
             twin = self._twins.get(upstream.name)
             if twin is None:
                 twin = self._twins[upstream.name] = Upstream(
@@ -298,6 +298,19 @@ class Hub:
                 name = listed_name(upstream.name, prompt["name"], prefix=self.prefix)
                 prompts.setdefault(name, Route(upstream, prompt["name"]))
                 listed_prompts.append(prompt if name == prompt["name"] else {**prompt, "name": name})
+        # A tool only a server's handshake-era connection lists (its state changed there, a stdio server's
+        # being a second process) is listed too, and served there.
+        for twin in self._twins.values():
+            if twin.name not in self.upstreams:
+                continue
+            policy = twin.config.policy
+            for tool in twin.listing.tools:
+                shown = policy.shown_name(tool["name"])
+                name = listed_name(twin.name, shown, prefix=self.prefix)
+                if name not in tools:
+                    tools[name] = route = Route(twin, tool["name"], shown, policy.needs_confirmation(tool))
+                    canonical.setdefault(listed_name(twin.name, tool["name"]), route)
+                    listed_tools.append(policy.present(tool, name))
         # A template may name a tool by the name the agent saw: the upstream's own names win.
         for alias, route in aliases.items():
             canonical.setdefault(alias, route)

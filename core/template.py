@@ -122,6 +122,7 @@ class StepSpec:
     include_failed: bool = False  # a recorded failed step kept on purpose
     # `continue`: a failure (of the step, or of a for_each item) becomes the output `{error: {code, message}}`
     on_error: Literal["fail_fast", "continue"] = "fail_fast"
+    tool_digest: str | None = None  # the tool's definition when saved (core.tool_digest); a replay checks it
 
     @property
     def kind(self) -> Literal["tool", "return", "approve", "template", "code", "script"]:

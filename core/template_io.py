@@ -190,6 +190,7 @@ def _step(model: StepModel) -> StepSpec:
         idempotency_ttl=model.idempotency_ttl,
         include_failed=model.include_failed,
         on_error=model.on_error,
+        tool_digest=model.tool_digest,
     )
 
 
@@ -277,6 +278,7 @@ def _step_dict(step: StepSpec) -> dict[str, Any]:
         ("idempotency_ttl", _duration(step.idempotency_ttl), step.idempotency_ttl is not None),
         ("include_failed", True, step.include_failed),
         ("on_error", step.on_error, step.on_error != "fail_fast"),
+        ("tool_digest", step.tool_digest, step.tool_digest is not None),
     ]
     out.update((key, value) for key, value, present in optional if present)
     return out

@@ -310,6 +310,12 @@ class StepModel(_Strict):
         description="`continue`: the step's error (a for_each item's error) becomes its output "
         "`{error: {code, message}}` and the run goes on; `fail_fast` (default): it fails the run.",
     )
+    tool_digest: str | None = Field(
+        None,
+        description="Kind `tool`: the digest of the tool's definition when the template was saved; a replay "
+        "whose tool now has another definition stops before calling it (`tool_changed`).",
+        json_schema_extra={"pattern": "^tool-v1:"},
+    )
 
 
 class TemplateModel(_Strict):

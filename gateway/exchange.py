@@ -62,6 +62,8 @@ class Exchange:
 
     async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Called on behalf of the upstream: park until the client's retry answers."""
+        if self.done.is_set():  # the client has its result and will not retry (a run that went on alone)
+            raise MCPError(code=types.INVALID_REQUEST, message=f"the call is over: no client waits to answer {method}")
         key = f"r{next(self._keys)}"
         send, receive = anyio.create_memory_object_stream[dict[str, Any] | MCPError](1)
         self.asked[key] = (method, params)

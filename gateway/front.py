@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
 from toolreel.gateway.confirm import Confirmation, question
+from toolreel.gateway.era import takes_handshake_connection
 from toolreel.gateway.exchange import Exchange, Exchanges, quiet_progress
 from toolreel.gateway.hook import LocalCall, ToolHook, UpstreamCall
 from toolreel.gateway.links import (
@@ -58,8 +59,10 @@ from toolreel.gateway.links import (
     span_attributes,
 )
 from toolreel.gateway.listen import Listen
+from toolreel.gateway.pinned import check_pinned
+from toolreel.gateway.questions import asking_through
 from toolreel.gateway.search import unwrap
-from toolreel.upstreams.hub import NO_BACK_CHANNEL, ClientRouter, Hub, could_not_push, error_result
+from toolreel.upstreams.hub import ClientRouter, Hub, error_result
 from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
 
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
@@ -103,9 +106,6 @@ class Front(ClientRouter):
         self.links: dict[str, ClientLink] = {}
         self.bus = InMemorySubscriptionBus()
         self._inflight: dict[Upstream, list[Call]] = {}  # by connection: a server's twin has its own
-        # (server, tool) that could not push a question on the stateless era: a handshake-era client's
-        # calls to them go to the server's handshake-era connection (Hub.handshake_twin).
-        self._pushes: set[tuple[str, str]] = set()
         self.exchanges = Exchanges()
         self._subscribers: collections.Counter[str] = collections.Counter()
         self._tg: anyio.abc.TaskGroup | None = None
@@ -206,6 +206,7 @@ class Front(ClientRouter):
             link = self.link_for(ctx)  # a client that only calls tools still hears of list changes
             link.capabilities, link.protocol_version = caps, params.get("protocolVersion")
             await self.hub.wait_started(START_TIMEOUT)
+            self._open_handshake_connections(link)
             self.server.instructions = self._instructions()
             return await call_next(ctx)
         if method == "server/discover":
@@ -216,6 +217,15 @@ class Front(ClientRouter):
         elif ctx.request_id is not None:
             self.link_for(ctx)
         return await call_next(ctx)
+
+    def _open_handshake_connections(self, link: ClientLink) -> None:
+        """Start, in the background, the handshake-era connections `link`'s calls will take (gateway.era),
+        so that its first call does not wait for a server to start."""
+        if self._tg is None:
+            return
+        for upstream in list(self.hub.upstreams.values()):
+            if takes_handshake_connection(link, upstream):
+                self._tg.start_soon(self.hub.handshake_twin, upstream)
 
     def _instructions(self) -> str:
         parts = [u.instructions for u in self.hub.upstreams.values() if u.instructions]
@@ -264,7 +274,8 @@ class Front(ClientRouter):
         arguments = params.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
             raise MCPError(code=types.INVALID_PARAMS, message="tools/call needs a string 'name' and object 'arguments'")
-        local = await self.hook.call_local(LocalCall(name, arguments, link, ctx, exchange))
+        with asking_through(self._asker(link, ctx, exchange)):  # the gateway's own tools ask in the client's era
+            local = await self.hook.call_local(LocalCall(name, arguments, link, ctx, exchange))
         if local is not None:
             return local
         route = self.hub.tool_route(name)
@@ -284,6 +295,10 @@ class Front(ClientRouter):
         tracker = ProgressOrder(progress) if progress is not None else None
 
         async def send(resolved: dict[str, Any]) -> dict[str, Any]:
+            if upstream.config.pin:  # held tools of pinned servers ask first (gateway.pinned)
+                refused = await check_pinned(self.hub.pins, route, name, self._asker(link, ctx, exchange))
+                if refused is not None:
+                    return refused
             confirmation = await self._confirm(link, ctx, exchange, name, resolved) if route.confirm else None
             if confirmation is not None and not confirmation.allowed:
                 return confirmation.refusal()
@@ -296,10 +311,10 @@ class Front(ClientRouter):
                 forwarded.update({k: params[k] for k in ("inputResponses", "requestState") if k in params})
             entry = Call(ctx, link, exchange, tracker, envelope, ask)
             try:
-                if link.modern or not upstream.modern:
-                    result = await self._send_call(entry, upstream, forwarded)
-                else:
-                    result = await self._send_pushable(entry, upstream, route.name, forwarded)
+                target = await self._connection_for(link, upstream)
+                result = await self._send_call(
+                    entry if target is upstream else entry.for_handshake_twin(), target, forwarded
+                )
                 return result if confirmation is None else confirmation.stamp(result)
             except UpstreamError as exc:
                 return error_result(str(exc))
@@ -333,33 +348,14 @@ class Front(ClientRouter):
         finally:
             inflight.remove(entry)
 
-    async def _send_pushable(
-        self, entry: Call, upstream: Upstream, tool: str, forwarded: dict[str, Any]
-    ) -> dict[str, Any]:
-        """A handshake-era client's call to a server spoken to in the stateless era. A server that can only
-        *push* its questions fails them there ("no back-channel"): the call is then made again on the
-        server's handshake-era connection, where the client gets it as it would directly, and the tool is
-        remembered so its later calls from such clients go there at once."""
-        if (upstream.name, tool) in self._pushes:
+    async def _connection_for(self, link: ClientLink, upstream: Upstream) -> Upstream:
+        """The connection `link`'s call to `upstream` takes (gateway.era): the server's handshake-era one for a
+        handshake-era client that can be asked questions, else the server's own."""
+        if takes_handshake_connection(link, upstream):
             twin = await self.hub.handshake_twin(upstream)
             if twin is not None:
-                return await self._send_call(entry.for_handshake_twin(), twin, forwarded)
-        try:
-            result = await self._send_call(entry, upstream, forwarded)
-            if not could_not_push(result):
-                return result
-            failure: MCPError | None = None
-        except MCPError as exc:
-            if NO_BACK_CHANNEL not in exc.error.message.lower():
-                raise
-            failure = exc
-        twin = await self.hub.handshake_twin(upstream)
-        if twin is None:
-            if failure is not None:
-                raise failure
-            return result
-        self._pushes.add((upstream.name, tool))
-        return await self._send_call(entry.for_handshake_twin(), twin, forwarded)
+                return twin
+        return upstream
 
     def _how_to_ask(
         self, link: ClientLink, ctx: Any, passthrough: bool, exchange: Exchange | None = None

@@ -412,6 +412,7 @@ class GatewayHook(ToolHook):
             {
                 "upstreams": upstreams,
                 "name_mapping": [{"listed": m.listed, "server": m.server, "name": m.name} for m in self.hub.mappings()],
+                "pinned_changed": hub.pins.listing(),  # tools of pinned servers held until approved
                 "config": {"source": hub.config.source, "reloads": hub.reloads, "error": hub.config_error},
                 "execution_id": session.execution_id,
                 "recording": self.record,

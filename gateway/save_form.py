@@ -12,12 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-import anyio
-import mcp_types as types
-from mcp.shared.exceptions import MCPError
-
 from toolreel.core.errors import TemplateError
 from toolreel.core.model import JSON
+from toolreel.gateway import questions
 from toolreel.gateway.links import ClientLink
 
 if TYPE_CHECKING:
@@ -38,9 +35,9 @@ class Answer:
 
 
 def can_ask(link: ClientLink) -> bool:
-    """A form can be pushed to handshake-era clients that declared elicitation."""
+    """A form can be put to clients that declared elicitation, in either era (gateway.questions)."""
     caps = link.capabilities
-    return link.session is not None and caps is not None and caps.elicitation is not None and not link.modern
+    return caps is not None and caps.elicitation is not None
 
 
 def form_schema(candidates: Sequence[LikelyInput]) -> dict[str, Any]:
@@ -84,18 +81,14 @@ def read_answer(candidates: Sequence[LikelyInput], content: Mapping[str, Any] | 
 
 async def ask(link: ClientLink, template: str, candidates: Sequence[LikelyInput]) -> Answer | None:
     """Ask the user once; None when the client cannot be asked (then the caller applies them all)."""
-    if not can_ask(link) or link.session is None:
+    if not can_ask(link):
         return None
     message = (
         f"Save template {template!r}: these recorded values look like what changes from one run to the next. "
         "Each ticked one becomes an input of the template (rename it if you like); unticked ones stay fixed."
     )
-    request = types.ElicitRequest(
-        params=types.ElicitRequestFormParams(message=message, requested_schema=form_schema(candidates))
-    )
-    try:
-        result = await link.session.send_request(request, types.ElicitResult)
-    except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+    result = await questions.elicit(message, form_schema(candidates))
+    if result is None:
         return None
     if result.action != "accept":
         return Answer(inputs={}, declined=True)

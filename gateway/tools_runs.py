@@ -2,13 +2,12 @@
 
 The gateway owns one replayer `Engine` over its own upstreams; on start it resumes the
 executions a previous process left running (SPEC §8). An `approve` step asks the client
-that started the run through elicitation, or pauses when that client cannot be asked.
+that started the run, in its own era (gateway.questions), or pauses when that client cannot be asked.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import json
 import logging
 import time
@@ -16,16 +15,15 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import mcp_types as types
-from mcp.server.session import ServerSession
-from mcp.shared.exceptions import MCPError
 
 from toolreel.core.errors import ExecutionError, StoreError
 from toolreel.core.model import Execution, ExecutionStatus
 from toolreel.core.view import outcome_code
+from toolreel.gateway import questions
 from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
+from toolreel.gateway.on_demand import OnDemand
 from toolreel.recorder import EXECUTION_META
 
 if TYPE_CHECKING:
@@ -40,7 +38,6 @@ logger = logging.getLogger("toolreel.gateway")
 REEL_PREFIX = "reel__"
 RECOVER_EVERY = 5.0  # seconds between looks for executions a dead process left running
 ENGINE_WAIT = 30.0  # seconds a run waits for the engine of a gateway that is still starting
-_caller_link: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar("toolreel_caller_link", default=None)
 
 
 def load_saved(store: Store, name: str, version: int | None = None) -> Template:
@@ -50,32 +47,19 @@ def load_saved(store: Store, name: str, version: int | None = None) -> Template:
 
 
 class _Approver:
-    """Asks the client that started the run (elicitation); None = nobody to ask: pause."""
+    """Asks the client that started the run, in its own era (gateway.questions); None = nobody to ask: pause."""
 
     def __init__(self, hook: GatewayHook) -> None:
         self.hook = hook
 
     async def approve(self, prompt: str, form: Mapping[str, Any] | None = None) -> bool | dict[str, Any] | None:
-        link = _caller_link.get()
-        session: ServerSession | None = link.session if link is not None else None
-        caps = link.capabilities if link is not None else None
-        if session is None or caps is None or caps.elicitation is None or (link is not None and link.modern):
-            return None
-        request = types.ElicitRequest(
-            params=types.ElicitRequestFormParams(
-                message=prompt,
-                requested_schema=dict(form) if form is not None else {"type": "object", "properties": {}},
-            )
-        )
-        try:
-            result = await session.send_request(request, types.ElicitResult)
-        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return None
-        if result.action == "cancel":
+        schema = dict(form) if form is not None else {"type": "object", "properties": {}}
+        result = await questions.elicit(prompt, schema)
+        if result is None or result.action == "cancel":
             return None
         if form is not None and result.action == "accept":
             return dict(result.content or {})
-        return result.action == "accept"
+        return bool(result.action == "accept")
 
 
 class _Runs:
@@ -84,6 +68,7 @@ class _Runs:
         self.max_concurrency = max_concurrency
         self.engine: Engine | None = None
         self._up = anyio.Event()
+        self.on_demand = OnDemand(hook.hub)  # a template's servers the config lacks, started for its runs
 
     @contextlib.asynccontextmanager
     async def service(self) -> AsyncIterator[None]:
@@ -92,13 +77,13 @@ class _Runs:
         store = self.hook.store
         engine = Engine(
             store,
-            self.hook.hub,
+            self.on_demand,
             max_concurrency=self.max_concurrency,
             approver=_Approver(self.hook),
             template_loader=lambda name, version: load_saved(store, name, version),
             secret_values=self.hook.secret_values,
         )
-        async with engine, anyio.create_task_group() as tg:
+        async with self.on_demand.running(), engine, anyio.create_task_group() as tg:
             self.engine = engine
             self._up.set()
             tg.start_soon(self._keep_recovering, engine)
@@ -165,28 +150,22 @@ class _Runs:
         from toolreel.replayer import refuse_given_secrets
 
         refuse_given_secrets(template, inputs)  # never passed through the LLM: read from their sources
-        token = _caller_link.set(link)
-        try:
-            progress = _progress_fn(ctx)
-            engine = await self._engine()
-            return await engine.run_template(
-                template, inputs, wait=wait, progress=progress, deadline=deadline, execution_id=execution_id
-            )
-        finally:
-            _caller_link.reset(token)
+        progress = _progress_fn(ctx)
+        engine = await self._engine()
+        store = await self.hook.ready_store()
+        await self.on_demand.prepare(store, template, lambda name, version: load_saved(store, name, version))
+        return await engine.run_template(
+            template, inputs, wait=wait, progress=progress, deadline=deadline, execution_id=execution_id
+        )
 
     async def cancel(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         execution = await (await self._engine()).cancel(_required(arguments, "id"))
         return tool_result(_summary(execution))
 
     async def resume(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
-        token = _caller_link.set(link)
-        try:
-            execution = await (await self._engine()).resume(
-                _required(arguments, "id"), _response_text(arguments.get("response")), progress=_progress_fn(ctx)
-            )
-        finally:
-            _caller_link.reset(token)
+        execution = await (await self._engine()).resume(
+            _required(arguments, "id"), _response_text(arguments.get("response")), progress=_progress_fn(ctx)
+        )
         return tool_result(_summary(execution))
 
     async def retry(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
@@ -196,14 +175,10 @@ class _Runs:
             raise ExecutionError("'inputs' must be an object of the input names to change -> new values")
         if from_step is not None and not isinstance(from_step, str):
             raise ExecutionError("'from_step' is the name of the step to run again from (a string)")
-        token = _caller_link.set(link)
-        try:
-            engine = await self._engine()
-            execution = await engine.retry(
-                _required(arguments, "id"), from_step=from_step, inputs=inputs, progress=_progress_fn(ctx)
-            )
-        finally:
-            _caller_link.reset(token)
+        engine = await self._engine()
+        execution = await engine.retry(
+            _required(arguments, "id"), from_step=from_step, inputs=inputs, progress=_progress_fn(ctx)
+        )
         return tool_result(_summary(execution))
 
     async def call_reel(

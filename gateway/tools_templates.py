@@ -159,7 +159,7 @@ class _Catalogue:
             else:
                 chosen = dict(asked.inputs)
             result = draft.templatize(chosen)
-        result = self._remembering(result)
+        result = self._pinning(self._remembering(result))
         return await self._finish(result, recordings, arguments, note)
 
     async def _fixes(self, result: TemplatizeResult, recordings: list[Sequence[StepRecord]]) -> list[Any]:
@@ -167,6 +167,7 @@ class _Catalogue:
         from toolreel.templatizer import propose_fixes, verify
 
         return propose_fixes(result, await anyio.to_thread.run_sync(verify, result, recordings))
+
     async def _save_script(self, name: str, work: ScriptWork, arguments: dict[str, Any]) -> dict[str, Any]:
         from toolreel.core.template_io import template_to_dict
         from toolreel.upstreams.remembered import portable_entry
@@ -205,6 +206,20 @@ class _Catalogue:
             if upstream is not None and upstream.name not in servers:
                 servers[upstream.name] = portable_entry(upstream.config, self.hook.secret_values)
         return dataclasses.replace(result, template=dataclasses.replace(result.template, servers=servers))
+
+    def _pinning(self, result: TemplatizeResult) -> TemplatizeResult:
+        """The template's tool steps with the digest of their tool's definition now (core.tool_digest)."""
+        steps = tuple(
+            dataclasses.replace(spec, tool_digest=digest) if (digest := self._digest(spec.tool)) else spec
+            for spec in result.template.steps
+        )
+        return dataclasses.replace(result, template=dataclasses.replace(result.template, steps=steps))
+
+    def _digest(self, name: str | None) -> str | None:
+        from toolreel.core.tool_digest import tool_digest
+
+        tool = self.hook.hub.tool_definition(name) if name else None
+        return tool_digest(tool) if tool is not None else None
 
     async def _finish(
         self,

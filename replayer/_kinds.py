@@ -21,6 +21,7 @@ from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import resolve, step_output
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
 from toolreel.core.template import StepSpec
+from toolreel.core.tool_digest import check_definition
 from toolreel.replayer._child import template_step
 from toolreel.replayer._policy import (
     NO_RETRY,
@@ -96,6 +97,9 @@ async def _code(run: Run, spec: StepSpec, record: StepRecord, value: JSON) -> St
 async def _tool(run: Run, spec: StepSpec, record: StepRecord, args: JSON, key: str | None) -> StepRecord:
     if not isinstance(args, dict):
         return failed(record, f"input: resolved to {type(args).__name__}, not an object of tool arguments")
+    changed = check_definition(run.ctx.caller, spec.name, spec.tool, spec.tool_digest)
+    if changed is not None:  # stopped before calling a tool that may no longer mean what it did
+        return failed(record, changed)
     stored_key = None
     if key is not None:
         stored_key = idempotency_store_key(key, scope=spec.idempotency_scope, execution_id=run.execution_id)

@@ -37,7 +37,7 @@ from toolreel.templatizer._verify import verify
 __all__ = ["register", "schema_command", "templates_app", "templatize_command"]
 
 templates_app = typer.Typer(
-    help="The template catalogue: list, show, export, import, delete, validate.", no_args_is_help=True
+    help="The template catalogue: list, show, export, import, delete, validate, check.", no_args_is_help=True
 )
 
 
@@ -217,6 +217,42 @@ def validate_command(
     else:
         inputs = ", ".join(template.inputs) or "none"
         typer.echo(f"{file}: valid template {template.name!r}: {len(template.steps)} steps, inputs: {inputs}")
+
+
+@templates_app.command("check")
+def check_command(
+    db: DbOption = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Check against this config's servers (default: those remembered).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the saved templates whose tools changed definition since they were saved; exit 1 if any did."""
+    import anyio
+
+    from toolreel.replayer.tools_check import check_templates
+    from toolreel.upstreams.config import load_config
+
+    try:
+        servers = load_config(config) if config is not None else None
+    except ToolreelError as exc:
+        raise fail(str(exc), 2) from None
+    with _store(db) as store:
+        checks = anyio.run(check_templates, store, servers)
+    flagged = [check for check in checks if not check.clean]
+    if as_json:
+        typer.echo(json.dumps({"templates": [check.to_json() for check in flagged], "checked": len(checks)}))
+    else:
+        for check in flagged:
+            for step, (tool, parts) in check.changed.items():
+                typer.echo(f"{check.name} (v{check.version}): step {step!r}: {tool} changed ({', '.join(parts)})")
+            for step, tool in check.missing.items():
+                typer.echo(f"{check.name} (v{check.version}): step {step!r}: no server lists {tool}")
+            if check.not_checked is not None:
+                typer.echo(f"{check.name} (v{check.version}): not checked: {check.not_checked}")
+        typer.echo(f"{len(checks)} templates checked, {len(flagged)} with tools that changed or cannot be reached")
+    if flagged:
+        raise typer.Exit(1)
 
 
 def _validated(file: Path) -> Template:

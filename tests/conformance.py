@@ -173,6 +173,18 @@ async def run_suite(
     return SuiteRun(spec_version, checks, console, done.returncode)
 
 
+def _aggregate_args(server: list[str], directory: Path) -> list[str]:
+    """`serve --config` arguments for `server` and the `ids` fixture, with a store of their own in `directory`."""
+    other = fixture_command("ids")
+    servers = {
+        "fixture": {"command": server[0], "args": server[1:], "cwd": str(REPO_ROOT)},
+        "ids": {"command": other[0], "args": other[1:], "cwd": str(REPO_ROOT)},
+    }
+    config = directory / "toolreel.json"
+    config.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return ["--config", str(config), "--no-prefix", "--db", f"sqlite:///{directory / 'toolreel.db'}"]
+
+
 def free_port() -> int:
     """A port free on 127.0.0.1 right now (for servers that cannot announce the port they bound)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -196,17 +208,23 @@ async def wait_for_port(port: int, timeout: float = 30.0) -> None:
 
 
 @asynccontextmanager
-async def toolreel_proxy(fixture: str = "conformance_server", *, transport: str = "http") -> AsyncIterator[str]:
+async def toolreel_proxy(
+    fixture: str = "conformance_server", *, transport: str = "http", aggregate_in: Path | None = None
+) -> AsyncIterator[str]:
     """`toolreel serve --http 127.0.0.1:PORT -- python -m fixtures.<fixture>`; yields the gateway's URL.
 
     `transport="stdio"` puts a stdio gateway in between (`... -- toolreel serve -- python -m ...`): the suite
-    tests HTTP servers only, so the stdio front is reached through an HTTP one that adds nothing."""
+    tests HTTP servers only, so the stdio front is reached through an HTTP one that adds nothing.
+    `aggregate_in` (a directory for its config and store) serves the fixture in aggregate mode instead
+    (`serve --config`, unprefixed names so the suite finds them), next to a second server (`ids`)."""
     port = free_port()
     toolreel = Path(sys.executable).parent / "toolreel"
     server = fixture_command(fixture)
     if transport == "stdio":
         server = [str(toolreel), "serve", "--no-record", "--", *server]
     command = [str(toolreel), "serve", "--http", f"127.0.0.1:{port}", "--", *server]
+    if aggregate_in is not None:
+        command = [str(toolreel), "serve", "--http", f"127.0.0.1:{port}", *_aggregate_args(server, aggregate_in)]
     # The gateway's stderr stays on the test's stderr, where a failure shows it.
     process = await anyio.open_process(
         command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None

@@ -17,6 +17,7 @@ import pytest
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.callers import fixture_env, harness, saved, template
 from tests.gw import call, fixture_entry, gateway_env, stdio_gateway, write_config
+from tests.inproc import gateway_in_process
 from toolreel.core.errors import ExecutionError, TemplateError
 from toolreel.core.form import check_answer
 from toolreel.core.model import ExecutionStatus, TemplateDraft
@@ -201,3 +202,45 @@ def test_executions_resume_takes_a_json_response(tmp_path: Path) -> None:
     done = replayer("executions", "resume", ident, "--response", '{"label": "bug", "points": 3}', "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["output"]["said"] == "bug/3"
+
+
+@pytest.mark.slow
+async def test_a_stateless_era_client_fills_the_approval_form_through_input_required_results(tmp_path: Path) -> None:
+    """The SDK's default `Client` speaks 2026-07-28, where nothing is pushed mid-call: the approval's form comes
+    back as an `InputRequiredResult`, the client's retry carries the answer, and the run goes on with it."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(db)
+    store.save_template(TemplateDraft("triage", TRIAGE))
+    store.close()
+    servers = {"features": fixture_entry("features", env=fixture_env(tmp_path))}
+    async with gateway_in_process(servers, db=db, mode="auto") as gw:
+        assert gw.modern
+
+        async def fill(params: types.ElicitRequestParams) -> types.ElicitResult:
+            return types.ElicitResult(action="accept", content={"label": "feature", "points": 5})
+
+        gw.probe.elicit = fill
+        run = await call(gw, "toolreel__run_template", {"name": "triage"})
+        summary = run.structured_content or {}
+        assert summary["status"] == "succeeded", summary
+        assert summary["output"] == {"said": "feature/5", "answer": {"label": "feature", "points": 5}}
+        asked = gw.probe.elicitations[-1]
+        assert isinstance(asked, types.ElicitRequestFormParams) and asked.message == "Label for 3.0?"
+        assert asked.requested_schema == FORM
+
+        reel = await call(gw, "reel__triage", {})
+        assert not reel.is_error and json.loads(reel.content[0].text)["said"] == "feature/5"
+        assert len(gw.probe.elicitations) == 2
+
+
+@pytest.mark.slow
+async def test_a_client_that_cannot_be_asked_gets_a_paused_run(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(db)
+    store.save_template(TemplateDraft("triage", TRIAGE))
+    store.close()
+    servers = {"features": fixture_entry("features", env=fixture_env(tmp_path))}
+    async with gateway_in_process(servers, db=db, mode="auto", answers=False) as gw:
+        paused = (await call(gw, "toolreel__run_template", {"name": "triage"})).structured_content or {}
+        assert paused["status"] == "paused" and paused["prompt"]["schema"] == FORM
+        assert gw.probe.elicitations == []

@@ -265,11 +265,37 @@ async def test_a_template_that_does_not_replay_a_recording_is_refused_unless_for
         assert (forced.structured_content or {})["saved"] is True
 
 
-async def test_a_stateless_era_client_is_not_asked_and_is_told_the_inputs_were_applied(tmp_path: Path) -> None:
+async def test_a_stateless_era_client_answers_the_form_through_input_required_results(tmp_path: Path) -> None:
+    """A 2026-07-28 client (the SDK's default `Client`) cannot be pushed a request mid-call: the form comes
+    back as an `InputRequiredResult`, the client's retry carries the answer, and the save goes on with it."""
     servers, db = _setup(tmp_path)
-    async with gateway_in_process(
-        servers, db=db, mode="auto"
-    ) as gw:  # 2026-07-28: no request can reach the client mid-call
+    async with gateway_in_process(servers, db=db, mode="auto") as gw:
+        assert gw.modern
+
+        async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+            return types.ElicitResult(action="accept", content={"use_email": False, "name_name": "customer"})
+
+        gw.probe.elicit = answer
+        await _shopping(gw)
+        saved = await call(gw, "toolreel__save_template", {"name": "shop"})
+        assert not saved.is_error, text_of(saved)
+        assert len(gw.probe.elicitations) == 1
+        asked = gw.probe.elicitations[0]
+        assert isinstance(asked, types.ElicitRequestFormParams) and "Save template 'shop'" in asked.message
+        assert "cannot show a confirmation form" not in text_of(saved)
+        assert set((saved.structured_content or {})["template"]["inputs"]) == {"customer"}
+        replayed = await call(gw, "reel__shop", {"customer": "Grace Hopper"})
+        assert not replayed.is_error, text_of(replayed)
+        execution_id = (replayed.meta or {})["toolreel/execution"]
+    assert _steps(db, execution_id)["create_user_1"].resolved_input == {
+        "name": "Grace Hopper",
+        "email": "ada@example.com",  # unticked in the form: it stayed the recorded value
+    }
+
+
+async def test_a_stateless_era_client_without_elicitation_is_told_the_inputs_were_applied(tmp_path: Path) -> None:
+    servers, db = _setup(tmp_path)
+    async with gateway_in_process(servers, db=db, mode="auto", answers=False) as gw:
         assert gw.modern
         await _shopping(gw)
         saved = await call(gw, "toolreel__save_template", {"name": "shop"})

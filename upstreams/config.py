@@ -46,6 +46,7 @@ _KNOWN_KEYS = frozenset(
         "toolsOverride",
         "confirm",
         "disabled",
+        "pin",
         "protocol",
         "envFile",
         "description",
@@ -74,6 +75,7 @@ class ServerConfig:
     timeout: float = DEFAULT_TIMEOUT
     policy: ToolPolicy = field(default_factory=ToolPolicy)  # tools, excludeTools, toolsOverride, confirm
     disabled: bool = False
+    pin: bool = False  # a tool whose definition changed since first seen is held until approved (upstreams.pins)
     # Era spoken to this upstream. auto: a lone stdio client's own era, else the stateless one where spoken.
     protocol: Literal["auto", "legacy", "modern"] = "auto"
     oauth: OAuthSettings | None = None  # `oauth`: a pre-registered client and scopes (HTTP servers)
@@ -241,6 +243,7 @@ def _parse_server(name: str, entry: Any, path: str, source: str | None, env: Map
         "timeout": _timeout(expanded.get("timeout"), f"{path}.timeout", source),
         "policy": parse_policy(expanded, path, source),
         "disabled": _bool(expanded.get("disabled", False), f"{path}.disabled", source),
+        "pin": _bool(expanded.get("pin", False), f"{path}.pin", source),
         "protocol": _protocol(expanded.get("protocol", "auto"), f"{path}.protocol", source),
         "entry": dict(entry),
         "source": source,

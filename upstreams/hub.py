@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,15 +24,14 @@ from toolreel.core.caller import ToolCall
 from toolreel.core.errors import UpstreamError
 from toolreel.upstreams.config import GatewayConfig, ServerConfig
 from toolreel.upstreams.names import NameMapping, listed_name
+from toolreel.upstreams.pins import Pins
 from toolreel.upstreams.upstream import Listing, Upstream, UpstreamState
 
 __all__ = [
-    "NO_BACK_CHANNEL",
     "ClientRouter",
     "Hub",
     "Reload",
     "Route",
-    "could_not_push",
     "error_result",
     "open_hub",
     "open_upstreams",
@@ -41,8 +40,6 @@ __all__ = [
 logger = logging.getLogger("toolreel.hub")
 
 READY_BUDGET = 5.0  # seconds the first answers wait for slow upstreams
-# The phrase of a server that could not push a question on the stateless era (the SDK's NoBackChannelError).
-NO_BACK_CHANNEL = "no back-channel for server-initiated requests"
 
 ALL_CLIENT_CAPABILITIES = types.ClientCapabilities(
     sampling=types.SamplingCapability(),
@@ -110,6 +107,8 @@ class Hub:
         self.reloads = 0
         self._twins: dict[str, Upstream] = {}  # handshake-era connections, by server name (handshake_twin)
         self._twin_lock = anyio.Lock()
+        self._state_changed = anyio.Event()  # set (and renewed) whenever an upstream changes state
+        self.pins = Pins()  # definitions first seen of pinned servers' tools
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
@@ -215,7 +214,10 @@ class Hub:
         handshake-era client mid-call. Started on first need and kept; None if it cannot start."""
         if self.lone_client or upstream.config.protocol != "auto" or not upstream.modern or self._tg is None:
             return None
-        async with self._twin_lock:
+        twin = self._twins.get(upstream.name)  # every call of such a client asks: no lock once it is ready
+        if twin is not None and twin.state is UpstreamState.READY:
+            return twin
+        async with self._twin_lock:  # one being started: its starter holds the lock until it is up
             twin = self._twins.get(upstream.name)
             if twin is None:
                 twin = self._twins[upstream.name] = Upstream(
@@ -226,6 +228,13 @@ class Hub:
 
     def is_twin(self, upstream: Upstream) -> bool:
         return self._twins.get(upstream.name) is upstream
+
+    async def wait_settled(self, timeout: float) -> None:
+        """Return once no upstream is starting (each is ready or failed), or after `timeout` seconds: unlike
+        `wait_started`, past READY_BUDGET too (for a process with no client waiting on a first answer)."""
+        with anyio.move_on_after(timeout):
+            while any(u.state is UpstreamState.STARTING for u in self.upstreams.values()):
+                await self._state_changed.wait()
 
     async def wait_started(self, timeout: float) -> None:
         with anyio.move_on_after(timeout):
@@ -254,6 +263,8 @@ class Hub:
         await self.router.notify_clients(upstream, method, params)
 
     def upstream_changed(self, upstream: Upstream) -> None:
+        self._state_changed.set()
+        self._state_changed = anyio.Event()
         before = (set(self._tools), set(self._prompts))
         self._rebuild()
         # Before every upstream had its first start, nobody has listed anything yet: no news.
@@ -269,6 +280,8 @@ class Hub:
         prompts: dict[str, Route] = {}
         listed_prompts: list[dict[str, Any]] = []
         for upstream in self.upstreams.values():
+            if upstream.config.pin:
+                self.pins.observe(upstream.name, upstream.listing.tools)
             policy = upstream.config.policy
             for tool in upstream.listing.tools:
                 shown = policy.shown_name(tool["name"])
@@ -285,6 +298,19 @@ class Hub:
                 name = listed_name(upstream.name, prompt["name"], prefix=self.prefix)
                 prompts.setdefault(name, Route(upstream, prompt["name"]))
                 listed_prompts.append(prompt if name == prompt["name"] else {**prompt, "name": name})
+        # A tool only a server's handshake-era connection lists (its state changed there, a stdio server's
+        # being a second process) is listed too, and served there.
+        for twin in self._twins.values():
+            if twin.name not in self.upstreams:
+                continue
+            policy = twin.config.policy
+            for tool in twin.listing.tools:
+                shown = policy.shown_name(tool["name"])
+                name = listed_name(twin.name, shown, prefix=self.prefix)
+                if name not in tools:
+                    tools[name] = route = Route(twin, tool["name"], shown, policy.needs_confirmation(tool))
+                    canonical.setdefault(listed_name(twin.name, tool["name"]), route)
+                    listed_tools.append(policy.present(tool, name))
         # A template may name a tool by the name the agent saw: the upstream's own names win.
         for alias, route in aliases.items():
             canonical.setdefault(alias, route)
@@ -367,6 +393,13 @@ class Hub:
         """A tool by its `server__tool` name (templates), else by its listed name."""
         return self._canonical.get(name) or self._tools.get(name)
 
+    def tool_definition(self, name: str) -> dict[str, Any] | None:
+        """The upstream's own definition of tool `name` (core.tool_digest.DefinesTools), if a server lists it."""
+        route = self.canonical_route(name)
+        if route is None:
+            return None
+        return next((tool for tool in route.upstream.listing.tools if tool.get("name") == route.name), None)
+
     def server_of(self, name: str) -> str | None:
         route = self.canonical_route(name)
         return route.upstream.name if route else None
@@ -394,15 +427,6 @@ class Hub:
 def _same_connection(old: ServerConfig, new: ServerConfig) -> bool:
     """Only the tool policy differs: the running session serves the new config as it is."""
     return dataclasses.replace(old, policy=new.policy) == new
-
-
-def could_not_push(result: Mapping[str, Any]) -> bool:
-    """A tool error saying the server had no way to ask its question (a server that reports the SDK's
-    NoBackChannelError as an `isError` result rather than a JSON-RPC error)."""
-    if not result.get("isError"):
-        return False
-    texts = (c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict))
-    return any(NO_BACK_CHANNEL in str(text).lower() for text in texts)
 
 
 def error_result(text: str) -> dict[str, Any]:

@@ -8,13 +8,14 @@ alone. `Send` is how a hook forwards: resolved arguments in, the upstream's resu
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import anyio.abc
 
+from toolreel.core.skill import Skill
 from toolreel.gateway.links import ClientLink
 from toolreel.upstreams.upstream import Upstream
 
@@ -56,6 +57,10 @@ class ToolHook:
 
     def extra_tools(self) -> list[dict[str, Any]]:
         return []
+
+    def skills(self) -> Sequence[Skill]:
+        """The skills the gateway serves itself (Skills extension): one per template."""
+        return ()
 
     async def call_local(self, call: LocalCall) -> dict[str, Any] | None:
         """Answer a tool the gateway serves itself; None when `call.name` is not one."""

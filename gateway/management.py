@@ -37,6 +37,7 @@ from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.hub import Hub, error_result
 
 if TYPE_CHECKING:
+    from toolreel.core.skill import Skill
     from toolreel.core.store import Store
 
 __all__ = ["ANNOTATIONS", "Extension", "GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
@@ -246,6 +247,9 @@ class GatewayHook(ToolHook):
         for extension in self.extensions:
             listed.extend(extension.listed())
         return listed
+
+    def skills(self) -> Sequence[Skill]:
+        return [skill for extension in self.extensions for skill in extension.skills()]
 
     async def call_local(self, call: LocalCall) -> dict[str, Any] | None:
         name, arguments, ctx, link = call.name, call.arguments, call.ctx, call.link
@@ -515,6 +519,10 @@ class Extension:
     def listed(self) -> list[dict[str, Any]]:
         """Tools whose list changes while serving (one `reel__<name>` per template)."""
         return []
+
+    def skills(self) -> Sequence[Skill]:
+        """Skills it serves (one per template)."""
+        return ()
 
     async def call(self, call: LocalCall) -> dict[str, Any] | None:
         """Answer a call of a tool not in `tools()` (a `reel__` tool); None when it is not its own."""

@@ -143,7 +143,12 @@ def export_command(
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON instead of YAML (also for a .json file).")] = False,
     shape: Annotated[
-        str | None, typer.Option("--as", help="skill: an Agent Skill folder DIR/<name>/ (SKILL.md, template.yaml).")
+        str | None,
+        typer.Option(
+            "--as",
+            help="skill: an Agent Skill folder DIR/<name>/ (SKILL.md, template.yaml); "
+            "python: a program FILE on the mcp SDK.",
+        ),
     ] = None,
 ) -> None:
     """Write a template as a file that `templates import` reads back, or as an Agent Skill (--as skill DIR)."""

@@ -267,3 +267,58 @@ async def test_conformance_skills_scenarios_pass_against_the_gateway(tmp_path: P
         "sep-2640-skills-manifest/sep-2640-skillmd-mimetype",
     ):
         assert check in passed, sorted(passed)
+
+
+# --- templates export --as python ---------------------------------------------------------------------------------
+
+SUMS = {
+    "name": "sums",
+    "description": "Add, add each, say the total.",
+    "inputs": {
+        "a": {"type": "number"},
+        "bs": {"type": "array", "default": [1, 2]},
+        "word": {"type": "string", "default": "hi", "enum": ["hi", "ho"]},
+    },
+    "servers": {"feat": fixture_entry("features")},
+    "steps": [
+        {"name": "add_1", "tool": "feat__add", "input": {"a": "@input.a", "b": 10}},
+        {"name": "add_each", "for_each": "@input.bs", "tool": "feat__add", "input": {"a": "@add_1.sum", "b": "@item"}},
+        {"name": "echo_1", "tool": "feat__echo", "input": {"text": "total {{@add_1.sum}} for {{@input.word}}"}},
+        {"name": "big", "when": {"ref": "@add_1.sum", "gt": 100}, "tool": "feat__echo", "input": {"text": "big"}},
+    ],
+    "output": {"first": "@add_1.sum", "each": "@add_each", "said": "@echo_1", "big": "@big"},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("a", ["5", "95"])
+def test_exported_program_gives_what_toolreel_run_gives_and_passes_ruff_and_mypy(tmp_path: Path, a: str) -> None:
+    db = store_with(tmp_path, SUMS)
+    program = tmp_path / "sums.py"
+    done = toolreel("templates", "export", "sums", "--as", "python", str(program), db=db)
+    assert done.returncode == 0, done.stderr
+    ran = toolreel("run", "sums", "-i", f"a={a}", "-i", "word=ho", "--json", db=db)
+    assert ran.returncode == 0, ran.stderr
+    expected = json.loads(ran.stdout)["output"]
+    exported = subprocess.run(
+        [PYTHON, str(program), "--a", a, "--word", "ho"], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout) == expected
+    assert expected["big"] == ("big" if a == "95" else None)
+    bin_dir = Path(PYTHON).parent
+    lint = subprocess.run([bin_dir / "ruff", "check", "--isolated", str(program)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + program.read_text()
+    typed = subprocess.run(
+        [bin_dir / "mypy", "--strict", "--no-incremental", str(program)], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert typed.returncode == 0, typed.stdout + program.read_text()
+
+
+def test_a_step_the_python_export_cannot_write_is_named() -> None:
+    from toolreel.core.errors import TemplateError
+    from toolreel.templatizer.to_python import python_program
+
+    coded = {**SUMS, "steps": [*SUMS["steps"], {"name": "total", "code": "export default function(i) { return 1 }"}]}
+    with pytest.raises(TemplateError, match="step 'total' of 'code' kind"):
+        python_program(load_template_text(json.dumps(coded)))

@@ -46,6 +46,12 @@ def _expand(value: str) -> str:
     return re.sub(r"\\$\\{env:([A-Za-z_][A-Za-z0-9_]*)\\}|\\$\\{([A-Za-z_][A-Za-z0-9_]*)\\}", one, value)
 
 
+def _environ(name: str) -> str:
+    if name not in os.environ:
+        raise SystemExit(f"set the environment variable {name}: a secret input is read from it")
+    return os.environ[name]
+
+
 def _server(entry: dict[str, Any]) -> StdioServerParameters | str:
     if "url" in entry:
         return _expand(str(entry["url"]))
@@ -257,6 +263,8 @@ def _main(template: Template) -> list[str]:
         '    parser.add_argument("--config", help="a client config whose mcpServers replace the remembered ones")',
     ]
     for key, spec in template.inputs.items():
+        if spec.secret:  # never typed on a command line: read below from its source
+            continue
         kind = _PY_TYPES.get(spec.type or "", "json.loads")  # objects, lists and untyped values are JSON
         required = spec.required and not spec.secret_source
         options = [f'"--{key}"', f"type={kind}", f"required={required}"]
@@ -277,10 +285,15 @@ def _main(template: Template) -> list[str]:
         "    inputs = {key: value for key, value in vars(args).items() if key != 'config'}",
     ]
     for key, spec in template.inputs.items():
-        if spec.secret_source is not None and spec.secret_source.kind == "env":
-            where = spec.secret_source.where
-            lines.append(f"    if inputs[{key!r}] is None:")
-            lines.append(f"        inputs[{key!r}] = os.environ[{where!r}]")
+        source = spec.secret_source
+        if not spec.secret:
+            continue
+        if source is not None and source.kind == "file":
+            lines.append(f"    with open({source.where!r}, encoding='utf-8') as secret:")
+            lines.append(f"        inputs[{key!r}] = secret.read().removesuffix('\\n')")
+        else:  # the source's variable, else one named after the input
+            where = source.where if source is not None else key.upper()
+            lines.append(f"    inputs[{key!r}] = _environ({where!r})  # a secret: from the environment")
     lines += [
         "    output = anyio.run(run, inputs, servers)",
         "    json.dump(output, sys.stdout, ensure_ascii=False, indent=2)",

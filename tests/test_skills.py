@@ -322,3 +322,12 @@ def test_a_step_the_python_export_cannot_write_is_named() -> None:
     coded = {**SUMS, "steps": [*SUMS["steps"], {"name": "total", "code": "export default function(i) { return 1 }"}]}
     with pytest.raises(TemplateError, match="step 'total' of 'code' kind"):
         python_program(load_template_text(json.dumps(coded)))
+
+
+def test_secret_inputs_of_an_exported_program_are_read_from_their_source_never_from_options() -> None:
+    from toolreel.templatizer.to_python import python_program
+
+    inputs = {**SUMS["inputs"], "tok": {"type": "string", "secret": True}, "key": {"secret": {"env": "API_KEY"}}}
+    source = python_program(load_template_text(json.dumps({**SUMS, "inputs": inputs})))
+    assert '"--tok"' not in source and '"--key"' not in source and '"--a"' in source
+    assert "inputs['tok'] = _environ('TOK')" in source and "inputs['key'] = _environ('API_KEY')" in source

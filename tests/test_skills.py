@@ -230,6 +230,10 @@ async def test_a_host_lists_reads_verifies_and_runs_a_template_skill(tmp_path: P
             return bool(found["skill"]["frontmatter"]["description"].startswith("Echo, louder."))
 
         await wait_until(updated, 30, "the skill of the template's new version")
+        if not host.modern:  # a handshake-era client hears of it; a stateless one listens for it instead
+            await host.probe.wait_for(
+                lambda: bool(host.probe.of_type(types.ResourceListChangedNotification)), 30, "resources list_changed"
+            )
         with anyio.fail_after(30):
             fresh = (await host.client.read_resource(entry["uri"])).contents[0].text  # type: ignore[union-attr]
         assert "Echo, louder." in fresh and "(version 2)" in fresh

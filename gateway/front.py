@@ -62,6 +62,8 @@ from toolreel.gateway.listen import Listen
 from toolreel.gateway.pinned import check_pinned
 from toolreel.gateway.questions import asking_through
 from toolreel.gateway.search import unwrap
+from toolreel.gateway.skills import install as install_skills
+from toolreel.gateway.skills import is_local, read_skill_file, skill_resources
 from toolreel.upstreams.hub import ClientRouter, Hub, error_result
 from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
 
@@ -141,6 +143,7 @@ class Front(ClientRouter):
         server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
+        install_skills(server, self.hook.skills)
         server.middleware = [self._middleware]  # no tracing middleware on the hot path
         return server
 
@@ -407,7 +410,9 @@ class Front(ClientRouter):
 
     async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return era_result(ctx, {"resources": [r for u in self.hub.upstreams.values() for r in u.listing.resources]})
+        await self.hook.tools_ready()  # the skills come with the templates' listing
+        upstream = [r for u in self.hub.upstreams.values() for r in u.listing.resources]
+        return era_result(ctx, {"resources": [*upstream, *skill_resources(self.hook.skills())]})
 
     async def _list_resource_templates(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
@@ -421,6 +426,8 @@ class Front(ClientRouter):
 
     # routed requests ------------------------------------------------------------------------
     async def _read_resource(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
+        if is_local(params.uri):
+            return era_result(ctx, read_skill_file(self.hook.skills(), params.uri))
         return era_result(ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/read", ctx))
 
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:

@@ -8,13 +8,14 @@ alone. `Send` is how a hook forwards: resolved arguments in, the upstream's resu
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import anyio.abc
 
+from toolreel.core.skill import Skill
 from toolreel.gateway.links import ClientLink
 from toolreel.upstreams.upstream import Upstream
 
@@ -66,6 +67,10 @@ class ToolHook:
     def tool_listing(self, upstream: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tools a client is listed: the upstreams' (as the hub names them) and the hook's own."""
         return [*upstream, *self.extra_tools()]
+
+    def skills(self) -> Sequence[Skill]:
+        """The skills the gateway serves itself (Skills extension): one per template."""
+        return ()
 
     async def call_local(self, call: LocalCall) -> dict[str, Any] | None:
         """Answer a tool the gateway serves itself; None when `call.name` is not one."""

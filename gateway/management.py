@@ -37,6 +37,7 @@ from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.hub import Hub, error_result
 
 if TYPE_CHECKING:
+    from toolreel.core.skill import Skill
     from toolreel.core.store import Store
     from toolreel.gateway.search import ToolsMode
 
@@ -257,6 +258,9 @@ class GatewayHook(ToolHook):
         for extension in self.extensions:
             listed.extend(extension.listed())
         return listed
+
+    def skills(self) -> Sequence[Skill]:
+        return [skill for extension in self.extensions for skill in extension.skills()]
 
     async def call_local(self, call: LocalCall) -> dict[str, Any] | None:
         name, arguments, ctx, link = call.name, call.arguments, call.ctx, call.link
@@ -541,6 +545,10 @@ class Extension:
     def shown_upstream(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The upstream tools a client is listed (tool search lists none)."""
         return tools
+
+    def skills(self) -> Sequence[Skill]:
+        """Skills it serves (one per template)."""
+        return ()
 
     async def call(self, call: LocalCall) -> dict[str, Any] | None:
         """Answer a call of a tool not in `tools()` (a `reel__` tool); None when it is not its own."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ import anyio
 
 from toolreel.core.errors import NotFoundError, StoreError, TemplateError
 from toolreel.core.model import StepRecord, TemplateDraft
+from toolreel.core.skill import Skill, reel_tool_name, served_skills
 from toolreel.gateway import save_form
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
@@ -31,15 +31,13 @@ __all__ = ["TemplateTools", "reel_tool"]
 
 logger = logging.getLogger("toolreel.gateway")
 
-REEL_PREFIX = "reel__"
 REFRESH_SECONDS = 5.0
-_LEGAL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def reel_tool(template: Template) -> dict[str, Any] | None:
     """The `reel__<name>` tool of a template, or None when the name cannot be a tool name."""
-    name = f"{REEL_PREFIX}{template.name}"
-    if not _LEGAL.fullmatch(name):
+    name = reel_tool_name(template.name)
+    if name is None:
         return None
     properties: dict[str, Any] = {}
     required: list[str] = []
@@ -68,42 +66,48 @@ class _Catalogue:
     def __init__(self, hook: GatewayHook) -> None:
         self.hook = hook
         self.listed: list[dict[str, Any]] = []
+        self.skills: list[Skill] = []
         self._failing = False  # the last refresh could not read the store
 
     @property
     def store(self) -> Any:
         return self.hook.store
 
-    def _current(self) -> list[dict[str, Any]]:
+    def _current(self) -> tuple[list[dict[str, Any]], list[Skill]]:
         from toolreel.core.template_io import stored_template
 
-        tools = []
+        tools, templates = [], []
         for record in self.store.list_templates():
             try:
                 template = stored_template(record)
             except TemplateError:
                 continue  # a stored template this version cannot read is not offered as a tool
+            templates.append(template)
             tool = reel_tool(template)
             if tool is not None:
                 tools.append(tool)
-        return tools
+        return tools, served_skills(templates)
 
     async def refresh(self) -> None:
-        current = await anyio.to_thread.run_sync(self._current)
-        if current != self.listed:
-            self.listed = current
-            self.hook.hub.router.lists_changed(frozenset({"tools"}))
+        tools, skills = await anyio.to_thread.run_sync(self._current)
+        changed = frozenset({"tools"} if tools != self.listed else set()) | (
+            {"resources"} if skills != self.skills else set()
+        )
+        self.listed, self.skills = tools, skills
+        if changed:
+            self.hook.hub.router.lists_changed(changed)
 
     @contextlib.asynccontextmanager
     async def service(self) -> AsyncIterator[None]:
         try:
-            self.listed = await anyio.to_thread.run_sync(self._current)
+            self.listed, self.skills = await anyio.to_thread.run_sync(self._current)
         except StoreError as exc:  # a store outage degrades the gateway, it never ends it: the poll retries
             self._failing = True
             logger.warning("the template list cannot be read (%s); retrying every %g s", exc, REFRESH_SECONDS)
         else:
             if self.hook.listing_ready.is_set() and self.listed:
-                self.hook.hub.router.lists_changed(frozenset({"tools"}))  # clients listed before the store opened
+                # clients listed before the store opened
+                self.hook.hub.router.lists_changed(frozenset({"tools", "resources"}))
         self.hook.listing_ready.set()  # a first tools/list waiting for the templates may answer now
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._poll)
@@ -382,6 +386,9 @@ class TemplateTools(Extension):
 
     def listed(self) -> list[dict[str, Any]]:
         return self.catalogue.listed
+
+    def skills(self) -> Sequence[Skill]:
+        return self.catalogue.skills
 
     def service(self) -> contextlib.AbstractAsyncContextManager[None]:
         return self.catalogue.service()

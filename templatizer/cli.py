@@ -137,12 +137,27 @@ def show_command(
 @templates_app.command("export")
 def export_command(
     name: Annotated[str, typer.Argument(help="Template name.")],
+    target: Annotated[Path | None, typer.Argument(help="With --as skill: the folder that receives the skill.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
     version: Annotated[int | None, typer.Option("--version", help="A given version (default: the latest).")] = None,
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON instead of YAML (also for a .json file).")] = False,
+    shape: Annotated[
+        str | None,
+        typer.Option(
+            "--as",
+            help="skill: an Agent Skill folder DIR/<name>/ (SKILL.md, template.yaml); "
+            "python: a program FILE on the mcp SDK.",
+        ),
+    ] = None,
 ) -> None:
-    """Write a template as a file that `templates import` reads back."""
+    """Write a template as a file that `templates import` reads back, or as an Agent Skill (--as skill DIR)."""
+    if shape is not None or target is not None:
+        from toolreel.templatizer.export import export_as
+
+        with _store(db) as store:
+            export_as(store, name, version, shape, target)
+        return
     with _store(db) as store:
         template = stored_template(store.get_template(name, version))
     use_json = as_json or (output is not None and output.suffix == ".json")

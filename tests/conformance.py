@@ -149,11 +149,21 @@ def compare(direct: Mapping[str, str], proxied: Mapping[str, str]) -> list[str]:
 
 
 async def run_suite(
-    url: str, spec_version: str, out_dir: Path, *, scenario: str | None = None, timeout: float = 300.0
+    url: str,
+    spec_version: str,
+    out_dir: Path,
+    *,
+    scenario: str | None = None,
+    timeout: float = 300.0,
+    extension: bool = False,
 ) -> SuiteRun:
-    """Run every server scenario of `spec_version` (suite "all") against `url`; `out_dir` must not exist yet."""
+    """Run every server scenario of `spec_version` (suite "all") against `url`; `out_dir` must not exist yet.
+    `extension`: `scenario` belongs to an extension (Skills, SEP-2640), which the suite runs only when forced
+    since extensions are not on the spec's timeline."""
     await anyio.Path(out_dir).mkdir(parents=True)
     selection = ["--scenario", scenario] if scenario else ["--suite", "all"]
+    if extension:
+        selection.append("--force")
     command = [
         str(NODE),
         str(suite_entry(spec_version)),

@@ -1,0 +1,306 @@
+"""`toolreel templates export NAME --as python FILE`: a template as a standalone program on the `mcp` SDK.
+
+The program makes the template's tool calls itself, in the template's order: inputs are command-line
+options, each step's output a variable named after the step, `for_each` a loop, `when` an `if`, a retry
+policy a small loop. It embeds the servers the template remembers (`--config PATH` takes a client config's
+instead). What it cannot write faithfully (code, approve, template steps; JSONPath refs) is refused with
+an error naming the step, rather than written half-right.
+"""
+
+from __future__ import annotations
+
+import keyword
+import pprint
+from collections.abc import Mapping
+from typing import Any, Final
+
+from toolreel.core._ref_grammar import Ref, compile_path, literal_head, split_template
+from toolreel.core.errors import TemplateError
+from toolreel.core.refs import parse_ref
+from toolreel.core.template import StepSpec, Template, When
+
+__all__ = ["python_program"]
+
+_PY_TYPES: Final = {"string": "str", "integer": "int", "number": "float", "boolean": "_boolean"}
+_OPS: Final = {"eq": "==", "neq": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+_RUNTIME: Final = '''
+
+def _boolean(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _expand(value: str) -> str:
+    """`${env:VAR}` / `${VAR}` from the environment, as toolreel does; a missing variable is an error."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name not in os.environ:
+            raise SystemExit(f"the server configuration needs the environment variable {name}")
+        return os.environ[name]
+
+    return re.sub(r"\\$\\{env:([A-Za-z_][A-Za-z0-9_]*)\\}|\\$\\{([A-Za-z_][A-Za-z0-9_]*)\\}", one, value)
+
+
+def _environ(name: str) -> str:
+    if name not in os.environ:
+        raise SystemExit(f"set the environment variable {name}: a secret input is read from it")
+    return os.environ[name]
+
+
+def _server(entry: dict[str, Any]) -> StdioServerParameters | str:
+    if "url" in entry:
+        return _expand(str(entry["url"]))
+    env = {key: _expand(str(value)) for key, value in (entry.get("env") or {}).items()}
+    args = [_expand(str(arg)) for arg in entry.get("args") or []]
+    return StdioServerParameters(command=str(entry["command"]), args=args, env=env, cwd=entry.get("cwd"))
+
+
+def _output(result: Any) -> Any:
+    """A tool result's output, as toolreel reads it: structured content, else the JSON in the text, else the text."""
+    if result.is_error:
+        raise SystemExit(f"a tool call failed: {_text([c.model_dump(mode='json') for c in result.content])}")
+    if result.structured_content is not None:
+        return result.structured_content
+    texts = [c.text for c in result.content if c.type == "text"]
+    if len(texts) != len(result.content) or not texts:
+        return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content]
+    try:
+        values = [json.loads(text) for text in texts]
+    except ValueError:
+        return texts[0] if len(texts) == 1 else [c.model_dump(mode="json") for c in result.content]
+    return values[0] if len(values) == 1 else values
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+async def _call(client: Client, tool: str, arguments: dict[str, Any], attempts: int = 1, delay: float = 0.5) -> Any:
+    """One tool call, tried up to `attempts` times, waiting `delay` seconds (doubling) between tries."""
+    for attempt in range(1, attempts + 1):
+        result = await client.call_tool(tool, arguments)
+        if not result.is_error or attempt == attempts:
+            return _output(result)
+        await anyio.sleep(delay * 2 ** (attempt - 1))
+    raise AssertionError("unreachable")
+'''
+
+
+def python_program(template: Template) -> str:
+    """The program's source text; TemplateError names a step the export cannot write."""
+    names = _Names(template)
+    servers = _servers(template)
+    body = [_step_code(step, names) for step in template.steps]
+    lines = [
+        f'"""{_docstring(template)}"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import argparse",
+        "import json",
+        "import os",
+        "import re",
+        "import sys",
+        "from contextlib import AsyncExitStack",
+        "from typing import Any",
+        "",
+        "import anyio",
+        "from mcp import Client",
+        "from mcp.client.stdio import StdioServerParameters",
+        "",
+        "# The servers the template remembers (secrets stay ${env:VAR} references, read when it runs).",
+        f"SERVERS: dict[str, dict[str, Any]] = {pprint.pformat(servers, width=100, sort_dicts=False)}",
+        _RUNTIME,
+        "",
+        "async def run(inputs: dict[str, Any], servers: dict[str, dict[str, Any]]) -> Any:",
+        "    async with AsyncExitStack() as stack:",
+    ]
+    for server in sorted(_used_servers(template)):
+        lines.append(
+            f"        {names.server(server)} = await stack.enter_async_context(Client(_server(servers[{server!r}])))"
+        )
+    for block in body:
+        lines.extend("        " + line if line else "" for line in block)
+    lines.append(f"        return {_value(template.output, names) if template.has_output else names.last}")
+    lines += ["", "", *_main(template)]
+    return "\n".join(lines) + "\n"
+
+
+class _Names:
+    """Python names for steps and servers: the step's own name unless it is a keyword or taken."""
+
+    def __init__(self, template: Template) -> None:
+        self.steps: dict[str, str] = {}
+        for step in template.steps:
+            name = step.name if not keyword.iskeyword(step.name) and step.name not in _TAKEN else f"{step.name}_"
+            self.steps[step.name] = name
+        self.last = self.steps[template.steps[-1].name] if template.steps else "None"
+
+    def server(self, name: str) -> str:
+        return "server_" + "".join(c if c.isalnum() else "_" for c in name)
+
+
+_TAKEN: Final = frozenset({"inputs", "servers", "stack", "item", "index", "run", "main", "json", "os", "re", "sys"})
+
+
+def _docstring(template: Template) -> str:
+    said = (template.description or "").replace('"""', "'''").strip()
+    return (
+        f"{template.name}: {said}\n\n"
+        f"Exported by toolreel from template {template.name!r} version {template.version or 1} "
+        f"(hash {(template.hash or '')[:12]}).\n"
+        f"It makes the same tool calls as `toolreel run {template.name}`, with the `mcp` SDK alone.\n"
+        "Inputs are command-line options (--help lists them); --config PATH takes the servers of a client config.\n"
+    )
+
+
+def _servers(template: Template) -> dict[str, Any]:
+    return {name: dict(entry) for name, entry in sorted(template.servers.items())}
+
+
+def _used_servers(template: Template) -> set[str]:
+    return {step.tool.split("__", 1)[0] for step in template.steps if step.tool and "__" in step.tool}
+
+
+def _step_code(step: StepSpec, names: _Names) -> list[str]:
+    var = names.steps[step.name]
+    if step.kind == "return":
+        code = [f"return {_value(step.return_, names)}"]
+    elif step.kind == "tool" and step.tool and "__" in step.tool:
+        server, tool = step.tool.split("__", 1)
+        retry = step.retry
+        extra = f", attempts={retry.max_attempts}, delay={retry.initial_delay!r}" if retry else ""
+        call = f"await _call({names.server(server)}, {tool!r}, {_value(step.input or {}, names)}{extra})"
+        if step.for_each is None:
+            code = [f"{var} = {call}"]
+        else:
+            items = _ref_value(step.for_each, names)
+            code = [f"{var}: list[Any] = []", f"for index, item in enumerate({items}):", f"    {var}.append({call})"]
+            code[1] = code[1] if "index" in call else f"for item in {items}:"
+    else:
+        raise TemplateError(
+            f"templates export --as python: step {step.name!r} of {step.kind!r} kind cannot be written as Python "
+            "yet (tool and return steps can); run it with `toolreel run` or export it --as skill"
+        )
+    if step.when is not None:
+        code = [f"{var}: Any = None  # skipped unless the condition holds", f"if {_condition(step.when, names)}:"] + [
+            "    " + line for line in code
+        ]
+    return [f"# {step.name}", *code]
+
+
+def _condition(when: When, names: _Names) -> str:
+    left = _ref_value(when.ref, names)
+    if when.op is None:
+        return f"bool({left})"
+    if when.op == "exists":
+        return f"{left} is not None"
+    if when.op == "in":
+        return f"{left} in {_value(when.value, names)}"
+    return f"{left} {_OPS[when.op]} {_value(when.value, names)}"
+
+
+def _value(value: Any, names: _Names) -> str:
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{key!r}: {_value(v, names)}" for key, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v, names) for v in value) + "]"
+    if isinstance(value, str):
+        return _string(value, names)
+    return repr(value)
+
+
+def _string(text: str, names: _Names) -> str:
+    ref = parse_ref(text)
+    if ref is not None:
+        return _ref_expr(ref, names)
+    lead, rest = literal_head(text)
+    parts = [lead] if lead else []
+    pieces: list[str] = [repr(lead)] if lead else []
+    for part in split_template(rest):
+        if isinstance(part, str):
+            parts.append(part)
+            pieces.append(repr(part))
+        else:
+            pieces.append(f"_text({_ref_expr(part[0], names)})")
+    if len(pieces) <= 1 and all(isinstance(p, str) for p in parts):
+        return repr("".join(parts)) if pieces else repr(text)
+    return " + ".join(pieces)
+
+
+def _ref_value(text: str, names: _Names) -> str:
+    ref = parse_ref(text)
+    if ref is None:
+        raise TemplateError(f"templates export --as python: {text!r} is not a ref")
+    return _ref_expr(ref, names)
+
+
+def _ref_expr(ref: Ref, names: _Names) -> str:
+    if ref.root == "input":
+        base = "inputs"
+    elif ref.root in ("item", "index"):
+        base = ref.root
+    else:
+        base = names.steps[ref.root]
+    path = compile_path(ref.path) if ref.path else None
+    if path is not None and path.jsonpath is not None:
+        raise TemplateError(
+            f"templates export --as python: the ref {ref.text!r} uses JSONPath, which the export does not translate"
+        )
+    keys = [segment.key for segment in path.segments] if path is not None else []
+    return base + "".join(f"[{key!r}]" for key in keys)
+
+
+def _main(template: Template) -> list[str]:
+    lines = [
+        "def main() -> None:",
+        f"    parser = argparse.ArgumentParser(description={template.name!r})",
+        '    parser.add_argument("--config", help="a client config whose mcpServers replace the remembered ones")',
+    ]
+    for key, spec in template.inputs.items():
+        if spec.secret:  # never typed on a command line: read below from its source
+            continue
+        kind = _PY_TYPES.get(spec.type or "", "json.loads")  # objects, lists and untyped values are JSON
+        required = spec.required and not spec.secret_source
+        options = [f'"--{key}"', f"type={kind}", f"required={required}"]
+        if spec.has_default:
+            options.append(f"default={spec.default!r}")
+        if spec.enum:
+            options.append(f"choices={list(spec.enum)!r}")
+        if spec.description:
+            options.append(f"help={spec.description!r}")
+        lines.append(f"    parser.add_argument({', '.join(options)})")
+    lines += [
+        "    args = parser.parse_args()",
+        "    servers = SERVERS",
+        "    if args.config:",
+        "        with open(args.config, encoding='utf-8') as file:",
+        "            config = json.load(file)",
+        '        servers = config.get("mcpServers") or config.get("servers") or {}',
+        "    inputs = {key: value for key, value in vars(args).items() if key != 'config'}",
+    ]
+    for key, spec in template.inputs.items():
+        source = spec.secret_source
+        if not spec.secret:
+            continue
+        if source is not None and source.kind == "file":
+            lines.append(f"    with open({source.where!r}, encoding='utf-8') as secret:")
+            lines.append(f"        inputs[{key!r}] = secret.read().removesuffix('\\n')")
+        else:  # the source's variable, else one named after the input
+            where = source.where if source is not None else key.upper()
+            lines.append(f"    inputs[{key!r}] = _environ({where!r})  # a secret: from the environment")
+    lines += [
+        "    output = anyio.run(run, inputs, servers)",
+        "    json.dump(output, sys.stdout, ensure_ascii=False, indent=2)",
+        '    sys.stdout.write("\\n")',
+        "",
+        "",
+        'if __name__ == "__main__":',
+        "    main()",
+    ]
+    return lines

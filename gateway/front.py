@@ -59,7 +59,7 @@ from toolreel.gateway.links import (
 )
 from toolreel.gateway.listen import Listen
 from toolreel.upstreams.hub import NO_BACK_CHANNEL, ClientRouter, Hub, could_not_push, error_result
-from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
+from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, ServerErrorAnswer, Upstream
 
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
 
@@ -294,6 +294,8 @@ class Front(ClientRouter):
                 return result if confirmation is None else confirmation.stamp(result)
             except UpstreamError as exc:
                 return error_result(str(exc))
+            except ServerErrorAnswer as exc:  # the server's own refusal: its code and message, as a tool error
+                return exc.tool_result(route.name)
 
         call = UpstreamCall(link, name, upstream, route.name, arguments, send)
         if tracing.ENABLED:

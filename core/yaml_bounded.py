@@ -2,9 +2,10 @@
 
 Aliases make YAML a compression format: a 455-byte "billion laughs" file names 10^9 nodes, and whatever
 walks the loaded value (validation, hashing, saving) walks all of them. Here the document's node graph is
-measured, each alias counted at its full expanded size, before any Python value is built: more than
-MAX_NODES nodes, or an alias that contains itself, is refused. Nesting past what the parser can follow
-(thousands of levels) is refused too, with one line instead of a traceback.
+measured, each alias counted at its full expanded size, before any Python value is built: aliases that add
+more than MAX_ALIAS_NODES values, or an alias that contains itself, are refused. Apart from aliases, a
+document may hold up to MAX_NODES values as written (a template of 20,000 steps of 50 values each). Nesting
+past what the parser can follow (thousands of levels) is refused too, with one line instead of a traceback.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import yaml
 
 from toolreel.core.errors import TemplateError
 
-__all__ = ["MAX_NODES", "load_yaml"]
+__all__ = ["MAX_ALIAS_NODES", "MAX_NODES", "load_yaml"]
 
-MAX_NODES: Final = 100_000  # a template with 1,000 steps of 50 values each is 50,000
+MAX_NODES: Final = 1_000_000  # values as written: 20,000 steps of 50 values each
+MAX_ALIAS_NODES: Final = 100_000  # values aliases may add once expanded; a "billion laughs" adds 10^9
 
 
 class _Loader(yaml.SafeLoader):
@@ -89,10 +91,16 @@ def _check_size(root: yaml.Node, where: str) -> None:
         if finished:
             active.discard(key)
             sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
-            if sizes[key] > MAX_NODES:
+            # the distinct nodes measured so far include this one's own: past them, the size is aliases'
+            if sizes[key] > len(sizes) + MAX_ALIAS_NODES:
                 raise TemplateError(
                     f"{where}:{node.start_mark.line + 1}:{node.start_mark.column + 1}: YAML error: more than "
-                    f"{MAX_NODES:,} values once its aliases are expanded (an alias bomb?)"
+                    f"{MAX_ALIAS_NODES:,} values once its aliases are expanded (an alias bomb?)"
+                )
+            if len(sizes) > MAX_NODES:
+                raise TemplateError(
+                    f"{where}:{node.start_mark.line + 1}: more than {MAX_NODES:,} values, the most a template "
+                    "or inputs file may hold; split it (a template step can run another template)"
                 )
             continue
         if key in sizes:

@@ -214,7 +214,7 @@ def _broken(s: str, step: str, rest: str) -> str:
         )
     return (
         f"`{_clip(s)}` holds a ref to step {step}, but `{_clip(rest)}` is not a valid path "
-        f"(keys as .name or [\"name\"], indexes as [n], JSONPath filters as [?(...)], a placeholder closed by "
+        f'(keys as .name or ["name"], indexes as [n], JSONPath filters as [?(...)], a placeholder closed by '
         "}}; a literal '@' at the start is written '@@', a literal '{{@' as '{{@@')"
     )
 

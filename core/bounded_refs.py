@@ -11,9 +11,10 @@ when no ref in the value needs a worker.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import anyio
@@ -29,10 +30,15 @@ REF_TIME_ENV: Final = "TOOLREEL_REF_TIME_LIMIT"
 REF_MEMORY_ENV: Final = "TOOLREEL_REF_WORKER_MB"
 DEFAULT_SECONDS: Final = 5.0
 DEFAULT_MEMORY_MB: Final = 1024
+WORKER_NICENESS: Final = 10
 WORKERS: Final = 2  # worker processes at most: more costly refs wait their turn within their own budget
 
+Source = tuple[Callable[[bytes], JSON], bytes]
+"""A step output as bytes and the function that parses them (a module-level one: it is sent by name)."""
+Sources = Callable[[str], Source | None]
+
 _limiter: anyio.CapacityLimiter | None = None
-_memory_set = False  # in a worker: its address-space limit is in place
+_memory_set = False  # in a worker: its address-space limit and niceness are in place
 
 
 def ref_budget() -> tuple[float, int]:
@@ -54,20 +60,22 @@ def costly(ref: Ref) -> bool:
     return ref.path is not None and ("[?" in ref.path or ".." in ref.path)
 
 
-async def resolve_bounded(value: JSON, scope: Scope) -> JSON:
+async def resolve_bounded(value: JSON, scope: Scope, sources: Sources | None = None) -> JSON:
     """`resolve(value, scope)`; when a ref in `value` is costly, in a worker process within the budget.
-    Raises RefError as `resolve` does, and RefBudgetError when the budget is spent."""
+    `sources`: a step output's parser and bytes, when it has them, which the worker parses itself (pickling
+    a large parsed output would hold the loop longer than the parse). Raises RefError as `resolve` does,
+    and RefBudgetError when the budget is spent."""
     refs = refs_in(value)
     if not any(costly(ref) for ref in refs):
         return resolve(value, scope)
-    frozen = _snapshot(scope, refs)
+    frozen, raw = _snapshot(scope, refs, sources or _no_sources)
     seconds, memory_mb = ref_budget()
     # A worker's start (a second or more on a busy machine) is not the ref's to pay: one is made ready first.
     await to_process.run_sync(_ready, limiter=_workers())
     try:
         with anyio.fail_after(seconds):
             return await to_process.run_sync(
-                _resolve_in_worker, value, frozen, memory_mb, cancellable=True, limiter=_workers()
+                _resolve_in_worker, value, frozen, raw, memory_mb, cancellable=True, limiter=_workers()
             )
     except TimeoutError:
         raise RefBudgetError(
@@ -90,33 +98,45 @@ def _workers() -> anyio.CapacityLimiter:
     return _limiter
 
 
-def _snapshot(scope: Scope, refs: Iterable[Ref]) -> MappingScope:
-    """What the refs read, as plain values a worker can be sent. A step that does not exist or failed is
-    refused here, on the loop, with the message `resolve` gives."""
+def _no_sources(name: str) -> Source | None:
+    return None
+
+
+def _snapshot(scope: Scope, refs: Iterable[Ref], sources: Sources) -> tuple[MappingScope, dict[str, Source]]:
+    """What the refs read, as values a worker can be sent: parsed outputs, or the bytes to parse them from.
+    A step that does not exist or failed is refused here, on the loop, with the message `resolve` gives."""
     steps: dict[str, JSON] = {}
+    raw: dict[str, Source] = {}
     for ref in refs:
-        if ref.root in ("input", "item", "index") or ref.root in steps:
+        if ref.root in ("input", "item", "index") or ref.root in steps or ref.root in raw:
+            continue
+        source = sources(ref.root)
+        if source is not None:
+            raw[ref.root] = source
             continue
         plain = parse_ref("@" + ref.root)
         assert plain is not None
         steps[ref.root] = evaluate(plain, scope)  # RefError for a step that is unknown or failed
-    return MappingScope(
+    frozen = MappingScope(
         steps=steps, inputs=dict(scope.inputs), item=scope.item, index=scope.index, in_loop=scope.in_loop
     )
+    return frozen, raw
 
 
 def _ready() -> None:
     pass
 
 
-def _resolve_in_worker(value: JSON, scope: MappingScope, memory_mb: int) -> JSON:
+def _resolve_in_worker(value: JSON, scope: MappingScope, raw: dict[str, Source], memory_mb: int) -> JSON:
     global _memory_set
     if not _memory_set:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        os.nice(WORKER_NICENESS)  # the CPU goes to the gateway and its other clients first
         _memory_set = True
     try:
-        return resolve(value, scope)
+        steps = {**scope.steps, **{name: parse(data) for name, (parse, data) in raw.items()}}
+        return resolve(value, dataclasses.replace(scope, steps=steps))
     except MemoryError:
         raise RefError(
             f"a ref's JSONPath went past the {memory_mb} MiB its worker may use ({REF_MEMORY_ENV})"

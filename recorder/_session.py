@@ -123,7 +123,7 @@ class RecordingSession:
             return None
         self._refuse_running(ref_roots(dict(arguments)))
         scope = MappingScope(steps=self._state.outputs, failed=self._state.failed)
-        resolved = await resolve_bounded(dict(arguments), scope)
+        resolved = await resolve_bounded(dict(arguments), scope, self._state.outputs.source)
         assert isinstance(resolved, dict)
         return resolved
 

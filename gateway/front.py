@@ -147,7 +147,9 @@ class Front(ClientRouter):
         async with anyio.create_task_group() as tg:
             self._tg = tg
             task_status.started()
-            await anyio.sleep_forever()
+            while True:  # clients that went quiet without closing are let go even when no new one comes
+                await anyio.sleep(max(1.0, IDLE_GROUP_SECONDS / 10))
+                self._expire_idle()
 
     # links ------------------------------------------------------------------------------
     def link_for(self, ctx: ServerRequestContext[Any, Any]) -> ClientLink:
@@ -168,7 +170,8 @@ class Front(ClientRouter):
 
     def _expire_idle(self) -> None:
         cutoff = time.monotonic() - IDLE_GROUP_SECONDS
-        for key in [k for k, link in self.links.items() if link.last_active < cutoff]:
+        # the one stdio client is there as long as the pipe is: it has no idle time
+        for key in [k for k, link in self.links.items() if link.last_active < cutoff and k != "stdio"]:
             self.forget(key)
 
     def forget(self, key: str) -> None:

@@ -31,6 +31,7 @@ REF_MEMORY_ENV: Final = "TOOLREEL_REF_WORKER_MB"
 DEFAULT_SECONDS: Final = 5.0
 DEFAULT_MEMORY_MB: Final = 1024
 WORKER_NICENESS: Final = 10
+INLINE_WORK: Final = 1_000_000  # output bytes x path characters below which a filter runs on the loop
 WORKERS: Final = 2  # worker processes at most: more costly refs wait their turn within their own budget
 
 Source = tuple[Callable[[bytes], JSON], bytes]
@@ -69,6 +70,8 @@ async def resolve_bounded(value: JSON, scope: Scope, sources: Sources | None = N
     if not any(costly(ref) for ref in refs):
         return resolve(value, scope)
     frozen, raw = _snapshot(scope, refs, sources or _no_sources)
+    if _small(refs, raw):
+        return resolve(value, scope)
     seconds, memory_mb = ref_budget()
     # A worker's start (a second or more on a busy machine) is not the ref's to pay: one is made ready first.
     await to_process.run_sync(_ready, limiter=_workers())
@@ -89,6 +92,14 @@ async def resolve_bounded(value: JSON, scope: Scope, sources: Sources | None = N
             f"(past its {memory_mb} MiB, {REF_MEMORY_ENV}?); nothing was sent",
             ref=_first_costly(refs),
         ) from None
+
+
+def _small(refs: Iterable[Ref], raw: dict[str, Source]) -> bool:
+    """A filter over a small output costs less than a worker's round trip (tens of ms on a busy machine):
+    its work grows with the items (about the output's bytes) times the clauses (about the path's length),
+    and under INLINE_WORK it is a few milliseconds at most, so it runs where it is."""
+    work = sum(len(raw[ref.root][1]) * len(ref.path or "") for ref in refs if costly(ref) and ref.root in raw)
+    return work <= INLINE_WORK and all(ref.root in raw for ref in refs if costly(ref))
 
 
 def _workers() -> anyio.CapacityLimiter:

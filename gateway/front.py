@@ -40,6 +40,7 @@ from pydantic import ValidationError
 
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
+from toolreel.gateway._trim import give_back
 from toolreel.gateway.confirm import Confirmation, question
 from toolreel.gateway.exchange import Exchange, Exchanges, quiet_progress
 from toolreel.gateway.hook import LocalCall, ToolHook, UpstreamCall
@@ -171,8 +172,11 @@ class Front(ClientRouter):
     def _expire_idle(self) -> None:
         cutoff = time.monotonic() - IDLE_GROUP_SECONDS
         # the one stdio client is there as long as the pipe is: it has no idle time
-        for key in [k for k, link in self.links.items() if link.last_active < cutoff and k != "stdio"]:
+        idle = [k for k, link in self.links.items() if link.last_active < cutoff and k != "stdio"]
+        for key in idle:
             self.forget(key)
+        if idle:
+            give_back()
 
     def forget(self, key: str) -> None:
         """The client of `key` is gone (an HTTP session deleted, a stateless group idle): its link

@@ -74,6 +74,7 @@ def serve(
         list[str] | None,
         typer.Option(
             "--token-env",
+            metavar="VAR",
             help="Require Authorization: Bearer $VAR. Repeat it (or VAR1,VAR2) to give each client its own "
             "token: a client then sees only the recordings made with its token. Without a token any local "
             "client may read any recording and cancel any run.",

@@ -302,6 +302,8 @@ class Front(ClientRouter):
             except UpstreamError as exc:
                 return error_result(str(exc))
             except ServerErrorAnswer as exc:  # the server's own refusal: its code and message, as a tool error
+                if exc.for_the_client or "requestState" in forwarded or "inputResponses" in forwarded:
+                    raise  # MCP's own errors, and those answering a stateless client's retry, are the client's
                 return exc.tool_result(route.name)
 
         call = UpstreamCall(link, name, upstream, route.name, arguments, send)

@@ -57,6 +57,14 @@ STDERR_TAIL = 2000
 MAX_MESSAGE = 256 * 1024 * 1024  # the largest message taken from an HTTP upstream (stdio: the same per line)
 SETTLE_LIMIT = 0.5  # seconds a response waits for the logs read before it
 SERVER_ERROR_META = "toolreel/server_error"
+_CLIENT_ACTS_ON = frozenset(
+    {
+        types.HEADER_MISMATCH,
+        types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        types.UNSUPPORTED_PROTOCOL_VERSION,
+        types.URL_ELICITATION_REQUIRED,
+    }
+)
 INPUT_ROUNDS = 10  # InputRequiredResult rounds per request, as the SDK's own client allows
 _ResultT = TypeVar("_ResultT", bound=BaseModel)
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -75,6 +83,12 @@ class ServerErrorAnswer(MCPError):
     def __init__(self, server: str, error: types.ErrorData) -> None:
         super().__init__(error.code, error.message, error.data)
         self.server = server
+
+    @property
+    def for_the_client(self) -> bool:
+        """An error MCP defines for the client to act on (a capability it lacks, a URL to open, a header or
+        version to fix): passed on as the error it is, not turned into a tool's failure."""
+        return self.code in _CLIENT_ACTS_ON
 
     def tool_result(self, tool: str) -> dict[str, Any]:
         """The answer as an `isError` result, its code, message and data kept (`_meta["toolreel/server_error"]`)."""

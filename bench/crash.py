@@ -39,8 +39,8 @@ from tests.gw import (
     TOOLREEL,
     Connected,
     GatewayProcess,
+    OpenedStreams,
     Probe,
-    _Streams,
     alive,
     call,
     client_for,
@@ -97,7 +97,7 @@ async def grouped_gateway(config: Path, db: str) -> AsyncIterator[Connected]:
     )
     gateway = GatewayProcess(process, errors)
     try:
-        async with line_transport(process) as streams, client_for(_Streams(streams), "legacy", Probe()) as client:
+        async with line_transport(process) as streams, client_for(OpenedStreams(streams), "legacy", Probe()) as client:
             yield Connected(client, Probe(), gateway)
     finally:
         with contextlib.suppress(ProcessLookupError):
@@ -379,7 +379,10 @@ def parse(argv: list[str]) -> Plan:
     parser.add_argument("--full", action="store_true", help="the issue's counts: 20 kills, 10 of each group "
                         "signal and restart, 10,000 sessions, 10 resumes (about 15 minutes)")  # fmt: skip
     parser.add_argument("--sessions", type=int, help="HTTP sessions to open and close (default 500; --full 10,000)")
+    parser.add_argument("--smoke", action="store_true", help="one of each fault, 20 sessions: that it still runs")
     args = parser.parse_args(argv)
+    if args.smoke:
+        return Plan(kills=1, group=1, pg_restarts=1, sessions=args.sessions or 20, resumes=1)
     if args.full:
         return Plan(kills=20, group=10, pg_restarts=10, sessions=args.sessions or 10_000, resumes=10)
     return Plan(kills=3, group=2, pg_restarts=2, sessions=args.sessions or 500, resumes=2)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from jsonpath_ng import JSONPath
 
 __all__ = [
+    "MAX_PATH_LENGTH",
     "RESERVED_ROOTS",
     "STEP_NAME_RE",
     "Ref",
@@ -37,6 +38,7 @@ __all__ = [
 
 STEP_NAME_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RESERVED_ROOTS: Final = frozenset({"input", "item", "index"})
+MAX_PATH_LENGTH: Final = 2048  # characters of a ref's path (a filter of about 150 clauses)
 _CACHED_LEN: Final = 512  # longer strings are parsed uncached: a ref is short, payloads are not
 
 
@@ -145,6 +147,8 @@ def _jsonpath_suffix(path: str) -> str:
 
 @lru_cache(maxsize=4096)
 def compile_path(path: str) -> RefPath | None:
+    if len(path) > MAX_PATH_LENGTH:  # jsonpath-ng's parser takes seconds on 70,000 characters, on the loop
+        return None
     suffix = _jsonpath_suffix(path)
     segments, end = _scan_segments(suffix, 0)
     if end != len(suffix) or not segments:

@@ -13,7 +13,7 @@ from typing import Any
 
 import re2
 
-__all__ = ["install_linear_regex", "regexes_compile", "search"]
+__all__ = ["LinearRegexError", "check_linear", "install_linear_regex", "regexes_compile", "search"]
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a refused pattern is reported to the user, not printed by RE2 on stderr
@@ -22,6 +22,22 @@ _OPTIONS.log_errors = False  # a refused pattern is reported to the user, not pr
 @lru_cache(maxsize=512)
 def _compiled(pattern: str) -> Any:
     return re2.compile(pattern, _OPTIONS)
+
+
+class LinearRegexError(ValueError):
+    """A pattern RE2 cannot run: a syntax error, or a feature it lacks (lookaround, backreferences)."""
+
+
+def check_linear(pattern: str) -> None:
+    """Raise LinearRegexError, saying why, when `pattern` does not compile on RE2."""
+    try:
+        _compiled(pattern)
+    except re2.error as exc:
+        reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise LinearRegexError(
+            f"{pattern!r} is not a regular expression toolreel can run: patterns run on RE2, in time linear in the "
+            f"text, which has no lookahead, lookbehind or backreferences ({reason})"
+        ) from None
 
 
 def _supported(pattern: str) -> bool:

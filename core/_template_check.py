@@ -12,7 +12,7 @@ from toolreel.core._template_graph import CycleError, topo_order
 from toolreel.core.errors import CodeError, TemplateError
 from toolreel.core.form import check_value, schema_problem
 from toolreel.core.model import JSON
-from toolreel.core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, is_ref, ref_roots, refs_in
+from toolreel.core.refs import RESERVED_ROOTS, STEP_NAME_RE, Ref, broken_ref, is_ref, ref_roots, refs_in
 from toolreel.core.sandbox import check_code
 from toolreel.core.script_sandbox import check_script
 from toolreel.core.template import InputSpec, StepSpec, Template
@@ -251,6 +251,9 @@ class Checker:
 
     def _check_refs(self, step: StepSpec | None, field: str, text: str, *, in_loop: bool) -> None:
         where = step.name if step is not None else None
+        broken = broken_ref(text, self.known.__contains__)
+        if broken is not None:  # a ref to a step that does not parse: refused now, not at run time
+            raise self.error(broken, where, field)
         for ref in refs_in(text):
             if ref.root == "input":
                 name = _input_name(ref)

@@ -7,6 +7,7 @@ and what to do. Subclasses carry the fields a caller needs to act on (`server`, 
     ToolreelError
     ├── ConfigError              a config file is unusable (file, JSON path)
     ├── RefError                 a @ref does not resolve (ref, existing steps/fields)
+    │   └── RefBudgetError       its evaluation ran past its time or memory budget (ref)
     ├── TemplateError            a template is invalid (template, step, field)
     ├── StoreError               the store cannot be read or written
     │   ├── SchemaVersionError   the database is newer than this program
@@ -34,6 +35,7 @@ __all__ = [
     "ConfigError",
     "ExecutionError",
     "NotFoundError",
+    "RefBudgetError",
     "RefError",
     "SchemaVersionError",
     "StaleClaimError",
@@ -77,6 +79,10 @@ class RefError(ToolreelError):
         super().__init__(message)
         self.ref = ref
         self.step = step
+
+
+class RefBudgetError(RefError):
+    pass
 
 
 class TemplateError(ToolreelError):

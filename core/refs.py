@@ -21,11 +21,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping, MutableMapping, Sequence, Set
+from collections.abc import Callable, Mapping, MutableMapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from toolreel.core._ref_grammar import (
+    MAX_PATH_LENGTH,
     RESERVED_ROOTS,
     STEP_NAME_RE,
     Ref,
@@ -51,6 +52,7 @@ __all__ = [
     "MappingScope",
     "Ref",
     "Scope",
+    "broken_ref",
     "escape_literal",
     "evaluate",
     "format_ref",
@@ -66,6 +68,7 @@ __all__ = [
 ]
 
 _STEP_AT_START: Final = re.compile(r"@([A-Za-z_][A-Za-z0-9_]*)")
+_PLACEHOLDER_AT: Final = re.compile(r"\{\{@([A-Za-z_][A-Za-z0-9_]*)")
 _HINT: Final = "inputs are written @input.<name>; a literal '@' at the start is written '@@'"
 _MAX_LISTED: Final = 20
 
@@ -168,6 +171,8 @@ def _resolve_str(s: str, scope: Scope) -> JSON:
         _refuse_broken_ref(s, scope)
     elif "{{" not in s:
         return s
+    elif "{{@" in s:
+        _refuse_broken_ref(s, scope)
     lead, rest = literal_head(s)
     parts = split_template(rest)
     if not lead and parts == (s,):
@@ -176,17 +181,41 @@ def _resolve_str(s: str, scope: Scope) -> JSON:
 
 
 def _refuse_broken_ref(s: str, scope: Scope) -> None:
-    """A string that starts with `@<a step that exists>` but does not parse as a ref was meant as one: sending
-    it on as text would hide the mistake (`@list_1.items[0` , `@list_1 .name`)."""
-    start = _STEP_AT_START.match(s)
-    if start is None or start.group(1) in RESERVED_ROOTS or not scope.has_step(start.group(1)):
-        return
-    rest = s[start.end() :]
-    raise RefError(
-        f"`{_clip(s)}` starts as a ref to step {start.group(1)}, but `{_clip(rest)}` is not a valid path "
-        f"(keys as .name or [\"name\"], indexes as [n], JSONPath filters as [?(...)]; a literal '@' at the "
-        "start is written '@@')",
-        ref=_clip(s),
+    problem = broken_ref(s, scope.has_step)
+    if problem is not None:
+        raise RefError(problem, ref=_clip(s))
+
+
+def broken_ref(s: str, has_step: Callable[[str], bool]) -> str | None:
+    """Why `s` holds a malformed ref to a step that exists, or None. A string that starts with `@<step>`, or a
+    `{{@<step>` placeholder, that does not parse was meant as a ref: sending it on as text would hide the
+    mistake (`@list_1.items[0`, `@list_1 .name`, `{{@list_1.items[0}}`). Other strings stay literals."""
+    if s.startswith("@") and parse_ref(s) is None:
+        start = _STEP_AT_START.match(s)
+        if start is not None and start.group(1) not in RESERVED_ROOTS and has_step(start.group(1)):
+            return _broken(s, start.group(1), s[start.end() :])
+    if "{{@" not in s:
+        return None
+    rest = literal_head(s)[1]
+    for part in split_template(rest):  # what is left once the valid placeholders are taken out
+        if not isinstance(part, str):
+            rest = rest.replace(part[1], "", 1)
+    for start in _PLACEHOLDER_AT.finditer(rest):
+        if start.group(1) not in RESERVED_ROOTS and has_step(start.group(1)):
+            return _broken(s, start.group(1), rest[start.end() :])
+    return None
+
+
+def _broken(s: str, step: str, rest: str) -> str:
+    if len(rest) > MAX_PATH_LENGTH:
+        return (
+            f"`{_clip(s)}` holds a ref to step {step} whose path is {len(rest):,} characters long, past the "
+            f"{MAX_PATH_LENGTH:,} a ref's path may have; select in fewer clauses, or in a code step"
+        )
+    return (
+        f"`{_clip(s)}` holds a ref to step {step}, but `{_clip(rest)}` is not a valid path "
+        f'(keys as .name or ["name"], indexes as [n], JSONPath filters as [?(...)], a placeholder closed by '
+        "}}; a literal '@' at the start is written '@@', a literal '{{@' as '{{@@')"
     )
 
 

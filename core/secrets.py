@@ -14,8 +14,11 @@ into an ordinary key, echoed by another tool) it is redacted too. A ref written 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
+import os
 import re
 import threading
 import weakref
@@ -41,6 +44,7 @@ __all__ = [
 ]
 
 REDACTED: Final = "«redacted»"
+KEY_HASH_ENV: Final = "TOOLREEL_KEY_HASH_SECRET"
 """What a secret is stored as. Distinctive enough not to occur in real data, so `is_redacted` can trust it."""
 
 # Matched against a key normalised to `_word_word_` (camelCase and separators split, lower case):
@@ -203,6 +207,8 @@ class Redactor:
         return clean
 
     def _step(self, record: StepRecord) -> StepRecord:
+        if record.idempotency_key is not None and self._matcher.found(record.idempotency_key):
+            record = record.replace(idempotency_key=self.key(record.idempotency_key))
         if not self.might_hold_secrets([record.input, record.resolved_input, record.result, record.error]):
             return record
         resolved, paths = self.redact(record.resolved_input)
@@ -235,6 +241,16 @@ class Redactor:
             items = [self._refs_kept(c, w, r) for c, w, r in zip(clean, written, resolved, strict=True)]
             return clean if all(a is b for a, b in zip(items, clean, strict=True)) else items
         return clean
+
+    def key(self, key: str) -> str:
+        """An idempotency key as it may be stored: as written when it holds no known secret, else a keyed hash
+        of it (`hmac-sha256:<hex>`), the same for the same key text, so a later run finds the result by it.
+        The hash's key is `TOOLREEL_KEY_HASH_SECRET` when set: without it, whoever reads the store could test
+        guesses of a short secret against the hash."""
+        if not self._matcher.found(key):
+            return key
+        secret = os.environ.get(KEY_HASH_ENV, "toolreel idempotency key").encode()
+        return "hmac-sha256:" + hmac.new(secret, key.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
     def fields(self, fields: Mapping[str, object]) -> dict[str, object]:
         """Column values of a row (an execution's `inputs`, `output`, `error`, ...): JSON and text redacted."""
@@ -357,6 +373,16 @@ def _checkable(values: Iterable[str]) -> bool:
     return all(json.dumps(v, ensure_ascii=False)[1:-1] == v for v in values)
 
 
+# `"key": "value"` with its quotes escaped any number of times (`\\"key\\": \\"value\\"`), or quoted
+# as Python writes a dict (`'key': 'value'`); no nested quantifiers, so the scan stays linear.
+_LOGGED_KEY_VALUE: Final = re.compile(
+    r"""(\\*["'])([\w.\-]{0,32}(?i:"""
+    + "|".join(KEY_WORDS)
+    + r""")[\w.\-]{0,32})(\\*["'])\s*[:=]\s*(\\*["'])([^"'\\]*)(\\*["'])"""
+)
+_LOGGED_KEY_WORD: Final = re.compile("|".join(KEY_WORDS), re.IGNORECASE)
+
+
 class LogRedaction(logging.Filter):
     """A handler filter: every log line leaves with its secrets redacted (`-v` logs URLs and headers)."""
 
@@ -367,9 +393,28 @@ class LogRedaction(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         clean = self.redactor.redact_text(message)
+        if _LOGGED_KEY_WORD.search(clean):
+            clean = self._redact_logged_keys(clean)
         if clean != message:
             record.msg, record.args = clean, None
         return True
+
+    def _redact_logged_keys(self, text: str) -> str:
+        """Values under secret-named keys in a line that is not JSON itself: a repr, or JSON escaped once or
+        twice inside another (`-v` logs the bytes of each HTTP answer). A value found is learned, so the
+        same secret copied under another key (a ref's target) is redacted in later lines too."""
+        learned: list[str] = []
+
+        def value(match: re.Match[str]) -> str:
+            if not is_secret_key(match.group(2)) or len(match.group(5)) < LEARN_MIN_LENGTH:
+                return match.group(0)
+            learned.append(match.group(5))
+            return match.group(0)[: match.start(5) - match.start(0)] + REDACTED + match.group(6)
+
+        clean = _LOGGED_KEY_VALUE.sub(value, text)
+        if learned:
+            self.redactor.add(learned)
+        return clean
 
 
 def redact_logs(redactor: Redactor) -> LogRedaction:

@@ -47,6 +47,7 @@ __all__ = [
     "stored_template",
     "template_hash",
     "template_json_schema",
+    "template_text",
     "template_to_dict",
     "to_mermaid",
     "tool_input_schema",
@@ -80,10 +81,24 @@ def load_template_text(text: str, *, source: str | None = None) -> Template:
 def load_template_file(path: str | Path) -> Template:
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        data = file.read_bytes()
     except OSError as exc:
         raise TemplateError(f"cannot read template file {str(file)!r}: {exc.strerror or exc}") from exc
-    return load_template_text(text, source=str(file))
+    return load_template_text(template_text(data, str(file)), source=str(file))
+
+
+def template_text(data: bytes, where: str) -> str:
+    """The text of a template or inputs file; TemplateError when it is binary or not UTF-8."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise TemplateError(f"{where}: byte {nul} is NUL: a binary file, not YAML or JSON text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TemplateError(
+            f"{where}: byte {exc.start} (0x{data[exc.start]:02x}) is not UTF-8: the file must be YAML or JSON text "
+            "in UTF-8; convert it (iconv -t UTF-8) or check that it is the file meant"
+        ) from None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

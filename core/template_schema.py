@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
 from pydantic_core import ErrorDetails
 
+from toolreel.core._ref_regex import LinearRegexError, check_linear
 from toolreel.core.errors import TemplateError
 from toolreel.core.template import RetryOn, WhenOp
 
@@ -173,9 +174,9 @@ def check_constraints(pattern: str | None, minimum: float | None, maximum: float
     """Refuse a pattern that does not compile and a minimum above the maximum."""
     if pattern is not None:
         try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"`pattern` {pattern!r} is not a regular expression: {exc}") from None
+            check_linear(pattern)  # input patterns run on RE2, as ref regexes do: refused here, not at run time
+        except LinearRegexError as exc:
+            raise ValueError(f"`pattern` {exc}") from None
     if minimum is not None and maximum is not None and minimum > maximum:
         raise ValueError(f"`minimum` {minimum} is above `maximum` {maximum}")
 

@@ -71,7 +71,16 @@ def serve(
     command: Annotated[list[str] | None, typer.Argument(help="A stdio server to wrap, after '--'.")] = None,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="mcpServers / servers JSON file.")] = None,
     http: Annotated[str | None, typer.Option("--http", help="Serve streamable HTTP at [HOST:]PORT/mcp.")] = None,
-    token_env: Annotated[str | None, typer.Option("--token-env", help="Require Authorization: Bearer $VAR.")] = None,
+    token_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--token-env",
+            metavar="VAR",
+            help="Require Authorization: Bearer $VAR. Repeat it (or VAR1,VAR2) to give each client its own "
+            "token: a client then sees only the recordings made with its token. Without a token any local "
+            "client may read any recording and cancel any run.",
+        ),
+    ] = None,
     max_body_mb: Annotated[
         float, typer.Option("--max-body-mb", help="Largest HTTP request body, in MiB (larger: 413).")
     ] = DEFAULT_MAX_BODY_MB,

@@ -40,6 +40,7 @@ from pydantic import ValidationError
 
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
+from toolreel.gateway._trim import give_back
 from toolreel.gateway.confirm import Confirmation, question
 from toolreel.gateway.era import takes_handshake_connection
 from toolreel.gateway.exchange import Exchange, Exchanges, quiet_progress
@@ -65,7 +66,7 @@ from toolreel.gateway.search import unwrap
 from toolreel.gateway.skills import install as install_skills
 from toolreel.gateway.skills import is_local, read_skill_file, skill_resources
 from toolreel.upstreams.hub import ClientRouter, Hub, error_result
-from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, Upstream
+from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, ServerErrorAnswer, Upstream
 
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
 
@@ -152,7 +153,9 @@ class Front(ClientRouter):
         async with anyio.create_task_group() as tg:
             self._tg = tg
             task_status.started()
-            await anyio.sleep_forever()
+            while True:  # clients that went quiet without closing are let go even when no new one comes
+                await anyio.sleep(max(1.0, IDLE_GROUP_SECONDS / 10))
+                self._expire_idle()
 
     # links ------------------------------------------------------------------------------
     def link_for(self, ctx: ServerRequestContext[Any, Any]) -> ClientLink:
@@ -173,8 +176,12 @@ class Front(ClientRouter):
 
     def _expire_idle(self) -> None:
         cutoff = time.monotonic() - IDLE_GROUP_SECONDS
-        for key in [k for k, link in self.links.items() if link.last_active < cutoff]:
+        # the one stdio client is there as long as the pipe is: it has no idle time
+        idle = [k for k, link in self.links.items() if link.last_active < cutoff and k != "stdio"]
+        for key in idle:
             self.forget(key)
+        if idle:
+            give_back()
 
     def forget(self, key: str) -> None:
         """The client of `key` is gone (an HTTP session deleted, a stateless group idle): its link
@@ -321,6 +328,10 @@ class Front(ClientRouter):
                 return result if confirmation is None else confirmation.stamp(result)
             except UpstreamError as exc:
                 return error_result(str(exc))
+            except ServerErrorAnswer as exc:  # the server's own refusal: its code and message, as a tool error
+                if exc.for_the_client or "requestState" in forwarded or "inputResponses" in forwarded:
+                    raise  # MCP's own errors, and those answering a stateless client's retry, are the client's
+                return exc.tool_result(route.name)
 
         call = UpstreamCall(link, name, upstream, route.name, arguments, send)
         if tracing.ENABLED:

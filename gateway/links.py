@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -61,7 +62,21 @@ HOP_META = frozenset(
 
 
 # A stateless client's calls are one recording until it has been idle this long (SPEC §3).
-IDLE_GROUP_SECONDS = 30 * 60
+IDLE_ENV = "TOOLREEL_SESSION_IDLE"
+
+
+def _idle_seconds() -> float:
+    """Seconds a client may stay silent before its HTTP session (or stateless group) is closed and what it
+    held is released (`TOOLREEL_SESSION_IDLE`, default 30 minutes)."""
+    raw = os.environ.get(IDLE_ENV, "").strip()
+    try:
+        seconds = float(raw) if raw else 30 * 60.0
+    except ValueError:
+        return 30 * 60.0
+    return seconds if 0 < seconds < float("inf") else 30 * 60.0
+
+
+IDLE_GROUP_SECONDS = _idle_seconds()
 _GROUP_PREFIX = "client:"
 
 # Set by the HTTP guard, never by the client: which stateless client sent the request (serve._ClientIds).

@@ -286,7 +286,8 @@ class GatewayHook(ToolHook):
         if self.recorder.writer.full:  # past the backlog's mark: slowed to the recorder's pace, for a bounded time
             await self.recorder.writer.room()
         try:
-            live = session.begin(upstream.name, tool, call.arguments, upstream.config.policy.shown_name(tool))
+            resolved = await session.resolve_costly(call.arguments)  # a JSONPath filter: off the loop, bounded
+            live = session.begin(upstream.name, tool, call.arguments, upstream.config.policy.shown_name(tool), resolved)
         except RefError as exc:
             return error_result(f"{exc} — nothing was sent to {upstream.name!r}")
         try:

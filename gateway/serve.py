@@ -12,8 +12,7 @@ import secrets
 import signal
 import socket
 import sys
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,7 @@ from toolreel.core import tracing
 from toolreel.core.errors import ConfigError
 from toolreel.gateway.front import Front
 from toolreel.gateway.hook import ToolHook
-from toolreel.gateway.links import CLIENT_HEADER
+from toolreel.gateway.links import CLIENT_HEADER, IDLE_GROUP_SECONDS
 from toolreel.gateway.screen import screen_client_message
 from toolreel.gateway.stdio import serve_stdio_streams
 from toolreel.upstreams.config import GatewayConfig
@@ -53,20 +52,24 @@ SOCKET_BACKLOG = 2048  # uvicorn's default
 WILDCARD = {"0.0.0.0", "::", ""}
 CLIENT_COOKIE = "toolreel_client"
 # Connections remembered for clients that keep no cookie; the oldest are forgotten first.
-_CONNECTIONS_KEPT = 4096
 
 
 @dataclass(frozen=True, slots=True)
 class HttpOptions:
     host: str
     port: int
-    token: str | None = None
+    token: str | None = None  # the first --token-env's: the web view's
     ui: bool = True  # the web view at /ui/ (`--no-ui` turns it off)
     max_body: int = int(DEFAULT_MAX_BODY_MB * MIB)
+    tokens: tuple[str, ...] = ()  # every --token-env's: one per client (or team), each its own recordings
 
 
 def parse_http(
-    value: str, token_env: str | None, *, ui: bool = True, max_body_mb: float = DEFAULT_MAX_BODY_MB
+    value: str,
+    token_env: str | Sequence[str] | None,
+    *,
+    ui: bool = True,
+    max_body_mb: float = DEFAULT_MAX_BODY_MB,
 ) -> HttpOptions:
     host, sep, port_text = value.rpartition(":")
     if not sep:
@@ -75,18 +78,36 @@ def parse_http(
         port = int(port_text)
     except ValueError:
         raise ConfigError(f"--http takes [HOST:]PORT, not {value!r}", path="--http") from None
-    token = None
-    if token_env:
-        token = os.environ.get(token_env)
-        if not token:
-            raise ConfigError(f"environment variable {token_env} (from --token-env) is not set", path="--token-env")
+    tokens = _tokens([token_env] if isinstance(token_env, str) else token_env or [])
     if not 0 < max_body_mb <= 4096:
         raise ConfigError(
             f"--max-body-mb takes a size in MiB above 0 and up to 4096, not {max_body_mb:g}", path="--max-body-mb"
         )
     return HttpOptions(
-        host=host.strip("[]") or "127.0.0.1", port=port, token=token, ui=ui, max_body=int(max_body_mb * MIB)
+        host=host.strip("[]") or "127.0.0.1",
+        port=port,
+        token=tokens[0] if tokens else None,
+        ui=ui,
+        max_body=int(max_body_mb * MIB),
+        tokens=tokens,
     )
+
+
+def _tokens(names: Sequence[str]) -> tuple[str, ...]:
+    """The tokens of `--token-env VAR` (repeated, or `VAR1,VAR2`): each must be set, and unique (a token
+    names whose recordings a client sees: two clients sharing one would share them unknowingly)."""
+    found: dict[str, str] = {}
+    for name in (part.strip() for names_given in names for part in names_given.split(",")):
+        if not name:
+            continue
+        value = os.environ.get(name)
+        if not value:
+            raise ConfigError(f"environment variable {name} (from --token-env) is not set", path="--token-env")
+        if value in found.values():
+            twin = next(other for other, token in found.items() if token == value)
+            raise ConfigError(f"{name} and {twin} hold the same token; give each client its own", path="--token-env")
+        found[name] = value
+    return tuple(found.values())
 
 
 def _gil_interval() -> None:
@@ -166,6 +187,7 @@ async def _serve_http(front: Front, options: HttpOptions, web: UiBackend | None 
         app=front.server,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # _Guard does it
         max_request_body_size=options.max_body,  # _Guard refuses larger bodies before reading them
+        session_idle_timeout=IDLE_GROUP_SECONDS,  # the session goes with the client's link (Front._expire_idle)
     )
     ui = _ui_apps(web, options)
     app = Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(manager)), *(Mount("/ui", app=u) for u in ui)])
@@ -308,20 +330,22 @@ class _Guard:
         if self._hosts is not None and named is not None and _hostname(named) not in self._hosts:
             allowed = ", ".join(sorted(self._hosts))
             return 403, f"Host {named} is not allowed: toolreel answers to {allowed} only (DNS rebinding protection)"
-        if self.options.token is not None and not self._authorized(headers, scope, self.options.token):
+        if self.options.tokens and not self._authorized(headers, scope):
             return 401, "missing or wrong bearer token (Authorization: Bearer <token from --token-env>)"
         return None
 
-    @staticmethod
-    def _authorized(headers: dict[str, str], scope: Scope, expected: str) -> bool:
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), expected.encode()):
-            return True
+    def _authorized(self, headers: dict[str, str], scope: Scope) -> bool:
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            # every token compared, so the time taken says nothing of which one (nearly) matched
+            matches = [secrets.compare_digest(given.strip().encode(), token.encode()) for token in self.options.tokens]
+            if any(matches):
+                return True
         path: str = scope["path"]
-        if path == "/ui" or path.startswith("/ui/"):  # a browser: the session cookie, or ?token= once
+        if self.options.token and (path == "/ui" or path.startswith("/ui/")):  # a browser: cookie, or ?token=
             from toolreel.ui import ui_authorized
 
-            return ui_authorized(headers, scope.get("query_string", b""), expected)
+            return ui_authorized(headers, scope.get("query_string", b""), self.options.token)
         return False
 
 
@@ -370,22 +394,14 @@ class _ClientIds:
 
     Each client gets an id: the one in its `toolreel_client` cookie (minted by the gateway on its first
     request; cookie-keeping clients such as the SDK's HTTP client send it back on every request, over any
-    connection), else the id already given to its TCP connection. The id reaches the MCP layer as the
+    connection), else a new one. Never its address and port: a port is reused by the next client, which
+    would inherit the recording (and resolve refs into it). The id reaches the MCP layer as the
     `x-toolreel-client` header (one sent by the client is dropped): the recording groups by it.
     """
 
-    def __init__(self) -> None:
-        self._by_connection: OrderedDict[object, str] = OrderedDict()
-
     def identify(self, scope: Scope, headers: dict[str, str], send: Send) -> tuple[Scope, Send]:
         given = _cookie(headers.get("cookie", ""))
-        peer = tuple(scope.get("client") or ())
-        client = given or self._by_connection.get(peer) or secrets.token_hex(16)
-        if peer:
-            self._by_connection[peer] = client
-            self._by_connection.move_to_end(peer)
-            while len(self._by_connection) > _CONNECTIONS_KEPT:
-                self._by_connection.popitem(last=False)
+        client = given or secrets.token_hex(16)
         kept = [(k, v) for k, v in scope["headers"] if k != CLIENT_HEADER]
         scope = {**scope, "headers": [*kept, (CLIENT_HEADER, client.encode())]}
         if given == client:

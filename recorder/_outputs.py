@@ -80,6 +80,14 @@ class KeptOutputs(Mapping[str, JSON]):
     def put(self, name: str, output: JSON) -> None:
         self._given[name] = output
 
+    def source(self, name: str) -> tuple[Callable[[bytes], JSON], bytes] | None:
+        """How to parse `name`'s output and the bytes to parse, when it is held as bytes: another process
+        can be sent these instead of the parsed value (bytes cost a copy; a parsed value, a walk)."""
+        packed = self._packed.get(name)
+        if packed is None and self._spill is not None and name in self._spilled:
+            packed = self._spill.get(self._spilled[name])
+        return None if packed is None or name in self._given else (self._parse, packed)
+
     def __getitem__(self, name: str) -> JSON:
         if name in self._given:
             return self._given[name]

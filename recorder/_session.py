@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolreel.core.bounded_refs import costly, resolve_bounded
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus, new_id
 from toolreel.core.refs import (
@@ -20,6 +21,7 @@ from toolreel.core.refs import (
     STEP_NAME_RE,
     MappingScope,
     ref_roots,
+    refs_in,
     resolve,
     step_name_base,
     step_name_for,
@@ -114,14 +116,32 @@ class RecordingSession:
         return [{"name": name, "tool": tool, "status": state.status(name)} for name, tool in state.tools.items()]
 
     # calls ----------------------------------------------------------------------------
-    def begin(self, server: str | None, tool: str, arguments: Mapping[str, Any], shown: str | None = None) -> LiveStep:
+    async def resolve_costly(self, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Arguments holding a ref whose JSONPath can run long (a filter), resolved off the event loop within
+        the ref budget (`core.bounded_refs`); None when they hold none, for `begin` to resolve them."""
+        if not _may_hold_refs(arguments) or not any(costly(ref) for ref in refs_in(dict(arguments))):
+            return None
+        self._refuse_running(ref_roots(dict(arguments)))
+        scope = MappingScope(steps=self._state.outputs, failed=self._state.failed)
+        resolved = await resolve_bounded(dict(arguments), scope, self._state.outputs.source)
+        assert isinstance(resolved, dict)
+        return resolved
+
+    def begin(
+        self,
+        server: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+        shown: str | None = None,
+        resolved: dict[str, Any] | None = None,
+    ) -> LiveStep:
         """Resolve refs and open a step. Raises RefError (nothing is forwarded then).
 
         `shown`: the name the agent sees (`toolsOverride`), which names the step; `tool`, the
-        upstream's own name, is what is recorded and called."""
-        if _may_hold_refs(arguments):
+        upstream's own name, is what is recorded and called. `resolved`: what `resolve_costly` gave."""
+        if resolved is None and _may_hold_refs(arguments):
             resolved = self._resolve(arguments)
-        else:  # most calls hold no `@` at all: their arguments are forwarded as they are
+        elif resolved is None:  # most calls hold no `@` at all: their arguments are forwarded as they are
             resolved = arguments if type(arguments) is dict else dict(arguments)
         state = self._state
         execution_id = self.execution.id if self.execution is not None else self._start_execution()
@@ -258,18 +278,23 @@ class RecordingSession:
         """Arguments that may hold refs (an `@` somewhere), resolved or unescaped."""
         state = self._state
         roots = ref_roots(dict(arguments))
-        if not roots:
+        if not roots and not state.tools:
             return _unescaped(arguments)
-        for root in roots:
-            if state.running(root):
-                raise RefError(
-                    f"`@{root}` names step {root}, which has not finished yet; wait for its result, then pass it on",
-                    ref=f"@{root}",
-                )
+        self._refuse_running(roots)
+        # With no valid ref, still resolved against the steps: a string that starts as a ref to one of them
+        # but does not parse is refused by name rather than sent on as text.
         scope = MappingScope(steps=state.outputs, failed=state.failed)
         resolved = resolve(dict(arguments), scope)
         assert isinstance(resolved, dict)
         return resolved
+
+    def _refuse_running(self, roots: Iterable[str]) -> None:
+        for root in roots:
+            if self._state.running(root):
+                raise RefError(
+                    f"`@{root}` names step {root}, which has not finished yet; wait for its result, then pass it on",
+                    ref=f"@{root}",
+                )
 
     def _start_execution(self) -> str:
         self.execution = ExecutionEntry("execution", new_id(), time.time(), self.key)

@@ -39,7 +39,7 @@ from toolreel.core.retention import parse_age, retaining
 from toolreel.core.secrets import redact_logs
 from toolreel.core.store import Store, check_statuses, open_store, riding_out
 from toolreel.core.template import Template
-from toolreel.core.template_io import stored_template
+from toolreel.core.template_io import stored_template, template_text
 from toolreel.core.view import execution_view
 from toolreel.core.yaml_bounded import load_yaml
 from toolreel.replayer._engine import Engine, load_template
@@ -457,7 +457,7 @@ def _read_inputs(template: Template, pairs: Sequence[str], file: Path | None) ->
     given: dict[str, Any] = {}
     if file is not None:
         try:
-            loaded = load_yaml(file.read_text(encoding="utf-8"), f"--inputs {file}")
+            loaded = load_yaml(template_text(file.read_bytes(), f"--inputs {file}"), f"--inputs {file}")
         except OSError as exc:
             raise _Usage(f"--inputs {file}: cannot read it as JSON or YAML ({exc.strerror or exc})") from exc
         except TemplateError as exc:

@@ -51,7 +51,7 @@ pytestmark = pytest.mark.anyio
 WAIT: Final = 10.0
 FEATURE_TOOLS: Final = {
     "echo", "add", "image", "annotated", "fail", "progress", "log", "toggle_tool", "bump", "add_resource",
-    "ask_user", "sample", "roots", "slow", "hang", "crash", "counter",
+    "ask_user", "sample", "roots", "slow", "hang", "crash", "counter", "refuse",
 }  # fmt: skip
 ROOT = Root(uri=FileUrl("file:///tmp/fixture-root"), name="fixture root")
 

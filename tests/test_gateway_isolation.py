@@ -5,6 +5,8 @@ each get their own recording; the `Host` header is checked as well as `Origin` (
 from __future__ import annotations
 
 import json
+import socket
+import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from tests.gw import (
     call,
     client_for,
     fixture_entry,
+    free_port,
     gateway_env,
     http_gateway,
     http_transport,
@@ -29,8 +32,9 @@ from tests.gw import (
     wait_until,
     write_config,
 )
-from toolreel.core.errors import NotFoundError
+from toolreel.core.errors import ConfigError, NotFoundError
 from toolreel.core.store import open_store
+from toolreel.gateway.serve import parse_http
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -206,3 +210,87 @@ async def test_a_push_only_servers_questions_reach_the_handshake_client_that_cau
     assert asked == {i: [f"who is {i}?"] for i in range(count)}
     for index, text in results.items():
         assert f"user{index}" in text, (index, text)
+
+
+def _stateless_call(text: str, request_id: int) -> bytes:
+    """A whole HTTP request: one stateless-era tools/call, presenting no cookie, client info or credentials."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": "feat__echo", "arguments": {"text": text}, "_meta": meta},
+        }
+    ).encode()
+    head = (
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: application/json, text/event-stream\r\n"
+        "content-type: application/json\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\n"
+        f"mcp-name: feat__echo\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def _from_port(port: int, local_port: int, request: bytes) -> dict[str, Any]:
+    """Send `request` from 127.0.0.1:`local_port` and read the answer; the socket is reset on close, so the
+    port is free again at once (no TIME_WAIT) for the next client."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.settimeout(30)
+        sock.bind(("127.0.0.1", local_port))
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b" 200 " in head.split(b"\r\n")[0], answer[:500]
+    text = body.decode()
+    if b"text/event-stream" in head:
+        text = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")][-1]
+    elif b"transfer-encoding: chunked" in head.lower():
+        text = text.split("\r\n", 1)[1].rsplit("\r\n0\r\n", 1)[0]
+    return dict(json.loads(text)["result"])
+
+
+async def test_a_stateless_client_on_a_reused_source_port_gets_its_own_recording(gateway: HttpGateway) -> None:
+    """Two stateless clients that present nothing, one after the other from the same address and port: the
+    second neither joins the first's recording nor resolves refs into it."""
+    local_port = free_port()
+    first = await anyio.to_thread.run_sync(_from_port, gateway.port, local_port, _stateless_call("first's secret", 1))
+    assert first["_meta"]["toolreel/step"] == "echo_1"
+    second = await anyio.to_thread.run_sync(_from_port, gateway.port, local_port, _stateless_call("@echo_1", 2))
+    texts = " ".join(str(item.get("text")) for item in second["content"])
+    assert "first's secret" not in texts and second.get("isError"), second
+    third = await anyio.to_thread.run_sync(_from_port, gateway.port, local_port, _stateless_call("third", 3))
+    executions = {first["_meta"]["toolreel/execution"], third["_meta"]["toolreel/execution"]}
+    assert len(executions) == 2 and third["_meta"]["toolreel/step"] == "echo_1"
+
+
+async def test_each_named_token_is_a_client_of_its_own(tmp_path: Path) -> None:
+    """`--token-env` given twice: either token is let in, nothing else is, and each sees only its recordings."""
+    config = write_config(tmp_path / "mcp.json", {"feat": fixture_entry("features")})
+    env = gateway_env(f"sqlite:///{tmp_path / 'store.db'}", ALICE_TOKEN="alice-token-1", BOB_TOKEN="bob-token-2")
+    args = ["--config", str(config), "--token-env", "ALICE_TOKEN", "--token-env", "BOB_TOKEN"]
+    async with http_gateway(args, env) as gw:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            for given in ({}, {"authorization": "Bearer carol-token"}, {"authorization": "Bearer alice-token-"}):
+                refused = await http.post(gw.url, json=INIT, headers={**HEADERS, **given})
+                assert refused.status_code == 401, (given, refused.text)
+        async with gw.connect(headers={"authorization": "Bearer alice-token-1"}) as alice:
+            made = await call(alice, "feat__echo", {"text": "alice's"})
+            execution = str((made.meta or {})["toolreel/execution"])
+        async with gw.connect(headers={"authorization": "Bearer bob-token-2"}) as bob:
+            assert text_of(await call(bob, "feat__echo", {"text": "bob's"})) == "bob's"
+            read = await call(bob, "toolreel__get_execution", {"id": execution})
+    assert read.is_error and "alice's" not in text_of(read)
+
+
+def test_two_token_variables_holding_one_token_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ONE_TOKEN", "same")
+    monkeypatch.setenv("TWO_TOKEN", "same")
+    with pytest.raises(ConfigError, match="TWO_TOKEN and ONE_TOKEN hold the same token"):
+        parse_http("8080", ["ONE_TOKEN,TWO_TOKEN"])
+    monkeypatch.setenv("TWO_TOKEN", "other")
+    assert parse_http("8080", ["ONE_TOKEN", "TWO_TOKEN"]).tokens == ("same", "other")

@@ -1,4 +1,5 @@
-"""Canary secrets planted through every path must never reach the store, an export, `--json` output or stderr.
+"""Canary secrets planted through every path must never reach the store, an export, `--json` output, stderr
+(`-v` included, over stdio and HTTP) or the web view's JSON.
 
 Each canary is unique to the test run. A recording session (the stdio gateway with `-v`, an HTTP upstream whose
 URL and headers carry tokens) and a replay (`toolreel run`, a secret input, an input named `api_key`, an
@@ -16,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -27,10 +29,12 @@ from tests.gw import (
     fixture_entry,
     fixture_http_server,
     gateway_env,
+    http_gateway,
     stdio_gateway,
     text_of,
     write_config,
 )
+from tests.ui_data import web_view
 from toolreel.core.model import TemplateDraft
 from toolreel.core.secrets import REDACTED
 from toolreel.core.store import open_store
@@ -146,6 +150,13 @@ REPLAY_TEMPLATE: dict[str, Any] = {
     "steps": [
         {"name": "keyed", "tool": "leaky__echoall", "input": {"key": "@input.api_key"}},
         {"name": "pinned", "tool": "leaky__echoall", "input": {"value": "@input.pin"}, "idempotency_key": "pin-once"},
+        {
+            "name": "keyed_by_pin",  # a secret input inside an idempotency key: stored as a keyed hash
+            "tool": "leaky__echoall",
+            "input": {"note": "once per pin"},
+            "idempotency_key": "pin-{{@input.pin}}",
+            "idempotency_scope": "global",
+        },
         {"name": "env", "tool": "leaky__env", "input": {"name": "LEAKY_API_TOKEN"}},
         {"name": "login", "tool": "leaky__login", "input": {"seed": "@input.seed"}},
         {"name": "copy", "tool": "leaky__echoall", "input": {"copy": "@login.session_token"}},
@@ -189,3 +200,61 @@ async def test_no_canary_reaches_the_store_exports_output_or_stderr(
         assert view["status"] == "succeeded", view
     found += sweep_store(store_url, canaries)
     assert not found, "canaries found:\n" + "\n".join(found)
+
+
+async def _record_http(gateway: Any, canaries: Canaries) -> str:
+    """The recording canaries again, through `serve --http -v`: its debug log holds every answer's bytes."""
+    async with gateway.connect() as client:
+        first = await call(client, "leaky__echoall", {"api_key": canaries.api_key, "password": canaries.api_key})
+        assert not first.is_error, text_of(first)
+        assert not (await call(client, "leaky__login", {"seed": canaries.login_seed})).is_error
+        copied = await call(client, "leaky__echoall", {"copy": "@login_1.session_token"})
+        assert token_for(canaries.login_seed) in text_of(copied)
+        await call(client, "leaky__reveal", {"seed": canaries.reveal_seed})
+        await call(client, "leaky__leak_error", {"seed": canaries.error_seed})
+        await call(client, "leaky__env", {"name": "LEAKY_API_TOKEN"})
+        return str((copied.meta or {})["toolreel/execution"])
+
+
+async def test_no_canary_reaches_http_debug_logs_views_or_the_web_view(tmp_path: Path, canaries: Canaries) -> None:
+    store_url = f"sqlite:///{tmp_path / 'store.db'}"
+    env = gateway_env(store_url)
+    async with fixture_http_server("leaky") as http_url:
+        config = _config(tmp_path, canaries, http_url)
+        async with http_gateway(["-v", "--config", str(config)], env) as gateway:
+            recorded = await _record_http(gateway, canaries)
+            found = canaries.found_in(gateway.gateway.stderr(), "`serve --http -v` stderr")
+        store = open_store(store_url)
+        store.save_template(TemplateDraft("replay", REPLAY_TEMPLATE))
+        store.close()
+        run_args = ["-i", f"api_key={canaries.input_key}", "--secret", "pin=env:CANARY_PIN"]
+        run_args += ["-i", f"seed={canaries.replay_seed}", "--json", "--config", str(config)]
+        replays = []
+        for _ in range(2):  # the second run finds the first's result by the hashed key
+            replayed = _cli({**env, "CANARY_PIN": canaries.secret_input}, "run", "replay", *run_args)
+            assert replayed.returncode == 0, replayed.stderr
+            found += canaries.found_in(replayed.stdout + replayed.stderr, "`run --json`")
+            replays.append(json.loads(replayed.stdout)["execution_id"])
+    for execution in (recorded, *replays):
+        shown = _cli(env, "executions", "show", execution, "--json")
+        assert shown.returncode == 0, shown.stderr
+        found += canaries.found_in(shown.stdout + shown.stderr, f"`executions show {execution} --json`")
+    async with web_view(store_url) as base, httpx.AsyncClient(base_url=base, timeout=30) as http:
+        for path in ["/ui/api/executions", "/ui/api/templates", "/ui/api/templates/replay"] + [
+            f"/ui/api/executions/{execution}" for execution in (recorded, *replays)
+        ]:
+            answer = await http.get(path)
+            assert answer.status_code == 200, (path, answer.text)
+            found += canaries.found_in(answer.text, f"the web view's {path}")
+    found += sweep_store(store_url, canaries)
+    assert not found, "canaries found:\n" + "\n".join(found)
+    engine = sa.create_engine(store_url)
+    try:
+        with engine.connect() as conn:
+            keys = [row[0] for row in conn.execute(sa.text("SELECT key FROM idempotency"))]
+            step_keys = {row[0] for row in conn.execute(sa.text("SELECT idempotency_key FROM steps")) if row[0]}
+    finally:
+        engine.dispose()
+    hashed = [key for key in keys if "hmac-sha256:" in key]
+    assert len(hashed) == 1 and len(keys) == 3, keys  # one global key for both runs; pin-once per execution
+    assert any(key.startswith("hmac-sha256:") for key in step_keys) and "pin-once" in step_keys, step_keys

@@ -25,7 +25,7 @@ from toolreel.core.errors import UpstreamError
 from toolreel.upstreams.config import GatewayConfig, ServerConfig
 from toolreel.upstreams.names import NameMapping, listed_name
 from toolreel.upstreams.pins import Pins
-from toolreel.upstreams.upstream import Listing, Upstream, UpstreamState
+from toolreel.upstreams.upstream import Listing, ServerErrorAnswer, Upstream, UpstreamState
 
 __all__ = [
     "ClientRouter",
@@ -420,6 +420,8 @@ class Hub:
             return await upstream.request(
                 "tools/call", params, timeout=call.timeout, on_progress=call.progress, tool=route.name, ask=ask
             )
+        except ServerErrorAnswer as exc:
+            return exc.tool_result(route.name)
         except MCPError as exc:
             return error_result(f"server {route.upstream.name!r}, tool {route.name!r}: {exc.message}")
 

@@ -27,10 +27,18 @@ from toolreel.upstreams import keeper
 from toolreel.upstreams.pipes import Backlog, Coalescer, LineReader, adopt, json_line
 from toolreel.upstreams.wire import BadMessage, dump_message, parse_line
 
-__all__ = ["FastLane", "open_stdio_upstream"]
+__all__ = ["ConnectionLost", "FastLane", "open_stdio_upstream"]
 
 LINE_LIMIT = 256 * 1024 * 1024
 STOP_GRACE = 2.0
+
+
+class ConnectionLost(MCPError):
+    """The pipe to the server closed under a request: a transport loss. A server's own error answer
+    may carry the same code (-32000, JSON-RPC's generic server error), so the class says which it is."""
+
+    def __init__(self) -> None:
+        super().__init__(code=types.CONNECTION_CLOSED, message="Connection closed")
 
 
 class _Expired(Exception):
@@ -52,7 +60,7 @@ class FastLane:
     async def request(self, method: str, params: Mapping[str, Any] | None, timeout: float) -> dict[str, Any]:
         """Send one request; its result dict, or MCPError (error response, timeout, closed)."""
         if self.closed:
-            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+            raise ConnectionLost()
         request_id = f"tr-{next(self._ids)}"
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
@@ -111,7 +119,7 @@ class FastLane:
         self.closed = True
         for future in self._pending.values():
             if not future.done():
-                future.set_exception(MCPError(code=types.CONNECTION_CLOSED, message="Connection closed"))
+                future.set_exception(ConnectionLost())
 
 
 @contextlib.asynccontextmanager

@@ -46,9 +46,9 @@ from toolreel.core.errors import UpstreamError, UpstreamTimeout
 from toolreel.upstreams import prespawn
 from toolreel.upstreams.auth import sign_in_error, signed_in
 from toolreel.upstreams.config import ServerConfig
-from toolreel.upstreams.stdio_upstream import FastLane, open_stdio_upstream
+from toolreel.upstreams.stdio_upstream import ConnectionLost, FastLane, open_stdio_upstream
 
-__all__ = ["Bridge", "Listing", "Upstream", "UpstreamState"]
+__all__ = ["Bridge", "Listing", "ServerErrorAnswer", "Upstream", "UpstreamState"]
 
 logger = logging.getLogger("toolreel.upstream")
 
@@ -57,11 +57,48 @@ START_TIMEOUT = 30.0  # spawn + initialize + listings
 STDERR_TAIL = 2000
 MAX_MESSAGE = 256 * 1024 * 1024  # the largest message taken from an HTTP upstream (stdio: the same per line)
 SETTLE_LIMIT = 0.5  # seconds a response waits for the logs read before it
+SERVER_ERROR_META = "toolreel/server_error"
+_CLIENT_ACTS_ON = frozenset(
+    {
+        types.HEADER_MISMATCH,
+        types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        types.UNSUPPORTED_PROTOCOL_VERSION,
+        types.URL_ELICITATION_REQUIRED,
+    }
+)
 INPUT_ROUNDS = 10  # InputRequiredResult rounds per request, as the SDK's own client allows
 _ResultT = TypeVar("_ResultT", bound=BaseModel)
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+# What the SDK's HTTP client says when it gives up on a request's stream (it answers the call itself,
+# with -32000): a transport loss, like the dispatcher's "Connection closed" once the stream has ended.
+_HTTP_ABANDONED = ("SSE stream ", "server answered a request with 202")
 AskFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Puts a server's request (elicitation, sampling, roots) to the client a call came from."""
+
+
+class ServerErrorAnswer(MCPError):
+    """A server's own JSON-RPC error answer to a request: neither a transport loss nor a timeout. Still an
+    MCPError, so it passes to the client as it came for listings, resources and prompts; a tools/call
+    turns it into the tool error the agent, the recording and `retry_on: [tool_error]` see."""
+
+    def __init__(self, server: str, error: types.ErrorData) -> None:
+        super().__init__(error.code, error.message, error.data)
+        self.server = server
+
+    @property
+    def for_the_client(self) -> bool:
+        """An error MCP defines for the client to act on (a capability it lacks, a URL to open, a header or
+        version to fix): passed on as the error it is, not turned into a tool's failure."""
+        return self.code in _CLIENT_ACTS_ON
+
+    def tool_result(self, tool: str) -> dict[str, Any]:
+        """The answer as an `isError` result, its code, message and data kept (`_meta["toolreel/server_error"]`)."""
+        error = self.error
+        detail: dict[str, Any] = {"server": self.server, "code": error.code, "message": error.message}
+        if error.data is not None:
+            detail["data"] = error.data
+        text = f"server {self.server!r}, tool {tool!r}: error {error.code}: {error.message}"
+        return {"content": [{"type": "text", "text": text}], "isError": True, "_meta": {SERVER_ERROR_META: detail}}
 
 
 class _HandshakeRefused(Exception):
@@ -127,6 +164,7 @@ class Upstream:
         self._headers: dict[str, str] = {}
         self._stderr: IO[str] | None = None
         self._handshake_refused = False
+        self._lost: anyio.Event | None = None  # set when the current connection's transport has ended
 
     # lifecycle ----------------------------------------------------------------------
     async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -233,6 +271,18 @@ class Upstream:
         except MCPError as exc:
             raise self._convert(exc, method, tool, limit) from None
 
+    def _connection_lost(self, exc: MCPError) -> bool:
+        """Told by what happened, not by the code: -32000 is also JSON-RPC's generic server error, which
+        servers answer for their own failures. A loss is the lane's pipe closing, the transport's stream
+        having ended, or the SDK's HTTP client abandoning the request's stream."""
+        if isinstance(exc, ConnectionLost):
+            return True
+        if exc.code != types.CONNECTION_CLOSED or exc.error.data is not None:
+            return False
+        if self._lost is not None and self._lost.is_set():
+            return True
+        return bool(self.config.url) and exc.error.message.startswith(_HTTP_ABANDONED)
+
     def _options(
         self, limit: float, on_progress: ProgressFn | None, extra: dict[str, str] | None = None
     ) -> CallOptions:
@@ -248,7 +298,7 @@ class Upstream:
     def _convert(self, exc: MCPError, method: str, tool: str | None, limit: float) -> Exception:
         if exc.code == types.REQUEST_TIMEOUT:
             return UpstreamTimeout(server=self.name, tool=tool or method, seconds=limit)
-        if exc.code == types.CONNECTION_CLOSED:
+        if self._connection_lost(exc):
             return UpstreamError(
                 f"server {self.name!r} closed the connection during {method}"
                 + (f" {tool!r}" if tool else "")
@@ -256,7 +306,7 @@ class Upstream:
                 server=self.name,
                 transient=True,
             )
-        return exc
+        return ServerErrorAnswer(self.name, exc.error)
 
     async def notify(self, method: str, params: Mapping[str, Any] | None) -> None:
         if self._dispatcher is not None and self.state is UpstreamState.READY:
@@ -272,6 +322,7 @@ class Upstream:
         async with contextlib.AsyncExitStack() as stack:
             # Timeouts wrap single awaits, never a context entry: a cancel scope must not
             # straddle the task groups these contexts own.
+            self._lost = lost
             read, write, lane = await stack.enter_async_context(self._transport(lost))
             capabilities = await self._bridge.client_capabilities()
             dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
@@ -583,7 +634,7 @@ async def _watch(
                         await send.send(message)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
                     pass
-            lost.set()
+                lost.set()  # before the stream's end reaches the dispatcher and fails its waiters
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump)

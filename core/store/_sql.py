@@ -349,6 +349,7 @@ class SQLStore:
     # idempotency ----------------------------------------------------------------------
 
     def get_idempotent(self, key: str, *, now: float) -> JSON | None:
+        key = self.redactor.key(key)  # a key holding a secret is stored as its keyed hash
         with self._db.read("reading an idempotency result") as conn:
             row = conn.execute(select(K.result, K.expires_at).where(K.key == key)).first()
         if row is None or (row.expires_at is not None and row.expires_at <= now):
@@ -356,6 +357,7 @@ class SQLStore:
         return loads(row.result)
 
     def put_idempotent(self, key: str, result: JSON, *, expires_at: float | None) -> None:
+        key = self.redactor.key(key)
         text = dumps(self.redactor.clean(result), f"the result for idempotency key {key!r}")
         row = {"key": key, "result": text, "expires_at": expires_at}
         with self._db.write("storing an idempotency result") as conn:

@@ -1,0 +1,56 @@
+"""Every benchmark script runs to its end at a tiny size, so none rots between measuring days: each is a
+process of its own (temporary stores and free ports, as the benchmarks make them), and only its finishing
+is checked here (exit 0, or 1 for a bar missed at a size too small to meet it, never a traceback). The
+figures are bench/README.md's, at the benchmarks' own sizes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from tests.gw import REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+# script -> arguments for a tiny run; a script added to bench/ without an entry here fails the last test
+SMOKE: Final = {
+    "cpu_split.py": ["--calls", "5", "--rounds", "1"],
+    "crash.py": ["--smoke"],
+    "engine.py": ["--code"],
+    "operations.py": ["--quick"],
+    "proxy.py": ["--calls", "10", "--rounds", "1"],
+    "record.py": ["--calls", "10", "--rounds", "1"],
+    "record_lean.py": ["--calls", "10", "--rounds", "1"],
+    "templatize.py": ["--quick"],
+    "ui.py": ["--steps", "20", "--renders", "1", "--pages", "10", "--seconds", "0.5"],
+    "worlds.py": ["--only", "zones-standup-clocks"],
+}
+HELPERS: Final = {"_common.py", "_fastmcp_proxy.py", "_relay.py", "_transforms_corpus.py"}  # imported, not run
+BENCH: Final = Path(REPO) / "bench"
+
+
+@pytest.mark.parametrize("script", sorted(SMOKE))
+def test_the_benchmark_runs_at_a_tiny_size(script: str) -> None:
+    if not (BENCH / script).exists():
+        pytest.skip(f"bench/{script} is not in this checkout")
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *SMOKE[script]],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=840,
+        check=False,
+    )
+    output = done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, output
+    assert done.returncode in (0, 1), output
+    assert done.stdout.strip(), "the benchmark printed nothing"
+
+
+def test_every_benchmark_script_has_a_smoke_run() -> None:
+    scripts = {path.name for path in BENCH.glob("*.py")} - HELPERS
+    assert scripts <= set(SMOKE), f"give each of {sorted(scripts - set(SMOKE))} a tiny run in SMOKE"

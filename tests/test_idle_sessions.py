@@ -1,0 +1,92 @@
+"""HTTP sessions a client drops without closing are reaped after the idle time (`TOOLREEL_SESSION_IDLE`), and
+the gateway's memory comes back: 2,000 handshake-era sessions, each with a recorded call, opened and left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from tests.gw import fixture_entry, gateway_env, http_gateway, wait_until, write_config
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(600)]
+
+IDLE = 4.0
+SESSIONS = 2000
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "leaver", "version": "1"}},
+}
+
+
+def _rss_kib(pid: int, field: str = "VmRSS") -> int:
+    """Resident KiB now, or at its highest so far (`VmHWM`: sessions reaped while others open lower it)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field}")
+
+
+async def _leave_a_session(http: httpx2.AsyncClient, url: str, index: int) -> None:
+    opened = await http.post(url, json=INIT, headers=HEADERS)
+    assert opened.status_code == 200, opened.text
+    headers = {**HEADERS, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    call: dict[str, Any] = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "feat__echo", "arguments": {"text": f"left behind {index} " + "x" * 20_000}},
+    }
+    answered = await http.post(url, json=call, headers=headers)
+    assert answered.status_code == 200 and "left behind" in answered.text, answered.text
+    # no DELETE: the client just goes
+
+
+async def _leave(url: str, count: int) -> None:
+    limits = httpx2.Limits(max_connections=16)
+    async with httpx2.AsyncClient(timeout=60, limits=limits) as http, anyio.create_task_group() as tg:
+        sem = anyio.Semaphore(16)
+
+        async def one(index: int) -> None:
+            async with sem:
+                await _leave_a_session(http, url, index)
+
+        for index in range(count):
+            tg.start_soon(one, index)
+
+
+async def test_sessions_left_open_are_reaped_and_memory_returns(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "mcp.json", {"feat": fixture_entry("features")})
+    env = gateway_env(f"sqlite:///{tmp_path / 'store.db'}", TOOLREEL_SESSION_IDLE=str(IDLE))
+    async with http_gateway(["--config", str(config)], env) as gw:
+        pid = gw.gateway.pid
+
+        async def upstream_ready() -> bool:
+            async with httpx2.AsyncClient(timeout=60) as http:
+                try:
+                    await _leave_a_session(http, gw.url, -1)
+                except AssertionError:
+                    return False
+            return True
+
+        await wait_until(upstream_ready, 120, "the fixture server behind the gateway to answer")
+        await _leave(gw.url, 200)  # warm: every code path and cache used once, then reaped
+        await anyio.sleep(IDLE * 2.5)
+        baseline = _rss_kib(pid)
+        await _leave(gw.url, SESSIONS)
+        peak = _rss_kib(pid, "VmHWM")
+        assert peak > baseline * 1.1, (baseline, peak)  # what the sessions hold shows, or this proves nothing
+
+        async def back() -> bool:
+            return _rss_kib(pid) <= baseline * 1.05
+
+        await wait_until(back, IDLE * 2.5 + 60, f"RSS back within 5% of {baseline} KiB (peak {peak} KiB)")
+        after = _rss_kib(pid)
+    print(f"\nRSS baseline {baseline} KiB, after {SESSIONS} sessions {peak} KiB, after the idle time {after} KiB")

@@ -18,18 +18,28 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 # script -> arguments for a tiny run; a script added to bench/ without an entry here fails the last test
 SMOKE: Final = {
+    "codemode.py": ["--quick", "--calls", "10"],
     "cpu_split.py": ["--calls", "5", "--rounds", "1"],
     "crash.py": ["--smoke"],
     "engine.py": ["--code"],
+    "eras.py": ["--quick"],
+    "loops.py": [],
     "operations.py": ["--quick"],
     "proxy.py": ["--calls", "10", "--rounds", "1"],
     "record.py": ["--calls", "10", "--rounds", "1"],
     "record_lean.py": ["--calls", "10", "--rounds", "1"],
+    "search.py": [],
     "templatize.py": ["--quick"],
     "ui.py": ["--steps", "20", "--renders", "1", "--pages", "10", "--seconds", "0.5"],
     "worlds.py": ["--only", "zones-standup-clocks"],
 }
-HELPERS: Final = {"_common.py", "_fastmcp_proxy.py", "_relay.py", "_transforms_corpus.py"}  # imported, not run
+HELPERS: Final = {
+    "_common.py",
+    "_fastmcp_proxy.py",
+    "_relay.py",
+    "_transforms_corpus.py",
+    "_world_replay.py",
+}  # imported, not run
 BENCH: Final = Path(REPO) / "bench"
 
 

@@ -39,8 +39,8 @@ from tests.gw import (
     TOOLREEL,
     Connected,
     GatewayProcess,
+    OpenedStreams,
     Probe,
-    _Streams,
     alive,
     call,
     client_for,
@@ -49,6 +49,7 @@ from tests.gw import (
     http_gateway,
     line_transport,
     status,
+    unsaved,
     wait_until,
     write_config,
 )
@@ -97,7 +98,7 @@ async def grouped_gateway(config: Path, db: str) -> AsyncIterator[Connected]:
     )
     gateway = GatewayProcess(process, errors)
     try:
-        async with line_transport(process) as streams, client_for(_Streams(streams), "legacy", Probe()) as client:
+        async with line_transport(process) as streams, client_for(OpenedStreams(streams), "legacy", Probe()) as client:
             yield Connected(client, Probe(), gateway)
     finally:
         with contextlib.suppress(ProcessLookupError):
@@ -137,7 +138,7 @@ async def drains_gone(gateway: GatewayProcess) -> None:
 
 
 async def _saved(s: Connected) -> bool:
-    return (await status(s))["unsaved"] == 0
+    return await unsaved(s) == 0
 
 
 def _fill(path: Path) -> None:

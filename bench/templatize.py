@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._transforms_corpus import transform_bars
+from _transforms_corpus import transform_bars
+
 from fixtures.recordings import CORPUS_DIR, HELDOUT_DIR, CorpusEntry, load_corpus
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import refs_in

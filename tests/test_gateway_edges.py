@@ -14,7 +14,7 @@ from tests.gw import call, fixture_entry, gateway_env, http_gateway, text_of, wr
 from tests.inproc import gateway_in_process
 from tests.wire import INIT, raw_post
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 FEAT = {"feat": fixture_entry("features")}

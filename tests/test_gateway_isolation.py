@@ -32,7 +32,7 @@ from tests.gw import (
 from toolreel.core.errors import NotFoundError
 from toolreel.core.store import open_store
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("gateway_isolation")]
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {

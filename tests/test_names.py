@@ -74,6 +74,7 @@ def test_mapped_names_do_not_collide() -> None:
     assert listed_name("fs", "read.file") != listed_name("fs", "read_file")
 
 
+@pytest.mark.slow
 def test_mapping_is_stable_across_processes() -> None:
     here = [listed_name(LONG_SERVER, "echo"), listed_name("fs", "read.file/v2")]
     code = (

@@ -7,12 +7,15 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 import toolreel
 
 REPO = Path(__file__).resolve().parents[1]
 PRODUCT = ("core", "gateway", "recorder", "replayer", "templatizer", "ui", "upstreams")
 
 
+@pytest.mark.slow
 def test_version_is_printed_by_the_command() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "toolreel", "--version"], capture_output=True, text=True, timeout=60, cwd=REPO
@@ -22,6 +25,7 @@ def test_version_is_printed_by_the_command() -> None:
     assert toolreel.__version__[0].isdigit()
 
 
+@pytest.mark.slow
 def test_the_wheel_adds_only_the_toolreel_import_name(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), REPO],

@@ -74,9 +74,9 @@ async def test_http_internal_errors_are_jsonrpc_errors_without_python_text(tmp_p
         assert meta["error"]["code"] == -32602 and "'_meta' must be an object" in meta["error"]["message"], meta
 
         for request_id, arguments, problem in [
-            (3, {"limit": -1}, "limit is a whole number from 1 to 1000, not -1"),
-            (4, {"limit": "x"}, "limit is a whole number from 1 to 1000, not 'x'"),
-            (5, {"limit": 10**30}, "limit is a whole number from 1 to 1000"),
+            (3, {"limit": -1}, "limit is a whole number from 1 to 500, not -1"),
+            (4, {"limit": "x"}, "limit is a whole number from 1 to 500, not 'x'"),
+            (5, {"limit": 10**30}, "limit is a whole number from 1 to 500"),
             (6, {"status": "bogus"}, "status is one of"),
         ]:
             answer = await post(request_id, "tools/call", {"name": "toolreel__list_executions", "arguments": arguments})

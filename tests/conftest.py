@@ -59,6 +59,31 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         return (yield)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A report that quotes a lone UTF-16 surrogate (the tests of servers that cut a string mid-emoji) gets it
+    escaped: an xdist worker sends reports as UTF-8, and one it cannot encode ends the worker and the run."""
+    report: pytest.TestReport = yield
+    if report.longrepr is not None and not _encodable(text := str(report.longrepr)):
+        report.longrepr = _escaped(text)
+    report.sections = [(title, _escaped(body)) for title, body in report.sections]
+    return report
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(text: str) -> str:
+    return text if _encodable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"

@@ -61,7 +61,7 @@ def stateless(work: Workload, tmp: Path) -> Command:
     """toolreel with its upstream forced into the 2026-07-28 era (`"protocol": "modern"`), as over
     HTTP or behind a 2026-07-28 client: what a stateless request per call costs the server."""
     server = work.server
-    entry = {"command": server.argv[0], "args": list(server.argv[1:]), "protocol": "modern"}
+    entry: dict[str, object] = {"command": server.argv[0], "args": list(server.argv[1:]), "protocol": "modern"}
     if server.env:
         entry["env"] = dict(server.env)
     config = write_json(tmp / "stateless.json", {"mcpServers": {"s": entry}})
@@ -83,8 +83,8 @@ async def measure(args: argparse.Namespace, errlog: TextIO, tmp: Path) -> None:
             figures = await one_round(targets[label], work, args.calls, errlog, gateway=label != "direct")
             rounds[label].append(figures)
     rows = []
-    for label, figures in rounds.items():
-        median = {key: statistics.median(f.get(key, 0.0) for f in figures) for key in ("p50", *PROCESSES)}
+    for label, samples in rounds.items():
+        median = {key: statistics.median(f.get(key, 0.0) for f in samples) for key in ("p50", *PROCESSES)}
         total = sum(median[key] for key in PROCESSES)
         rows.append([label, f"{median['p50']:.0f}", *(f"{median[key]:.0f}" for key in PROCESSES), f"{total:.0f}"])
     print(table(["target", "p50 µs", "client µs/call", "gateway µs/call", "server µs/call", "all µs/call"], rows))

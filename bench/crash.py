@@ -49,6 +49,7 @@ from tests.gw import (
     http_gateway,
     line_transport,
     status,
+    unsaved,
     wait_until,
     write_config,
 )
@@ -137,7 +138,7 @@ async def drains_gone(gateway: GatewayProcess) -> None:
 
 
 async def _saved(s: Connected) -> bool:
-    return (await status(s))["unsaved"] == 0
+    return await unsaved(s) == 0
 
 
 def _fill(path: Path) -> None:

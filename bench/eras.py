@@ -23,7 +23,7 @@ import time
 import timeit
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import mcp_types as types
@@ -36,7 +36,7 @@ from fixtures.servers import fixture_command, http_fixture
 KINDS = ("2026-07-28", "2025-11-25, asks nothing", "2025-11-25, can be asked")
 
 
-async def _no_answer(*args: Any) -> Any:  # never called: echo asks nothing
+async def _no_answer(*args: Any, **kwargs: Any) -> NoReturn:  # never called: echo asks nothing
     raise RuntimeError("echo asked a question")
 
 

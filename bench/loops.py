@@ -91,27 +91,27 @@ def world(size: int, seed: str) -> World:
 
 
 def orders_and_notes(w: World, given: Mapping[str, Any]) -> None:
-    users = w.answer("crm__list_users", {"limit": 100})["data"]["users"]  # type: ignore[index]
+    users = w.answer("crm__list_users", {"limit": 100})["data"]["users"]
     for user in users:
         order = w.answer("shop__create_order", {"user_id": user["id"], "items": [{"sku": "cheese", "qty": 1}]})
-        w.answer("chat__post", {"text": f"Order {order['order_id']} placed for {user['name']}"})  # type: ignore[index]
+        w.answer("chat__post", {"text": f"Order {order['order_id']} placed for {user['name']}"})
 
 
 def emails(w: World, given: Mapping[str, Any]) -> None:
-    users = w.answer("crm__list_users", {"limit": 100})["data"]["users"]  # type: ignore[index]
+    users = w.answer("crm__list_users", {"limit": 100})["data"]["users"]
     found = [w.answer("crm__get_user", {"id": user["id"]}) for user in users]
-    w.answer("chat__post", {"to": [f["email"] for f in found], "text": "Welcome aboard"})  # type: ignore[index]
+    w.answer("chat__post", {"to": [f["email"] for f in found], "text": "Welcome aboard"})
 
 
 def close_open(w: World, given: Mapping[str, Any]) -> None:
-    tickets = w.answer("desk__list_tickets", {"project": "ops"})["tickets"]  # type: ignore[index]
+    tickets = w.answer("desk__list_tickets", {"project": "ops"})["tickets"]
     for ticket in tickets:
         if ticket["state"] == "open":
             w.answer("desk__close_ticket", {"ticket_id": ticket["id"], "reason": "stale"})
 
 
 def post_to_triage(w: World, given: Mapping[str, Any]) -> None:
-    channels = w.answer("chat__list_channels", {})["channels"]  # type: ignore[index]
+    channels = w.answer("chat__list_channels", {})["channels"]
     triage = next(c for c in channels if c["name"] == "triage")
     w.answer("chat__post", {"channel": triage["id"], "text": "New incident"})
 

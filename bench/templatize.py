@@ -28,7 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._transforms_corpus import transform_bars
+from _transforms_corpus import transform_bars
+
 from fixtures.recordings import CORPUS_DIR, HELDOUT_DIR, CorpusEntry, load_corpus
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
 from toolreel.core.refs import refs_in
@@ -70,7 +71,11 @@ def template_refs(result: TemplatizeResult) -> Found:
 
 def _with_heads(text: str, heads: Sequence[tuple[str, str]]) -> str:
     for head, target in heads:
-        text = re.sub(re.escape(head) + r"(?=[.\[}]|$)", lambda _, t=target: t, text)
+
+        def literal(_: re.Match[str], t: str = target) -> str:
+            return t  # a function, so `target` is not read as a replacement template
+
+        text = re.sub(re.escape(head) + r"(?=[.\[}]|$)", literal, text)
     return text
 
 

@@ -29,8 +29,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._world_replay import Replay, input_schemas, map_inputs, read_only_tools, replay_in_world
-from bench.templatize import ratio, score_inputs, template_refs
+from _world_replay import Replay, input_schemas, map_inputs, read_only_tools, replay_in_world
+from templatize import ratio, score_inputs, template_refs
+
 from fixtures.recordings import BLIND_DIR, CORPUS_DIR, CorpusEntry, load_entry
 from toolreel.core.refs import refs_in
 from toolreel.core.template import StepSpec, Template

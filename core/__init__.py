@@ -6,8 +6,34 @@ resolver), `core.secrets` (redaction), `core.template` / `core.template_io` / `c
 (templates as values, files and JSON Schema), `core.store` (SQLite / PostgreSQL).
 """
 
-from toolreel.core.errors import ToolreelError
-from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, StepStatus
-from toolreel.core.template import Template
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from toolreel.core.errors import ToolreelError
+    from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, StepStatus
+    from toolreel.core.template import Template
 
 __all__ = ["JSON", "Execution", "ExecutionStatus", "StepRecord", "StepStatus", "Template", "ToolreelError"]
+
+# Every module of the product imports some core module, which runs this file first: the face's names
+# load on first use (PEP 562), so that importing `core.errors` does not also import the model and templates.
+_FACE = {
+    "JSON": "model",
+    "Execution": "model",
+    "ExecutionStatus": "model",
+    "StepRecord": "model",
+    "StepStatus": "model",
+    "Template": "template",
+    "ToolreelError": "errors",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _FACE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_FACE[name]}"), name)
+    globals()[name] = value  # once: later lookups find it directly
+    return value

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, TemplateRecord
+from toolreel.core.names import prefixed_name
 
 __all__ = [
     "DEADLINE_EXCEEDED",
@@ -92,7 +93,7 @@ def step_view(record: StepRecord) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": record.name,
         "kind": str(record.kind),
-        "tool": f"{record.server}__{record.tool}" if record.server and record.tool else record.tool,
+        "tool": prefixed_name(record.server, record.tool),
         "status": str(record.status),
         "attempt": record.attempt,
     }

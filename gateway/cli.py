@@ -1,7 +1,9 @@
 """The `toolreel` command line: `serve`, `config check`, and the commands of the other packages.
 
 Errors are one line on stderr that says what and where; exit code 2 for usage and config
-errors. stdout carries only the MCP protocol (serve over stdio) or requested output.
+errors. stdout carries only the MCP protocol (serve over stdio) or requested output. A command
+imports only what it uses: the other packages' commands load when named (`_COMMANDS`), and this
+module's own load the gateway inside them, so `--version` and `--help` start no heavier than Typer.
 """
 
 from __future__ import annotations
@@ -11,21 +13,87 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import anyio
 import typer
 
-from toolreel._cli import DbOption, fail, printable_output
+from toolreel._cli import DbOption, LazyCommand, fail, lazy_group, printable_output
 from toolreel.core.errors import ConfigError, ToolreelError
-from toolreel.core.secrets import Redactor, redact_logs
-from toolreel.gateway.search import parse_tools_mode
-from toolreel.upstreams.config import GatewayConfig, load_config, wrap_config
-from toolreel.upstreams.wire import DEFAULT_MAX_BODY_MB
+from toolreel.core.limits import DEFAULT_MAX_BODY_MB
+
+if TYPE_CHECKING:
+    from toolreel.upstreams.config import GatewayConfig
 
 __all__ = ["app", "main"]
 
+# The other packages' commands: `FUNCTION(app)` of MODULE adds them; the help is what `--help` lists
+# without importing them (tests/test_cli.py pins it to each command's own docstring).
+_TEMPLATIZER = "toolreel.templatizer.cli"
+_REPLAYER = "toolreel.replayer.cli"
+_RECORDER = "toolreel.recorder.cli"
+_AUTH = "toolreel.gateway.auth_cli"
+_COMMANDS = {
+    "templatize": LazyCommand(
+        _TEMPLATIZER,
+        "register",
+        "Run the templatizer on stored recordings; print the template and what it inferred.",
+    ),
+    "schema": LazyCommand(_TEMPLATIZER, "register", "Print the JSON Schema of template files (draft 2020-12)."),
+    "run": LazyCommand(
+        _REPLAYER,
+        "register",
+        "Run a saved template in auto mode, starting the upstreams it needs; a live view of its steps.",
+    ),
+    "worker": LazyCommand(
+        _REPLAYER,
+        "register",
+        "Drive pending and orphaned executions from a shared database until SIGTERM or SIGINT.",
+    ),
+    "call": LazyCommand(
+        _AUTH,
+        "register",
+        "Connect to one MCP server as the gateway would (signing in if needed); list its tools or call one.",
+    ),
+    "auth": LazyCommand(_AUTH, "register", "Sign in to OAuth-protected HTTP servers.", group=True),
+    "templates": LazyCommand(
+        _TEMPLATIZER,
+        "register",
+        "The template catalogue: list, show, export, import, delete, validate.",
+        group=True,
+    ),
+}
+_EXECUTIONS = {
+    "list": LazyCommand(_RECORDER, "executions_commands", "Executions, newest first."),
+    "show": LazyCommand(
+        _RECORDER,
+        "executions_commands",
+        "An execution's status and steps (inputs as written, outputs, errors); --follow watches it live.",
+    ),
+    "cancel": LazyCommand(
+        _REPLAYER,
+        "executions_commands",
+        "Cancel an execution: no new step starts, in-flight calls are cancelled (wherever it runs).",
+    ),
+    "resume": LazyCommand(
+        _REPLAYER,
+        "executions_commands",
+        "Drive a paused or interrupted execution to its end in this process.",
+    ),
+    "retry": LazyCommand(
+        _REPLAYER,
+        "executions_commands",
+        "Try a failed or cancelled execution again: succeeded steps keep their outputs, the failed step "
+        "(or --from STEP) and everything downstream run; driven to its end in this process.",
+    ),
+    "prune": LazyCommand(
+        _REPLAYER,
+        "executions_commands",
+        "Delete finished executions older than an age, with their steps (never templates, never live runs).",
+    ),
+}
+
 app = typer.Typer(
+    cls=lazy_group(_COMMANDS),
     name="toolreel",
     help="A recording MCP gateway: record tool calls as a DAG, save templates, replay them without the LLM.",
     no_args_is_help=True,
@@ -34,7 +102,9 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Client config files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
-executions_app = typer.Typer(help="Recorded and replayed executions.", no_args_is_help=True)
+executions_app = typer.Typer(
+    cls=lazy_group(_EXECUTIONS), help="Recorded and replayed executions.", no_args_is_help=True
+)
 app.add_typer(executions_app, name="executions")
 
 
@@ -57,6 +127,8 @@ def _root(
 
 
 def gateway_config(config: Path | None, command: list[str] | None, name: str | None) -> GatewayConfig:
+    from toolreel.upstreams.config import load_config, wrap_config
+
     if config is not None and command:
         raise ConfigError("give either --config PATH or a command after '--', not both")
     if config is not None:
@@ -115,6 +187,7 @@ def serve(
         age = parse_age(retain) if retain is not None else None
     except ValueError as exc:
         raise fail(f"--retain: {exc}") from None
+    from toolreel.gateway.search import parse_tools_mode
     from toolreel.gateway.serve import parse_http, run_gateway
 
     try:
@@ -127,11 +200,15 @@ def serve(
             backlog_mark()  # a bad TOOLREEL_RECORD_BACKLOG is a usage error, before anything starts
     except ToolreelError as exc:
         raise fail(exc) from None
+    from toolreel.core.secrets import Redactor, redact_logs
+
     redact_logs(Redactor(cfg.secret_values()))
     use_prefix = prefix if prefix is not None else config is not None
     hook_factory = _hook_factory(
         cfg, db=db, annotate=annotate, record=record, max_concurrency=max_concurrency, retain=age, tools=tools_mode
     )
+    import anyio
+
     try:
         anyio.run(
             lambda: run_gateway(cfg, http=options, prefix=use_prefix, hook_factory=hook_factory),
@@ -173,6 +250,8 @@ def ui(
         return open_store(db)
 
     backend = StoreBackend(opener)
+    import anyio
+
     try:
         anyio.run(lambda: run_web_view(options, backend), backend_options=loop_options())
     except ToolreelError as exc:
@@ -191,6 +270,10 @@ def config_check(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for the servers.")] = 30.0,
 ) -> None:
     """Validate a client config and list what it would serve."""
+    import anyio
+
+    from toolreel.upstreams.config import load_config
+
     _logging(False)
     try:
         cfg = load_config(path)
@@ -258,24 +341,8 @@ def _logging(verbose: bool) -> None:
     logging.basicConfig(stream=sys.stderr, level=level, format="toolreel: %(name)s: %(message)s")
 
 
-def _register_commands() -> None:
-    """Commands of the recorder, templatizer and replayer packages (imported here, not at the
-    top: `serve` needs none of them and starts faster without)."""
-    from toolreel.gateway import auth_cli
-    from toolreel.recorder import cli as recorder_cli
-    from toolreel.replayer import cli as replayer_cli
-    from toolreel.templatizer import cli as templatizer_cli
-
-    templatizer_cli.register(app)
-    replayer_cli.register(app)
-    auth_cli.register(app)
-    recorder_cli.executions_commands(executions_app)
-    replayer_cli.executions_commands(executions_app)
-
-
 def main() -> None:
     argv = sys.argv[1:]
-    if not argv or argv[0] != "serve":  # serve needs none of them: it starts faster without
-        _register_commands()
-        printable_output()  # (serve's stdout is the protocol channel: its own writer escapes)
+    if not argv or argv[0] != "serve":  # (serve's stdout is the protocol channel: its own writer escapes)
+        printable_output()
     app()

@@ -38,6 +38,7 @@ from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from toolreel import __version__
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
 from toolreel.gateway._trim import give_back
@@ -120,7 +121,7 @@ class Front(ClientRouter):
     def _build_server(self) -> GatewayServer:
         server = GatewayServer(
             "toolreel",
-            version="0.1.0",
+            version=__version__,
             instructions=INSTRUCTIONS,
             on_subscriptions_listen=Listen(self),
             # Aggregated lists change whenever an upstream does: never fresh for longer than now.

@@ -15,8 +15,6 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from toolreel.upstreams.prespawn import prespawn
-
 __all__ = ["main"]
 
 # Packages whose `__init__` re-exports their whole tree (the high-level server, the HTTP client,
@@ -27,8 +25,10 @@ _REEXPORTING_PACKAGES = ("mcp", "mcp.server", "mcp.client")
 
 def main() -> None:
     argv = sys.argv[1:]
-    prespawn(argv)
-    if argv[:1] == ["serve"]:
+    if argv[:1] == ["serve"]:  # the other commands start no upstream, and import only what they use
+        from toolreel.upstreams.prespawn import prespawn
+
+        prespawn(argv)
         for name in _REEXPORTING_PACKAGES:
             _defer_package_init(name)
         _load_for_good("toolreel.gateway.serve")

@@ -20,6 +20,7 @@ import anyio.abc
 
 from toolreel.core import store_peek
 from toolreel.core.errors import ExecutionError, NotFoundError, RefError, StoreError, ToolreelError
+from toolreel.core.limits import PAGE_LIMIT
 from toolreel.core.model import ExecutionQuery, ExecutionStatus
 from toolreel.core.store_peek import Peek
 from toolreel.gateway.hook import LocalCall, ToolHook, UpstreamCall
@@ -388,7 +389,7 @@ class GatewayHook(ToolHook):
                     {
                         "status": {"type": "string", "enum": [s.value for s in ExecutionStatus]},
                         "template": {"type": "string"},
-                        "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": PAGE_LIMIT},
                         "cursor": {"type": "string"},
                     }
                 ),
@@ -573,11 +574,13 @@ class _Retention(Extension):
 
 
 def _limit(value: object) -> int:
-    """toolreel__list_executions' page size: a whole number from 1 to 1000 (default 50)."""
+    """toolreel__list_executions' page size: a whole number from 1 to PAGE_LIMIT (default 50)."""
     if value is None:
         return 50
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
-        raise ExecutionError(f"toolreel__list_executions: limit is a whole number from 1 to 1000, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= PAGE_LIMIT:
+        raise ExecutionError(
+            f"toolreel__list_executions: limit is a whole number from 1 to {PAGE_LIMIT}, not {value!r}"
+        )
     return value
 
 

@@ -17,6 +17,7 @@ import anyio
 
 from toolreel.core.errors import NotFoundError, StoreError, TemplateError
 from toolreel.core.model import StepRecord, TemplateDraft
+from toolreel.core.names import server_part
 from toolreel.core.skill import Skill, reel_tool_name, served_skills
 from toolreel.gateway import save_form
 from toolreel.gateway.links import ClientLink
@@ -206,7 +207,7 @@ class _Catalogue:
 
         servers: dict[str, Any] = {}
         for spec in result.template.steps:
-            upstream = self.hook.hub.upstreams.get((spec.tool or "").partition("__")[0])
+            upstream = self.hook.hub.upstreams.get(server_part(spec.tool or ""))
             if upstream is not None and upstream.name not in servers:
                 servers[upstream.name] = portable_entry(upstream.config, self.hook.secret_values)
         return dataclasses.replace(result, template=dataclasses.replace(result.template, servers=servers))

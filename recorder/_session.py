@@ -16,6 +16,7 @@ from typing import Any
 from toolreel.core.bounded_refs import costly, resolve_bounded
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus, new_id
+from toolreel.core.names import prefixed_name, split_name
 from toolreel.core.refs import (
     RESERVED_ROOTS,
     STEP_NAME_RE,
@@ -147,7 +148,7 @@ class RecordingSession:
         execution_id = self.execution.id if self.execution is not None else self._start_execution()
         names = state.names.get((server, tool))
         if names is None:
-            names = state.names[server, tool] = (step_name_base(shown or tool), _listed(server, tool))
+            names = state.names[server, tool] = (step_name_base(shown or tool), prefixed_name(server, tool))
         base, listed = names
         count = state.counts[base] = state.counts.get(base, 0) + 1
         name = f"{base}_{count}"
@@ -209,10 +210,10 @@ class RecordingSession:
         execution_id = self.execution.id if self.execution is not None else self._start_execution()
         state.seq = max(state.seq, seq) if seq is not None else state.seq + 1
         state.outputs.put(name, output)
-        server, _, bare = (tool or "").rpartition("__")
-        state.tools[name] = _listed(server or None, bare or None)
+        server, bare = split_name(tool)
+        state.tools[name] = prefixed_name(server, bare)
         at = seq if seq is not None else state.seq
-        return PresetEntry("preset", execution_id, name, at, server or None, bare or None, output, time.time())
+        return PresetEntry("preset", execution_id, name, at, server, bare, output, time.time())
 
     def close(self) -> None:
         """The session is over: the outputs kept for its refs (and their spill file) are let go."""
@@ -233,7 +234,7 @@ class RecordingSession:
             name = step.name
             if name in state.tools and name not in state.elsewhere:
                 continue  # this gateway's own step, or one taken in already
-            state.tools[name] = _listed(step.server, step.tool)
+            state.tools[name] = prefixed_name(step.server, step.tool)
             base, _, count = name.rpartition("_")
             if count.isdigit():
                 state.counts[base] = max(state.counts.get(base, 0), int(count))
@@ -340,9 +341,5 @@ def _unescaped(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def _listed(server: str | None, tool: str | None) -> str | None:
-    return f"{server}__{tool}" if server and tool else tool
-
-
 def _unprefixed(tool: str) -> str:
-    return tool.rpartition("__")[2] or tool
+    return split_name(tool)[1] or tool

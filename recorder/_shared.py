@@ -27,6 +27,7 @@ from toolreel.core.model import (
     StepStatus,
     new_id,
 )
+from toolreel.core.names import split_name
 from toolreel.recorder._journal import unpack
 from toolreel.recorder._rows import PresetEntry, build, entry
 from toolreel.recorder._session import LiveStep, RecordingSession
@@ -93,10 +94,8 @@ class SharedRecordings:
             await self._adopt(store, session)
         for _ in range(CLAIM_TRIES):
             name = session.preset_name(step, tool)  # RefError for a bad or taken name
-            server, _, bare = (tool or "").rpartition("__")
-            made = PresetEntry(
-                "preset", session.execution_id or "", name, 0, server or None, bare or None, output, time.time()
-            )
+            server, bare = split_name(tool)
+            made = PresetEntry("preset", session.execution_id or "", name, 0, server, bare, output, time.time())
             record = build(made)
             assert isinstance(record, StepRecord)
             claim = await self._claim(store, session, record)

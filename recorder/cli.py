@@ -11,6 +11,7 @@ import typer
 
 from toolreel._cli import DbOption, JsonOption, fail
 from toolreel.core.errors import ToolreelError
+from toolreel.core.limits import PAGE_LIMIT
 from toolreel.core.model import ExecutionQuery, ExecutionStatus
 from toolreel.core.store import Store, open_store
 from toolreel.core.view import execution_view
@@ -28,7 +29,7 @@ def _when(stamp: float | None) -> str:
 def list_executions(
     status: Annotated[str | None, typer.Option("--status", help="recording, running, paused, succeeded, ...")] = None,
     template: Annotated[str | None, typer.Option("--template", help="Only runs of this template.")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 20,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=PAGE_LIMIT)] = 20,
     cursor: Annotated[str | None, typer.Option("--cursor", help="From a previous page's next_cursor.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,

@@ -18,6 +18,7 @@ from toolreel.core.caller import ToolCall
 from toolreel.core.errors import CodeError, CodeTimeout, RefError, UpstreamError, UpstreamTimeout
 from toolreel.core.form import check_answer, parse_answer_text
 from toolreel.core.model import JSON, StepRecord, StepStatus
+from toolreel.core.names import server_part
 from toolreel.core.refs import resolve, step_output
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
 from toolreel.core.template import StepSpec
@@ -138,11 +139,11 @@ async def _call(run: Run, spec: StepSpec, args: dict[str, Any]) -> tuple[dict[st
         with backstop:
             return await run.ctx.caller.call_tool(ToolCall(spec.tool, args, timeout)), None
     except TimeoutError:
-        server = run.ctx.caller.server_of(spec.tool) or spec.tool.partition("__")[0]
+        server = run.ctx.caller.server_of(spec.tool) or server_part(spec.tool)
         return None, UpstreamTimeout(server=server, tool=spec.tool, seconds=timeout or 0.0, step=spec.name)
     except UpstreamTimeout as exc:
         if timeout:  # the step's own timeout was the limit (it replaces the server's)
-            server = exc.server or spec.tool.partition("__")[0]
+            server = exc.server or server_part(spec.tool)
             return None, UpstreamTimeout(server=server, tool=spec.tool, seconds=timeout, step=spec.name)
         return None, exc
     except UpstreamError as exc:

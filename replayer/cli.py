@@ -35,6 +35,7 @@ from toolreel.core.errors import (
     ToolreelError,
 )
 from toolreel.core.model import Execution, ExecutionStatus, StepRecord
+from toolreel.core.names import prefixed_name, server_part
 from toolreel.core.retention import parse_age, retaining
 from toolreel.core.secrets import redact_logs
 from toolreel.core.store import Store, check_statuses, open_store, riding_out
@@ -349,7 +350,7 @@ async def _engine(
 
 def _check_started(hub: Hub, template: Template) -> None:
     """A server the template calls that failed to start: one error naming it, the template and the cause."""
-    called = {spec.tool.partition("__")[0] for spec in template.steps if spec.tool}
+    called = {server_part(spec.tool) for spec in template.steps if spec.tool}
     for name in sorted(called):
         upstream = hub.upstreams.get(name)
         if upstream is not None and upstream.state is UpstreamState.FAILED:
@@ -431,7 +432,7 @@ class _LiveView:
         now = time.time()
         for record in sorted(self.rows.values(), key=lambda r: r.seq):
             took = (record.ended_at or now) - (record.started_at or now)
-            tool = f"{record.server}__{record.tool}" if record.server else record.tool or record.kind
+            tool = prefixed_name(record.server, record.tool) or record.kind
             status = "waiting" if awaiting_of(record) is not None else str(record.status)
             table.add_row(record.name, tool, status, str(record.attempt), f"{took:.2f}")
         return table
@@ -566,7 +567,7 @@ def _servers_called(store: Store, template: Template) -> set[str] | None:
             if not member.servers:
                 return None
             needed.update(member.servers)
-        needed.update(spec.tool.partition("__")[0] for spec in member.steps if spec.tool)
+        needed.update(server_part(spec.tool) for spec in member.steps if spec.tool)
     return needed
 
 

@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from toolreel.core.errors import RefError, TemplateError
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
+from toolreel.core.names import prefixed_name
 from toolreel.core.refs import RESERVED_ROOTS, MappingScope, ref_roots, refs_in, resolve
 from toolreel.core.secrets import REDACTED
 from toolreel.core.template import StepSpec, Template
@@ -139,8 +140,7 @@ def _run(recording: Sequence[StepRecord], include_failed: bool) -> Run:
 
 
 def _listed(record: StepRecord) -> str:
-    tool = record.tool or record.name
-    return f"{record.server}__{tool}" if record.server else tool
+    return prefixed_name(record.server, record.tool or record.name) or record.name
 
 
 def _describe(kept: Sequence[StepRecord]) -> str:

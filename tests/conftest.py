@@ -1,17 +1,87 @@
 """Fixtures shared by every test module: the anyio backend and the stores (SQLite file, throwaway PostgreSQL).
 
-`store_url` runs a test once per backend; the PostgreSQL cluster starts once per session (tests/pg.py) and each
-test gets a fresh database in it.
+`store_url` runs a test once per backend; the PostgreSQL cluster starts once per session (once per xdist worker:
+tests/pg.py) and each test gets a fresh database in it. A test not marked `slow` may not start a process, so that
+`-m "not slow"` stays a quick loop: an audit hook refuses any process start while such a test sets up or runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import sys
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests import pg
+
+# Every way Python starts a program (sys.audit events of subprocess, os and pty).
+_PROCESS_EVENTS = frozenset(
+    {"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.exec", "os.spawn", "os.system"}
+)
+_fast_test: str | None = None  # the test not marked slow that is setting up or running, if any
+
+
+def _refuse_processes(event: str, args: tuple[object, ...]) -> None:
+    if _fast_test is not None and event in _PROCESS_EVENTS:
+        raise RuntimeError(
+            f"{_fast_test} starts a process ({event} {args[:2]!r}) but is not marked slow: add "
+            '`pytest.mark.slow` to it (or its module\'s pytestmark) so that `-m "not slow"` starts none'
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    sys.addaudithook(_refuse_processes)  # a hook cannot be removed: it checks `_fast_test` instead
+
+
+@contextlib.contextmanager
+def _guarded(item: pytest.Item) -> Iterator[None]:
+    """Refuse process starts while a test not marked slow sets up or runs (not at teardown, where the
+    session's last test also stops the session's PostgreSQL cluster)."""
+    global _fast_test
+    _fast_test = None if item.get_closest_marker("slow") else item.nodeid
+    try:
+        yield
+    finally:
+        _fast_test = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    with _guarded(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    with _guarded(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A report that quotes a lone UTF-16 surrogate (the tests of servers that cut a string mid-emoji) gets it
+    escaped: an xdist worker sends reports as UTF-8, and one it cannot encode ends the worker and the run."""
+    report: pytest.TestReport = yield
+    if report.longrepr is not None and not _encodable(text := str(report.longrepr)):
+        report.longrepr = _escaped(text)
+    report.sections = [(title, _escaped(body)) for title, body in report.sections]
+    return report
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(text: str) -> str:
+    return text if _encodable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +105,8 @@ def pg_url(pg_cluster: pg.PgCluster) -> str:
     return pg_cluster.create_database("toolreel_session")
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+# PostgreSQL runs as a server process: its half of each test is slow.
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow])])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty store: a SQLite file in tmp_path, or a fresh PostgreSQL database (dropped afterwards)."""
     if request.param == "sqlite":

@@ -70,6 +70,7 @@ __all__ = [
     "stdio_gateway",
     "strip_toolreel_meta",
     "text_of",
+    "unsaved",
     "wait_until",
     "without_name",
     "write_config",
@@ -602,3 +603,10 @@ async def status(connected: Connected) -> dict[str, Any]:
     assert not result.is_error, text_of(result)
     assert isinstance(result.structured_content, dict)
     return result.structured_content
+
+
+async def unsaved(connected: Connected) -> int:
+    """How many recorded calls the gateway holds and has not yet written to the store."""
+    count = (await status(connected))["unsaved"]
+    assert isinstance(count, int), f"toolreel__status gave unsaved={count!r}"
+    return count

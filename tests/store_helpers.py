@@ -1,5 +1,5 @@
 """Records and threads for the store tests: `execution` and `step` build rows with defaults around `T0`;
-`run_threads` starts callers together so that they race for real."""
+`run_threads` starts callers together so that they race for real; `span` reads a finished step's times."""
 
 from __future__ import annotations
 
@@ -43,3 +43,9 @@ def run_threads(count: int, target: Callable[[int], object]) -> None:
     with ThreadPoolExecutor(count) as pool:
         for future in [pool.submit(body, index) for index in range(count)]:
             future.result(timeout=60)
+
+
+def span(row: StepRecord) -> tuple[float, float]:
+    """When a finished step started and ended (failing the test if the row lacks either)."""
+    assert row.started_at is not None and row.ended_at is not None, f"step {row.name} has no start or end time"
+    return row.started_at, row.ended_at

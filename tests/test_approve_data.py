@@ -83,6 +83,7 @@ def test_a_form_is_flat_and_checked_when_saved() -> None:
     assert t.step("choose").approve == "Label for {{@sum.sum}}?" and t.step("choose").approve_schema == FORM
 
 
+@pytest.mark.slow
 async def test_resume_with_a_json_response_gives_the_steps_output(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         t = saved(h.store, TRIAGE)
@@ -114,6 +115,7 @@ class FormFiller:
         return self.answers.pop(0)
 
 
+@pytest.mark.slow
 async def test_an_approver_fills_the_form_and_a_bad_fill_pauses(tmp_path: Path) -> None:
     filler = FormFiller({"label": "feature", "points": 8}, {"label": "feature", "points": 99}, False)
     async with harness(tmp_path, approver=filler) as h:

@@ -29,6 +29,7 @@ SMOKE: Final = {
     "record.py": ["--calls", "10", "--rounds", "1"],
     "record_lean.py": ["--calls", "10", "--rounds", "1"],
     "search.py": [],
+    "startup.py": ["--runs", "1", "--executions", "20"],
     "templatize.py": ["--quick"],
     "ui.py": ["--steps", "20", "--renders", "1", "--pages", "10", "--seconds", "0.5"],
     "worlds.py": ["--only", "zones-standup-clocks"],

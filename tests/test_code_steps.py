@@ -89,6 +89,7 @@ def test_refs_in_a_code_steps_input_are_checked_when_saved() -> None:
 # ---------------------------------------------------------------------- in a run
 
 
+@pytest.mark.slow
 async def test_a_code_steps_output_is_addressable_by_refs(tmp_path: Path) -> None:
     t = template(
         {
@@ -115,6 +116,7 @@ async def test_a_code_steps_output_is_addressable_by_refs(tmp_path: Path) -> Non
         assert steps["say"].output == "total=33 / 33"
 
 
+@pytest.mark.slow
 async def test_code_runs_under_for_each_and_when(tmp_path: Path) -> None:
     t = template(
         {
@@ -138,6 +140,7 @@ async def test_code_runs_under_for_each_and_when(tmp_path: Path) -> None:
         assert execution.output == "ADA,BOB|null"
 
 
+@pytest.mark.slow
 async def test_a_throwing_or_endless_script_fails_its_step_with_a_named_error(tmp_path: Path) -> None:
     t = template(
         {
@@ -161,6 +164,7 @@ async def test_a_throwing_or_endless_script_fails_its_step_with_a_named_error(tm
         assert "TypeError" in (execution.error or "") and "(line 2)" in (execution.error or "")
 
 
+@pytest.mark.slow
 async def test_a_busy_script_does_not_block_other_steps(tmp_path: Path) -> None:
     busy = "export default function(input) { let s = 0; for (let i = 0; i < 3e8; i++) { s += i; } return s; }"
     t = template(
@@ -178,6 +182,7 @@ async def test_a_busy_script_does_not_block_other_steps(tmp_path: Path) -> None:
         assert steps["quick"].ended_at < steps["spin"].ended_at  # the tool call went on while the script ran
 
 
+@pytest.mark.slow
 async def test_scripts_take_turns_so_one_does_not_spend_anothers_time_limit(tmp_path: Path) -> None:
     # Each script needs a good part of its CPU budget alone; run side by side they would share one
     # process CPU clock and all time out.

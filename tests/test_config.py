@@ -188,6 +188,7 @@ def _run(args: list[str], tmp_path: Path, timeout: float = 60) -> subprocess.Com
     )
 
 
+@pytest.mark.slow
 def test_serve_with_bad_config_exits_2_with_one_line_naming_file_and_path(tmp_path: Path) -> None:
     bad = write_config(tmp_path / "bad.json", {"fs": {"command": "x", "args": "not-a-list"}})
     done = _run(["serve", "--config", str(bad)], tmp_path)
@@ -198,6 +199,7 @@ def test_serve_with_bad_config_exits_2_with_one_line_naming_file_and_path(tmp_pa
     assert str(bad) in lines[0] and "mcpServers.fs.args" in lines[0]
 
 
+@pytest.mark.slow
 def test_serve_with_missing_config_file_exits_2(tmp_path: Path) -> None:
     done = _run(["serve", "--config", str(tmp_path / "nope.json")], tmp_path)
     assert done.returncode == 2
@@ -213,6 +215,7 @@ def test_serve_with_missing_config_file_exits_2(tmp_path: Path) -> None:
         ["serve", "--http", "not-a-port", "--", "python", "-m", "fixtures.features"],
     ],
 )
+@pytest.mark.slow
 def test_serve_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
     write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
     args = [str(tmp_path / a) if a == "client.json" else a for a in args]
@@ -221,6 +224,7 @@ def test_serve_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
     assert done.stderr.strip() and done.stdout == ""
 
 
+@pytest.mark.slow
 def test_config_check_of_bad_config_exits_2(tmp_path: Path) -> None:
     bad = write_config(tmp_path / "bad.json", {"a__b": {"command": "x"}})
     done = _run(["config", "check", str(bad)], tmp_path)
@@ -228,6 +232,7 @@ def test_config_check_of_bad_config_exits_2(tmp_path: Path) -> None:
     assert "mcpServers.a__b" in done.stderr and str(bad) in done.stderr
 
 
+@pytest.mark.slow
 def test_config_check_lists_tools_of_a_fixture_server(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "ok.json", {"feat": fixture_entry("features"), "ids": fixture_entry("ids")})
     done = _run(["config", "check", str(cfg)], tmp_path)
@@ -236,6 +241,7 @@ def test_config_check_lists_tools_of_a_fixture_server(tmp_path: Path) -> None:
         assert name in done.stdout
 
 
+@pytest.mark.slow
 def test_config_check_json_honours_tools_allowlist_and_disabled(tmp_path: Path) -> None:
     narrow = {**fixture_entry("features"), "tools": ["echo", "add"]}
     off = {**fixture_entry("ids"), "disabled": True}
@@ -249,6 +255,7 @@ def test_config_check_json_honours_tools_allowlist_and_disabled(tmp_path: Path) 
     assert servers["off"]["state"] == "disabled" and not servers["off"].get("tools")
 
 
+@pytest.mark.slow
 def test_config_check_reports_a_server_that_cannot_start(tmp_path: Path) -> None:
     cfg = write_config(
         tmp_path / "ok.json", {"feat": fixture_entry("features"), "broken": fixture_entry("crash_at_start")}

@@ -17,7 +17,7 @@ from fixtures.servers import REPO_ROOT, http_fixture
 from tests import conformance
 from tests.conformance import SPEC_2025, SPEC_2026, SPEC_VERSIONS, SuiteRun
 
-pytestmark = [pytest.mark.npm, pytest.mark.anyio]
+pytestmark = [pytest.mark.slow, pytest.mark.npm, pytest.mark.anyio, pytest.mark.xdist_group("conformance")]
 
 # Enabling the proxied comparison is this one line: it runs as soon as the gateway's CLI exists.
 GATEWAY_READY: Final = (REPO_ROOT / "gateway" / "cli.py").exists()

@@ -46,7 +46,7 @@ from pydantic import FileUrl
 from fixtures import crash_at_start
 from fixtures.servers import fixture_command, fixture_params, http_fixture
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("fixtures")]
 
 WAIT: Final = 10.0
 FEATURE_TOOLS: Final = {

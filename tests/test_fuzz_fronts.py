@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from tests.gw import fixture_entry, gateway_env, http_gateway, running_gateway, write_config
 from tests.wire import INIT, RawStdio, handshake, raw_post
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 FUZZ_CASES: Final = int(os.environ.get("TOOLREEL_FUZZ_CASES", "3000"))
 FUZZ_CHECK: Final = 100

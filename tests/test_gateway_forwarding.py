@@ -35,7 +35,12 @@ from tests.gw import (
 )
 from tests.inproc import gateway_in_process
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.filterwarnings(inproc.SDK_LOG_DEPRECATION)]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.filterwarnings(inproc.SDK_LOG_DEPRECATION),
+    pytest.mark.xdist_group("gateway_forwarding"),
+]
 
 TIMEOUT = 2  # the `feat` server's per-call timeout (config key `timeout`)
 

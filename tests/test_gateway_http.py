@@ -33,7 +33,7 @@ from tests.gw import (
     write_config,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("gateway_http")]
 
 INIT = {
     "jsonrpc": "2.0",

@@ -36,7 +36,7 @@ from toolreel.core.errors import ConfigError, NotFoundError
 from toolreel.core.store import open_store
 from toolreel.gateway.serve import parse_http
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("gateway_isolation")]
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {

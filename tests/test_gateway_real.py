@@ -40,7 +40,7 @@ from toolreel.core.errors import NotFoundError
 from toolreel.core.model import StepRecord
 from toolreel.core.store import Store, open_store
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("gateway_real")]
 
 NPM_AVAILABLE = npm_available()
 needs_npm = pytest.mark.skipif(not NPM_AVAILABLE, reason="npm reference servers not installed (.ci/run does it)")

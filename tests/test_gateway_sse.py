@@ -31,7 +31,7 @@ from tests.gw import (
     write_config,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("gateway_sse")]
 
 
 @dataclass

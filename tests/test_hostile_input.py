@@ -31,7 +31,7 @@ from tests.gw import (
 )
 from tests.wire import INIT, NO_ID, RawStdio, handshake, raw_post
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CORPUS: Final = Path(__file__).parent / "corpus" / "hostile_lines.json"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.gw import MODES, TOOLREEL, fixture_entry, status, text_of, wait_until
+from tests.gw import MODES, TOOLREEL, fixture_entry, status, text_of, unsaved, wait_until
 from tests.inproc import gateway_in_process
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SERVERS = {"feat": fixture_entry("features")}
 
@@ -76,7 +76,7 @@ async def test_executions_show_json_is_the_same_view_as_get_execution(tmp_path: 
             execution = (await status(gw))["execution_id"]
 
             async def saved() -> bool:
-                return (await status(gw))["unsaved"] == 0
+                return await unsaved(gw) == 0
 
             await wait_until(saved, 60, "the recording to be saved")
             tool = await gw.client.call_tool("toolreel__get_execution", {"id": execution})

@@ -88,6 +88,7 @@ def test_constraints_round_trip_and_are_published_in_the_tool_schema() -> None:
         assert schema["required"] == ["ticket"]
 
 
+@pytest.mark.slow
 async def test_a_run_with_a_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         with pytest.raises(ExecutionError, match="input 'env'"):

@@ -78,6 +78,7 @@ def _reply(reader: FrameReader) -> tuple[object, ...]:
     return tuple(messages[0])
 
 
+@pytest.mark.slow
 def test_the_recorder_process_writes_on_flush_and_at_end_of_input(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     drain = subprocess.Popen(
@@ -106,6 +107,7 @@ def test_the_recorder_process_writes_on_flush_and_at_end_of_input(tmp_path: Path
             drain.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
 def test_the_recorder_process_starts_at_the_gateways_priority_and_writes_at_the_lowest(tmp_path: Path) -> None:
     """Its start (SQLAlchemy, the store, the first write) at SCHED_IDLE took minutes on a machine

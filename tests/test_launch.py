@@ -9,6 +9,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each check is a fresh interpreter
+
 
 def _run(code: str) -> str:
     done = subprocess.run(

@@ -27,6 +27,7 @@ from tests.gw import (
     write_config,
 )
 from tests.inproc import gateway_in_process
+from toolreel.core.names import prefixed_name, server_part, split_name
 from toolreel.core.store import open_store
 from toolreel.upstreams.names import MAX_NAME, listed_name, split_prefixed
 
@@ -74,6 +75,7 @@ def test_mapped_names_do_not_collide() -> None:
     assert listed_name("fs", "read.file") != listed_name("fs", "read_file")
 
 
+@pytest.mark.slow
 def test_mapping_is_stable_across_processes() -> None:
     here = [listed_name(LONG_SERVER, "echo"), listed_name("fs", "read.file/v2")]
     code = (
@@ -164,3 +166,14 @@ async def test_config_mode_with_no_prefix_lists_bare_names(tmp_path: Path) -> No
     assert {"echo", "create_user", "toolreel__status"} <= names
     assert not any(n.startswith(("feat__", "ids__")) for n in names)
     assert not created.is_error and (created.structured_content or {}).get("name") == "Ann"
+
+
+@pytest.mark.parametrize(
+    ("listed", "server", "tool"),
+    [("fs__read_file", "fs", "read_file"), ("fs__read__file", "fs", "read__file"), ("echo", None, "echo")],
+)
+def test_a_listed_name_splits_at_the_first_separator(listed: str, server: str | None, tool: str) -> None:
+    """Server names never hold `__` (the config refuses them); tool names may."""
+    assert split_name(listed) == (server, tool)
+    assert prefixed_name(server, tool) == listed
+    assert server_part(listed) == (server or listed)

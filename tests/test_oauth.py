@@ -204,7 +204,8 @@ async def _save_greeting(config: Path, env: Mapping[str, str]) -> None:
     async with stdio_gateway(["--config", str(config)], env) as gw:
 
         async def ready() -> bool:
-            return (await status(gw))["upstreams"][0]["state"] == "ready"
+            state: str = (await status(gw))["upstreams"][0]["state"]
+            return state == "ready"
 
         await wait_until(ready, 120, "the signed-in server ready")
         echoed = await call(gw, "notes__echo", {"text": "hello"})

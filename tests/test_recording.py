@@ -30,6 +30,7 @@ from tests.gw import (
     status,
     stdio_gateway,
     text_of,
+    unsaved,
     wait_until,
     write_config,
 )
@@ -39,7 +40,7 @@ from toolreel.core.model import ExecutionMode, ExecutionStatus, StepKind, StepRe
 from toolreel.core.store import Store, open_store
 from toolreel.upstreams.config import parse_config
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("recording")]
 
 ENV_SECRET = "env-secret-Zq8w3L1x"
 WEB_TOKEN = "web-token-Pm4k9T2v"
@@ -414,9 +415,7 @@ async def test_secrets_are_redacted_in_the_store(rec: Rec) -> None:
 
 
 async def _all_saved(s: Any) -> bool:
-    result = await call(s, "toolreel__status", {})
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content["unsaved"] == 0
+    return await unsaved(s) == 0
 
 
 def _assert_not_in_files(db_path: Path, secrets: tuple[str, ...]) -> None:

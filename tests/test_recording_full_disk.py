@@ -23,6 +23,7 @@ from tests.gw import (
     status,
     stdio_gateway,
     text_of,
+    unsaved,
     wait_until,
     write_config,
 )
@@ -66,7 +67,7 @@ async def _echo(s: Connected, text: str) -> Any:
 
 
 async def _saved(s: Connected) -> bool:
-    return (await status(s))["unsaved"] == 0
+    return await unsaved(s) == 0
 
 
 async def test_a_full_disk_backs_recording_up_until_space_is_freed(config: Path, small_disk: Path) -> None:

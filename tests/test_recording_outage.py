@@ -19,6 +19,7 @@ from tests.gw import (
     status,
     stdio_gateway,
     text_of,
+    unsaved,
     wait_until,
     write_config,
 )
@@ -90,7 +91,7 @@ async def test_a_postgresql_outage_degrades_recording_and_loses_nothing(
 
 
 async def _unsaved(s: Connected, expected: int) -> bool:
-    return (await status(s))["unsaved"] == expected
+    return await unsaved(s) == expected
 
 
 async def test_toolreel_run_rides_out_a_short_store_outage(private_cluster: pg.PgCluster, tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ def test_one_output_larger_than_the_budget_is_kept_and_read_but_never_cached() -
     kept.close()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_ref_to_an_output_spilled_out_of_memory_still_resolves(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLREEL_REF_MEMORY_MB", "1")

@@ -14,7 +14,7 @@ from toolreel.core.secrets import REDACTED
 from toolreel.core.template import InputSpec
 from toolreel.replayer import bind_inputs, parse_cli_value
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 TYPED = {
     "name": "typed",

@@ -11,12 +11,13 @@ import anyio
 import pytest
 
 from tests.callers import harness, template, wait_until
+from tests.store_helpers import span
 from toolreel.core.model import ExecutionStatus, StepRecord, StepStatus
 from toolreel.core.template import RetryPolicy
 from toolreel.replayer import Engine, retry_delay
 from toolreel.replayer._policy import idempotency_store_key
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def attempts(h: Any, execution_id: str, name: str) -> list[StepRecord]:
@@ -91,7 +92,7 @@ async def test_retries_follow_tool_errors_until_the_last_attempt(tmp_path: Path)
         execution = await h.engine.run_template(t, {})
         rows = attempts(h, execution.id, "retried")
         assert [r.attempt for r in rows] == [1, 2, 3] and all(r.status == StepStatus.FAILED for r in rows)
-        gaps = [rows[i + 1].started_at - rows[i].ended_at for i in range(2)]
+        gaps = [span(rows[i + 1])[0] - span(rows[i])[1] for i in range(2)]
         assert gaps[0] >= 0.1 and gaps[1] >= 0.2  # linear: initial*(n-1)
         assert execution.error == "step retried failed: tool features__fail returned an error: boom"
 

@@ -14,7 +14,7 @@ import pytest
 from tests.callers import harness, saved, template
 from toolreel.core.model import ExecutionStatus, StepStatus, TemplateDraft
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def counter(name: str, key: str | None = None, **extra: Any) -> dict[str, Any]:

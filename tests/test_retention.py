@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psycopg
@@ -35,7 +36,7 @@ PAYLOAD = "x" * 20_000  # per step: enough pages for the file to shrink visibly
 def _fill(store: Store) -> None:
     """Old and new executions of every status, with what must survive named after why."""
     S = ExecutionStatus
-    rows = [
+    rows: list[tuple[str, float, ExecutionStatus, dict[str, Any]]] = [
         ("old_ok", OLD, S.SUCCEEDED, {}),
         ("old_failed", OLD, S.FAILED, {}),
         ("old_cancelled", OLD, S.CANCELLED, {}),
@@ -136,6 +137,7 @@ def test_a_sqlite_file_made_without_incremental_vacuum_is_converted(tmp_path: Pa
         assert raw.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_postgres_prunes_in_batches_and_skips_rows_another_transaction_holds(pg_cluster: object) -> None:
     from tests.pg import PgCluster
@@ -165,6 +167,7 @@ def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(TOOLREEL), *args], capture_output=True, text=True, timeout=120, env=env)
 
 
+@pytest.mark.slow
 def test_prune_command_counts_deletes_and_refuses_live_statuses(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     with open_store(db) as store:
@@ -182,6 +185,7 @@ def test_prune_command_counts_deletes_and_refuses_live_statuses(tmp_path: Path) 
         assert "old_ok" not in _ids(store) and "old_failed" in _ids(store)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_worker_with_retain_prunes_on_its_own(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
@@ -202,6 +206,7 @@ async def test_worker_with_retain_prunes_on_its_own(tmp_path: Path) -> None:
             await process.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_serve_with_retain_prunes_on_its_own(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
@@ -215,6 +220,7 @@ async def test_serve_with_retain_prunes_on_its_own(tmp_path: Path) -> None:
             assert "keep_template_source" in _ids(store)
 
 
+@pytest.mark.slow
 def test_bad_retain_is_a_usage_error(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     for command in (["worker", "--retain", "forever"], ["serve", "--retain", "forever", "--", "true"]):

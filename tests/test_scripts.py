@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
@@ -365,7 +365,7 @@ async def test_a_script_template_run_is_cancelled_with_its_call_in_flight(tmp_pa
 async def test_a_confirmed_tool_inside_a_loop_asks_for_each_call_in_both_eras(tmp_path: Path, mode: str) -> None:
     counter_file = tmp_path / "counts.json"
     entry = {**fixture_entry("features", env={"FIXTURE_COUNTER_FILE": str(counter_file)}), "confirm": ["counter"]}
-    answers = iter(["accept", "decline", "accept"])
+    answers: Iterator[Literal["accept", "decline", "cancel"]] = iter(["accept", "decline", "accept"])
 
     async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action=next(answers))

@@ -49,7 +49,7 @@ def _servers(tmp_path: Path, *, feat_timeout: float | None = None, confirm: list
     files.mkdir(exist_ok=True)
     fs, memory = npm_command("filesystem"), npm_command("memory")
     feat = fixture_entry("features", timeout=feat_timeout, env={"FIXTURE_COUNTER_FILE": str(tmp_path / "counts.json")})
-    servers = {
+    servers: dict[str, dict[str, Any]] = {
         "fs": {"command": fs[0], "args": [*fs[1:], str(files)]},
         "memory": {"command": memory[0], "args": memory[1:], "env": {"MEMORY_FILE_PATH": str(tmp_path / "mem.jsonl")}},
         "feat": feat,

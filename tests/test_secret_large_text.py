@@ -47,7 +47,9 @@ def _redacted(document: dict[str, Any]) -> dict[str, Any]:
 
 def _recorded(text: str) -> StepRecord:
     result = {"content": [{"type": "text", "text": text}], "isError": False}
-    return build(StepEntry("step", "e1", "read_1", 1, "srv", "read", {}, {}, result, None, T0, T0 + 1))
+    row = build(StepEntry("step", "e1", "read_1", 1, "srv", "read", {}, {}, result, None, T0, T0 + 1))
+    assert isinstance(row, StepRecord)
+    return row
 
 
 def _found_anywhere(url: str, needle: str) -> list[str]:

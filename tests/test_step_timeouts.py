@@ -16,6 +16,7 @@ from toolreel.core.template_io import parse_template
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_a_step_timeout_message_points_at_the_step(tmp_path: Path) -> None:
     t = template(
         {

@@ -31,7 +31,9 @@ def store(store_url: str) -> Iterator[SQLStore]:
 def _recorded(name: str, arguments: Any, result: dict[str, Any], *, sent: Any = None) -> StepRecord:
     """A step as the recorder builds it from a finished call (output read from the result by §4)."""
     sent = dict(arguments) if sent is None else sent
-    return build(StepEntry("step", "e1", name, 1, "srv", "t", arguments, sent, result, None, T0, T0 + 1))
+    row = build(StepEntry("step", "e1", name, 1, "srv", "t", arguments, sent, result, None, T0, T0 + 1))
+    assert isinstance(row, StepRecord)
+    return row
 
 
 def _raw_row(store: SQLStore, name: str) -> dict[str, Any]:

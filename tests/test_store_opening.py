@@ -142,6 +142,7 @@ def test_in_memory_sqlite_store_is_shared_by_threads() -> None:
 # PostgreSQL specifics --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_postgres_password_is_masked_and_bare_scheme_means_psycopg(pg_cluster: pg.PgCluster) -> None:
     url = pg_cluster.create_database()
@@ -153,6 +154,7 @@ def test_postgres_password_is_masked_and_bare_scheme_means_psycopg(pg_cluster: p
         assert store.url.startswith("postgresql+psycopg://")
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_unreachable_postgres_is_a_store_error_without_the_password(pg_cluster: pg.PgCluster) -> None:
     port = pg._free_port()
@@ -163,6 +165,7 @@ def test_unreachable_postgres_is_a_store_error_without_the_password(pg_cluster: 
     assert "hunter2" not in message and "is the server running" in message
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_read_only_postgres_refuses_writes_naming_the_url(pg_cluster: pg.PgCluster) -> None:
     url = pg_cluster.create_database()
@@ -175,6 +178,7 @@ def test_read_only_postgres_refuses_writes_naming_the_url(pg_cluster: pg.PgClust
             store.create_execution(execution("e1"))
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_pooled_connections_killed_while_idle_cost_no_failed_call(
     pg_cluster: pg.PgCluster, monkeypatch: pytest.MonkeyPatch
@@ -195,6 +199,7 @@ def test_pooled_connections_killed_while_idle_cost_no_failed_call(
 # the PostgreSQL test helper --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_missing_postgres_fails_the_session_when_required(tmp_path: Path) -> None:
     """What CI relies on: with TOOLREEL_REQUIRE_PG=1, no binaries is an error, not a quiet skip."""
     env = {**os.environ, pg.BINDIR_ENV: str(tmp_path / "no-postgres-here"), pg.REQUIRE_ENV: "1"}
@@ -216,6 +221,7 @@ def test_missing_postgres_skips_unless_required(tmp_path: Path, monkeypatch: pyt
         pg.require_or_skip(str(caught.value))
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_pg_url_is_usable(pg_url: str) -> None:
     with open_store(pg_url) as store:  # the session's shared database: other tests may have written to it

@@ -36,7 +36,7 @@ def test_a_lone_surrogate_is_stored_escaped_and_its_batch_is_written(store_url: 
 
 def test_a_recorded_call_with_a_lone_surrogate_does_not_stop_the_recording(store_url: str) -> None:
     """What the recorder process writes: an execution, then calls; one holds a lone surrogate."""
-    entries = [ExecutionEntry("execution", "rec1", T0, "s")]
+    entries: list[ExecutionEntry | StepEntry] = [ExecutionEntry("execution", "rec1", T0, "s")]
     for n in range(1, 6):
         text = BAD if n == 2 else f"n{n}"
         result = {"content": [{"type": "text", "text": text}], "isError": False}

@@ -63,6 +63,7 @@ def test_a_lone_surrogate_in_a_template_is_named_not_a_traceback() -> None:
         ("bomb.yaml", BOMB),
     ],
 )
+@pytest.mark.slow
 def test_the_cli_answers_bad_files_in_one_line(tmp_path: Path, name: str, text: str) -> None:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")

@@ -58,7 +58,10 @@ def _template(steps: list[dict[str, Any]], inputs: dict[str, Any] | None = None)
 
 @pytest.mark.parametrize("text", MALFORMED)
 def test_a_template_holding_a_malformed_ref_is_refused_when_saved(text: str) -> None:
-    steps = [{"name": "list_1", "tool": "a__list"}, {"name": "use", "tool": "a__use", "input": {"v": text}}]
+    steps: list[dict[str, Any]] = [
+        {"name": "list_1", "tool": "a__list"},
+        {"name": "use", "tool": "a__use", "input": {"v": text}},
+    ]
     with pytest.raises(TemplateError, match="list_1") as refused:
         parse_template(_template(steps))
     assert "input.v" in str(refused.value)

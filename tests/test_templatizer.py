@@ -462,6 +462,7 @@ def test_corpus_has_diverse_real_sessions() -> None:
     assert any(step.status == StepStatus.FAILED for entry in CORPUS for step in entry.steps)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_live_session_on_the_ids_server_templatizes_to_the_expected_refs() -> None:
     scenario = await record.ids_order_flow()

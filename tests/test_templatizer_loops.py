@@ -410,13 +410,13 @@ def test_the_pick_takes_the_input_that_named_the_element() -> None:
 
 def test_the_first_element_and_elements_without_a_unique_name_stay_positional() -> None:
     first = templatize([_post_to_triage(["triage", "general"])], name="t")
-    assert first.template.step("post_1").input["channel"] == "@list_channels_1.channels[0].id"  # type: ignore[index]
+    assert first.template.step("post_1").input["channel"] == "@list_channels_1.channels[0].id"
     s = Session()
     channels = [{"id": "C0AX9Y8Z7W6", "name": "ops"}, {"id": "C0BX9Y8Z7W6", "name": "ops"}]
     s.call("list_channels", {}, {"channels": channels})
     s.call("post", {"channel": "C0BX9Y8Z7W6", "text": "hi"}, "ok")
     twins = templatize([s.steps], name="t")
-    assert twins.template.step("post_1").input["channel"] == "@list_channels_1.channels[1].id"  # type: ignore[index]
+    assert twins.template.step("post_1").input["channel"] == "@list_channels_1.channels[1].id"
     assert not twins.picks
 
 

@@ -177,7 +177,7 @@ def test_a_stale_literal_id_is_found_by_the_changed_world_and_named() -> None:
 def test_a_coincidental_ref_to_a_common_value_is_found_by_the_changed_world() -> None:
     s = _issue_session()
     good = templatize([s.steps], name="t", inputs={"project": "Web Platform"})
-    assert inputs_of(good)["assign_1"]["state"] == "open"  # type: ignore[index]  # a common word: literal
+    assert inputs_of(good)["assign_1"]["state"] == "open"  # a common word: literal
     linked = _with_input(good, "assign_1", "state", "@list_issues_1.items[1].state")
     checked = verify(linked, [s.steps])
     assert checked.verified
@@ -310,7 +310,7 @@ def test_thin_candidates_are_left_out_of_a_plain_save() -> None:
 def test_an_id_a_server_gave_made_an_input_is_a_missed_ref_in_the_changed_world() -> None:
     s = _issue_session()
     as_input = templatize([s.steps], name="t", inputs={"project": "Web Platform", "issue_id": "ISS-88123"})
-    assert inputs_of(as_input)["assign_1"]["issue_id"] == "@input.issue_id"  # type: ignore[index]
+    assert inputs_of(as_input)["assign_1"]["issue_id"] == "@input.issue_id"
     checked = verify(as_input, [s.steps])
     assert checked.verified
     assert [(f.field, f.kind) for f in checked.generalization] == [("$.issue_id", "missed ref")]

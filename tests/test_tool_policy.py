@@ -139,6 +139,7 @@ async def _stored_steps(db_url: str, execution: str, count: int) -> list[Any]:
         store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_filters_and_overrides_shape_the_listing_and_calls_map_back(gw: Gw) -> None:
     s = gw.connected
@@ -159,6 +160,7 @@ async def test_filters_and_overrides_shape_the_listing_and_calls_map_back(gw: Gw
     assert stored[1].resolved_input == {"text": "hi again"}
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_confirmed_call_is_forwarded_and_the_answer_recorded(gw: Gw) -> None:
     s = gw.connected
@@ -190,6 +192,7 @@ async def test_confirmed_call_is_forwarded_and_the_answer_recorded(gw: Gw) -> No
     assert [st.is_error for st in stored] == [False, True, False]
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_client_without_elicitation_gets_a_tool_error_and_nothing_is_forwarded(
@@ -207,6 +210,7 @@ async def test_a_client_without_elicitation_gets_a_tool_error_and_nothing_is_for
     assert not free.is_error and text_of(free) == "free"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.skipif(not npm_available(), reason="the npm reference servers are not installed")
 async def test_confirm_destructive_asks_only_for_tools_annotated_destructive(tmp_path: Path) -> None:

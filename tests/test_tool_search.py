@@ -97,8 +97,9 @@ def test_call_tool_is_unwrapped_to_the_direct_call_and_a_malformed_one_is_left_a
     wrapped = {"name": CALL_TOOL, "arguments": {"name": "fs__read", "arguments": {"path": "/a"}}, "_meta": {"k": 1}}
     assert unwrap(wrapped) == {"name": "fs__read", "arguments": {"path": "/a"}, "_meta": {"k": 1}}
     assert unwrap({"name": CALL_TOOL, "arguments": {"name": "fs__read"}})["arguments"] == {}
+    malformed: dict[str, Any]
     for malformed in ({"arguments": {}}, {"name": 3}, {"name": CALL_TOOL}, {"name": "x", "arguments": []}):
-        params = {"name": CALL_TOOL, "arguments": malformed}
+        params: dict[str, Any] = {"name": CALL_TOOL, "arguments": malformed}
         assert unwrap(params) is params
     direct = {"name": "fs__read", "arguments": {}}
     assert unwrap(direct) is direct

@@ -60,6 +60,7 @@ def memory() -> Iterator[InMemorySpanExporter]:
         tracing.disable()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_replay_execution_and_steps_are_spans_and_upstreams_continue_the_trace(
     tmp_path: Path, memory: InMemorySpanExporter

@@ -17,12 +17,14 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from bench._world_replay import compare_calls, map_inputs, replay_in_world
-from bench.worlds import judge, load_sessions, plain_save
 from fixtures.recordings import BLIND_DIR, CORPUS_DIR, load_entry
 from fixtures.world import canonical
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))  # the bench scripts import each other as they run: from bench/
+from _world_replay import compare_calls, map_inputs, replay_in_world  # noqa: E402
+from worlds import judge, load_sessions, plain_save  # noqa: E402
+
 TUNED = "ids-order-flow"  # small, tuned (never a blind session), with a world2
 
 pytestmark = pytest.mark.anyio

@@ -22,6 +22,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from toolreel.core.errors import NotFoundError, ToolreelError
+from toolreel.core.limits import PAGE_LIMIT
 from toolreel.core.model import ExecutionQuery, ExecutionStatus
 from toolreel.ui._auth import cookie_header
 from toolreel.ui._backend import RunRequest, SaveRequest, UiBackend
@@ -97,7 +98,7 @@ class _Ui:
         await self.backend.flush()
         params = request.query_params
         status = ExecutionStatus(params["status"]) if params.get("status") else None
-        limit = min(int(params.get("limit") or 100), 500)
+        limit = min(int(params.get("limit") or 100), PAGE_LIMIT)
 
         def listing(store: Any) -> dict[str, Any]:
             wanted = ExecutionQuery(status, params.get("template") or None, limit, params.get("cursor"))

@@ -1,10 +1,10 @@
 """The upstream connection pool, shared by the gateway and the replayer.
 
 A client config (`config`) becomes a `Hub` of upstream MCP sessions (`hub`, `upstream`,
-`stdio_upstream`, `pipes`), started in parallel and reused for every call; `names` holds the
-one `server__tool` naming rule; `prespawn` starts stdio servers before the rest loads, and
-`keeper` ends their process groups if this process dies. It imports nothing from the gateway,
-recorder, templatizer or replayer.
+`stdio_upstream`, `pipes`), started in parallel and reused for every call; `names` maps the names
+that `core.names`' `server__tool` rule would make too long or illegal; `prespawn` starts stdio
+servers before the rest loads, and `keeper` ends their process groups if this process dies. It
+imports nothing from the gateway, recorder, templatizer or replayer.
 """
 
 # Only the light modules here: `toolreel serve` imports `prespawn` (through this package) before

@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 from toolreel.core import tracing
 from toolreel.core.caller import ToolCall
 from toolreel.core.errors import UpstreamError
+from toolreel.core.names import prefixed_name, split_name
 from toolreel.upstreams.config import GatewayConfig, ServerConfig
 from toolreel.upstreams.names import NameMapping, listed_name
 from toolreel.upstreams.pins import Pins
@@ -334,7 +335,7 @@ class Hub:
         out = []
         for table in (self._tools, self._prompts):
             for listed, route in table.items():
-                natural = f"{route.upstream.name}__{route.name}" if self.prefix else route.name
+                natural = prefixed_name(route.upstream.name, route.name) if self.prefix else route.name
                 if listed != natural:
                     out.append(NameMapping(listed=listed, server=route.upstream.name, name=route.name))
         return out
@@ -436,8 +437,7 @@ def error_result(text: str) -> dict[str, Any]:
 
 
 def _server_hint(name: str) -> str:
-    server, sep, _ = name.partition("__")
-    return server if sep else "?"
+    return split_name(name)[0] or "?"
 
 
 def _template_matches(template: str, uri: str) -> bool:

@@ -11,10 +11,11 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from toolreel.core.names import SEPARATOR, split_prefixed
+
 __all__ = ["MAX_NAME", "SEPARATOR", "NameMapping", "listed_name", "split_prefixed"]
 
 MAX_NAME = 64
-SEPARATOR = "__"
 _LEGAL = re.compile(r"[A-Za-z0-9_-]+")
 _ILLEGAL = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -27,15 +28,9 @@ class NameMapping:
 
 
 def listed_name(server: str, name: str, *, prefix: bool = True) -> str:
-    wanted = f"{server}{SEPARATOR}{name}" if prefix else name
+    wanted = f"{server}{SEPARATOR}{name}" if prefix else name  # core.names.prefixed_name, then checked
     if len(wanted) <= MAX_NAME and _LEGAL.fullmatch(wanted):
         return wanted
     digest = hashlib.sha256(f"{server}\0{name}".encode()).hexdigest()[:8]
     cleaned = _ILLEGAL.sub("_", wanted)[: MAX_NAME - len(digest) - 1]
     return f"{cleaned}_{digest}"
-
-
-def split_prefixed(listed: str) -> tuple[str, str] | None:
-    """`fs__read_file` -> ("fs", "read_file"); None when there is no separator."""
-    server, sep, rest = listed.partition(SEPARATOR)
-    return (server, rest) if sep and server and rest else None

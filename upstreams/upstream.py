@@ -41,6 +41,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOC
 from mcp_types.version import LATEST_MODERN_VERSION
 from pydantic import BaseModel
 
+from toolreel import __version__
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError, UpstreamTimeout
 from toolreel.upstreams import prespawn
@@ -373,7 +374,7 @@ class Upstream:
         self._headers = {MCP_PROTOCOL_VERSION_HEADER: version} if self.config.url else {}
         self._envelope = {
             PROTOCOL_VERSION_META_KEY: version,
-            CLIENT_INFO_META_KEY: {"name": "toolreel", "version": "0.1.0"},
+            CLIENT_INFO_META_KEY: {"name": "toolreel", "version": __version__},
             CLIENT_CAPABILITIES_META_KEY: capabilities.model_dump(by_alias=True, mode="json", exclude_none=True),
         }
 
@@ -463,7 +464,7 @@ class Upstream:
             elicitation_callback=self._on_elicitation if caps.elicitation is not None else None,
             list_roots_callback=self._on_roots if caps.roots is not None else None,
             message_handler=self._on_message,
-            client_info=types.Implementation(name="toolreel", version="0.1.0"),
+            client_info=types.Implementation(name="toolreel", version=__version__),
         )
 
     def _transport(self, lost: anyio.Event) -> contextlib.AbstractAsyncContextManager[tuple[Any, Any, FastLane | None]]:

@@ -17,6 +17,8 @@ import mcp_types as types
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
+from toolreel.core.limits import DEFAULT_MAX_BODY_MB
+
 __all__ = [
     "DEFAULT_MAX_BODY_MB",
     "MAX_DEPTH",
@@ -32,10 +34,6 @@ __all__ = [
 # Deeper than any tool schema or result seen in practice, and below the depth pydantic's JSON reader (about
 # 200) and writer (about 250) accept, so whatever passes here can also be validated and written back.
 MAX_DEPTH: Final = 128
-
-# An HTTP request body larger than this is refused (413) before it is read into memory: one tool call's
-# arguments rarely pass a few MiB, and each MiB accepted costs about nine in the SDK's parsing and copies.
-DEFAULT_MAX_BODY_MB: Final = 32.0
 
 # One encoder each for the hot path (UTF-8 out) and the rare value holding a lone surrogate, which UTF-8
 # cannot encode: that one keeps it as the `\\udXXX` escape it arrived as.

@@ -10,11 +10,9 @@ and `toolreel.replayer`.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 __all__ = ["__version__"]
 
-try:
-    __version__: str = version("toolreel")
-except PackageNotFoundError:  # pragma: no cover - running from a tree that was never installed
-    __version__ = "0.0.0+unknown"
+# The one place of the version: pyproject.toml reads it from here (setuptools' `attr:`), the gateway
+# names itself with it to clients and servers, and `toolreel --version` prints it without reading
+# the installed distribution's metadata (a noticeable part of a command's start).
+__version__ = "0.1.0"

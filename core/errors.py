@@ -82,7 +82,9 @@ class RefError(ToolreelError):
 
 
 class RefBudgetError(RefError):
-    pass
+    """A ref's filter went past its time or memory budget (`TOOLREEL_REF_TIME_LIMIT`, `TOOLREEL_REF_WORKER_MB`)."""
+
+    code: ClassVar[str] = "ref_budget_exceeded"
 
 
 class TemplateError(ToolreelError):

@@ -58,7 +58,7 @@ _COMMANDS = {
     "templates": LazyCommand(
         _TEMPLATIZER,
         "register",
-        "The template catalogue: list, show, export, import, delete, validate.",
+        "The template catalogue: list, show, export, import, delete, validate, check.",
         group=True,
     ),
 }
@@ -222,7 +222,7 @@ def serve(
 
 def _hook_factory(cfg: GatewayConfig, **options: Any) -> Any:
     """The recording and management layer above the pipe."""
-    from toolreel.gateway.management import hook_factory
+    from toolreel.gateway.assembly import hook_factory
 
     return hook_factory(cfg, **options)
 

@@ -34,15 +34,13 @@ from toolreel.recorder import (
     pending_journals,
     shares_recordings,
 )
-from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.hub import Hub, error_result
 
 if TYPE_CHECKING:
     from toolreel.core.skill import Skill
     from toolreel.core.store import Store
-    from toolreel.gateway.search import ToolsMode
 
-__all__ = ["ANNOTATIONS", "Extension", "GatewayHook", "ManagementTool", "hook_factory", "tool_result"]
+__all__ = ["ANNOTATIONS", "Extension", "GatewayHook", "ManagementTool", "tool_result"]
 
 logger = logging.getLogger("toolreel.gateway")
 STORE_RETRY = 5.0
@@ -481,58 +479,6 @@ class GatewayHook(ToolHook):
         return tool_result({"executions": items, "next_cursor": cursor})
 
 
-def hook_factory(
-    config: GatewayConfig,
-    *,
-    db: str | None,
-    annotate: bool,
-    record: bool,
-    max_concurrency: int,
-    retain: float | None = None,
-    tools: ToolsMode | None = None,
-) -> Callable[[Hub], GatewayHook]:
-    def opener() -> Store:
-        from toolreel.core.store import open_store
-
-        return open_store(db)
-
-    def build(hub: Hub) -> GatewayHook:
-        hook = GatewayHook(
-            hub,
-            opener,
-            secret_values=config.secret_values(),
-            annotate=annotate,
-            record=record,
-            peek=lambda: store_peek.peek(db),
-            db=db,
-        )
-        hook.extend(*_extensions(hook, max_concurrency=max_concurrency, retain=retain, tools=tools))
-        return hook
-
-    return build
-
-
-def _extensions(
-    hook: GatewayHook, *, max_concurrency: int, retain: float | None, tools: ToolsMode | None = None
-) -> list[Extension]:
-    """The layers over recording, assembled here alone (as mitmproxy's `default_addons`): the template
-    catalogue, runs, tool search, scripts, and with `--retain` the pruning of old executions while serving."""
-    from toolreel.gateway.scripts import ScriptTools
-    from toolreel.gateway.tools_runs import RunTools
-    from toolreel.gateway.tools_search import SearchTools
-    from toolreel.gateway.tools_templates import TemplateTools
-
-    layers: list[Extension] = [
-        TemplateTools(hook),
-        RunTools(hook, max_concurrency),
-        SearchTools(hook, tools),
-        ScriptTools(hook),
-    ]
-    if retain is not None:
-        layers.append(_Retention(hook, retain))
-    return layers
-
-
 class Extension:
     """A layer of tools over the recording hook; every part is optional."""
 
@@ -559,18 +505,6 @@ class Extension:
     def service(self) -> contextlib.AbstractAsyncContextManager[None]:
         """What runs while the gateway serves, once the store is open (an engine, a poll)."""
         return contextlib.nullcontext()
-
-
-class _Retention(Extension):
-    """`--retain D`: old finished executions pruned while serving."""
-
-    def __init__(self, hook: GatewayHook, age: float) -> None:
-        self.hook, self.age = hook, age
-
-    def service(self) -> contextlib.AbstractAsyncContextManager[None]:
-        from toolreel.core.retention import retaining
-
-        return retaining(self.hook.store, self.age)
 
 
 def _limit(value: object) -> int:

@@ -17,12 +17,13 @@ from typing import Final, NamedTuple, TypeGuard
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord
-from toolreel.core.refs import MappingScope, escape_literal, refs_in, resolve
+from toolreel.core.refs import escape_literal, refs_in, resolve
 from toolreel.core.secrets import REDACTED
 from toolreel.templatizer._index import Occurrence, OutputIndex
 from toolreel.templatizer._inputs import InputTable, Unexplained
 from toolreel.templatizer._lockstep import lockstep_ref
 from toolreel.templatizer._result import HIGH, MEDIUM, Confidence, Inference, InferenceKind, confidence_of
+from toolreel.templatizer._runs import Run
 from toolreel.templatizer._values import (
     Keys,
     get_at,
@@ -48,18 +49,6 @@ _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output
 _BACKED_PIECE: Final = 0.3
 _ALIGNED_WORD: Final = 0.55  # a weaker string (`open`, `high`) is vocabulary, in many items by design
 _PRIORITY: Final[dict[str, int]] = {"exact": 3, "subtree": 3, "confirmed": 3, "substring": 2, "input": 2, "coerced": 1}
-
-
-@dataclass
-class Run:
-    """One recording: its kept steps by name, their outputs, and the template inputs' values in it."""
-
-    steps: dict[str, StepRecord]
-    outputs: dict[str, JSON]
-    inputs: dict[str, JSON] = field(default_factory=dict)
-
-    def scope(self) -> MappingScope:
-        return MappingScope(steps=self.outputs, inputs=self.inputs)
 
 
 @dataclass(frozen=True, slots=True)

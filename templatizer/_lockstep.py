@@ -16,7 +16,7 @@ from toolreel.core.refs import format_ref
 from toolreel.templatizer._values import get_at, is_trivial, same, walk
 
 if TYPE_CHECKING:
-    from toolreel.templatizer._infer import Run
+    from toolreel.templatizer._runs import Run
 
 __all__ = ["lockstep_ref"]
 

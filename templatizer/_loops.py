@@ -21,11 +21,12 @@ from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
 from toolreel.core.template import InputSpec
+from toolreel.templatizer._result import Loop, Unrolled
 from toolreel.templatizer._values import is_trivial, same
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
-    from toolreel.templatizer._infer import Run
     from toolreel.templatizer._inputs import InputTable
+    from toolreel.templatizer._runs import Run
 
 __all__ = ["Folded", "Loop", "Unit", "Unrolled", "fold_loops"]
 
@@ -59,33 +60,6 @@ class Unit:
     for_each: str | None = None
     members: tuple[str, ...] = ()  # the recorded calls a loop stands for, in element order
     code: str | None = None  # a pure step the folding adds (the lists a loop walks together, zipped)
-
-
-@dataclass(frozen=True, slots=True)
-class Loop:
-    step: str
-    tool: str
-    over: str
-    members: tuple[str, ...]
-    why: str
-    folded_inputs: tuple[str, ...] = ()  # the per-call inputs the list input replaces
-    elements: tuple[tuple[tuple[str, str], ...], ...] = ()
-    """Per recorded call, what its `@item` refs stood for: (`@item` or `@item.<key>`, `@list_1.items[2]`)."""
-    run_members: tuple[tuple[str, ...], ...] = ()  # the calls it stands for in each recording ([0]: `members`)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"step": self.step, "tool": self.tool, "for_each": self.over}
-        out.update(replaces=list(self.members), why=self.why)
-        return out | ({"folded_inputs": list(self.folded_inputs)} if self.folded_inputs else {})
-
-
-@dataclass(frozen=True, slots=True)
-class Unrolled:
-    steps: tuple[str, ...]
-    why: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"steps": list(self.steps), "why": self.why}
 
 
 @dataclass(frozen=True, slots=True)

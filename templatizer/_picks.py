@@ -12,17 +12,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON
 from toolreel.core.refs import resolve
+from toolreel.templatizer._result import Pick
 from toolreel.templatizer._values import same
 
 if TYPE_CHECKING:
-    from toolreel.templatizer._infer import Run
     from toolreel.templatizer._loops import Unit
+    from toolreel.templatizer._runs import Run
 
 __all__ = ["PICK_CODE", "Pick", "pick_by_identity"]
 
@@ -41,18 +42,6 @@ PICK_CODE: Final = """export default function(input) {
   return found[0];
 }
 """
-
-
-@dataclass(frozen=True, slots=True)
-class Pick:
-    step: str  # the code step added
-    replaces: str  # the positional ref head, `@list_1.items[4]`
-    key: str
-    value: str  # a literal value or `@input.x`
-
-    @property
-    def why(self) -> str:
-        return f"{self.replaces} is now the element whose {self.key} is {self.value} ({self.step})"
 
 
 def pick_by_identity(

@@ -9,8 +9,6 @@ from typing import Any, Literal
 from toolreel.core.model import JSON
 from toolreel.core.template import Template
 from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer._loops import Loop, Unrolled
-from toolreel.templatizer._picks import Pick
 
 Confidence = Literal["high", "medium", "low"]
 InferenceKind = Literal[
@@ -89,6 +87,45 @@ class StayedLiteral:
 
     def to_json(self) -> dict[str, Any]:
         return {"step": self.step, "input_path": self.input_path, "value": self.value, "why": self.why}
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    step: str
+    tool: str
+    over: str
+    members: tuple[str, ...]
+    why: str
+    folded_inputs: tuple[str, ...] = ()  # the per-call inputs the list input replaces
+    elements: tuple[tuple[tuple[str, str], ...], ...] = ()
+    """Per recorded call, what its `@item` refs stood for: (`@item` or `@item.<key>`, `@list_1.items[2]`)."""
+    run_members: tuple[tuple[str, ...], ...] = ()  # the calls it stands for in each recording ([0]: `members`)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"step": self.step, "tool": self.tool, "for_each": self.over}
+        out.update(replaces=list(self.members), why=self.why)
+        return out | ({"folded_inputs": list(self.folded_inputs)} if self.folded_inputs else {})
+
+
+@dataclass(frozen=True, slots=True)
+class Unrolled:
+    steps: tuple[str, ...]
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"steps": list(self.steps), "why": self.why}
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    step: str  # the code step added
+    replaces: str  # the positional ref head, `@list_1.items[4]`
+    key: str
+    value: str  # a literal value or `@input.x`
+
+    @property
+    def why(self) -> str:
+        return f"{self.replaces} is now the element whose {self.key} is {self.value} ({self.step})"
 
 
 @dataclass(frozen=True, slots=True)

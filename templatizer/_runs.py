@@ -9,15 +9,26 @@ Lovelace!" then "Welcome Grace Hopper!").
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from toolreel.core.model import JSON, StepRecord
+from toolreel.core.refs import MappingScope
 from toolreel.templatizer._values import Keys, get_at, number_text, same, walk
 
-if TYPE_CHECKING:
-    from toolreel.templatizer._infer import Run
+__all__ = ["Run", "named_in_runs"]
 
-__all__ = ["named_in_runs"]
+
+@dataclass
+class Run:
+    """One recording: its kept steps by name, their outputs, and the template inputs' values in it."""
+
+    steps: dict[str, StepRecord]
+    outputs: dict[str, JSON]
+    inputs: dict[str, JSON] = field(default_factory=dict)
+
+    def scope(self) -> MappingScope:
+        return MappingScope(steps=self.outputs, inputs=self.inputs)
+
 
 _Place = tuple[str, Keys, tuple[str, str] | None]  # step, argument path, (text before, text after) in a string
 

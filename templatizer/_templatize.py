@@ -19,13 +19,13 @@ from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._capture import propose_captures
 from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._index import OutputIndex
-from toolreel.templatizer._infer import Run, StepInferrer, StepResult, literal
+from toolreel.templatizer._infer import StepInferrer, StepResult, literal
 from toolreel.templatizer._inputs import InputTable, Schemas, likely_inputs
 from toolreel.templatizer._loops import Unit, fold_loops
 from toolreel.templatizer._order import Call, order_after
 from toolreel.templatizer._picks import pick_by_identity
 from toolreel.templatizer._result import Inference, TemplatizeResult
-from toolreel.templatizer._runs import named_in_runs
+from toolreel.templatizer._runs import Run, named_in_runs
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, put_at, same
 

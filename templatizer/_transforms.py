@@ -26,8 +26,8 @@ from toolreel.core.refs import is_ref, refs_in, resolve
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
-from toolreel.templatizer._infer import Run
 from toolreel.templatizer._result import Inference, LikelyInput
+from toolreel.templatizer._runs import Run
 from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, put_at, strength, walk
 
 __all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]

@@ -27,9 +27,9 @@ from mcp.shared.memory import MessageStream, create_client_server_memory_streams
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from tests.gw import Connected, OpenedStreams, Probe, client_for
+from toolreel.gateway.assembly import hook_factory
 from toolreel.gateway.front import Front
 from toolreel.gateway.links import CLIENT_HEADER
-from toolreel.gateway.management import hook_factory
 from toolreel.upstreams.config import GatewayConfig, parse_config
 from toolreel.upstreams.hub import open_hub
 

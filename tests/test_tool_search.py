@@ -129,6 +129,7 @@ def test_the_config_key_is_validated_with_its_path() -> None:
 # --- through the gateway ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_search_mode_lists_the_search_tools_instead_of_the_upstream_tools(mode: str) -> None:
     with anyio.fail_after(60):
@@ -144,6 +145,7 @@ async def test_search_mode_lists_the_search_tools_instead_of_the_upstream_tools(
     assert hits[0]["inputSchema"]["properties"].keys() >= {"user_id", "items"}  # the full schema
 
 
+@pytest.mark.slow
 async def test_search_limit_is_honoured_and_a_bad_one_is_refused() -> None:
     with anyio.fail_after(60):
         async with gateway_in_process(_config("search")) as gw:
@@ -155,6 +157,7 @@ async def test_search_limit_is_honoured_and_a_bad_one_is_refused() -> None:
     assert empty.is_error and "needs 'query'" in text_of(empty)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_call_through_call_tool_is_recorded_as_the_direct_call(mode: str) -> None:
     with anyio.fail_after(60):
@@ -169,6 +172,7 @@ async def test_a_call_through_call_tool_is_recorded_as_the_direct_call(mode: str
     assert [(s["name"], s["tool"]) for s in state["steps"]] == [("add_1", "feat__add"), ("add_2", "feat__add")]
 
 
+@pytest.mark.slow
 async def test_a_malformed_call_tool_says_what_it_takes_and_calls_nothing() -> None:
     with anyio.fail_after(60):
         async with gateway_in_process(_config("search")) as gw:
@@ -225,6 +229,7 @@ async def test_a_session_through_call_tool_saves_the_same_template_as_the_direct
     assert searched == direct
 
 
+@pytest.mark.slow
 async def test_auto_searches_only_past_the_threshold() -> None:
     with anyio.fail_after(60):
         async with gateway_in_process(_config("auto", searchThreshold=100_000)) as gw:

@@ -26,15 +26,13 @@ import webbrowser
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.abc
 
 from toolreel.core.errors import UpstreamError
-
-if TYPE_CHECKING:
-    from toolreel.upstreams.config import ServerConfig
+from toolreel.upstreams.config import OAuthSettings, ServerConfig
 
 __all__ = [
     "OAuthSettings",
@@ -69,16 +67,6 @@ class SignInNeeded(UpstreamError):
         self.server, self.command = server, command
         detail = f" ({cause})" if cause else ""
         super().__init__(f"sign-in needed for server {server!r}{detail}: run `{command}`", server=server)
-
-
-@dataclass(frozen=True, slots=True)
-class OAuthSettings:
-    """A server's `oauth` config key: a pre-registered client and the scopes to ask for."""
-
-    client_id: str | None = None
-    client_secret: str | None = None
-    scopes: tuple[str, ...] = ()
-    client_metadata_url: str | None = None  # a Client ID Metadata Document (https) this client publishes
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,9 @@ from dotenv import dotenv_values
 
 from toolreel.core.errors import ConfigError
 from toolreel.core.secrets import is_secret_key, url_secrets
-from toolreel.upstreams.auth import OAuthSettings
 from toolreel.upstreams.tool_policy import ToolPolicy, parse_policy
 
-__all__ = ["GatewayConfig", "ServerConfig", "load_config", "opaque", "parse_config", "wrap_config"]
+__all__ = ["GatewayConfig", "OAuthSettings", "ServerConfig", "load_config", "opaque", "parse_config", "wrap_config"]
 
 Transport = Literal["stdio", "http", "sse"]
 
@@ -60,6 +59,16 @@ DEFAULT_TIMEOUT = 60.0
 # `auto` searches when the upstream tools' definitions pass this many tokens (cl100k): about a tenth of
 # a 200k context, where hosts that offer tool search switch to it.
 DEFAULT_SEARCH_THRESHOLD = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthSettings:
+    """A server's `oauth` config key: a pre-registered client and the scopes to ask for."""
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    scopes: tuple[str, ...] = ()
+    client_metadata_url: str | None = None  # a Client ID Metadata Document (https) this client publishes
 
 
 @dataclass(frozen=True, slots=True)

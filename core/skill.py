@@ -20,7 +20,7 @@ from typing import Any, Final
 import yaml
 
 from toolreel.core.errors import TemplateError
-from toolreel.core.template import InputSpec, StepSpec, Template
+from toolreel.core.template import InputSpec, StepSpec, Template, When
 from toolreel.core.template_io import dump_template_yaml
 
 __all__ = [
@@ -248,14 +248,24 @@ def _step_line(step: StepSpec) -> str:
         "approve": "asks the user to approve: " + json.dumps(step.approve or "", ensure_ascii=False),
         "template": f"runs the template `{step.template}`",
         "code": "reshapes data with a small JavaScript function (sandboxed)",
+        "script": "runs a script that calls tools through the gateway (sandboxed)",
     }[kind]
     if step.for_each is not None:
         what += f", once per item of `{step.for_each}`"
     if step.when is not None:
-        what += f", only when `{step.when.ref}` {step.when.op or 'is truthy'}" + (
-            f" {_json(step.when.value)}" if step.when.op not in (None, "exists") else ""
-        )
+        what += f", only when {_condition(step.when)}"
     return f"`{step.name}` {what}."
+
+
+def _condition(when: When) -> str:
+    """A step's `when` in words: one ref's test, or `all` / `any` / `not` of them."""
+    if not when.combined:
+        test = f"`{when.ref}` {when.op or 'is truthy'}"
+        return test + (f" {_json(when.value)}" if when.op not in (None, "exists") else "")
+    if when.not_ is not None:
+        return f"not ({_condition(when.not_)})"
+    parts, joiner = (when.all, " and ") if when.all else (when.any, " or ")
+    return "(" + joiner.join(_condition(part) for part in parts) + ")"
 
 
 def _how_to_run(template: Template, tool: str | None) -> list[str]:

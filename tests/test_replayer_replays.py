@@ -74,7 +74,9 @@ async def test_fs_notes_replays_in_another_directory(tmp_path: Path) -> None:
         execution = await engine.run_template(template, {"root_dir": str(root), "content": "# Todo\n- write tests\n"})
         assert execution.status == ExecutionStatus.SUCCEEDED, execution.error
     assert (root / "notes" / "todo.md").read_text() == "# Todo\n- write tests\n"
-    # The found report moved to the destination the template names (its file name was a literal).
-    assert (root / "notes" / "report-q3.txt").read_text() == "Q1: revenue flat\n"
+    # The found report moved under the name the search found in this world: the recording's name (report-q3)
+    # was read out of the search's output, and a replay reads it afresh rather than keep it stale.
+    assert (root / "notes" / "report-q1.txt").read_text() == "Q1: revenue flat\n"
+    assert not (root / "notes" / "report-q3.txt").exists()
     assert not (root / "archive" / "2024" / "report-q1.txt").exists()
     store.close()

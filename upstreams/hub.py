@@ -227,6 +227,13 @@ class Hub:
                 await self._tg.start(twin.serve)
         return twin if twin.state is UpstreamState.READY else None
 
+    def _serving(self, upstream: Upstream) -> Upstream:
+        """The connection a run's call (no client's) takes: the server's handshake-era one once a client's
+        calls went there, so a replay meets the state those calls left (for a stdio server each connection
+        is a process of its own); else the server's own."""
+        twin = self._twins.get(upstream.name)
+        return twin if twin is not None and twin.state is UpstreamState.READY else upstream
+
     def is_twin(self, upstream: Upstream) -> bool:
         return self._twins.get(upstream.name) is upstream
 
@@ -412,7 +419,7 @@ class Hub:
         params: dict[str, Any] = {"name": route.name, "arguments": dict(call.arguments)}
         if tracing.ENABLED:  # the replay step's span goes on in the upstream
             tracing.inject(params.setdefault("_meta", {}))
-        upstream = route.upstream
+        upstream = self._serving(route.upstream)
 
         async def ask(method: str, request: dict[str, Any]) -> dict[str, Any]:
             return await self.router.to_client(upstream, method, request)

@@ -14,6 +14,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -195,6 +196,14 @@ def _aggregate_args(server: list[str], directory: Path) -> list[str]:
     return ["--config", str(config), "--no-prefix", "--db", f"sqlite:///{directory / 'toolreel.db'}"]
 
 
+@asynccontextmanager
+async def _removed(directory: tempfile.TemporaryDirectory[str]) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        directory.cleanup()
+
+
 def free_port() -> int:
     """A port free on 127.0.0.1 right now (for servers that cannot announce the port they bound)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -232,14 +241,17 @@ async def toolreel_proxy(
     server = fixture_command(fixture)
     if transport == "stdio":
         server = [str(toolreel), "serve", "--no-record", "--", *server]
-    command = [str(toolreel), "serve", "--http", f"127.0.0.1:{port}", "--", *server]
+    # Each gateway its own store, never the user's default one (parallel workers, other versions' schemas).
+    scratch = tempfile.TemporaryDirectory(prefix="toolreel-conformance-")
+    db = f"sqlite:///{Path(scratch.name) / 'toolreel.db'}"
+    command = [str(toolreel), "serve", "--http", f"127.0.0.1:{port}", "--db", db, "--", *server]
     if aggregate_in is not None:
         command = [str(toolreel), "serve", "--http", f"127.0.0.1:{port}", *_aggregate_args(server, aggregate_in)]
     # The gateway's stderr stays on the test's stderr, where a failure shows it.
     process = await anyio.open_process(
         command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None
     )
-    async with process:
+    async with process, _removed(scratch):
         try:
             await wait_for_port(port)
             yield f"http://127.0.0.1:{port}/mcp"

@@ -61,6 +61,9 @@ SETTLE_LIMIT = 0.5  # seconds a response waits for the logs read before it
 SERVER_ERROR_META = "toolreel/server_error"
 _CLIENT_ACTS_ON = frozenset(
     {
+        # JSON-RPC's own "invalid request" (the SDK's answer when a request cannot be served on this transport,
+        # e.g. a server that can only push its question to a stateless-era client): the protocol's, not the tool's
+        types.INVALID_REQUEST,
         types.HEADER_MISMATCH,
         types.MISSING_REQUIRED_CLIENT_CAPABILITY,
         types.UNSUPPORTED_PROTOCOL_VERSION,

@@ -17,7 +17,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from fixtures.recordings import BLIND_DIR, CORPUS_DIR, load_entry
+from fixtures.recordings import CORPUS_DIR, WORLDS_DIR, load_entry
 from fixtures.world import canonical
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,8 +147,8 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
     assert len(short) == 1 and short[0].startswith("missing call") and '"write"' in short[0]
 
 
-def test_the_blind_sessions_are_loadable_and_each_has_a_changed_world() -> None:
-    sessions = load_sessions(BLIND_DIR)
+def test_the_world_sessions_are_loadable_and_each_has_a_changed_world() -> None:
+    sessions = load_sessions(WORLDS_DIR)
     assert len(sessions) >= 20
     for session in sessions:
         assert session.worlds, session.entry.name

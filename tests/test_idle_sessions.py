@@ -84,9 +84,15 @@ async def test_sessions_left_open_are_reaped_and_memory_returns(tmp_path: Path) 
         peak = _rss_kib(pid, "VmHWM")
         assert peak > baseline * 1.1, (baseline, peak)  # what the sessions hold shows, or this proves nothing
 
-        async def back() -> bool:
-            return _rss_kib(pid) <= baseline * 1.05
+        seen = [peak]
 
-        await wait_until(back, IDLE * 2.5 + 60, f"RSS back within 5% of {baseline} KiB (peak {peak} KiB)")
+        async def back() -> bool:
+            seen.append(_rss_kib(pid))
+            return seen[-1] <= baseline * 1.05
+
+        try:
+            await wait_until(back, IDLE * 2.5 + 60, f"RSS back within 5% of {baseline} KiB (peak {peak} KiB)")
+        except AssertionError as exc:  # say how far it came down, to tell a leak from fragmentation
+            raise AssertionError(f"{exc}; lowest seen {min(seen)} KiB, last {seen[-1]} KiB") from None
         after = _rss_kib(pid)
     print(f"\nRSS baseline {baseline} KiB, after {SESSIONS} sessions {peak} KiB, after the idle time {after} KiB")

@@ -131,6 +131,21 @@ async def test_an_expired_access_token_is_refreshed_without_a_person(tmp_path: P
     assert set(_kept_tokens(tmp_path)).isdisjoint(first)  # both rotated by the refresh
 
 
+@pytest.mark.parametrize("guarded", [{"FIXTURE_TOKEN_TTL": "1", "FIXTURE_TOKEN_CLAIMED_TTL": "3600"}], indirect=True)
+async def test_a_token_the_server_rejects_before_its_time_is_refreshed_not_signed_in_again(
+    tmp_path: Path, guarded: str
+) -> None:
+    config, env = _config(tmp_path, guarded), _env(tmp_path)
+    with anyio.fail_after(300):
+        await _login(config, env)
+        first = _kept_tokens(tmp_path)
+        await anyio.sleep(1.5)  # the server said an hour, but its access token lives one second
+        called = await _toolreel(["call", "notes", "echo", "--args", '{"text": "hi"}', "--config", str(config)], env)
+    assert called.returncode == 0, called.stderr.decode()  # the 401 led to a refresh, not to a sign-in
+    assert b"sign in at" not in called.stderr
+    assert set(_kept_tokens(tmp_path)).isdisjoint(first)
+
+
 async def test_a_gateway_lists_the_others_and_names_the_sign_in_command_until_signed_in(
     tmp_path: Path, guarded: str
 ) -> None:

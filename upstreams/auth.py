@@ -23,7 +23,7 @@ import socket
 import sys
 import time
 import webbrowser
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ KEY_FILE = "toolreel-auth.key"
 TOKENS_DIR = "toolreel-auth"
 CALLBACK_PATH = "/callback"
 LOGIN_TIMEOUT = 300.0  # seconds a sign-in waits for the browser to come back
+REFRESH_MARGIN_SECONDS = 60.0  # the most a token is refreshed before it expires
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -188,6 +189,15 @@ class SecretTokens:
     def expires_at(self) -> float | None:
         value = self._read().get("expires_at")
         return float(value) if value is not None else None
+
+    def refresh_at(self) -> float | None:
+        """When the kept access token is treated as spent: a little before it expires, so that a request
+        carrying it still arrives in time (a quarter of its lifetime, at most a minute, early)."""
+        record = self._read()
+        expires_at, lifetime = record.get("expires_at"), (record.get("tokens") or {}).get("expires_in")
+        if expires_at is None:
+            return None
+        return float(expires_at) - min(REFRESH_MARGIN_SECONDS, float(lifetime or 0) / 4)
 
     def forget(self) -> bool:
         existed = self.path.exists()
@@ -347,12 +357,42 @@ def _provider(
         storage._preset_client = preset
 
     class _Provider(OAuthClientProvider):
-        """The SDK's provider, told when a stored access token expires: it keeps that only in memory,
-        so after a restart it would send an expired token and start a new sign-in instead of refreshing."""
+        """The SDK's provider, refreshing where it would otherwise ask a person to sign in again.
+
+        - It is told when a kept access token expires (the SDK keeps that only in memory, so after a restart
+          it would send a spent token), and it refreshes a little before that (`SecretTokens.refresh_at`).
+        - When the server still answers 401 to a token our clock thought good (clock skew, a slow request),
+          it refreshes and retries once before the SDK's full sign-in, as it would at expiry.
+        """
 
         async def _initialize(self) -> None:
             await super()._initialize()
-            self.context.token_expiry_time = storage.expires_at()
+            self.context.token_expiry_time = storage.refresh_at()
+
+        async def _handle_token_response(self, response: Any) -> None:
+            await super()._handle_token_response(response)
+            self.context.token_expiry_time = storage.refresh_at()
+
+        async def _handle_refresh_response(self, response: Any) -> bool:
+            refreshed = await super()._handle_refresh_response(response)
+            if refreshed:
+                self.context.token_expiry_time = storage.refresh_at()
+            return refreshed
+
+        async def _auth_flow(self, request: Any) -> AsyncGenerator[Any, Any]:
+            flow = super()._auth_flow(request)
+            outgoing = await flow.__anext__()
+            while True:
+                incoming = yield outgoing
+                if outgoing is request and incoming.status_code == 401 and self.context.can_refresh_token():
+                    answer = yield await self._refresh_token()
+                    if await self._handle_refresh_response(answer):
+                        self._add_auth_header(request)
+                        incoming = yield request  # the SDK's flow goes on from this answer (a sign-in on a 401)
+                try:
+                    outgoing = await flow.asend(incoming)
+                except StopAsyncIteration:
+                    return
 
     return _Provider(
         server_url=url,

@@ -479,6 +479,9 @@ async def open_hub(
 
 @contextlib.asynccontextmanager
 async def open_upstreams(config: GatewayConfig, *, wait: float = 30.0) -> AsyncIterator[Hub]:
-    """Upstreams for a process with no MCP client (`toolreel run`, `toolreel worker`)."""
-    async with open_hub(config, capabilities=types.ClientCapabilities(), wait=wait) as hub:
+    """Upstreams for a process with no MCP client (`toolreel run`, `toolreel worker`): no one waits on a first
+    answer, so it waits until every server is up or failed (at most `wait` seconds), not READY_BUDGET; a run
+    would otherwise be refused for a tool "not listed" by a server that was merely slow to start."""
+    async with open_hub(config, capabilities=types.ClientCapabilities()) as hub:
+        await hub.wait_settled(wait)
         yield hub

@@ -106,8 +106,10 @@ class ServerErrorAnswer(MCPError):
 
 
 class _HandshakeRefused(Exception):
-    """The server refused `initialize`: it is connected to again, in the stateless era (a
-    dual-era server keeps a connection in the era of its first message, refused or not)."""
+    """This connection cannot go on in the era it began: it is connected to again at once, in the other era.
+    A dual-era server keeps a connection in the era of its first message, so after a refused `initialize`
+    the next connection starts stateless, and after a `server/discover` probe left unanswered on a pipe (a
+    server still starting reads it later and keeps that era) the next one starts with the handshake."""
 
 
 class UpstreamState(enum.StrEnum):
@@ -168,6 +170,7 @@ class Upstream:
         self._headers: dict[str, str] = {}
         self._stderr: IO[str] | None = None
         self._handshake_refused = False
+        self._probe_unanswered = False  # a stdio server too slow for the probe: the handshake comes first
         self._lost: anyio.Event | None = None  # set when the current connection's transport has ended
 
     # lifecycle ----------------------------------------------------------------------
@@ -356,7 +359,8 @@ class Upstream:
         if self.config.protocol == "legacy":
             await self._initialize(session)
             return
-        if self.config.protocol == "auto" and self._bridge.prefers_handshake() and not self._handshake_refused:
+        handshake_first = self._bridge.prefers_handshake() or self._probe_unanswered
+        if self.config.protocol == "auto" and handshake_first and not self._handshake_refused:
             try:
                 await self._initialize(session)
                 return
@@ -365,9 +369,13 @@ class Upstream:
                 raise _HandshakeRefused from exc
         try:
             found = await session.discover()
-        except MCPError:
+        except MCPError as exc:
             if self.config.protocol != "auto":
                 raise
+            unanswered = exc.error.code == types.REQUEST_TIMEOUT and self.config.url is None
+            if unanswered and not self._handshake_refused:
+                self._probe_unanswered = True
+                raise _HandshakeRefused from exc
             await self._initialize(session)
             return
         version = session.protocol_version or LATEST_MODERN_VERSION

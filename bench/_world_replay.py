@@ -35,6 +35,10 @@ __all__ = ["Replay", "compare_calls", "map_inputs", "read_only_tools", "replay_i
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLAY_SECONDS = 120.0  # a replay of a few steps on a loaded 2-core machine; a hang is a failure, not a wait
+# How long the world servers may take to list their tools. `open_upstreams` stops waiting after the hub's ready
+# budget (5 s); on a loaded 2-core machine four Python servers starting at once take longer, and the replay was then
+# refused for a tool "not listed", which says nothing of the template. Waiting ends when no server is starting.
+START_SECONDS = 90.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +171,10 @@ def _servers(world: Mapping[str, Any], world_file: Path, log: Path) -> dict[str,
 async def _run(config: Any, store: Any, template: Template, inputs: Mapping[str, JSON]) -> tuple[str, str | None]:
     try:
         with anyio.fail_after(REPLAY_SECONDS):
-            async with open_upstreams(config) as hub, Engine(store, hub) as engine:
-                execution = await engine.run_template(template, dict(inputs))
+            async with open_upstreams(config) as hub:
+                await hub.wait_settled(START_SECONDS)
+                async with Engine(store, hub) as engine:
+                    execution = await engine.run_template(template, dict(inputs))
     except TimeoutError:
         return "timed out", f"no end within {REPLAY_SECONDS:.0f} s"
     except Exception as exc:  # a template the replayer refuses (bad inputs, secrets) is a failed replay

@@ -17,7 +17,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from fixtures.recordings import CORPUS_DIR, WORLDS_DIR, load_entry
+from fixtures.recordings import BLIND_DIR, CORPUS_DIR, WORLDS_DIR, load_entry
 from fixtures.world import canonical
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,11 +147,19 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
     assert len(short) == 1 and short[0].startswith("missing call") and '"write"' in short[0]
 
 
-def test_the_world_sessions_are_loadable_and_each_has_a_changed_world() -> None:
-    sessions = load_sessions(WORLDS_DIR)
-    assert len(sessions) >= 20
+@pytest.mark.parametrize(("directory", "at_least"), [(WORLDS_DIR, 20), (BLIND_DIR, 24)], ids=["worlds", "blind"])
+def test_the_world_sessions_are_loadable_and_each_has_a_changed_world(directory: Path, at_least: int) -> None:
+    sessions = load_sessions(directory)
+    assert len(sessions) >= at_least
     for session in sessions:
         assert session.worlds, session.entry.name
+        # the expectations speak of recorded steps only
+        recorded = {step.name for step in session.entry.steps}
+        expected = session.expected
+        named = {ref["step"] for ref in expected["refs"]} | {m for group in expected.get("parallel", []) for m in group}
+        for loop in expected.get("loops", []):
+            named |= {s for step in loop["steps"] for s in (step if isinstance(step, list) else [step])}
+        assert named <= recorded, (session.entry.name, named - recorded)
         for world in session.worlds.values():
             assert set(world["inputs"]) == set(session.entry.inputs), session.entry.name
             declared = {(s, t["name"]) for s, tools in world["tools"].items() for t in tools}

@@ -8,28 +8,26 @@ cycles) and `malloc_trim(0)` return it; elsewhere (musl, macOS) only the collect
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import gc
 from collections.abc import Callable
 
 __all__ = ["give_back"]
 
 
+@functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    # found at the first release, not at import; the process's own symbols include libc's
+    # (`ctypes.util.find_library` would run ldconfig in a subprocess)
     try:
-        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc
         return None
     return trim
 
 
-_TRIM = _malloc_trim()
-
-
 def give_back() -> None:
     gc.collect()
-    if _TRIM is not None:
-        _TRIM(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)

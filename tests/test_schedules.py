@@ -164,7 +164,14 @@ async def test_a_tick_whose_run_cannot_start_is_a_failed_execution_of_its_schedu
             assert await Scheduler(engine, clock=clock).start_due() == []
         (run,) = _scheduled(store, schedule.id)
         assert run.id == f"{schedule.id}.{int(start) + 3600}" and run.status is ExecutionStatus.FAILED
-        assert "unknown" in (run.error or "") and run.error.startswith(f"schedule {schedule.id}: ")  # type: ignore[union-attr]
+        assert run.error is not None and run.error.startswith(f"schedule {schedule.id}: ") and "unknown" in run.error
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    listed = CliRunner().invoke(app, ["executions", "list", "--json", "--db", db])
+    assert [(e["execution_id"], e["schedule"]) for e in json.loads(listed.stdout)["executions"]] == [
+        (run.id, schedule.id)
+    ]
+    shown = CliRunner().invoke(app, ["executions", "show", run.id, "--json", "--db", db])
+    assert json.loads(shown.stdout)["schedule"] == schedule.id
 
 
 def test_the_schedule_commands_add_list_pause_resume_and_remove(tmp_path: Path) -> None:
@@ -273,7 +280,7 @@ async def test_three_workers_run_a_per_second_schedule_once_per_tick_and_a_kille
                     )
             await wait_until(lambda: all(_owner(tmp_path, i) for i in range(3)), 120, "three workers to be ready")
             now = time.time()
-            schedule = Schedule("every1s", "nightly", "* * * * * *", "UTC", {"key": "k", "pause": 1.5}, now, now)
+            schedule = Schedule("every1s", "nightly", "* * * * * *", "UTC", {"key": "k", "pause": 1.0}, now, now)
             store.add_schedule(schedule)
             doomed = _owner(tmp_path, 0)
             assert doomed is not None
@@ -282,7 +289,7 @@ async def test_three_workers_run_a_per_second_schedule_once_per_tick_and_a_kille
             await processes[0].wait()
             # its runs not finished then: a call of theirs in flight at the kill may run again (SPEC §8)
             at_risk = [r.id for r in _scheduled(store, schedule.id) if r.claimed_by == doomed and not r.status.finished]
-            await wait_until(lambda: len(_scheduled(store, schedule.id)) >= 5, 120, "five ticks started")
+            await wait_until(lambda: len(_scheduled(store, schedule.id)) >= 4, 120, "four ticks started")
             store.pause_schedule(schedule.id, paused=True, now=0)
             runs = _scheduled(store, schedule.id)
             await wait_until(lambda: all(store.get_execution(r.id).status.finished for r in runs), 120, "every run")

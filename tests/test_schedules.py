@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 import anyio
 import pytest
+from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from fixtures.servers import REPO_ROOT, fixture_command
@@ -25,7 +26,7 @@ from tests.gw import TOOLREEL, wait_until
 from tests.pg import PgCluster
 from toolreel.core.caller import ToolCall
 from toolreel.core.errors import NotFoundError, ScheduleError
-from toolreel.core.model import Execution, ExecutionQuery, ExecutionStatus, TemplateDraft
+from toolreel.core.model import Execution, ExecutionMode, ExecutionQuery, ExecutionStatus, TemplateDraft
 from toolreel.core.schedule import Schedule, check_cron, due_tick, next_tick
 from toolreel.core.store import Store, open_store
 from toolreel.gateway.cli import app
@@ -172,6 +173,23 @@ async def test_a_tick_whose_run_cannot_start_is_a_failed_execution_of_its_schedu
     ]
     shown = CliRunner().invoke(app, ["executions", "show", run.id, "--json", "--db", db])
     assert json.loads(shown.stdout)["schedule"] == schedule.id
+
+
+def test_a_version_3_store_gets_schedules_and_keeps_its_executions(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    with open_store(url) as store:
+        store.save_template(TemplateDraft("nightly", TEMPLATE))
+        store.create_execution(Execution("old1", ExecutionMode.AUTO, ExecutionStatus.SUCCEEDED, 1.0, 2.0))
+    engine = create_engine(url)
+    with engine.begin() as conn:  # back to what version 3 wrote
+        conn.execute(text("DROP TABLE schedules"))
+        conn.execute(text("ALTER TABLE executions DROP COLUMN schedule"))
+        conn.execute(text("UPDATE meta SET value = '3' WHERE key = 'schema_version'"))
+    engine.dispose()
+    with open_store(url) as store:
+        assert store.get_execution("old1").schedule is None
+        _add(store, "0 3 * * *", 10.0)
+        assert [s.cron for s in store.list_schedules()] == ["0 3 * * *"]
 
 
 def test_the_schedule_commands_add_list_pause_resume_and_remove(tmp_path: Path) -> None:

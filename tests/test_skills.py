@@ -27,9 +27,10 @@ from pydantic import TypeAdapter
 from tests import conformance
 from tests.gw import PYTHON, REPO, Connected, fixture_entry, gateway_env, http_gateway, text_of, wait_until
 from toolreel.core.model import TemplateDraft
-from toolreel.core.skill import served_skills, skill_name, template_skill
+from toolreel.core.skill import find_skill, served_skills, skill_name, template_skill
 from toolreel.core.store import open_store
 from toolreel.core.template_io import load_template_file, load_template_text
+from toolreel.gateway.skills import read_skill_file
 
 pytestmark = [pytest.mark.anyio]
 
@@ -129,6 +130,31 @@ def test_skill_names_follow_the_naming_rules_and_stay_unique_in_one_listing() ->
     assert names[0] == "triage-issues" and names[1].startswith("triage-issues-") and len(set(names)) == 2
     assert all(SKILL_NAME.match(name) for name in names)
     assert [s.name for s in served_skills(list(reversed(twins)))] == names  # stable whatever the store's order
+
+
+def test_a_skill_is_found_by_its_uri_or_by_its_template_name_in_place_of_the_skill_name() -> None:
+    twins = served_skills(
+        [
+            load_template_text(TRIAGE),
+            load_template_text(TRIAGE.replace("name: Triage_Issues", "name: triage-issues")),
+        ]
+    )
+    first, second = twins
+    assert first.uri == "skill://toolreel/triage-issues/SKILL.md" and first.template == "Triage_Issues"
+    spelled = find_skill(twins, "skill://toolreel/Triage_Issues/template.yaml")
+    assert spelled is not None and spelled[0] is first and spelled[1].path == "template.yaml"
+    # a served URI always wins over a template's name: `triage-issues` is the first twin's skill name
+    found = find_skill(twins, "skill://toolreel/triage-issues/SKILL.md")
+    assert found is not None and found[0] is first
+    found = find_skill(twins, second.uri)
+    assert found is not None and found[0] is second and second.template == "triage-issues"
+    assert find_skill(twins, "skill://toolreel/Nothing/SKILL.md") is None
+    read = read_skill_file(twins, "skill://toolreel/Triage_Issues/SKILL.md")
+    assert read["contents"][0] == {
+        "uri": "skill://toolreel/Triage_Issues/SKILL.md",
+        "mimeType": "text/markdown",
+        "text": first.files[0].content.decode(),
+    }
 
 
 # --- templates export --as skill ----------------------------------------------------------------------------------

@@ -2,24 +2,30 @@
 
 The program makes the template's tool calls itself, in the template's order: inputs are command-line
 options, each step's output a variable named after the step, `for_each` a loop, `when` an `if`, a retry
-policy a small loop. It embeds the servers the template remembers (`--config PATH` takes a client config's
-instead). What it cannot write faithfully (code, approve, template steps; JSONPath refs) is refused with
-an error naming the step, rather than written half-right.
+policy a small loop, a code step its JavaScript in the same QuickJS sandbox, an approval a question on the
+terminal (or `--yes`), a `template` step a call of a function exported from the child template. It embeds
+the servers the templates remember (`--config PATH` takes a client config's instead). What it cannot write
+faithfully (script steps, which call tools from inside their sandbox; JSONPath refs) is refused with an
+error naming the step, rather than written half-right.
 """
 
 from __future__ import annotations
 
 import keyword
 import pprint
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from toolreel.core._ref_grammar import Ref, compile_path, literal_head, split_template
 from toolreel.core.errors import TemplateError
 from toolreel.core.refs import parse_ref
+from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT
 from toolreel.core.template import StepSpec, Template, When
+from toolreel.templatizer._py_runtime import APPROVE_RUNTIME, code_runtime
 
-__all__ = ["python_program"]
+__all__ = ["Loader", "python_program"]
+
+Loader = Callable[[str, "int | None"], Template]
 
 _PY_TYPES: Final = {"string": "str", "integer": "int", "number": "float", "boolean": "_boolean"}
 _OPS: Final = {"eq": "==", "neq": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
@@ -91,17 +97,18 @@ async def _call(client: Client, tool: str, arguments: dict[str, Any], attempts: 
 '''
 
 
-def python_program(template: Template) -> str:
-    """The program's source text; TemplateError names a step the export cannot write."""
-    names = _Names(template)
-    servers = _servers(template)
-    body = [_step_code(step, names) for step in template.steps]
+def python_program(template: Template, loader: Loader | None = None) -> str:
+    """The program's source text; TemplateError names a step the export cannot write. `loader(name, version)`
+    gives the templates that `template` steps run (each becomes a function of the program)."""
+    family = _family(template, loader)
+    kinds = {step.kind for member in family for step in member.steps}
     lines = [
-        f'"""{_docstring(template)}"""',
+        f'"""{_docstring(template, family[1:])}"""',
         "",
         "from __future__ import annotations",
         "",
         "import argparse",
+        *(["import importlib"] if "code" in kinds else []),
         "import json",
         "import os",
         "import re",
@@ -113,22 +120,66 @@ def python_program(template: Template) -> str:
         "from mcp import Client",
         "from mcp.client.stdio import StdioServerParameters",
         "",
-        "# The servers the template remembers (secrets stay ${env:VAR} references, read when it runs).",
-        f"SERVERS: dict[str, dict[str, Any]] = {pprint.pformat(servers, width=100, sort_dicts=False)}",
+        "# The servers the templates remember (secrets stay ${env:VAR} references, read when it runs).",
+        f"SERVERS: dict[str, dict[str, Any]] = {pprint.pformat(_servers(family), width=100, sort_dicts=False)}",
         _RUNTIME,
-        "",
-        "async def run(inputs: dict[str, Any], servers: dict[str, dict[str, Any]]) -> Any:",
-        "    async with AsyncExitStack() as stack:",
+        *([code_runtime()] if "code" in kinds else []),
+        *([APPROVE_RUNTIME] if "approve" in kinds else []),
     ]
+    for index, member in enumerate(family):
+        lines += ["", "", *_function(member, "run" if index == 0 else _function_name(member.name), child=index > 0)]
+    lines += ["", "", *_main(template, approvals="approve" in kinds)]
+    return "\n".join(lines) + "\n"
+
+
+def _family(template: Template, loader: Loader | None) -> list[Template]:
+    """`template` and every template its `template` steps run (depth first, each once)."""
+    family: dict[str, Template] = {}
+
+    def visit(member: Template, path: tuple[str, ...]) -> None:
+        if member.name in path:
+            circle = " -> ".join((*path, member.name))
+            raise TemplateError(f"templates export --as python: templates run each other in a circle: {circle}")
+        if member.name in family:
+            return
+        family[member.name] = member
+        for step in member.steps:
+            if step.template is None:
+                continue
+            if loader is None:
+                raise TemplateError(
+                    f"templates export --as python: step {step.name!r} runs template {step.template!r}, "
+                    "which is not at hand to export with it"
+                )
+            visit(loader(step.template, step.template_version), (*path, member.name))
+
+    visit(template, ())
+    return list(family.values())
+
+
+def _function_name(template_name: str) -> str:
+    return "template_" + "".join(c if c.isalnum() else "_" for c in template_name)
+
+
+def _function(template: Template, name: str, *, child: bool) -> list[str]:
+    """`async def NAME(inputs, servers, yes)`: the template's steps with clients of the servers they use."""
+    names = _Names(template)
+    lines = [f"async def {name}(inputs: dict[str, Any], servers: dict[str, dict[str, Any]], yes: bool) -> Any:"]
+    if child:
+        lines.append(f'    """Template {template.name!r}, as a `template` step runs it."""')
+        defaults = {key: spec.default for key, spec in template.inputs.items() if spec.has_default}
+        if defaults:
+            given = "".join(f"{key!r}: {value!r}, " for key, value in defaults.items())
+            lines.append(f"    inputs = {{{given}**inputs}}")
+    lines.append("    async with AsyncExitStack() as stack:")
     for server in sorted(_used_servers(template)):
         lines.append(
             f"        {names.server(server)} = await stack.enter_async_context(Client(_server(servers[{server!r}])))"
         )
-    for block in body:
-        lines.extend("        " + line if line else "" for line in block)
+    for step in template.steps:
+        lines.extend("        " + line if line else "" for line in _step_code(step, names))
     lines.append(f"        return {_value(template.output, names) if template.has_output else names.last}")
-    lines += ["", "", *_main(template)]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 class _Names:
@@ -145,22 +196,31 @@ class _Names:
         return "server_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
-_TAKEN: Final = frozenset({"inputs", "servers", "stack", "item", "index", "run", "main", "json", "os", "re", "sys"})
+_TAKEN: Final = frozenset(
+    {"inputs", "servers", "stack", "item", "index", "run", "main", "json", "os", "re", "sys", "yes", "importlib"}
+)
 
 
-def _docstring(template: Template) -> str:
+def _docstring(template: Template, children: list[Template]) -> str:
     said = (template.description or "").replace('"""', "'''").strip()
     return (
         f"{template.name}: {said}\n\n"
         f"Exported by toolreel from template {template.name!r} version {template.version or 1} "
         f"(hash {(template.hash or '')[:12]}).\n"
-        f"It makes the same tool calls as `toolreel run {template.name}`, with the `mcp` SDK alone.\n"
+        + "".join(
+            f"Template {c.name!r} version {c.version or 1}, which it runs, is exported with it.\n" for c in children
+        )
+        + f"It makes the same tool calls as `toolreel run {template.name}`, with the `mcp` SDK alone.\n"
         "Inputs are command-line options (--help lists them); --config PATH takes the servers of a client config.\n"
     )
 
 
-def _servers(template: Template) -> dict[str, Any]:
-    return {name: dict(entry) for name, entry in sorted(template.servers.items())}
+def _servers(family: list[Template]) -> dict[str, Any]:
+    """Every server the templates remember; the exported template's own entry wins over a child's."""
+    servers: dict[str, Any] = {}
+    for member in reversed(family):
+        servers.update({name: dict(entry) for name, entry in member.servers.items()})
+    return dict(sorted(servers.items()))
 
 
 def _used_servers(template: Template) -> set[str]:
@@ -171,27 +231,42 @@ def _step_code(step: StepSpec, names: _Names) -> list[str]:
     var = names.steps[step.name]
     if step.kind == "return":
         code = [f"return {_value(step.return_, names)}"]
-    elif step.kind == "tool" and step.tool and "__" in step.tool:
-        server, tool = step.tool.split("__", 1)
-        retry = step.retry
-        extra = f", attempts={retry.max_attempts}, delay={retry.initial_delay!r}" if retry else ""
-        call = f"await _call({names.server(server)}, {tool!r}, {_value(step.input or {}, names)}{extra})"
+    else:
+        call = _call_expr(step, names)
         if step.for_each is None:
             code = [f"{var} = {call}"]
         else:
             items = _ref_value(step.for_each, names)
             code = [f"{var}: list[Any] = []", f"for index, item in enumerate({items}):", f"    {var}.append({call})"]
             code[1] = code[1] if "index" in call else f"for item in {items}:"
-    else:
-        raise TemplateError(
-            f"templates export --as python: step {step.name!r} of {step.kind!r} kind cannot be written as Python "
-            "yet (tool and return steps can); run it with `toolreel run` or export it --as skill"
-        )
     if step.when is not None:
         code = [f"{var}: Any = None  # skipped unless the condition holds", f"if {_condition(step.when, names)}:"] + [
             "    " + line for line in code
         ]
     return [f"# {step.name}", *code]
+
+
+def _call_expr(step: StepSpec, names: _Names) -> str:
+    """What one run of the step (or of one for_each item) is, as an expression."""
+    value = _value(step.input if step.input is not None else {}, names)
+    if step.kind == "tool" and step.tool and "__" in step.tool:
+        server, tool = step.tool.split("__", 1)
+        retry = step.retry
+        extra = f", attempts={retry.max_attempts}, delay={retry.initial_delay!r}" if retry else ""
+        return f"await _call({names.server(server)}, {tool!r}, {value}{extra})"
+    if step.kind == "code" and step.code is not None:
+        limits = f"timeout={step.timeout or DEFAULT_TIMEOUT!r}, memory_mb={step.memory_mb or DEFAULT_MEMORY_MB}"
+        return f"_code({step.code!r}, {_value(step.input, names)}, {limits})"
+    if step.kind == "template" and step.template is not None:
+        return f"await {_function_name(step.template)}({value}, servers, yes)"
+    if step.kind == "approve" and step.approve is not None:
+        if isinstance(step.approve_schema, Mapping):
+            return f"_approve_data({_string(step.approve, names)}, {step.approve_schema!r})"
+        return f"_approve({_string(step.approve, names)}, yes)"
+    raise TemplateError(
+        f"templates export --as python: step {step.name!r} of {step.kind!r} kind cannot be written as Python "
+        "(a Code Mode script calls tools from inside its sandbox); run it with `toolreel run` or export it --as skill"
+    )
 
 
 def _condition(when: When, names: _Names) -> str:
@@ -256,12 +331,16 @@ def _ref_expr(ref: Ref, names: _Names) -> str:
     return base + "".join(f"[{key!r}]" for key in keys)
 
 
-def _main(template: Template) -> list[str]:
+def _main(template: Template, *, approvals: bool) -> list[str]:
     lines = [
         "def main() -> None:",
         f"    parser = argparse.ArgumentParser(description={template.name!r})",
         '    parser.add_argument("--config", help="a client config whose mcpServers replace the remembered ones")',
     ]
+    if approvals:
+        lines.append(
+            '    parser.add_argument("--yes", action="store_true", help="answer yes to every yes/no approval")'
+        )
     for key, spec in template.inputs.items():
         if spec.secret:  # never typed on a command line: read below from its source
             continue
@@ -282,7 +361,7 @@ def _main(template: Template) -> list[str]:
         "        with open(args.config, encoding='utf-8') as file:",
         "            config = json.load(file)",
         '        servers = config.get("mcpServers") or config.get("servers") or {}',
-        "    inputs = {key: value for key, value in vars(args).items() if key != 'config'}",
+        "    inputs = {key: value for key, value in vars(args).items() if key not in ('config', 'yes')}",
     ]
     for key, spec in template.inputs.items():
         source = spec.secret_source
@@ -295,7 +374,7 @@ def _main(template: Template) -> list[str]:
             where = source.where if source is not None else key.upper()
             lines.append(f"    inputs[{key!r}] = _environ({where!r})  # a secret: from the environment")
     lines += [
-        "    output = anyio.run(run, inputs, servers)",
+        f"    output = anyio.run(run, inputs, servers, {'args.yes' if approvals else 'False'})",
         "    json.dump(output, sys.stdout, ensure_ascii=False, indent=2)",
         '    sys.stdout.write("\\n")',
         "",

@@ -351,9 +351,91 @@ def test_a_step_the_python_export_cannot_write_is_named() -> None:
     from toolreel.core.errors import TemplateError
     from toolreel.templatizer.to_python import python_program
 
-    coded = {**SUMS, "steps": [*SUMS["steps"], {"name": "total", "code": "export default function(i) { return 1 }"}]}
-    with pytest.raises(TemplateError, match="step 'total' of 'code' kind"):
-        python_program(load_template_text(json.dumps(coded)))
+    scripted = {
+        **SUMS,
+        "steps": [*SUMS["steps"], {"name": "total", "script": {"code": "return await tools.feat.add({a: 1})"}}],
+    }
+    with pytest.raises(TemplateError, match="step 'total' of 'script' kind"):
+        python_program(load_template_text(json.dumps(scripted)))
+    child = {**SUMS, "steps": [*SUMS["steps"], {"name": "again", "template": "other", "input": {"a": 1}}]}
+    with pytest.raises(TemplateError, match="step 'again' runs template 'other', which is not at hand"):
+        python_program(load_template_text(json.dumps(child)))
+    parent = load_template_text(json.dumps(child))
+    loop = {"name": "other", "steps": [{"name": "back", "template": "sums", "input": {"a": 1}}]}
+    other = load_template_text(json.dumps(loop))
+    with pytest.raises(TemplateError, match="in a circle: sums -> other -> sums"):
+        python_program(parent, lambda name, version: other if name == "other" else parent)
+
+
+DOUBLER: dict[str, Any] = {
+    "name": "doubler",
+    "inputs": {"n": {"type": "number"}, "plus": {"type": "number", "default": 0}},
+    "servers": {"feat": fixture_entry("features")},
+    "steps": [
+        {"name": "add", "tool": "feat__add", "input": {"a": "@input.n", "b": "@input.n"}},
+        {"name": "more", "tool": "feat__add", "input": {"a": "@add.sum", "b": "@input.plus"}},
+    ],
+    "output": "@more.sum",
+}
+FAMILY: dict[str, Any] = {
+    "name": "family",
+    "inputs": {"a": {"type": "number"}},
+    "servers": {"feat": fixture_entry("features")},
+    "steps": [
+        {"name": "base", "tool": "feat__add", "input": {"a": "@input.a", "b": 1}},
+        {
+            "name": "shape",
+            "code": "export default function(input) {\n"
+            "  return {n: input.x * 3, words: ['a', 'b'].map(w => w + input.x)};\n"
+            "}",
+            "input": {"x": "@base.sum"},
+        },
+        {"name": "ok", "approve": "Double {{@shape.n}}?"},
+        {"name": "twice", "template": "doubler", "input": {"n": "@shape.n"}, "depends_on": ["ok"]},
+        {
+            "name": "each",
+            "for_each": "@shape.words",
+            "template": "doubler",
+            "input": {"n": "@index", "plus": 2},
+            "depends_on": ["ok"],
+        },
+    ],
+    "output": {"base": "@base.sum", "shape": "@shape", "ok": "@ok", "twice": "@twice", "each": "@each"},
+}
+
+
+@pytest.mark.slow
+def test_code_approve_and_child_template_steps_export_and_give_what_toolreel_run_gives(tmp_path: Path) -> None:
+    db = store_with(tmp_path, DOUBLER, FAMILY)
+    program = tmp_path / "family.py"
+    done = toolreel("templates", "export", "family", "--as", "python", str(program), db=db)
+    assert done.returncode == 0, done.stderr
+    paused = toolreel("run", "family", "-i", "a=4", "--json", db=db)
+    assert paused.returncode == 3, paused.stderr
+    execution_id = json.loads(paused.stdout)["execution_id"]
+    resumed = toolreel("executions", "resume", execution_id, "--response", "yes", "--json", db=db)
+    assert resumed.returncode == 0, resumed.stderr
+    expected = json.loads(resumed.stdout)["output"]
+    assert expected["twice"] == 30 and expected["each"] == [2, 4] and expected["shape"]["words"] == ["a5", "b5"]
+
+    def exported(*args: str, answer: str = "") -> subprocess.CompletedProcess[str]:
+        command = [PYTHON, str(program), "--a", "4", *args]
+        return subprocess.run(command, input=answer, capture_output=True, text=True, cwd=REPO, timeout=120)
+
+    said_yes = exported("--yes")
+    assert said_yes.returncode == 0, said_yes.stderr
+    assert json.loads(said_yes.stdout) == expected
+    asked = exported(answer="yes\n")
+    assert asked.returncode == 0 and "Double 15? [yes/no]" in asked.stderr and json.loads(asked.stdout) == expected
+    refused = exported(answer="no\n")
+    assert refused.returncode == 1 and "approval refused: 'Double 15?'" in refused.stderr and not refused.stdout
+    bin_dir = Path(PYTHON).parent
+    lint = subprocess.run([bin_dir / "ruff", "check", "--isolated", str(program)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + program.read_text()
+    typed = subprocess.run(
+        [bin_dir / "mypy", "--strict", "--no-incremental", str(program)], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert typed.returncode == 0, typed.stdout + program.read_text()
 
 
 def test_secret_inputs_of_an_exported_program_are_read_from_their_source_never_from_options() -> None:

@@ -103,7 +103,7 @@ def python_program(template: Template, loader: Loader | None = None) -> str:
     family = _family(template, loader)
     kinds = {step.kind for member in family for step in member.steps}
     lines = [
-        f'"""{_docstring(template, family[1:])}"""',
+        f'"""{_docstring(template, family[1:], code="code" in kinds)}"""',
         "",
         "from __future__ import annotations",
         "",
@@ -201,7 +201,7 @@ _TAKEN: Final = frozenset(
 )
 
 
-def _docstring(template: Template, children: list[Template]) -> str:
+def _docstring(template: Template, children: list[Template], *, code: bool) -> str:
     said = (template.description or "").replace('"""', "'''").strip()
     return (
         f"{template.name}: {said}\n\n"
@@ -212,6 +212,7 @@ def _docstring(template: Template, children: list[Template]) -> str:
         )
         + f"It makes the same tool calls as `toolreel run {template.name}`, with the `mcp` SDK alone.\n"
         "Inputs are command-line options (--help lists them); --config PATH takes the servers of a client config.\n"
+        + ("Its code steps run in QuickJS, as toolreel runs them: it needs the quickjs-ng package.\n" if code else "")
     )
 
 

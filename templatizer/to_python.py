@@ -16,7 +16,15 @@ import pprint
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from toolreel.core._ref_grammar import Ref, compile_path, literal_head, split_template
+from toolreel.core._ref_grammar import (
+    RESERVED_ROOTS,
+    Ref,
+    compile_path,
+    literal_head,
+    ref_roots,
+    split_template,
+    unescape_literal,
+)
 from toolreel.core.errors import TemplateError
 from toolreel.core.refs import parse_ref
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT
@@ -171,7 +179,7 @@ def _function(template: Template, name: str, *, child: bool) -> list[str]:
         if defaults:
             given = "".join(f"{key!r}: {value!r}, " for key, value in defaults.items())
             lines.append(f"    inputs = {{{given}**inputs}}")
-    lines.append("    async with AsyncExitStack() as stack:")
+    lines.append(f"    async with AsyncExitStack(){' as stack' if _used_servers(template) else ''}:")
     for server in sorted(_used_servers(template)):
         lines.append(
             f"        {names.server(server)} = await stack.enter_async_context(Client(_server(servers[{server!r}])))"
@@ -183,7 +191,8 @@ def _function(template: Template, name: str, *, child: bool) -> list[str]:
 
 
 class _Names:
-    """Python names for steps and servers: the step's own name unless it is a keyword or taken."""
+    """Python names for steps and servers: the step's own name unless it is a keyword or taken. `read` holds
+    the steps whose output something reads: only they get a variable (an unused one would fail a linter)."""
 
     def __init__(self, template: Template) -> None:
         self.steps: dict[str, str] = {}
@@ -191,6 +200,14 @@ class _Names:
             name = step.name if not keyword.iskeyword(step.name) and step.name not in _TAKEN else f"{step.name}_"
             self.steps[step.name] = name
         self.last = self.steps[template.steps[-1].name] if template.steps else "None"
+        values: list[Any] = [template.output] if template.has_output else []
+        for step in template.steps:
+            values += [step.input, step.return_, step.approve, step.for_each]
+            if step.when is not None:
+                values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
+        self.read = ref_roots(values) - RESERVED_ROOTS
+        if not template.has_output and template.steps:
+            self.read.add(template.steps[-1].name)
 
     def server(self, name: str) -> str:
         return "server_" + "".join(c if c.isalnum() else "_" for c in name)
@@ -230,20 +247,21 @@ def _used_servers(template: Template) -> set[str]:
 
 def _step_code(step: StepSpec, names: _Names) -> list[str]:
     var = names.steps[step.name]
+    read = step.name in names.read
     if step.kind == "return":
         code = [f"return {_value(step.return_, names)}"]
     else:
         call = _call_expr(step, names)
         if step.for_each is None:
-            code = [f"{var} = {call}"]
+            code = [f"{var} = {call}" if read else call]
         else:
             items = _ref_value(step.for_each, names)
-            code = [f"{var}: list[Any] = []", f"for index, item in enumerate({items}):", f"    {var}.append({call})"]
-            code[1] = code[1] if "index" in call else f"for item in {items}:"
+            loop = f"for index, item in enumerate({items}):" if "index" in call else f"for item in {items}:"
+            code = [f"{var}: list[Any] = []", loop, f"    {var}.append({call})"] if read else [loop, f"    {call}"]
     if step.when is not None:
-        code = [f"{var}: Any = None  # skipped unless the condition holds", f"if {_condition(step.when, names)}:"] + [
-            "    " + line for line in code
-        ]
+        code = [f"if {_condition(step.when, names)}:", *("    " + line for line in code)]
+        if read:
+            code.insert(0, f"{var}: Any = None  # skipped unless the condition holds")
     return [f"# {step.name}", *code]
 
 
@@ -270,7 +288,13 @@ def _call_expr(step: StepSpec, names: _Names) -> str:
     )
 
 
-def _condition(when: When, names: _Names) -> str:
+def _condition(when: When, names: _Names, *, nested: bool = False) -> str:
+    if when.combined:
+        if when.not_ is not None:
+            return f"not {_condition(when.not_, names, nested=True)}"
+        parts, joint, empty = (when.all, " and ", "True") if when.all else (when.any, " or ", "False")
+        joined = joint.join(_condition(part, names, nested=True) for part in parts) if parts else empty
+        return f"({joined})" if nested and len(parts) > 1 else joined
     left = _ref_value(when.ref, names)
     if when.op is None:
         return f"bool({left})"
@@ -278,6 +302,8 @@ def _condition(when: When, names: _Names) -> str:
         return f"{left} is not None"
     if when.op == "in":
         return f"{left} in {_value(when.value, names)}"
+    if when.op in ("eq", "neq") and (when.value is None or isinstance(when.value, bool)):
+        return f"{left} {'is' if when.op == 'eq' else 'is not'} {when.value!r}"  # JSON's true is not 1
     return f"{left} {_OPS[when.op]} {_value(when.value, names)}"
 
 
@@ -296,16 +322,16 @@ def _string(text: str, names: _Names) -> str:
     if ref is not None:
         return _ref_expr(ref, names)
     lead, rest = literal_head(text)
-    parts = [lead] if lead else []
     pieces: list[str] = [repr(lead)] if lead else []
+    interpolated = False
     for part in split_template(rest):
         if isinstance(part, str):
-            parts.append(part)
             pieces.append(repr(part))
         else:
+            interpolated = True
             pieces.append(f"_text({_ref_expr(part[0], names)})")
-    if len(pieces) <= 1 and all(isinstance(p, str) for p in parts):
-        return repr("".join(parts)) if pieces else repr(text)
+    if not interpolated:
+        return repr(unescape_literal(text))  # no {{@ref}} in it: the literal's value
     return " + ".join(pieces)
 
 

@@ -291,7 +291,7 @@ async def test_three_workers_run_a_per_second_schedule_once_per_tick_and_a_kille
         try:
             for index in range(3):
                 env = {**os.environ, "TOOLREEL_DB": url, "COUNTER_FILE": str(tmp_path / f"counts-{index}.json")}
-                args = ["worker", "--config", str(config), "--poll", "0.1", "--lease-seconds", "2"]
+                args = ["worker", "--config", str(config), "--poll", "0.1", "--lease-seconds", "2", "--grace", "1"]
                 with (tmp_path / f"worker-{index}.err").open("wb") as err:
                     processes.append(
                         await anyio.open_process([str(TOOLREEL), *args], env=env, stdout=subprocess.DEVNULL, stderr=err)

@@ -2,7 +2,9 @@
 
 Each is source text pasted into the program only when one of its templates has such a step. Code steps
 run their JavaScript in the same sandbox library toolreel uses (`quickjs-ng`), with the same prelude (no
-clock, no randomness), so they give the same output for the same input. Approvals are asked on the
+clock, no randomness), so they give the same output for the same input. Script steps (Code Mode) run with
+toolreel's own glue: the script's tool calls are queued as requests, which the program makes with its
+clients and answers, until the script returns. Approvals are asked on the
 terminal, or answered yes by `--yes`; an approval refused ends the program, as it fails a run.
 """
 
@@ -11,8 +13,9 @@ from __future__ import annotations
 from typing import Final
 
 from toolreel.core.sandbox import PRELUDE
+from toolreel.core.script_sandbox import SCRIPT_PRELUDE, SCRIPT_START
 
-__all__ = ["APPROVE_RUNTIME", "code_runtime"]
+__all__ = ["APPROVE_RUNTIME", "code_runtime", "script_runtime"]
 
 _YES_WORDS: Final = (
     "yes",
@@ -93,3 +96,61 @@ def _approve_data(message: str, schema: dict[str, Any]) -> dict[str, Any]:
     return answer
 '''
 )
+
+
+def script_runtime() -> str:
+    return (
+        f"\n\n# A script step's glue, as toolreel runs Code Mode scripts: calls queued as requests, answered here.\n"
+        f"_SCRIPT_PRELUDE = {SCRIPT_PRELUDE!r}\n_SCRIPT_START = {SCRIPT_START!r}\n"
+        + r'''
+
+async def _script(source: str, value: Any, clients: dict[str, Client], limits: tuple[float, int, int]) -> Any:
+    """A script step: its async JavaScript in QuickJS; each tool call it awaits is made with `clients`."""
+    timeout, memory_mb, max_calls = limits
+    quickjs: Any = importlib.import_module("quickjs")
+    context = quickjs.Context()
+    context.eval(_PRELUDE)
+    context.eval(_SCRIPT_PRELUDE)
+    context.set_memory_limit(memory_mb * 1024 * 1024)
+    context.set_time_limit(timeout)
+    context.set("__toolreel_input", json.dumps(value, ensure_ascii=False))
+    export = re.compile(r"^([ \t]*)export[ \t]+default[ \t]+", re.MULTILINE)
+    if export.search(source):
+        script = export.sub(r"\1globalThis.__toolreel_main = ", source, count=1)
+    else:
+        script = "globalThis.__toolreel_main = async function (input) {\n" + source + "\n};"
+    calls = 0
+    try:
+        context.eval(script)
+        context.eval(_SCRIPT_START)
+        while True:
+            while context.execute_pending_job():
+                pass
+            raw = json.loads(str(context.eval("__toolreel_poll()")))
+            if isinstance(raw, dict):
+                if "error" in raw:
+                    raise SystemExit(f"a script step failed: {raw['error']}")
+                return json.loads(raw["value"])
+            if not raw:
+                raise SystemExit("a script step waits on a promise that nothing will settle")
+            calls += len(raw)
+            if calls > max_calls:
+                raise SystemExit(f"a script step made more than {max_calls} tool calls")
+            answers = [await _answer(clients, int(ident), str(name), json.loads(text)) for ident, name, text in raw]
+            context.get("__toolreel_answer")(json.dumps(answers, ensure_ascii=False))
+    except quickjs.JSException as exc:
+        raise SystemExit(f"a script step failed: {exc}") from None
+
+
+async def _answer(clients: dict[str, Client], ident: int, name: str, arguments: Any) -> list[Any]:
+    """[id, ok, output or error message]: what the script's awaited call resolves or rejects with."""
+    server, _, tool = name.partition("__")
+    if server not in clients:
+        return [ident, False, f"unknown tool {name!r}; servers: {', '.join(sorted(clients))}"]
+    result = await clients[server].call_tool(tool, arguments)
+    if result.is_error:  # the message the script sees, as toolreel words it: the texts of the result
+        said = " ".join(c.text for c in result.content if c.type == "text" and c.text).strip()[:2000]
+        return [ident, False, said or "the tool reported an error"]
+    return [ident, True, _output(result)]
+'''
+    )

@@ -28,8 +28,9 @@ from toolreel.core._ref_grammar import (
 from toolreel.core.errors import TemplateError
 from toolreel.core.refs import parse_ref
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT
+from toolreel.core.script_sandbox import DEFAULT_MAX_CALLS, DEFAULT_SCRIPT_MEMORY_MB, DEFAULT_SCRIPT_TIMEOUT
 from toolreel.core.template import StepSpec, Template, When
-from toolreel.templatizer._py_runtime import APPROVE_RUNTIME, code_runtime
+from toolreel.templatizer._py_runtime import APPROVE_RUNTIME, code_runtime, script_runtime
 
 __all__ = ["Loader", "python_program"]
 
@@ -111,12 +112,12 @@ def python_program(template: Template, loader: Loader | None = None) -> str:
     family = _family(template, loader)
     kinds = {step.kind for member in family for step in member.steps}
     lines = [
-        f'"""{_docstring(template, family[1:], code="code" in kinds)}"""',
+        f'"""{_docstring(template, family[1:], code=bool(kinds & {"code", "script"}))}"""',
         "",
         "from __future__ import annotations",
         "",
         "import argparse",
-        *(["import importlib"] if "code" in kinds else []),
+        *(["import importlib"] if kinds & {"code", "script"} else []),
         "import json",
         "import os",
         "import re",
@@ -131,7 +132,8 @@ def python_program(template: Template, loader: Loader | None = None) -> str:
         "# The servers the templates remember (secrets stay ${env:VAR} references, read when it runs).",
         f"SERVERS: dict[str, dict[str, Any]] = {pprint.pformat(_servers(family), width=100, sort_dicts=False)}",
         _RUNTIME,
-        *([code_runtime()] if "code" in kinds else []),
+        *([code_runtime()] if kinds & {"code", "script"} else []),
+        *([script_runtime()] if "script" in kinds else []),
         *([APPROVE_RUNTIME] if "approve" in kinds else []),
     ]
     for index, member in enumerate(family):
@@ -179,10 +181,18 @@ def _function(template: Template, name: str, *, child: bool) -> list[str]:
         if defaults:
             given = "".join(f"{key!r}: {value!r}, " for key, value in defaults.items())
             lines.append(f"    inputs = {{{given}**inputs}}")
-    lines.append(f"    async with AsyncExitStack(){' as stack' if _used_servers(template) else ''}:")
+    opens = _used_servers(template) or any(step.kind == "script" for step in template.steps)
+    lines.append(f"    async with AsyncExitStack(){' as stack' if opens else ''}:")
     for server in sorted(_used_servers(template)):
         lines.append(
             f"        {names.server(server)} = await stack.enter_async_context(Client(_server(servers[{server!r}])))"
+        )
+    if any(step.kind == "script" for step in template.steps):
+        # a script names its tools as it runs: a client of every server the template remembers (else of all)
+        wanted = f"name in {sorted(template.servers)!r}" if template.servers else "True"
+        lines.append(
+            "        clients: dict[str, Client] = {name: await stack.enter_async_context(Client(_server(entry))) "
+            f"for name, entry in servers.items() if {wanted}}}"
         )
     for step in template.steps:
         lines.extend("        " + line if line else "" for line in _step_code(step, names))
@@ -215,6 +225,7 @@ class _Names:
 
 _TAKEN: Final = frozenset(
     {"inputs", "servers", "stack", "item", "index", "run", "main", "json", "os", "re", "sys", "yes", "importlib"}
+    | {"clients"}
 )
 
 
@@ -229,7 +240,11 @@ def _docstring(template: Template, children: list[Template], *, code: bool) -> s
         )
         + f"It makes the same tool calls as `toolreel run {template.name}`, with the `mcp` SDK alone.\n"
         "Inputs are command-line options (--help lists them); --config PATH takes the servers of a client config.\n"
-        + ("Its code steps run in QuickJS, as toolreel runs them: it needs the quickjs-ng package.\n" if code else "")
+        + (
+            "Its code and script steps run in QuickJS, as toolreel runs them: it needs the quickjs-ng package.\n"
+            if code
+            else ""
+        )
     )
 
 
@@ -282,9 +297,16 @@ def _call_expr(step: StepSpec, names: _Names) -> str:
         if isinstance(step.approve_schema, Mapping):
             return f"_approve_data({_string(step.approve, names)}, {step.approve_schema!r})"
         return f"_approve({_string(step.approve, names)}, yes)"
+    if step.kind == "script" and step.script is not None:
+        bounds = (
+            step.timeout or DEFAULT_SCRIPT_TIMEOUT,
+            step.memory_mb or DEFAULT_SCRIPT_MEMORY_MB,
+            step.max_calls if step.max_calls is not None else DEFAULT_MAX_CALLS,
+        )
+        return f"await _script({step.script!r}, {_value(step.input, names)}, clients, {bounds!r})"
     raise TemplateError(
-        f"templates export --as python: step {step.name!r} of {step.kind!r} kind cannot be written as Python "
-        "(a Code Mode script calls tools from inside its sandbox); run it with `toolreel run` or export it --as skill"
+        f"templates export --as python: step {step.name!r} of {step.kind!r} kind cannot be written as Python; "
+        "run it with `toolreel run` or export it --as skill"
     )
 
 

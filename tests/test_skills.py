@@ -351,12 +351,12 @@ def test_a_step_the_python_export_cannot_write_is_named() -> None:
     from toolreel.core.errors import TemplateError
     from toolreel.templatizer.to_python import python_program
 
-    scripted = {
+    spread = {
         **SUMS,
-        "steps": [*SUMS["steps"], {"name": "total", "script": {"code": "return await tools.feat.add({a: 1})"}}],
+        "steps": [*SUMS["steps"], {"name": "ids", "tool": "feat__echo", "input": {"text": "@add_each[*]"}}],
     }
-    with pytest.raises(TemplateError, match="step 'total' of 'script' kind"):
-        python_program(load_template_text(json.dumps(scripted)))
+    with pytest.raises(TemplateError, match=r"the ref '@add_each\[\*\]' uses JSONPath"):
+        python_program(load_template_text(json.dumps(spread)))
     child = {**SUMS, "steps": [*SUMS["steps"], {"name": "again", "template": "other", "input": {"a": 1}}]}
     with pytest.raises(TemplateError, match="step 'again' runs template 'other', which is not at hand"):
         python_program(load_template_text(json.dumps(child)))
@@ -402,6 +402,44 @@ FAMILY: dict[str, Any] = {
     ],
     "output": {"base": "@base.sum", "shape": "@shape", "ok": "@ok", "twice": "@twice", "each": "@each"},
 }
+
+
+SCRIPTED: dict[str, Any] = {
+    "name": "scripted",
+    "inputs": {"x": {"type": "number"}},
+    "servers": {"feat": fixture_entry("features")},
+    "steps": [
+        {
+            "name": "script",
+            "script": {
+                "code": "const a = await tools.feat.add({a: input.x, b: 2});\n"
+                "let refused = '';\n"
+                "try { await tools.feat.fail({message: 'no way'}); }\n"
+                "catch (e) { refused = e.name + ': ' + e.message; }\n"
+                "const said = await callTool('feat__echo', {text: 'sum ' + a.sum});\n"
+                "return {sum: a.sum, said, refused};"
+            },
+            "input": {"x": "@input.x"},
+        }
+    ],
+    "output": "@script",
+}
+
+
+@pytest.mark.slow
+def test_script_steps_export_and_give_what_toolreel_run_gives(tmp_path: Path) -> None:
+    db = store_with(tmp_path, SCRIPTED)
+    program = tmp_path / "scripted.py"
+    done = toolreel("templates", "export", "scripted", "--as", "python", str(program), db=db)
+    assert done.returncode == 0, done.stderr
+    ran = toolreel("run", "scripted", "-i", "x=5", "--json", db=db)
+    assert ran.returncode == 0, ran.stderr
+    expected = json.loads(ran.stdout)["output"]
+    assert expected["sum"] == 7 and expected["said"] == "sum 7" and "no way" in expected["refused"], expected
+    command = [PYTHON, str(program), "--x", "5"]
+    exported = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout) == expected
 
 
 @pytest.mark.slow

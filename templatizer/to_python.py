@@ -3,10 +3,10 @@
 The program makes the template's tool calls itself, in the template's order: inputs are command-line
 options, each step's output a variable named after the step, `for_each` a loop, `when` an `if`, a retry
 policy a small loop, a code step its JavaScript in the same QuickJS sandbox, an approval a question on the
-terminal (or `--yes`), a `template` step a call of a function exported from the child template. It embeds
-the servers the templates remember (`--config PATH` takes a client config's instead). What it cannot write
-faithfully (script steps, which call tools from inside their sandbox; JSONPath refs) is refused with an
-error naming the step, rather than written half-right.
+terminal (or `--yes`), a `template` step a call of a function exported from the child template, a script
+step its code with toolreel's glue, the program making its tool calls. It embeds the servers the templates
+remember (`--config PATH` takes a client config's instead). What it cannot write faithfully (JSONPath refs)
+is refused with an error naming the ref, rather than written half-right.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ and what to do. Subclasses carry the fields a caller needs to act on (`server`, 
     │   └── StaleClaimError      another process now drives this execution
     ├── UpstreamError            an upstream server failed (server, transient)
     │   └── UpstreamTimeout      a call exceeded its timeout (server, tool, seconds)
+    ├── ScheduleError            a schedule's cron expression or time zone is invalid
     ├── CodeError                a code step's script failed or is invalid (JavaScript message, line)
     │   ├── CodeTimeout          it ran past its timeout (`code_timeout`)
     │   └── CodeMemoryError      it went past its memory limit (`code_memory_limit`)
@@ -37,6 +38,7 @@ __all__ = [
     "NotFoundError",
     "RefBudgetError",
     "RefError",
+    "ScheduleError",
     "SchemaVersionError",
     "StaleClaimError",
     "StoreError",
@@ -145,6 +147,10 @@ class UpstreamTimeout(UpstreamError):
         )
         self.tool = tool
         self.seconds = seconds
+
+
+class ScheduleError(ToolreelError):
+    code: ClassVar[str] = "schedule_invalid"
 
 
 class CodeError(ToolreelError):

@@ -130,6 +130,7 @@ class Execution:
     lease_until: float | None = None
     fence: int = 0  # incremented on every claim; writes carrying an older fence are refused
     attempt: int = 1  # 1 + the times a failed or cancelled run was retried (the same id goes on)
+    schedule: str | None = None  # the schedule whose tick started it
 
     def replace(self, **changes: Any) -> Execution:
         return dataclasses.replace(self, **changes)

@@ -24,6 +24,8 @@ __all__ = [
     "DEFAULT_MAX_CALLS",
     "DEFAULT_SCRIPT_MEMORY_MB",
     "DEFAULT_SCRIPT_TIMEOUT",
+    "SCRIPT_PRELUDE",
+    "SCRIPT_START",
     "Answer",
     "Finished",
     "Request",
@@ -109,6 +111,11 @@ Promise.resolve().then(() => globalThis.{_MAIN}(JSON.parse(__toolreel_input))).t
   }});
 undefined
 """
+
+
+# The exported Python programs (templatizer.to_python) run script steps with the same glue.
+SCRIPT_PRELUDE = _PRELUDE
+SCRIPT_START = _START
 
 
 @dataclass(frozen=True, slots=True)

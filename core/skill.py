@@ -30,6 +30,7 @@ __all__ = [
     "TEMPLATE_FILE",
     "Skill",
     "SkillFile",
+    "find_skill",
     "reel_tool_name",
     "served_skills",
     "skill_name",
@@ -88,10 +89,27 @@ class Skill:
         """The file served at `uri`, or None when it is not one of this skill's."""
         return next((f for f in self.files if self.file_uri(f.path) == uri), None)
 
+    def file_by_template_name(self, uri: str) -> SkillFile | None:
+        """The file at `uri` spelled with the template's own name (`skill://toolreel/Triage_Issues/SKILL.md`),
+        which a host may build from the `reel__` tool or `toolreel run` name it knows."""
+        spelled = f"skill://{SKILL_AUTHORITY}/{self.template}/"
+        return next((f for f in self.files if spelled + f.path == uri), None)
+
     def entry(self) -> dict[str, Any]:
         """The skill as `skills/list` and `skills/get` give it: uri, front matter, every file's uri, digest, size."""
         resources = [{"uri": self.file_uri(f.path), "digest": f.digest, "size": f.size} for f in self.files]
         return {"uri": self.uri, "frontmatter": dict(self.frontmatter), "resources": resources}
+
+
+def find_skill(skills: Sequence[Skill], uri: str) -> tuple[Skill, SkillFile] | None:
+    """The skill and file at `uri`: by the served (slugged) URI first, else by the template's own name in its
+    place; a slug always wins, so no template's name can shadow another template's skill."""
+    for lookup in (Skill.file, Skill.file_by_template_name):
+        for skill in skills:
+            found = lookup(skill, uri)
+            if found is not None:
+                return skill, found
+    return None
 
 
 def reel_tool_name(template_name: str) -> str | None:

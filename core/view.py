@@ -59,6 +59,8 @@ def execution_view(execution: Execution, steps: Sequence[StepRecord]) -> dict[st
         view["error_code"] = outcome_code(execution)
     if execution.parent_id is not None:
         view["parent"] = {"execution_id": execution.parent_id, "step": execution.parent_step}
+    if execution.schedule is not None:
+        view["schedule"] = execution.schedule  # the schedule whose tick started it (`toolreel schedule list`)
     view["steps"] = _steps_view(steps)
     return view
 

@@ -55,6 +55,12 @@ _COMMANDS = {
         "Connect to one MCP server as the gateway would (signing in if needed); list its tools or call one.",
     ),
     "auth": LazyCommand(_AUTH, "register", "Sign in to OAuth-protected HTTP servers.", group=True),
+    "schedule": LazyCommand(
+        "toolreel.replayer.schedule_cli",
+        "register",
+        "Scheduled runs of templates: add, list, remove, pause, resume.",
+        group=True,
+    ),
     "templates": LazyCommand(
         _TEMPLATIZER,
         "register",

@@ -2,9 +2,10 @@
 
 A skill's files are `skill://toolreel/<name>/<path>` resources: `SKILL.md` is listed by `resources/list`
 (with its front matter's name and description), every file is read by `resources/read`, and
-`skills/list` / `skills/get` give the entries with each file's digest and size. The skills come from the
-hook (`ToolHook.skills()`, the template catalogue's), so they change when the templates do; the front
-announces `resources` list changes with the tools'.
+`skills/list` / `skills/get` give the entries with each file's digest and size. A URI spelled with the
+template's own name in place of the skill name (`Triage_Issues` for `triage-issues`) is answered too.
+The skills come from the hook (`ToolHook.skills()`, the template catalogue's), so they change when the
+templates do; the front announces `resources` list changes with the tools'.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolreel.core.skill import SKILL_AUTHORITY, SKILL_FILE, Skill
+from toolreel.core.skill import SKILL_AUTHORITY, SKILL_FILE, Skill, find_skill
 from toolreel.gateway.links import era_result
 
 __all__ = ["SKILLS_EXTENSION", "GetSkillParams", "install", "is_local", "read_skill_file", "skill_resources"]
@@ -43,13 +44,13 @@ def install(server: Server[Any], skills: Skills) -> None:
         return _cacheable(ctx, {"skills": [skill.entry() for skill in skills()]})
 
     async def get_skill(ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> dict[str, Any]:
-        found = next((skill for skill in skills() if skill.uri == params.uri), None)
-        if found is None:
+        found = find_skill(skills(), params.uri)
+        if found is None or found[1].path != SKILL_FILE:
             raise MCPError(
                 code=types.INVALID_PARAMS,
                 message=f"skills/get: toolreel serves no skill at {params.uri!r}; skills/list names the ones it has",
             )
-        return _cacheable(ctx, {"skill": found.entry()})
+        return _cacheable(ctx, {"skill": found[0].entry()})
 
     server.add_request_handler("skills/list", types.PaginatedRequestParams, list_skills)
     server.add_request_handler("skills/get", GetSkillParams, get_skill)
@@ -76,12 +77,12 @@ def skill_resources(skills: Sequence[Skill]) -> list[dict[str, Any]]:
 
 def read_skill_file(skills: Sequence[Skill], uri: str) -> dict[str, Any]:
     """The `resources/read` result of one skill file; an unknown one is -32602 (as for a missing resource)."""
-    for skill in skills:
-        found = skill.file(uri)
-        if found is not None:
-            text = found.content.decode("utf-8")
-            mime = _MIME.get(found.path, "text/plain")
-            return {"contents": [{"uri": uri, "mimeType": mime, "text": text}]}
+    found = find_skill(skills, uri)
+    if found is not None:
+        _, file = found
+        return {
+            "contents": [{"uri": uri, "mimeType": _MIME.get(file.path, "text/plain"), "text": file.content.decode()}]
+        }
     raise MCPError(
         code=types.INVALID_PARAMS,
         message=f"resources/read: no skill file at {uri!r}; skills/list names each skill's files",

@@ -53,6 +53,7 @@ def list_executions(
             "template": e.template,
             "created_at": e.created_at,
             "error": e.error,
+            "schedule": e.schedule,
         }
         for e in page
     ]
@@ -61,7 +62,8 @@ def list_executions(
         return
     for row in rows:
         label = row["template"] or ("recording" if row["mode"] == "record" else "-")
-        typer.echo(f"{row['execution_id']}  {row['status']:<10} {label:<24} {_when(row['created_at'])}")
+        scheduled = f"  schedule {row['schedule']}" if row["schedule"] else ""
+        typer.echo(f"{row['execution_id']}  {row['status']:<10} {label:<24} {_when(row['created_at'])}{scheduled}")
     if next_cursor:
         typer.echo(f"(more: --cursor {next_cursor})")
 
@@ -92,6 +94,7 @@ def show_execution(
         typer.echo(json.dumps(view, indent=2, default=str))
         return
     retried = f"  attempt {execution.attempt}" if execution.attempt > 1 else ""
+    retried += f"  schedule {execution.schedule}" if execution.schedule else ""
     typer.echo(f"{execution.id}  {execution.status.value}  {execution.template or execution.mode.value}{retried}")
     if execution.error:
         typer.echo(f"  error: {execution.error}")

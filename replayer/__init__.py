@@ -11,7 +11,8 @@
         engine.recover(limit=64) -> [id]                             # drive orphaned runs in the background
         engine.get(id) -> Execution; engine.view(id) -> dict         # the `toolreel__get_execution` JSON
         engine.aclose(grace=0)                                       # shutdown: runs left resumable
-    Worker(engine).run(stop_event)                                 # the loop of `toolreel worker`
+    Worker(engine).run(stop_event)                                 # the loop of `toolreel worker`: starts
+                                                                   # due schedule ticks, claims, drives
     execution_view(execution, steps) -> dict; load_template(store, name, version=None) -> Template
     dry_replay(template, inputs, recording) -> [Difference]      # recorded outputs preset, nothing called
 

@@ -361,6 +361,34 @@ class Engine:
         queued: bool = False,
     ) -> Execution:
         bound = bind_inputs(template, inputs)
+        execution = self._new_execution(template, bound, deadline, execution_id, parent, parent_step, queued)
+        self.store.create_execution(execution)
+        if queued:
+            return execution
+        self._inputs[execution.id] = bound
+        if execution.template_version is None:
+            self._unsaved[execution.id] = template
+        return execution
+
+    def scheduled_execution(
+        self, template: Template, inputs: Mapping[str, Any], *, schedule: str, execution_id: str
+    ) -> Execution:
+        """The pending execution of one tick of `schedule`, not stored yet (`Store.start_tick` stores it
+        once per tick); inputs are checked against the template as it is now."""
+        bound = bind_inputs(template, inputs)
+        execution = self._new_execution(template, bound, None, execution_id, queued=True)
+        return execution.replace(schedule=schedule)
+
+    def _new_execution(
+        self,
+        template: Template,
+        bound: Mapping[str, Any],
+        deadline: float | None,
+        execution_id: str | None = None,
+        parent: Execution | None = None,
+        parent_step: str | None = None,
+        queued: bool = False,
+    ) -> Execution:
         if not queued:
             self._check_tools(template)
         digest = definition_hash(template)
@@ -371,7 +399,7 @@ class Engine:
                 "it from the store; save it first (toolreel templates import FILE)"
             )
         now = time.time()
-        execution = Execution(
+        return Execution(
             id=execution_id or new_id(),
             mode=ExecutionMode.AUTO,
             status=ExecutionStatus.PENDING,
@@ -389,13 +417,6 @@ class Engine:
             claimed_by=None if queued else self.owner,
             lease_until=None if queued else now + self.lease_seconds,
         )
-        self.store.create_execution(execution)
-        if queued:
-            return execution
-        self._inputs[execution.id] = bound
-        if version is None:
-            self._unsaved[execution.id] = template
-        return execution
 
     def _check_tools(self, template: Template) -> None:
         for spec in template.steps:

@@ -6,6 +6,7 @@ where on stderr. A shape that is not known, or a missing destination, is a usage
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -30,7 +31,7 @@ def export_as(store: Store, name: str, version: int | None, shape: str | None, t
         raise fail(f"templates export {name} --as {shape}: name where to write it (… --as {shape} PATH)")
     template = stored_template(store.get_template(name, version))
     if shape == "python":
-        return _write_python(template, target)
+        return _write_python(template, target, lambda child, pinned: stored_template(store.get_template(child, pinned)))
     skill = template_skill(template)
     try:
         folder = write_skill(skill, target)
@@ -40,10 +41,10 @@ def export_as(store: Store, name: str, version: int | None, shape: str | None, t
     return folder
 
 
-def _write_python(template: Template, target: Path) -> Path:
+def _write_python(template: Template, target: Path, loader: Callable[[str, int | None], Template]) -> Path:
     from toolreel.templatizer.to_python import python_program
 
-    text = python_program(template)  # TemplateError (a step it cannot write): exit 2, nothing written
+    text = python_program(template, loader)  # TemplateError (a step it cannot write): exit 2, nothing written
     try:
         target.write_text(text, encoding="utf-8")
     except OSError as exc:

@@ -2,24 +2,39 @@
 
 The program makes the template's tool calls itself, in the template's order: inputs are command-line
 options, each step's output a variable named after the step, `for_each` a loop, `when` an `if`, a retry
-policy a small loop. It embeds the servers the template remembers (`--config PATH` takes a client config's
-instead). What it cannot write faithfully (code, approve, template steps; JSONPath refs) is refused with
-an error naming the step, rather than written half-right.
+policy a small loop, a code step its JavaScript in the same QuickJS sandbox, an approval a question on the
+terminal (or `--yes`), a `template` step a call of a function exported from the child template, a script
+step its code with toolreel's glue, the program making its tool calls. It embeds the servers the templates
+remember (`--config PATH` takes a client config's instead). What it cannot write faithfully (JSONPath refs)
+is refused with an error naming the ref, rather than written half-right.
 """
 
 from __future__ import annotations
 
 import keyword
 import pprint
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from toolreel.core._ref_grammar import Ref, compile_path, literal_head, split_template
+from toolreel.core._ref_grammar import (
+    RESERVED_ROOTS,
+    Ref,
+    compile_path,
+    literal_head,
+    ref_roots,
+    split_template,
+    unescape_literal,
+)
 from toolreel.core.errors import TemplateError
 from toolreel.core.refs import parse_ref
+from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT
+from toolreel.core.script_sandbox import DEFAULT_MAX_CALLS, DEFAULT_SCRIPT_MEMORY_MB, DEFAULT_SCRIPT_TIMEOUT
 from toolreel.core.template import StepSpec, Template, When
+from toolreel.templatizer._py_runtime import APPROVE_RUNTIME, code_runtime, script_runtime
 
-__all__ = ["python_program"]
+__all__ = ["Loader", "python_program"]
+
+Loader = Callable[[str, "int | None"], Template]
 
 _PY_TYPES: Final = {"string": "str", "integer": "int", "number": "float", "boolean": "_boolean"}
 _OPS: Final = {"eq": "==", "neq": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
@@ -91,17 +106,18 @@ async def _call(client: Client, tool: str, arguments: dict[str, Any], attempts: 
 '''
 
 
-def python_program(template: Template) -> str:
-    """The program's source text; TemplateError names a step the export cannot write."""
-    names = _Names(template)
-    servers = _servers(template)
-    body = [_step_code(step, names) for step in template.steps]
+def python_program(template: Template, loader: Loader | None = None) -> str:
+    """The program's source text; TemplateError names a step the export cannot write. `loader(name, version)`
+    gives the templates that `template` steps run (each becomes a function of the program)."""
+    family = _family(template, loader)
+    kinds = {step.kind for member in family for step in member.steps}
     lines = [
-        f'"""{_docstring(template)}"""',
+        f'"""{_docstring(template, family[1:], code=bool(kinds & {"code", "script"}))}"""',
         "",
         "from __future__ import annotations",
         "",
         "import argparse",
+        *(["import importlib"] if kinds & {"code", "script"} else []),
         "import json",
         "import os",
         "import re",
@@ -113,26 +129,80 @@ def python_program(template: Template) -> str:
         "from mcp import Client",
         "from mcp.client.stdio import StdioServerParameters",
         "",
-        "# The servers the template remembers (secrets stay ${env:VAR} references, read when it runs).",
-        f"SERVERS: dict[str, dict[str, Any]] = {pprint.pformat(servers, width=100, sort_dicts=False)}",
+        "# The servers the templates remember (secrets stay ${env:VAR} references, read when it runs).",
+        f"SERVERS: dict[str, dict[str, Any]] = {pprint.pformat(_servers(family), width=100, sort_dicts=False)}",
         _RUNTIME,
-        "",
-        "async def run(inputs: dict[str, Any], servers: dict[str, dict[str, Any]]) -> Any:",
-        "    async with AsyncExitStack() as stack:",
+        *([code_runtime()] if kinds & {"code", "script"} else []),
+        *([script_runtime()] if "script" in kinds else []),
+        *([APPROVE_RUNTIME] if "approve" in kinds else []),
     ]
+    for index, member in enumerate(family):
+        lines += ["", "", *_function(member, "run" if index == 0 else _function_name(member.name), child=index > 0)]
+    lines += ["", "", *_main(template, approvals="approve" in kinds)]
+    return "\n".join(lines) + "\n"
+
+
+def _family(template: Template, loader: Loader | None) -> list[Template]:
+    """`template` and every template its `template` steps run (depth first, each once)."""
+    family: dict[str, Template] = {}
+
+    def visit(member: Template, path: tuple[str, ...]) -> None:
+        if member.name in path:
+            circle = " -> ".join((*path, member.name))
+            raise TemplateError(f"templates export --as python: templates run each other in a circle: {circle}")
+        if member.name in family:
+            return
+        family[member.name] = member
+        for step in member.steps:
+            if step.template is None:
+                continue
+            if loader is None:
+                raise TemplateError(
+                    f"templates export --as python: step {step.name!r} runs template {step.template!r}, "
+                    "which is not at hand to export with it"
+                )
+            visit(loader(step.template, step.template_version), (*path, member.name))
+
+    visit(template, ())
+    return list(family.values())
+
+
+def _function_name(template_name: str) -> str:
+    return "template_" + "".join(c if c.isalnum() else "_" for c in template_name)
+
+
+def _function(template: Template, name: str, *, child: bool) -> list[str]:
+    """`async def NAME(inputs, servers, yes)`: the template's steps with clients of the servers they use."""
+    names = _Names(template)
+    lines = [f"async def {name}(inputs: dict[str, Any], servers: dict[str, dict[str, Any]], yes: bool) -> Any:"]
+    if child:
+        lines.append(f'    """Template {template.name!r}, as a `template` step runs it."""')
+        defaults = {key: spec.default for key, spec in template.inputs.items() if spec.has_default}
+        if defaults:
+            given = "".join(f"{key!r}: {value!r}, " for key, value in defaults.items())
+            lines.append(f"    inputs = {{{given}**inputs}}")
+    opens = _used_servers(template) or any(step.kind == "script" for step in template.steps)
+    lines.append(f"    async with AsyncExitStack(){' as stack' if opens else ''}:")
     for server in sorted(_used_servers(template)):
         lines.append(
             f"        {names.server(server)} = await stack.enter_async_context(Client(_server(servers[{server!r}])))"
         )
-    for block in body:
-        lines.extend("        " + line if line else "" for line in block)
+    if any(step.kind == "script" for step in template.steps):
+        # a script names its tools as it runs: a client of every server the template remembers (else of all)
+        wanted = f"name in {sorted(template.servers)!r}" if template.servers else "True"
+        lines.append(
+            "        clients: dict[str, Client] = {name: await stack.enter_async_context(Client(_server(entry))) "
+            f"for name, entry in servers.items() if {wanted}}}"
+        )
+    for step in template.steps:
+        lines.extend("        " + line if line else "" for line in _step_code(step, names))
     lines.append(f"        return {_value(template.output, names) if template.has_output else names.last}")
-    lines += ["", "", *_main(template)]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 class _Names:
-    """Python names for steps and servers: the step's own name unless it is a keyword or taken."""
+    """Python names for steps and servers: the step's own name unless it is a keyword or taken. `read` holds
+    the steps whose output something reads: only they get a variable (an unused one would fail a linter)."""
 
     def __init__(self, template: Template) -> None:
         self.steps: dict[str, str] = {}
@@ -140,27 +210,50 @@ class _Names:
             name = step.name if not keyword.iskeyword(step.name) and step.name not in _TAKEN else f"{step.name}_"
             self.steps[step.name] = name
         self.last = self.steps[template.steps[-1].name] if template.steps else "None"
+        values: list[Any] = [template.output] if template.has_output else []
+        for step in template.steps:
+            values += [step.input, step.return_, step.approve, step.for_each]
+            if step.when is not None:
+                values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
+        self.read = ref_roots(values) - RESERVED_ROOTS
+        if not template.has_output and template.steps:
+            self.read.add(template.steps[-1].name)
 
     def server(self, name: str) -> str:
         return "server_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
-_TAKEN: Final = frozenset({"inputs", "servers", "stack", "item", "index", "run", "main", "json", "os", "re", "sys"})
+_TAKEN: Final = frozenset(
+    {"inputs", "servers", "stack", "item", "index", "run", "main", "json", "os", "re", "sys", "yes", "importlib"}
+    | {"clients"}
+)
 
 
-def _docstring(template: Template) -> str:
+def _docstring(template: Template, children: list[Template], *, code: bool) -> str:
     said = (template.description or "").replace('"""', "'''").strip()
     return (
         f"{template.name}: {said}\n\n"
         f"Exported by toolreel from template {template.name!r} version {template.version or 1} "
         f"(hash {(template.hash or '')[:12]}).\n"
-        f"It makes the same tool calls as `toolreel run {template.name}`, with the `mcp` SDK alone.\n"
+        + "".join(
+            f"Template {c.name!r} version {c.version or 1}, which it runs, is exported with it.\n" for c in children
+        )
+        + f"It makes the same tool calls as `toolreel run {template.name}`, with the `mcp` SDK alone.\n"
         "Inputs are command-line options (--help lists them); --config PATH takes the servers of a client config.\n"
+        + (
+            "Its code and script steps run in QuickJS, as toolreel runs them: it needs the quickjs-ng package.\n"
+            if code
+            else ""
+        )
     )
 
 
-def _servers(template: Template) -> dict[str, Any]:
-    return {name: dict(entry) for name, entry in sorted(template.servers.items())}
+def _servers(family: list[Template]) -> dict[str, Any]:
+    """Every server the templates remember; the exported template's own entry wins over a child's."""
+    servers: dict[str, Any] = {}
+    for member in reversed(family):
+        servers.update({name: dict(entry) for name, entry in member.servers.items()})
+    return dict(sorted(servers.items()))
 
 
 def _used_servers(template: Template) -> set[str]:
@@ -169,32 +262,61 @@ def _used_servers(template: Template) -> set[str]:
 
 def _step_code(step: StepSpec, names: _Names) -> list[str]:
     var = names.steps[step.name]
+    read = step.name in names.read
     if step.kind == "return":
         code = [f"return {_value(step.return_, names)}"]
-    elif step.kind == "tool" and step.tool and "__" in step.tool:
-        server, tool = step.tool.split("__", 1)
-        retry = step.retry
-        extra = f", attempts={retry.max_attempts}, delay={retry.initial_delay!r}" if retry else ""
-        call = f"await _call({names.server(server)}, {tool!r}, {_value(step.input or {}, names)}{extra})"
+    else:
+        call = _call_expr(step, names)
         if step.for_each is None:
-            code = [f"{var} = {call}"]
+            code = [f"{var} = {call}" if read else call]
         else:
             items = _ref_value(step.for_each, names)
-            code = [f"{var}: list[Any] = []", f"for index, item in enumerate({items}):", f"    {var}.append({call})"]
-            code[1] = code[1] if "index" in call else f"for item in {items}:"
-    else:
-        raise TemplateError(
-            f"templates export --as python: step {step.name!r} of {step.kind!r} kind cannot be written as Python "
-            "yet (tool and return steps can); run it with `toolreel run` or export it --as skill"
-        )
+            loop = f"for index, item in enumerate({items}):" if "index" in call else f"for item in {items}:"
+            code = [f"{var}: list[Any] = []", loop, f"    {var}.append({call})"] if read else [loop, f"    {call}"]
     if step.when is not None:
-        code = [f"{var}: Any = None  # skipped unless the condition holds", f"if {_condition(step.when, names)}:"] + [
-            "    " + line for line in code
-        ]
+        code = [f"if {_condition(step.when, names)}:", *("    " + line for line in code)]
+        if read:
+            code.insert(0, f"{var}: Any = None  # skipped unless the condition holds")
     return [f"# {step.name}", *code]
 
 
-def _condition(when: When, names: _Names) -> str:
+def _call_expr(step: StepSpec, names: _Names) -> str:
+    """What one run of the step (or of one for_each item) is, as an expression."""
+    value = _value(step.input if step.input is not None else {}, names)
+    if step.kind == "tool" and step.tool and "__" in step.tool:
+        server, tool = step.tool.split("__", 1)
+        retry = step.retry
+        extra = f", attempts={retry.max_attempts}, delay={retry.initial_delay!r}" if retry else ""
+        return f"await _call({names.server(server)}, {tool!r}, {value}{extra})"
+    if step.kind == "code" and step.code is not None:
+        limits = f"timeout={step.timeout or DEFAULT_TIMEOUT!r}, memory_mb={step.memory_mb or DEFAULT_MEMORY_MB}"
+        return f"_code({step.code!r}, {_value(step.input, names)}, {limits})"
+    if step.kind == "template" and step.template is not None:
+        return f"await {_function_name(step.template)}({value}, servers, yes)"
+    if step.kind == "approve" and step.approve is not None:
+        if isinstance(step.approve_schema, Mapping):
+            return f"_approve_data({_string(step.approve, names)}, {step.approve_schema!r})"
+        return f"_approve({_string(step.approve, names)}, yes)"
+    if step.kind == "script" and step.script is not None:
+        bounds = (
+            step.timeout or DEFAULT_SCRIPT_TIMEOUT,
+            step.memory_mb or DEFAULT_SCRIPT_MEMORY_MB,
+            step.max_calls if step.max_calls is not None else DEFAULT_MAX_CALLS,
+        )
+        return f"await _script({step.script!r}, {_value(step.input, names)}, clients, {bounds!r})"
+    raise TemplateError(
+        f"templates export --as python: step {step.name!r} of {step.kind!r} kind cannot be written as Python; "
+        "run it with `toolreel run` or export it --as skill"
+    )
+
+
+def _condition(when: When, names: _Names, *, nested: bool = False) -> str:
+    if when.combined:
+        if when.not_ is not None:
+            return f"not {_condition(when.not_, names, nested=True)}"
+        parts, joint, empty = (when.all, " and ", "True") if when.all else (when.any, " or ", "False")
+        joined = joint.join(_condition(part, names, nested=True) for part in parts) if parts else empty
+        return f"({joined})" if nested and len(parts) > 1 else joined
     left = _ref_value(when.ref, names)
     if when.op is None:
         return f"bool({left})"
@@ -202,6 +324,8 @@ def _condition(when: When, names: _Names) -> str:
         return f"{left} is not None"
     if when.op == "in":
         return f"{left} in {_value(when.value, names)}"
+    if when.op in ("eq", "neq") and (when.value is None or isinstance(when.value, bool)):
+        return f"{left} {'is' if when.op == 'eq' else 'is not'} {when.value!r}"  # JSON's true is not 1
     return f"{left} {_OPS[when.op]} {_value(when.value, names)}"
 
 
@@ -220,16 +344,16 @@ def _string(text: str, names: _Names) -> str:
     if ref is not None:
         return _ref_expr(ref, names)
     lead, rest = literal_head(text)
-    parts = [lead] if lead else []
     pieces: list[str] = [repr(lead)] if lead else []
+    interpolated = False
     for part in split_template(rest):
         if isinstance(part, str):
-            parts.append(part)
             pieces.append(repr(part))
         else:
+            interpolated = True
             pieces.append(f"_text({_ref_expr(part[0], names)})")
-    if len(pieces) <= 1 and all(isinstance(p, str) for p in parts):
-        return repr("".join(parts)) if pieces else repr(text)
+    if not interpolated:
+        return repr(unescape_literal(text))  # no {{@ref}} in it: the literal's value
     return " + ".join(pieces)
 
 
@@ -256,12 +380,16 @@ def _ref_expr(ref: Ref, names: _Names) -> str:
     return base + "".join(f"[{key!r}]" for key in keys)
 
 
-def _main(template: Template) -> list[str]:
+def _main(template: Template, *, approvals: bool) -> list[str]:
     lines = [
         "def main() -> None:",
         f"    parser = argparse.ArgumentParser(description={template.name!r})",
         '    parser.add_argument("--config", help="a client config whose mcpServers replace the remembered ones")',
     ]
+    if approvals:
+        lines.append(
+            '    parser.add_argument("--yes", action="store_true", help="answer yes to every yes/no approval")'
+        )
     for key, spec in template.inputs.items():
         if spec.secret:  # never typed on a command line: read below from its source
             continue
@@ -282,7 +410,7 @@ def _main(template: Template) -> list[str]:
         "        with open(args.config, encoding='utf-8') as file:",
         "            config = json.load(file)",
         '        servers = config.get("mcpServers") or config.get("servers") or {}',
-        "    inputs = {key: value for key, value in vars(args).items() if key != 'config'}",
+        "    inputs = {key: value for key, value in vars(args).items() if key not in ('config', 'yes')}",
     ]
     for key, spec in template.inputs.items():
         source = spec.secret_source
@@ -295,7 +423,7 @@ def _main(template: Template) -> list[str]:
             where = source.where if source is not None else key.upper()
             lines.append(f"    inputs[{key!r}] = _environ({where!r})  # a secret: from the environment")
     lines += [
-        "    output = anyio.run(run, inputs, servers)",
+        f"    output = anyio.run(run, inputs, servers, {'args.yes' if approvals else 'False'})",
         "    json.dump(output, sys.stdout, ensure_ascii=False, indent=2)",
         '    sys.stdout.write("\\n")',
         "",

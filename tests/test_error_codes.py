@@ -33,6 +33,7 @@ PUBLISHED = {
     "ClaimedElsewhere": "claimed_elsewhere",
     "UpstreamError": "upstream_failed",
     "UpstreamTimeout": "upstream_timeout",
+    "ScheduleError": "schedule_invalid",
     "CodeError": "code_failed",
     "CodeTimeout": "code_timeout",
     "CodeMemoryError": "code_memory_limit",

@@ -27,9 +27,10 @@ from pydantic import TypeAdapter
 from tests import conformance
 from tests.gw import PYTHON, REPO, Connected, fixture_entry, gateway_env, http_gateway, text_of, wait_until
 from toolreel.core.model import TemplateDraft
-from toolreel.core.skill import served_skills, skill_name, template_skill
+from toolreel.core.skill import find_skill, served_skills, skill_name, template_skill
 from toolreel.core.store import open_store
 from toolreel.core.template_io import load_template_file, load_template_text
+from toolreel.gateway.skills import read_skill_file
 
 pytestmark = [pytest.mark.anyio]
 
@@ -129,6 +130,31 @@ def test_skill_names_follow_the_naming_rules_and_stay_unique_in_one_listing() ->
     assert names[0] == "triage-issues" and names[1].startswith("triage-issues-") and len(set(names)) == 2
     assert all(SKILL_NAME.match(name) for name in names)
     assert [s.name for s in served_skills(list(reversed(twins)))] == names  # stable whatever the store's order
+
+
+def test_a_skill_is_found_by_its_uri_or_by_its_template_name_in_place_of_the_skill_name() -> None:
+    twins = served_skills(
+        [
+            load_template_text(TRIAGE),
+            load_template_text(TRIAGE.replace("name: Triage_Issues", "name: triage-issues")),
+        ]
+    )
+    first, second = twins
+    assert first.uri == "skill://toolreel/triage-issues/SKILL.md" and first.template == "Triage_Issues"
+    spelled = find_skill(twins, "skill://toolreel/Triage_Issues/template.yaml")
+    assert spelled is not None and spelled[0] is first and spelled[1].path == "template.yaml"
+    # a served URI always wins over a template's name: `triage-issues` is the first twin's skill name
+    found = find_skill(twins, "skill://toolreel/triage-issues/SKILL.md")
+    assert found is not None and found[0] is first
+    found = find_skill(twins, second.uri)
+    assert found is not None and found[0] is second and second.template == "triage-issues"
+    assert find_skill(twins, "skill://toolreel/Nothing/SKILL.md") is None
+    read = read_skill_file(twins, "skill://toolreel/Triage_Issues/SKILL.md")
+    assert read["contents"][0] == {
+        "uri": "skill://toolreel/Triage_Issues/SKILL.md",
+        "mimeType": "text/markdown",
+        "text": first.files[0].content.decode(),
+    }
 
 
 # --- templates export --as skill ----------------------------------------------------------------------------------
@@ -325,9 +351,129 @@ def test_a_step_the_python_export_cannot_write_is_named() -> None:
     from toolreel.core.errors import TemplateError
     from toolreel.templatizer.to_python import python_program
 
-    coded = {**SUMS, "steps": [*SUMS["steps"], {"name": "total", "code": "export default function(i) { return 1 }"}]}
-    with pytest.raises(TemplateError, match="step 'total' of 'code' kind"):
-        python_program(load_template_text(json.dumps(coded)))
+    spread = {
+        **SUMS,
+        "steps": [*SUMS["steps"], {"name": "ids", "tool": "feat__echo", "input": {"text": "@add_each[*]"}}],
+    }
+    with pytest.raises(TemplateError, match=r"the ref '@add_each\[\*\]' uses JSONPath"):
+        python_program(load_template_text(json.dumps(spread)))
+    child = {**SUMS, "steps": [*SUMS["steps"], {"name": "again", "template": "other", "input": {"a": 1}}]}
+    with pytest.raises(TemplateError, match="step 'again' runs template 'other', which is not at hand"):
+        python_program(load_template_text(json.dumps(child)))
+    parent = load_template_text(json.dumps(child))
+    loop = {"name": "other", "steps": [{"name": "back", "template": "sums", "input": {"a": 1}}]}
+    other = load_template_text(json.dumps(loop))
+    with pytest.raises(TemplateError, match="in a circle: sums -> other -> sums"):
+        python_program(parent, lambda name, version: other if name == "other" else parent)
+
+
+DOUBLER: dict[str, Any] = {
+    "name": "doubler",
+    "inputs": {"n": {"type": "number"}, "plus": {"type": "number", "default": 0}},
+    "servers": {"feat": fixture_entry("features")},
+    "steps": [
+        {"name": "add", "tool": "feat__add", "input": {"a": "@input.n", "b": "@input.n"}},
+        {"name": "more", "tool": "feat__add", "input": {"a": "@add.sum", "b": "@input.plus"}},
+    ],
+    "output": "@more.sum",
+}
+FAMILY: dict[str, Any] = {
+    "name": "family",
+    "inputs": {"a": {"type": "number"}},
+    "servers": {"feat": fixture_entry("features")},
+    "steps": [
+        {"name": "base", "tool": "feat__add", "input": {"a": "@input.a", "b": 1}},
+        {
+            "name": "shape",
+            "code": "export default function(input) {\n"
+            "  return {n: input.x * 3, words: ['a', 'b'].map(w => w + input.x)};\n"
+            "}",
+            "input": {"x": "@base.sum"},
+        },
+        {"name": "ok", "approve": "Double {{@shape.n}}?"},
+        {"name": "twice", "template": "doubler", "input": {"n": "@shape.n"}, "depends_on": ["ok"]},
+        {
+            "name": "each",
+            "for_each": "@shape.words",
+            "template": "doubler",
+            "input": {"n": "@index", "plus": 2},
+            "depends_on": ["ok"],
+        },
+    ],
+    "output": {"base": "@base.sum", "shape": "@shape", "ok": "@ok", "twice": "@twice", "each": "@each"},
+}
+
+
+SCRIPTED: dict[str, Any] = {
+    "name": "scripted",
+    "inputs": {"x": {"type": "number"}},
+    "servers": {"feat": fixture_entry("features")},
+    "steps": [
+        {
+            "name": "script",
+            "script": {
+                "code": "const a = await tools.feat.add({a: input.x, b: 2});\n"
+                "let refused = '';\n"
+                "try { await tools.feat.fail({message: 'no way'}); }\n"
+                "catch (e) { refused = e.name + ': ' + e.message; }\n"
+                "const said = await callTool('feat__echo', {text: 'sum ' + a.sum});\n"
+                "return {sum: a.sum, said, refused};"
+            },
+            "input": {"x": "@input.x"},
+        }
+    ],
+    "output": "@script",
+}
+
+
+@pytest.mark.slow
+def test_script_steps_export_and_give_what_toolreel_run_gives(tmp_path: Path) -> None:
+    db = store_with(tmp_path, SCRIPTED)
+    program = tmp_path / "scripted.py"
+    done = toolreel("templates", "export", "scripted", "--as", "python", str(program), db=db)
+    assert done.returncode == 0, done.stderr
+    ran = toolreel("run", "scripted", "-i", "x=5", "--json", db=db)
+    assert ran.returncode == 0, ran.stderr
+    expected = json.loads(ran.stdout)["output"]
+    assert expected["sum"] == 7 and expected["said"] == "sum 7" and "no way" in expected["refused"], expected
+    command = [PYTHON, str(program), "--x", "5"]
+    exported = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout) == expected
+
+
+@pytest.mark.slow
+def test_code_approve_and_child_template_steps_export_and_give_what_toolreel_run_gives(tmp_path: Path) -> None:
+    db = store_with(tmp_path, DOUBLER, FAMILY)
+    program = tmp_path / "family.py"
+    done = toolreel("templates", "export", "family", "--as", "python", str(program), db=db)
+    assert done.returncode == 0, done.stderr
+    paused = toolreel("run", "family", "-i", "a=4", "--json", db=db)
+    assert paused.returncode == 3, paused.stderr
+    execution_id = json.loads(paused.stdout)["execution_id"]
+    resumed = toolreel("executions", "resume", execution_id, "--response", "yes", "--json", db=db)
+    assert resumed.returncode == 0, resumed.stderr
+    expected = json.loads(resumed.stdout)["output"]
+    assert expected["twice"] == 30 and expected["each"] == [2, 4] and expected["shape"]["words"] == ["a5", "b5"]
+
+    def exported(*args: str, answer: str = "") -> subprocess.CompletedProcess[str]:
+        command = [PYTHON, str(program), "--a", "4", *args]
+        return subprocess.run(command, input=answer, capture_output=True, text=True, cwd=REPO, timeout=120)
+
+    said_yes = exported("--yes")
+    assert said_yes.returncode == 0, said_yes.stderr
+    assert json.loads(said_yes.stdout) == expected
+    asked = exported(answer="yes\n")
+    assert asked.returncode == 0 and "Double 15? [yes/no]" in asked.stderr and json.loads(asked.stdout) == expected
+    refused = exported(answer="no\n")
+    assert refused.returncode == 1 and "approval refused: 'Double 15?'" in refused.stderr and not refused.stdout
+    bin_dir = Path(PYTHON).parent
+    lint = subprocess.run([bin_dir / "ruff", "check", "--isolated", str(program)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + program.read_text()
+    typed = subprocess.run(
+        [bin_dir / "mypy", "--strict", "--no-incremental", str(program)], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert typed.returncode == 0, typed.stdout + program.read_text()
 
 
 def test_secret_inputs_of_an_exported_program_are_read_from_their_source_never_from_options() -> None:

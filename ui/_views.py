@@ -34,6 +34,7 @@ def execution_summary(e: Execution) -> dict[str, Any]:
         "error": e.error,
         "parent_id": e.parent_id,
         "attempt": e.attempt,
+        "schedule": e.schedule,
     }
 
 

@@ -20,6 +20,7 @@ from toolreel.core.model import (
     TemplateDraft,
     TemplateRecord,
 )
+from toolreel.core.schedule import Schedule
 from toolreel.core.secrets import Redactor
 from toolreel.core.store._prune import PRUNABLE, PruneReport
 
@@ -111,6 +112,30 @@ class Store(Protocol):
     ) -> PruneReport:
         """Delete finished executions (and recordings idle since) last updated before `before`, with their
         steps, in batches; never templates nor pending/running/paused executions (SPEC §9)."""
+        ...
+
+    # schedules (SPEC §15) ----------------------------------------------------------------
+    def add_schedule(self, schedule: Schedule) -> None: ...
+
+    def list_schedules(self, *, active_only: bool = False) -> list[Schedule]:
+        """By template; `active_only`: the ones not paused."""
+        ...
+
+    def get_schedule(self, schedule_id: str) -> Schedule:
+        """Raises NotFoundError naming the id."""
+        ...
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        """Raises NotFoundError naming the id; the executions it started stay."""
+        ...
+
+    def pause_schedule(self, schedule_id: str, *, paused: bool, now: float) -> Schedule:
+        """Pause, or resume from `now` (the ticks that fell while paused are never started)."""
+        ...
+
+    def start_tick(self, schedule_id: str, tick: float, execution: Execution) -> bool:
+        """Create `execution` as tick `tick`'s run unless that tick or a later one was started (by anyone),
+        in one transaction: exactly one of any number of racing callers returns True."""
         ...
 
     # claims (auto mode) ---------------------------------------------------------------

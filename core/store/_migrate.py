@@ -46,10 +46,22 @@ def _execution_attempt_v3(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE executions ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1"))
 
 
+def _schedules_v4(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE executions ADD COLUMN schedule TEXT"))
+    conn.execute(
+        text(
+            "CREATE TABLE IF NOT EXISTS schedules (id TEXT PRIMARY KEY, template TEXT NOT NULL, cron TEXT NOT NULL, "
+            "tz TEXT NOT NULL, inputs TEXT, paused BOOLEAN NOT NULL, created_at DOUBLE PRECISION NOT NULL, "
+            "last_tick DOUBLE PRECISION NOT NULL)"
+        )
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: executions, steps, templates, idempotency, meta", _create_v1),
     Migration(2, "executions found by their client session (one recording across gateways)", _index_sessions_v2),
     Migration(3, "executions count their attempts (a failed run retried goes on under its id)", _execution_attempt_v3),
+    Migration(4, "schedules, and the schedule that started an execution", _schedules_v4),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -131,6 +131,7 @@ def execution_to_row(execution: Execution) -> dict[str, object]:
         "lease_until": execution.lease_until,
         "fence": execution.fence,
         "attempt": execution.attempt,
+        "schedule": execution.schedule,
     }
 
 
@@ -157,6 +158,7 @@ def execution_from_row(row: Row) -> Execution:
         lease_until=row["lease_until"],
         fence=row["fence"],
         attempt=row["attempt"],
+        schedule=row["schedule"],
     )
 
 

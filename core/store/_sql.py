@@ -34,7 +34,9 @@ from toolreel.core.model import (
     TemplateDraft,
     TemplateRecord,
 )
+from toolreel.core.schedule import Schedule
 from toolreel.core.secrets import Redactor
+from toolreel.core.store import _schedules
 from toolreel.core.store._engine import Database
 from toolreel.core.store._migrate import upgrade
 from toolreel.core.store._paths import display_url, normalize_url, resolve_url
@@ -369,6 +371,27 @@ class SQLStore:
         self, *, before: float, statuses: Sequence[ExecutionStatus] = PRUNABLE, dry_run: bool = False
     ) -> PruneReport:
         return prune(self._db, before=before, statuses=statuses, dry_run=dry_run)
+
+    # schedules --------------------------------------------------------------------------
+
+    def add_schedule(self, schedule: Schedule) -> None:
+        _schedules.add_schedule(self._db, schedule.replace(inputs=self.redactor.clean(schedule.inputs)))
+
+    def list_schedules(self, *, active_only: bool = False) -> list[Schedule]:
+        return _schedules.list_schedules(self._db, active_only=active_only)
+
+    def get_schedule(self, schedule_id: str) -> Schedule:
+        return _schedules.get_schedule(self._db, schedule_id)
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        _schedules.delete_schedule(self._db, schedule_id)
+
+    def pause_schedule(self, schedule_id: str, *, paused: bool, now: float) -> Schedule:
+        return _schedules.pause_schedule(self._db, schedule_id, paused=paused, now=now)
+
+    def start_tick(self, schedule_id: str, tick: float, execution: Execution) -> bool:
+        given = {name: getattr(execution, name) for name in _EXECUTION_REDACTED}
+        return _schedules.start_tick(self._db, schedule_id, tick, execution.replace(**self._redacted_fields(given)))
 
     # claims ---------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from sqlalchemy import Column, Double, ForeignKey, Index, Integer, MetaData, Tab
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
-__all__ = ["EXECUTIONS", "IDEMPOTENCY", "META", "METADATA", "STEPS", "TEMPLATES"]
+__all__ = ["EXECUTIONS", "IDEMPOTENCY", "META", "METADATA", "SCHEDULES", "STEPS", "TEMPLATES"]
 
 _REGISTRY = registry()
 
@@ -53,6 +53,7 @@ class ExecutionRow(_Row, table=True):
     lease_until: float | None = Field(default=None, sa_type=Double)
     fence: int = Field(default=0, sa_type=Integer)
     attempt: int = Field(default=1, sa_type=Integer)
+    schedule: str | None = Field(default=None, sa_type=Text)  # the schedule whose tick started it
 
 
 class StepRow(_Row, table=True):
@@ -92,6 +93,21 @@ class TemplateRow(_Row, table=True):
     source_executions: str = Field(default="[]", sa_type=Text)  # JSON list of execution ids
 
 
+class ScheduleRow(_Row, table=True):
+    """A template run on a cron expression; `last_tick` moves forward only, once per started tick."""
+
+    __tablename__ = "schedules"
+
+    id: str = Field(primary_key=True, sa_type=Text)
+    template: str = Field(sa_type=Text)
+    cron: str = Field(sa_type=Text)
+    tz: str = Field(sa_type=Text)
+    inputs: str | None = Field(default=None, sa_type=Text)
+    paused: bool = False
+    created_at: float = Field(sa_type=Double)
+    last_tick: float = Field(sa_type=Double)
+
+
 class IdempotencyRow(_Row, table=True):
     __tablename__ = "idempotency"
 
@@ -119,4 +135,5 @@ EXECUTIONS = _table(ExecutionRow)
 STEPS = _table(StepRow)
 TEMPLATES = _table(TemplateRow)
 IDEMPOTENCY = _table(IdempotencyRow)
+SCHEDULES = _table(ScheduleRow)
 META = _table(MetaRow)

@@ -149,7 +149,7 @@ function draw(state, head, actions, body, review, reload) {
   const d = state.data;
   clear(head).append(
     h("h1", {}, d.mode === "record" ? "Recording " : "Replay ", h("span", { class: "mono" }, shortId(d.id)), " ", badge(d.status)),
-    h("p", { class: "muted" }, d.template ? ["template ", h("a", { href: `/ui/templates/${encodeURIComponent(d.template)}` }, `${d.template} v${d.template_version ?? "?"}`), " · "] : "", `started ${when(d.created_at)} · ${d.nodes.length} steps`, d.attempt > 1 ? ` · attempt ${d.attempt}` : ""),
+    h("p", { class: "muted" }, d.template ? ["template ", h("a", { href: `/ui/templates/${encodeURIComponent(d.template)}` }, `${d.template} v${d.template_version ?? "?"}`), " · "] : "", `started ${when(d.created_at)} · ${d.nodes.length} steps`, d.attempt > 1 ? ` · attempt ${d.attempt}` : "", d.schedule ? ` · schedule ${d.schedule}` : ""),
     d.error ? errorBox(d.error) : "",
     d.status === "succeeded" && d.mode === "auto" ? h("details", { class: "output", open: true }, h("summary", {}, "Output"), jsonView(d.output)) : "",
   );

@@ -173,6 +173,32 @@ def patterns(text: str, start: int, value: str) -> Iterator[str]:
             if prose and not _WORD_RE.search(left + right):
                 continue  # in prose a word beside the value ("hash", "ID:") holds better than its position
             yield f"{anchor}{_context(left)}{group}{_context(right)}{end}"
+    yield from _line_patterns(text, start, group)
+
+
+_LINE_WORD_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+_NEAR_TOKENS: Final = 4
+
+
+def _line_patterns(text: str, start: int, group: str) -> Iterator[str]:
+    """In a list written as lines (`Q3 board report FINAL (application/pdf) - ID: 1ZqR…`), the value of the line
+    that a word of it names: the word anywhere before the value on its line, then the label next to the value.
+    Marker words (`FINAL`, `PRIMARY`) are tried first, then the other words outside brackets, nearest first."""
+    line_start = text.rfind("\n", 0, start) + 1
+    head = text[line_start:start]
+    near = "".join(reversed(_words(head, reverse=True)[:_NEAR_TOKENS]))
+    words = list(_LINE_WORD_RE.finditer(head[: len(head) - len(near)]))
+    if line_start == 0 and text.find("\n", start) < 0:
+        return  # one line: the context patterns above cover it
+    outside = [w for w in reversed(words) if not _bracketed(head, w.start())]
+    ranked = [w for w in outside if w.group(0).isupper()] + [w for w in outside if not w.group(0).isupper()]
+    for word in ranked:
+        yield rf"(?:^|\n)[^\n]*?\b{_context(word.group(0))}\b[^\n]*?{_context(near)}{group}"
+
+
+def _bracketed(line: str, at: int) -> bool:
+    """Inside `(...)` or `[...]` on its line: an attribute of the entry (its type), not what names it."""
+    return line.count("(", 0, at) > line.count(")", 0, at) or line.count("[", 0, at) > line.count("]", 0, at)
 
 
 def _fits(pattern: str, text: str, start: int, value: str) -> bool:
@@ -240,11 +266,17 @@ def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run]
             continue
         for match in _PIECE_RE.finditer(fragment):
             piece = match.group(0)
-            if piece == leaf or strength(piece) < _GLUED_STRENGTH or not _apart(fragment, match.start(), match.end()):
+            weak = _piece_strength(piece) < _GLUED_STRENGTH
+            if piece == leaf or weak or not _apart(fragment, match.start(), match.end()):
                 continue
             capture = _first_capture(step, keys, piece, piece, texts, runs, sent, piece=True)
             if capture is not None:
                 yield capture
+
+
+def _piece_strength(piece: str) -> float:
+    """A run of digits weighs as the number it writes (`48213907` bytes is as telling as an id)."""
+    return strength(int(piece)) if piece.isdigit() and not piece.startswith("0") else strength(piece)
 
 
 def _apart(text: str, start: int, end: int) -> bool:
@@ -277,7 +309,9 @@ def _first_capture(
     echoes = [t.order for t in sent.holding(value, whole=True)] if holders else []
     for held in holders:
         if echoes and min(echoes) <= held.order:
-            return None  # the agent had sent it before this text held it: an echo of its own value
+            # The agent had sent it before this text held it: an echo of its own value. A text from before
+            # it first sent it (the commit's sentence, before the branch made from that commit) is its origin.
+            continue
         start = _position(held.text, value)
         if start is None:
             continue
@@ -405,19 +439,25 @@ def _rewritten(template: Template, found: Sequence[Capture]) -> tuple[Template, 
     inserted: dict[str, list[StepSpec]] = {}
     inputs: dict[str, JSON] = {step.name: step.input for step in template.steps}
     inferences = []
+    made: dict[tuple[str, str], str] = {}  # one step per extraction: the same value read twice is one read
     for item in found:
-        n = 1
-        while f"extract_{n}" in taken:
-            n += 1
-        name = f"extract_{n}"
-        taken.add(name)
-        inserted.setdefault(item.step, []).append(StepSpec(name=name, code=item.code, input={"text": item.source}))
+        name = made.get((item.source, item.code), "")
+        fresh = not name
+        if fresh:
+            n = 1
+            while f"extract_{n}" in taken:
+                n += 1
+            name = made[item.source, item.code] = f"extract_{n}"
+            taken.add(name)
+            inserted.setdefault(item.step, []).append(StepSpec(name=name, code=item.code, input={"text": item.source}))
         if item.piece:
             _, current = get_at(inputs[item.step], item.keys)
             text = _with_placeholder(current, str(item.recorded), name) if isinstance(current, str) else None
             if text is None:
-                taken.discard(name)
-                inserted[item.step].pop()
+                if fresh:
+                    taken.discard(name)
+                    del made[item.source, item.code]
+                    inserted[item.step].pop()
                 continue
             inputs[item.step] = put_at(inputs[item.step], item.keys, text)
         else:

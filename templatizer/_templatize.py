@@ -7,7 +7,9 @@ reproduce the recorded argument), the `steps=[...]` subset, and validation of th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping, Sequence
+from functools import partial
 
 from toolreel.core.errors import RefError, TemplateError
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
@@ -83,7 +85,11 @@ def templatize(
     transforms += captures + dates
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
-    likely, stayed = likely_inputs(literals, set(template.inputs), schemas) if len(runs) == 1 else ([], [])
+    likely, stayed = (
+        likely_inputs(literals, set(template.inputs), schemas, partial(_produced, runs[0]))
+        if len(runs) == 1
+        else ([], [])
+    )
     likely = computed_elsewhere(likely, transforms)
     return TemplatizeResult(
         template=template,
@@ -137,6 +143,16 @@ def _select(recording: Sequence[StepRecord], include_failed: bool) -> tuple[list
 def _run(recording: Sequence[StepRecord], include_failed: bool) -> Run:
     kept, _ = _select(recording, include_failed)
     return Run(steps={r.name: r for r in kept}, outputs={r.name: r.output for r in kept if _ok(r)})
+
+
+def _produced(run: Run, text: str, step: str) -> bool:
+    """Some output recorded before `step` holds `text` (looked up only for the few texts that need it)."""
+    before = run.steps[step].seq if step in run.steps else 0
+    return any(
+        text in json.dumps(output, ensure_ascii=False)
+        for name, output in run.outputs.items()
+        if run.steps[name].seq < before
+    )
 
 
 def _listed(record: StepRecord) -> str:

@@ -1,0 +1,230 @@
+"""Inputs and values from evidence, second pass: query languages, repeated wording, list inputs, a value read once
+and passed on twice, ids named by the tool that listed them, marker words in listings, numbers and versions in text.
+
+Sessions are shaped like what published MCP servers return: mcp-atlassian's JQL and boards, GitHub comments,
+mcp-server-git's commit sentence, Box upload sessions, Google Drive's search listing, the filesystem server's
+file info, Slack release notes. In-process: no server is started.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_templatizer import Session, applied, inputs_of
+from toolreel.core.errors import TemplateError
+from toolreel.core.model import JSON
+from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.template_io import parse_template, tool_input_schema
+from toolreel.templatizer import TemplatizeResult, templatize, verify
+from toolreel.templatizer._evidence import is_query
+
+
+def ticked(result: TemplatizeResult) -> dict[str, JSON]:
+    return {item.name: item.value for item in result.likely_inputs if item.ticked}
+
+
+def saved(s: Session, inputs: dict[str, JSON] | None = None) -> TemplatizeResult:
+    result = templatize([s.steps], name="t", inputs=inputs)
+    assert verify(result, [s.steps]).verified
+    return result
+
+
+def code_of(result: TemplatizeResult, name: str) -> str:
+    return next(step.code or "" for step in result.template.steps if step.name == name)
+
+
+# --------------------------------------------------------------------------- constants of the task
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'project = PAY AND status = "To Do" ORDER BY Rank ASC',
+        "SELECT id, name, email FROM customers WHERE plan = 'pro' ORDER BY id",
+        "select * from users",
+        "is:unresolved assignee:me",
+    ],
+)
+def test_query_languages_are_recognized(text: str) -> None:
+    assert is_query(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://acme.sentry.io/issues/4506012345/",
+        "select the best from the list",
+        "Tom and Jerry <tom@example.com>",
+        "Fix rounding in VAT totals",
+    ],
+)
+def test_prose_and_links_are_not_queries(text: str) -> None:
+    assert not is_query(text)
+
+
+def test_a_query_statement_stays_literal_and_the_project_key_in_it_becomes_the_input() -> None:
+    s = Session()
+    jql = 'project = PAY AND status = "To Do" AND labels = carry-over ORDER BY Rank ASC'
+    s.call("jira_search", {"jql": jql}, {"issues": [{"key": "PAY-101"}]})
+    s.call("jira_get_agile_boards", {"project_key": "PAY"}, [{"id": "42", "name": "PAY board"}])
+    first = templatize([s.steps], name="t")
+    assert ticked(first) == {"project_key": "PAY"}  # an upper-case word, but carried into the JQL
+    assert jql not in {item.value for item in first.likely_inputs if item.ticked}
+    named = saved(s, {"project": "PAY"})
+    assert inputs_of(named)["jira_search_1"] == {"jql": jql.replace("PAY", "{{@input.project}}")}
+
+
+def test_a_search_query_keeps_its_syntax_whatever_the_description_says() -> None:
+    s = Session()
+    s.call("find_issues", {"org": "nimbus-labs", "query": "is:regressed"}, "# Issues\n\n## WEB-3KQ\n")
+    schema = {"properties": {"query": {"type": "string", "description": "Sentry search query, e.g. is:unresolved"}}}
+    result = templatize([s.steps], name="t", schemas={"svc__find_issues": schema})
+    assert "is:regressed" not in ticked(result).values()
+    assert "is:regressed" in {item.value for item in result.likely_inputs if not item.ticked}  # proposed unticked
+
+
+def test_the_same_comment_posted_on_each_issue_is_the_task_s_wording() -> None:
+    s = Session()
+    body = "Thanks for the report! This is queued for Thursday's triage meeting."
+    s.call("list_issues", {"repo": "warehouse-ui"}, {"issues": [{"number": 41}, {"number": 44}, {"number": 47}]})
+    for number in (41, 44, 47):
+        s.call("add_issue_comment", {"repo": "warehouse-ui", "issue_number": number, "body": body}, {"id": number})
+    result = templatize([s.steps], name="t")
+    assert body not in ticked(result).values()
+    assert ticked(result) == {"repo": "warehouse-ui"}
+
+
+def test_a_commit_message_written_once_is_still_the_user_s() -> None:
+    s = Session()
+    s.call("git_commit", {"repo_path": "/srv/app", "message": "Fix rounding in VAT totals"}, "Changes committed")
+    assert "Fix rounding in VAT totals" in ticked(templatize([s.steps], name="t")).values()
+
+
+# --------------------------------------------------------------------------- list inputs
+
+
+def test_files_the_user_listed_become_one_list_input_with_an_items_schema() -> None:
+    s = Session()
+    s.call("git_add", {"repo_path": "/srv/app", "files": ["src/vat.py", "tests/test_vat.py"]}, "Files staged")
+    first = templatize([s.steps], name="t")
+    assert ticked(first)["files"] == ["src/vat.py", "tests/test_vat.py"]
+    named = saved(s, {"files": ["src/vat.py", "tests/test_vat.py"], "repo_path": "/srv/app"})
+    assert inputs_of(named)["git_add_1"] == {"repo_path": "@input.repo_path", "files": "@input.files"}
+    prop = tool_input_schema(named.template)["properties"]["files"]
+    assert prop["type"] == "array" and prop["items"] == {"type": "string"}
+
+
+def test_an_items_schema_must_fit_an_array_input() -> None:
+    base = {"name": "t", "steps": [{"name": "a", "tool": "s__x", "input": {"f": "@input.files"}}]}
+    ok = parse_template({**base, "inputs": {"files": {"type": "array", "items": {"type": "string"}}}})
+    assert ok.inputs["files"].items == {"type": "string"}
+    with pytest.raises(TemplateError, match="items"):
+        parse_template({**base, "inputs": {"files": {"type": "string", "items": {"type": "string"}}}})
+    with pytest.raises(TemplateError, match="items"):
+        parse_template({**base, "inputs": {"files": {"type": "array", "items": {"type": "nonsense"}}}})
+
+
+# --------------------------------------------------------------------------- ids and numbers
+
+
+def test_an_opaque_folder_id_and_a_file_s_size_are_the_user_s_a_page_size_is_not() -> None:
+    s = Session()
+    s.call(
+        "create_upload_session",
+        {"folder_id": "238904127731", "file_name": "q3-ledger.parquet", "file_size": 5242880, "page_size": 250},
+        {"id": "F9E8D7C6B5A4"},
+    )
+    chosen = ticked(templatize([s.steps], name="t"))
+    assert chosen["folder_id"] == "238904127731" and chosen["file_size"] == 5242880
+    assert 250 not in chosen.values()
+
+
+def test_a_short_id_is_the_listed_one_when_the_tool_that_listed_it_names_the_key() -> None:
+    s = Session()
+    s.call("get_agile_boards", {"project_key": "PAY"}, [{"id": "42", "name": "PAY board", "type": "scrum"}])
+    s.call("get_sprints_from_board", {"board_id": "42", "state": "future"}, [{"id": "318", "name": "Sprint 49"}])
+    s.call("add_issues_to_sprint", {"sprint_id": "318", "issue_keys": "PAY-101"}, {"success": True})
+    refs = applied(saved(s))
+    assert refs[("get_sprints_from_board_1", "$.board_id")] == "@get_agile_boards_1[0].id"
+    assert refs[("add_issues_to_sprint_1", "$.sprint_id")] == "@get_sprints_from_board_1[0].id"
+
+
+def test_a_short_equal_value_under_an_unrelated_key_stays_literal() -> None:
+    s = Session()
+    s.call("get_agile_boards", {"project_key": "PAY"}, [{"id": "42", "name": "PAY board"}])
+    s.call("set_retention", {"days": "42"}, {"ok": True})
+    assert ("set_retention_1", "$.days") not in applied(templatize([s.steps], name="t"))
+
+
+# --------------------------------------------------------------------------- values read out of text
+
+
+def test_a_hash_read_once_and_passed_on_twice_comes_from_one_extraction() -> None:
+    s = Session()
+    sha = "5c22e0f9a4b14d3e8f7a2b6c1d9e0f3a4b5c6d7e"
+    s.call(
+        "git_commit", {"repo_path": "/srv/l", "message": "Fix VAT"}, f"Changes committed successfully with hash {sha}"
+    )
+    s.call(
+        "git_create_branch",
+        {"repo_path": "/srv/l", "branch_name": "release/1.8", "base_branch": sha},
+        f"Created branch 'release/1.8' from '{sha}'",
+    )
+    s.call("git_show", {"repo_path": "/srv/l", "revision": sha}, f"Commit: '{sha}'")
+    result = saved(s)
+    refs = applied(result)
+    assert refs[("git_create_branch_1", "$.base_branch")] == refs[("git_show_1", "$.revision")] == "@extract_1"
+    assert [step.name for step in result.template.steps if step.code] == ["extract_1"]
+    assert sha not in {item.value for item in result.likely_inputs}
+
+
+def test_the_id_of_the_file_a_marker_word_names_is_read_from_its_line() -> None:
+    s = Session()
+    listing = (
+        "Found 3 files:\n"
+        "Q3 board report (draft) (application/vnd.google-apps.document) - ID: 1d8KxPq2LmN0rS4tUvWxYz_aBcDeFgHiJ\n"
+        "Q3 board report FINAL (application/pdf) - ID: 1ZqR7sT9uV1wX3yZ5aB7cD9eF1gH3iJ5k\n"
+        "Q3 board report notes (text/plain) - ID: 1Mn0Op2Qr4St6Uv8Wx0Yz2Ab4Cd6Ef8Gh"
+    )
+    s.call("search", {"query": "Q3 board report"}, listing)
+    s.call("share_file", {"fileId": "1ZqR7sT9uV1wX3yZ5aB7cD9eF1gH3iJ5k", "role": "reader"}, "Shared")
+    result = saved(s)
+    assert applied(result)[("share_file_1", "$.fileId")] == "@extract_1"
+    other = (
+        "Found 2 files:\n"
+        "FY26 budget FINAL (application/vnd.google-apps.spreadsheet) - ID: 1AAaaBBbbCCccDDddEEeeFFffGGggHHhh\n"
+        "FY26 budget (v3) (application/vnd.google-apps.spreadsheet) - ID: 1IIiiJJjjKKkkLLllMMmmNNnnOOooPPpp"
+    )
+    got = run_code(code_of(result, "extract_1"), {"text": other}, CodeLimits(timeout=5.0, memory_mb=32))
+    assert got == "1AAaaBBbbCCccDDddEEeeFFffGGggHHhh"
+
+
+def test_a_byte_count_in_a_message_is_read_out_of_the_file_info() -> None:
+    s = Session()
+    path = "/data/exports/orders-2026-11.csv"
+    s.call("get_file_info", {"path": path}, "size: 48213907\ncreated: Thu Nov 26 2026\nisFile: true")
+    s.call("post_message", {"channel": "C02DATAOPS", "text": f"Export ready: {path} (48213907 bytes)"}, {"ok": True})
+    result = saved(s, {"path": path})
+    text = inputs_of(result)["post_message_1"]
+    assert isinstance(text, dict) and text["text"] == "Export ready: {{@input.path}} ({{@extract_1}} bytes)"
+
+
+def test_a_version_inside_a_release_note_is_the_input_and_fills_the_tag_too() -> None:
+    s = Session()
+    note = "Release 2026.11.3 is live :rocket: changelog: https://github.com/acme/shop/releases/tag/v2026.11.3"
+    s.call("post_message", {"channel": "C0RELEASES", "text": note}, {"ok": True, "message": {"text": note}})
+    first = templatize([s.steps], name="t")
+    assert ticked(first) == {"version": "2026.11.3"}
+    named = saved(s, {"version": "2026.11.3"})
+    assert inputs_of(named)["post_message_1"] == {
+        "channel": "C0RELEASES",
+        "text": "Release {{@input.version}} is live :rocket: changelog: "
+        "https://github.com/acme/shop/releases/tag/v{{@input.version}}",
+    }
+
+
+def test_a_version_an_earlier_output_gave_is_no_input() -> None:
+    s = Session()
+    s.call("latest_release", {"repo": "shop"}, {"tag": "v2026.11.3"})
+    s.call("post_message", {"channel": "C0RELEASES", "text": "Release 2026.11.3 is live"}, {"ok": True})
+    assert "2026.11.3" not in ticked(templatize([s.steps], name="t")).values()

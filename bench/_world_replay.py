@@ -175,6 +175,9 @@ async def _run(config: Any, store: Any, template: Template, inputs: Mapping[str,
     try:
         with anyio.fail_after(REPLAY_SECONDS):
             async with open_upstreams(config) as hub, Engine(store, hub) as engine:
+                # Every world server listed first: on a loaded machine one may still be starting past the
+                # hub's start budget, and a replay refused for that measures the machine, not the template.
+                await hub.wait_settled(REPLAY_SECONDS)
                 execution = await engine.run_template(template, dict(inputs))
     except TimeoutError:
         return "timed out", f"no end within {REPLAY_SECONDS:.0f} s"

@@ -228,3 +228,49 @@ def test_a_version_an_earlier_output_gave_is_no_input() -> None:
     s.call("latest_release", {"repo": "shop"}, {"tag": "v2026.11.3"})
     s.call("post_message", {"channel": "C0RELEASES", "text": "Release 2026.11.3 is live"}, {"ok": True})
     assert "2026.11.3" not in ticked(templatize([s.steps], name="t")).values()
+
+
+def test_a_name_read_out_of_one_item_s_title_is_read_from_the_item_that_says_it() -> None:
+    s = Session()
+    incidents = [
+        {"id": "Q0DISK", "title": "Disk above 90% on node ip-10-0-3-17"},
+        {"id": "Q1POD", "title": "OOMKilled: pod orders-worker-6b5d8c7f9-k2j4h in namespace shop-prod restarted"},
+    ]
+    s.call("list_incidents", {"statuses": ["triggered"]}, {"response": incidents})
+    s.call("pods_log", {"name": "orders-worker-6b5d8c7f9-k2j4h", "namespace": "shop-prod", "tail": 200}, "ok")
+    result = saved(s)
+    extract = next(step for step in result.template.steps if step.code)
+    assert extract.input == {"text": "@list_incidents_1.response"}  # the list, not the item at [1]
+    moved = [
+        {"id": "QZZ", "title": "OOMKilled: pod search-indexer-0 in namespace search-prod restarted 3 times"},
+        {"id": "QYY", "title": "Node ip-10-1-2-3 NotReady"},
+    ]
+    assert run_code(extract.code or "", {"text": moved}, CodeLimits(timeout=5.0, memory_mb=32)) == "search-indexer-0"
+
+
+@pytest.mark.parametrize("found", [["LEDGER-3B"], ["LEDGER-3B", "LEDGER-3C", "LEDGER-40"]])
+def test_a_sentence_naming_every_issue_found_names_them_all_on_the_next_run(found: list[str]) -> None:
+    s = Session()
+
+    def report(ids: list[str]) -> str:
+        return "# Issues\n\n" + "".join(f"## {i}\n\n**Description**: boom\n\n" for i in ids)
+
+    s.call("find_issues", {"project": "checkout-api", "query": "is:regressed"}, report(["CHECKOUT-2A", "CHECKOUT-2C"]))
+    s.call("create_incident", {"title": "Regressions: CHECKOUT-2A, CHECKOUT-2C", "urgency": "high"}, {"id": "Q7"})
+    result = saved(s)
+    assert inputs_of(result)["create_incident_1"] == {"title": "Regressions: {{@extract_1}}", "urgency": "high"}
+    got = run_code(code_of(result, "extract_1"), {"text": report(found)}, CodeLimits(timeout=5.0, memory_mb=32))
+    assert got == ", ".join(found)
+
+
+def test_a_list_ending_in_and_keeps_its_and() -> None:
+    s = Session()
+    s.call("create_users", {"names": "x"}, "Created user U07ANA1234, user U07BEN5678 and user U07CHE9012.")
+    s.call("notify", {"text": "Welcome U07ANA1234, U07BEN5678 and U07CHE9012!"}, {"ok": True})
+    result = saved(s)
+    assert inputs_of(result)["notify_1"] == {"text": "Welcome {{@extract_1}}!"}
+    code = code_of(result, "extract_1")
+    limits = CodeLimits(timeout=5.0, memory_mb=32)
+    four = "Created user U1AAAA1111, user U2BBBB2222, user U3CCCC3333 and user U4DDDD4444."
+    assert run_code(code, {"text": four}, limits) == "U1AAAA1111, U2BBBB2222, U3CCCC3333 and U4DDDD4444"
+    assert run_code(code, {"text": "Created user U1AAAA1111."}, limits) == "U1AAAA1111"

@@ -203,14 +203,22 @@ def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run]
     for fragment in _LITERAL_RE.split(leaf)[::2]:
         if "{{" in fragment or "@@" in fragment:
             continue
+        done: set[int] = set()
+        for match in _LABELLED_RE.finditer(fragment):
+            value = match.group(2)
+            if " " in value and _labelled_in(match.group(1), value, texts):
+                capture = _first_capture(step, keys, value, value, texts, runs, sent, piece=True)
+                if capture is not None:
+                    done |= set(range(match.start(2), match.end(2)))
+                    yield capture
         strong = [
             m
             for m in _PIECE_RE.finditer(fragment)
             if m.group(0) != leaf
-            and _piece_strength(m.group(0)) >= _GLUED_STRENGTH
+            and m.start() not in done
+            and (_piece_strength(m.group(0)) >= _GLUED_STRENGTH or _same_label(fragment, m, texts))
             and _apart(fragment, m.start(), m.end())
         ]
-        done: set[int] = set()
         for run in _enumerations(fragment, strong):
             capture = _every_capture(step, keys, fragment, run, texts, runs, sent)
             if capture is not None:
@@ -222,6 +230,37 @@ def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run]
             capture = _first_capture(step, keys, match.group(0), match.group(0), texts, runs, sent, piece=True)
             if capture is not None:
                 yield capture
+
+
+# A labelled line of a text the agent wrote (`Culprit: CartSummary in src/components/cart`).
+_LABELLED_RE: Final = re.compile(r"(?m)^[ \t*>-]*([A-Za-z][A-Za-z ]{1,30}?)\**:\**[ \t]+(\S.{6,}?)[ \t]*$")
+_LABEL_BEFORE_RE: Final = re.compile(r"([A-Za-z]{2,})\W{0,4}$")
+
+
+def _labelled_in(label: str, value: str, texts: _Texts) -> bool:
+    """An earlier text holds the value after the same label on its line (`**Culprit**: CartSummary in ...`)."""
+    for held in texts.holding(value):
+        start = _position(held.text, value)
+        if start is not None:
+            line = held.text[held.text.rfind("\n", 0, start) + 1 : start]
+            if label.lower() in line.lower():
+                return True
+    return False
+
+
+def _same_label(fragment: str, match: re.Match[str], texts: _Texts) -> bool:
+    """A number too short to be evidence alone, after the same word in the argument and in an earlier text
+    (`week 48` and `Week 48`): the agent copied it with its label."""
+    piece = match.group(0)
+    mine = _LABEL_BEFORE_RE.search(fragment[: match.start()])
+    if not piece.isdigit() or mine is None:
+        return False
+    for held in texts.holding(piece):
+        start = _position(held.text, piece)
+        theirs = _LABEL_BEFORE_RE.search(held.text[:start]) if start is not None else None
+        if theirs is not None and theirs.group(1).lower() == mine.group(1).lower():
+            return True
+    return False
 
 
 _SEPARATORS: Final = (", and ", " and ", ", ", ",", "; ", " & ")

@@ -274,3 +274,34 @@ def test_a_list_ending_in_and_keeps_its_and() -> None:
     four = "Created user U1AAAA1111, user U2BBBB2222, user U3CCCC3333 and user U4DDDD4444."
     assert run_code(code, {"text": four}, limits) == "U1AAAA1111, U2BBBB2222, U3CCCC3333 and U4DDDD4444"
     assert run_code(code, {"text": "Created user U1AAAA1111."}, limits) == "U1AAAA1111"
+
+
+def test_a_labelled_line_the_agent_copied_is_read_after_its_label() -> None:
+    s = Session()
+    report = "# Issue WEB-3KQ\n\n**Description**: TypeError: boom\n**Culprit**: CartSummary in src/components/cart\n"
+    s.call("get_issue_details", {"issueId": "WEB-3KQ"}, report)
+    s.call("create_issue", {"description": "From Sentry.\n\nCulprit: CartSummary in src/components/cart"}, {"id": "1"})
+    result = saved(s, {"issue": "WEB-3KQ"})
+    assert inputs_of(result)["create_issue_1"] == {"description": "From Sentry.\n\nCulprit: {{@extract_1}}"}
+    other = "# Issue API-88B\n\n**Description**: DecimalException\n**Culprit**: convert in api.fx\n"
+    assert run_code(code_of(result, "extract_1"), {"text": other}, CodeLimits(timeout=5.0, memory_mb=32)) == (
+        "convert in api.fx"
+    )
+
+
+def test_a_short_number_copied_with_its_label_is_read_out_of_the_file() -> None:
+    s = Session()
+    rota = "# On-call rota\n\nWeek 48\n- Primary: Priya Nair\n"
+    s.call("read_text_file", {"path": "/srv/team/oncall.md"}, {"content": rota})
+    s.call("add_observations", {"name": "Priya Nair", "observations": ["primary on-call in week 48"]}, {"ok": True})
+    result = saved(s, {"path": "/srv/team/oncall.md"})
+    step = inputs_of(result)["add_observations_1"]
+    assert isinstance(step, dict) and step["observations"] == ["primary on-call in week {{@extract_2}}"]
+
+
+def test_a_short_number_under_another_word_stays_literal() -> None:
+    s = Session()
+    s.call("read_text_file", {"path": "/srv/team/oncall.md"}, {"content": "Week 48\n- Primary: Priya Nair\n"})
+    s.call("add_observations", {"name": "x", "observations": ["escalate after 48 minutes"]}, {"ok": True})
+    step = inputs_of(saved(s, {"path": "/srv/team/oncall.md"}))["add_observations_1"]
+    assert isinstance(step, dict) and step["observations"] == ["escalate after 48 minutes"]

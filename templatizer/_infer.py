@@ -457,7 +457,9 @@ class StepInferrer:
         for start, end, text, scored in found:
             backers = {step for step, texts in by_step.items() if texts - {text}}
             best = max(_backed(scored, backers, floor=_BACKED_PIECE), key=lambda c: c.key)
-            if best.score >= MEDIUM:
+            # With several recordings a weak piece (`#311`) is kept as a candidate: only one that gives every
+            # recording's text is ever applied (`_varying`), which chance does not do when the texts differ.
+            if best.score >= (MEDIUM if len(self.runs) == 1 else _CONFIRMABLE_PIECE):
                 pieces.append(_Piece(start, end, best.value, best.score))
                 evidence.append(f"{text!r} at [{start}:{end}] is {best.why}")
         return pieces, evidence
@@ -493,6 +495,7 @@ def _evidence(occ: Occurrence, keys: Keys, kind: str, places: int, sim: float, a
     return f"{where}: {_WHY.get(kind, kind)}; {places} producing place(s); key similarity {sim:.2f}{beside}"
 
 
+_CONFIRMABLE_PIECE: Final = 0.2
 _NAMED_BY_TOOL: Final = 0.9  # key_similarity: `board_id` against `id` of a step whose tool names boards
 
 

@@ -7,6 +7,7 @@ reproduce the recorded argument), the `steps=[...]` subset, and validation of th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Collection, Mapping, Sequence
 from functools import partial
@@ -83,6 +84,7 @@ def templatize(
     template, captures = propose_captures(template, kept, runs)
     template, dates = propose_dates(template, kept, runs)
     transforms += captures + dates
+    template = _without_unused_code(template)
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
     likely, stayed = (
@@ -300,6 +302,24 @@ def _build(
     kept = {u.name for u in units}
     draft = Template(name=name, description=description, steps=tuple(specs), inputs=table.final_specs(kept))
     return parse_template(template_to_dict(draft))
+
+
+def _without_unused_code(template: Template) -> Template:
+    """The template without `code` steps nothing reads: a pick whose ref a later rule replaced (the list is
+    joined now) computes nothing the replay needs, and would fail on data where its item is gone."""
+    steps = list(template.steps)
+    while True:
+        read = ref_roots([[s.input, s.for_each, s.when and [leaf.ref for leaf in s.when.leaves()]] for s in steps])
+        read |= {name for s in steps for name in s.depends_on}
+        if template.has_output:
+            read |= ref_roots(template.output)
+        unused = [s for s in steps[:-1] if s.code is not None and s.name not in read]
+        if not unused:
+            break
+        steps = [s for s in steps if s not in unused]
+    if len(steps) == len(template.steps):
+        return template
+    return parse_template(template_to_dict(dataclasses.replace(template, steps=tuple(steps))))
 
 
 def _unit_deps(unit: Unit) -> set[str]:

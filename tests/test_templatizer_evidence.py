@@ -305,3 +305,38 @@ def test_a_short_number_under_another_word_stays_literal() -> None:
     s.call("add_observations", {"name": "x", "observations": ["escalate after 48 minutes"]}, {"ok": True})
     step = inputs_of(saved(s, {"path": "/srv/team/oncall.md"}))["add_observations_1"]
     assert isinstance(step, dict) and step["observations"] == ["escalate after 48 minutes"]
+
+
+# --------------------------------------------------------------------------- several recordings, unused steps
+
+
+def test_a_short_number_in_a_comment_follows_the_issue_it_names_across_recordings() -> None:
+    runs = []
+    for number, title in ((311, "Rotate the TLS certificate"), (318, "Renew the push certificate")):
+        s = Session(execution=f"e{number}")
+        s.call("create_issue", {"repo": "infra", "title": title}, {"number": number, "title": title})
+        s.call("add_issue_comment", {"issue_number": 250, "body": f"Tracking in #{number}; from the handover."}, {})
+        runs.append(s.steps)
+    result = templatize(runs, name="t")
+    assert verify(result, runs).verified
+    step = inputs_of(result)["add_issue_comment_1"]
+    assert isinstance(step, dict) and step["body"] == "Tracking in #{{@create_issue_1.number}}; from the handover."
+
+
+def test_a_short_number_in_one_recording_stays_literal() -> None:
+    s = Session()
+    s.call("create_issue", {"repo": "infra", "title": "Rotate the TLS certificate"}, {"number": 311})
+    s.call("add_issue_comment", {"issue_number": 250, "body": "Tracking in #311; from the handover."}, {})
+    step = inputs_of(saved(s))["add_issue_comment_1"]
+    assert isinstance(step, dict) and step["body"] == "Tracking in #311; from the handover."
+
+
+def test_no_code_step_is_left_that_nothing_reads() -> None:
+    s = Session()
+    issues = [{"key": "PAY-101"}, {"key": "PAY-104"}, {"key": "PAY-107"}]
+    s.call("jira_search", {"jql": "project = PAY ORDER BY Rank"}, {"issues": issues})
+    s.call("add_issues_to_sprint", {"sprint_id": "318", "issue_keys": "PAY-101,PAY-104,PAY-107"}, {"ok": True})
+    result = saved(s)
+    codes = [step for step in result.template.steps if step.code is not None]
+    read = {ref for step in result.template.steps for ref in str(step.input).split("@")[1:]}
+    assert codes and all(any(r.startswith(step.name) for r in read) for step in codes)

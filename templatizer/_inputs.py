@@ -166,6 +166,11 @@ class Unexplained:
     value: str | int | float
     tool: str = ""  # the listed name (`server__tool`), to find the parameter's schema
     of: int = 0  # an element of a list: the list's length
+    flag: str = ""  # a value of a command line's flag (`--bucket`): judged and named by the flag
+
+    @property
+    def named(self) -> Keys:
+        return (self.flag,) if self.flag else self.keys
 
 
 Schemas = Mapping[str, Mapping[str, Any]]  # listed tool name -> its inputSchema
@@ -187,6 +192,7 @@ def likely_inputs(
     live`): the version is the input (`produced(text, step)`: some output before that step holds the text).
     """
     lists, literals = _whole_lists(literals, schemas or {})
+    literals = [flag for lit in literals for flag in _command_flags(lit)]
     by_value: dict[tuple[str, str], list[Unexplained]] = {}
     for literal in literals:
         by_value.setdefault((type(literal.value).__name__, str(literal.value)), []).append(literal)
@@ -216,7 +222,7 @@ def likely_inputs(
         found.append(_likely(names.fresh("version"), version, holders, why))
     for key, uses in by_value.items():
         judgement = judged[key]
-        name = names.fresh(snake(last_key(uses[0].keys) or "value"))
+        name = names.fresh(snake(last_key(uses[0].named) or "value"))
         found.append(_likely(name, uses[0].value, uses, _why(uses, judgement), ticked=judgement.chosen))
     return found, stayed
 
@@ -229,7 +235,10 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
     schema = param_schema(schemas.get(first.tool), first.keys)
     steps = len({lit.step for lit in uses})
     if isinstance(first.value, str):
-        return judge_text(first.value, first.keys, schema, steps)
+        judged = judge_text(first.value, first.named, schema if not first.flag else None, steps)
+        if first.flag and not _plain_word(first.value) and 0 < judged.score < CHOSEN:
+            return Judgement(min(CHOSEN, judged.score + 0.1), (*judged.reasons, f"the value of --{first.flag}"))
+        return judged
     tokens = set(key_tokens(last_key(first.keys) or ""))
     if schema is not None and ("const" in schema or schema.get("default") == first.value):
         return Judgement(0.0, ("the tool's schema gives this value as its default or const",))
@@ -262,6 +271,24 @@ def _whole_lists(
     return lists, [lit for lit in literals if id(lit) not in taken]
 
 
+# A command line for a CLI-wrapping tool (`aws s3api list-objects-v2 --bucket acme --prefix nightly/`).
+_COMMAND_RE: Final = re.compile(r"^[a-z][\w.-]*(?: [a-z][\w.-]*)* --[a-z]")
+_FLAG_RE: Final = re.compile(r"(?<!\S)--([a-z][\w-]*)(?:=| +)(?!-)(\"[^\"]*\"|'[^']*'|[^\s\"']+)")
+
+
+def _command_flags(literal: Unexplained) -> list[Unexplained]:
+    """A command line stands for its flags' values: each is a candidate of its own under the flag's name (the
+    bucket, the prefix), and the command is built on the chosen ones, like a sentence."""
+    value = literal.value
+    if not isinstance(value, str) or "\n" in value or not _COMMAND_RE.match(value):
+        return [literal]
+    flags = [
+        Unexplained(literal.step, literal.keys, m.group(2).strip("\"'"), literal.tool, flag=m.group(1))
+        for m in _FLAG_RE.finditer(value)
+    ]
+    return flags or [literal]
+
+
 def _texts_by_step(literals: Sequence[Unexplained]) -> dict[str, list[str]]:
     """The longer literal texts (a sentence, a query, a URL, a command) of each step."""
     out: dict[str, list[str]] = {}
@@ -285,8 +312,9 @@ def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mappin
     steps = {lit.step for lit in uses}
     tools = [lit.tool for lit in uses if lit.tool]
     repeated = len(steps) >= 2 and len(set(tools)) == 1 and len(tools) == len(uses)
-    if repeated and len(value.split()) >= 2 and judgement.score >= THIN:
-        why = f"the same text in {len(steps)} calls of {tools[0]}: the fixed wording of a repeated action"
+    wording = len(value.split()) >= 2 or len(steps) >= _REPEATS  # a sentence twice; a date or a name thrice
+    if repeated and wording and judgement.score >= THIN:
+        why = f"the same value in {len(steps)} calls of {tools[0]}: a fixed part of a repeated action"
         return Judgement(min(judgement.score, _BOILERPLATE_CAP), (*judgement.reasons, why))
     if judgement.score >= CHOSEN or not _carried_value(value):
         return judgement
@@ -298,6 +326,7 @@ def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mappin
 
 
 _BOILERPLATE_CAP: Final = 0.45
+_REPEATS: Final = 3
 
 
 def _carried_value(value: str) -> bool:

@@ -340,3 +340,24 @@ def test_no_code_step_is_left_that_nothing_reads() -> None:
     codes = [step for step in result.template.steps if step.code is not None]
     read = {ref for step in result.template.steps for ref in str(step.input).split("@")[1:]}
     assert codes and all(any(r.startswith(step.name) for r in read) for step in codes)
+
+
+def test_a_command_line_stands_for_its_flags_values() -> None:
+    s = Session()
+    command = "aws s3api list-objects-v2 --bucket acme-build-artifacts --prefix nightly/2026-10/ --output json"
+    s.call("call_aws", {"cli_command": command}, {"Contents": [{"Key": "nightly/2026-10/a.tgz"}]})
+    first = templatize([s.steps], name="t")
+    assert ticked(first) == {"bucket": "acme-build-artifacts", "prefix": "nightly/2026-10/"}
+    named = saved(s, ticked(first))
+    assert inputs_of(named)["call_aws_1"] == {
+        "cli_command": "aws s3api list-objects-v2 --bucket {{@input.bucket}} --prefix {{@input.prefix}} --output json"
+    }
+
+
+def test_the_same_time_in_every_call_of_a_repeated_action_is_proposed_unticked() -> None:
+    s = Session()
+    for email in ("ana@acme.example", "ben@acme.example", "chen@acme.example"):
+        s.call("create_event", {"attendees": [email], "start": "2026-12-01T10:00:00+01:00"}, {"id": email[:3]})
+    result = templatize([s.steps], name="t")
+    assert "2026-12-01T10:00:00+01:00" not in ticked(result).values()
+    assert "2026-12-01T10:00:00+01:00" in {item.value for item in result.likely_inputs}

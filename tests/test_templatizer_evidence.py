@@ -361,3 +361,16 @@ def test_the_same_time_in_every_call_of_a_repeated_action_is_proposed_unticked()
     result = templatize([s.steps], name="t")
     assert "2026-12-01T10:00:00+01:00" not in ticked(result).values()
     assert "2026-12-01T10:00:00+01:00" in {item.value for item in result.likely_inputs}
+
+
+def test_clock_times_inside_a_message_are_each_read_from_their_clock() -> None:
+    s = Session()
+    for zone, now in (("Europe/London", "2026-11-26T08:15:02+00:00"), ("Asia/Singapore", "2026-11-26T16:15:02+08:00")):
+        s.call("get_current_time", {"timezone": zone}, {"timezone": zone, "datetime": now})
+    s.call("post_message", {"channel": "C0OPS", "text": "Standup clocks: London 08:15, Singapore 16:15"}, {"ok": True})
+    result = saved(s)
+    step = inputs_of(result)["post_message_1"]
+    assert isinstance(step, dict)
+    assert step["text"] == "Standup clocks: London {{@format_date_1}}, Singapore {{@format_date_2}}"
+    limits = CodeLimits(timeout=5.0, memory_mb=32)
+    assert run_code(code_of(result, "format_date_2"), {"text": "2026-12-02T21:40:00+08:00"}, limits) == "21:40"

@@ -479,7 +479,7 @@ def propose_captures(
         if spec is not None and spec.tool is not None:
             found += _find(record, spec, texts, runs, sent)
         sent.add(record, order)
-        if record.name in runs[0].outputs:
+        if record.name in runs[0].outputs and record.name in specs:  # a call folded into a loop is no step
             texts.add(record.name, order, runs[0].outputs[record.name])
     if not found:
         return template, ()
@@ -536,7 +536,8 @@ def _rewritten(template: Template, found: Sequence[Capture]) -> tuple[Template, 
     for step in template.steps:
         steps += inserted.get(step.name, [])
         steps.append(replace(step, input=inputs[step.name]))
-    used = {ref.path.split(".")[0] for ref in refs_in([s.input for s in steps]) if ref.root == "input" and ref.path}
+    read = [[s.input, s.for_each, [leaf.ref for leaf in s.when.leaves()] if s.when else None] for s in steps]
+    used = {ref.path.split(".")[0] for ref in refs_in(read) if ref.root == "input" and ref.path}
     kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
     rewritten = replace(template, steps=tuple(steps), inputs=kept_inputs)
     return parse_template(template_to_dict(rewritten)), tuple(inferences)

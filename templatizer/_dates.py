@@ -196,7 +196,7 @@ def propose_dates(
                 item = _Found(record.name, keys, value, source, fmt)
                 if _reproduces(item, runs):
                     found.append(item)
-        if record.name in runs[0].outputs:
+        if record.name in runs[0].outputs and record.name in specs:  # a call folded into a loop is no step
             renderings.add(record.name, runs[0].outputs[record.name])
     return _rewritten(template, found) if found else (template, ())
 
@@ -242,7 +242,8 @@ def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, t
     for step in template.steps:
         steps += inserted.get(step.name, [])
         steps.append(replace(step, input=inputs[step.name]))
-    used = {ref.path.split(".")[0] for ref in refs_in([s.input for s in steps]) if ref.root == "input" and ref.path}
+    read = [[s.input, s.for_each, [leaf.ref for leaf in s.when.leaves()] if s.when else None] for s in steps]
+    used = {ref.path.split(".")[0] for ref in refs_in(read) if ref.root == "input" and ref.path}
     kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
     return parse_template(template_to_dict(replace(template, steps=tuple(steps), inputs=kept_inputs))), tuple(
         inferences

@@ -374,3 +374,19 @@ def test_clock_times_inside_a_message_are_each_read_from_their_clock() -> None:
     assert step["text"] == "Standup clocks: London {{@format_date_1}}, Singapore {{@format_date_2}}"
     limits = CodeLimits(timeout=5.0, memory_mb=32)
     assert run_code(code_of(result, "format_date_2"), {"text": "2026-12-02T21:40:00+08:00"}, limits) == "21:40"
+
+
+def test_a_time_read_from_calls_folded_into_a_loop_never_names_a_step_that_is_gone() -> None:
+    s = Session()
+    clocks = (
+        ("Europe/London", "2026-11-26T08:15:02+00:00"),
+        ("America/New_York", "2026-11-26T03:15:02-05:00"),
+        ("Asia/Singapore", "2026-11-26T16:15:02+08:00"),
+    )
+    for zone, now in clocks:
+        s.call("get_current_time", {"timezone": zone}, {"timezone": zone, "datetime": now})
+    s.call("post_message", {"channel": "C0OPS", "text": "Clocks: 08:15, 03:15, 16:15"}, {"ok": True})
+    first = templatize([s.steps], name="t")
+    chosen = {item.name: item.value for item in first.likely_inputs if item.ticked}
+    result = templatize([s.steps], name="t", inputs=chosen)  # what a plain save does; it used to raise
+    assert verify(result, [s.steps]).verified

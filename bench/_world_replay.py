@@ -157,6 +157,13 @@ async def replay_in_world(template: Template, world: Mapping[str, Any], inputs: 
     return Replay(exact=not problems, status=status, calls=calls, problems=tuple(problems))
 
 
+def _leaves(exc: BaseException) -> str:
+    """What went wrong, out of any exception groups around it (the task groups of the hub and the engine)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_leaves(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _servers(world: Mapping[str, Any], world_file: Path, log: Path) -> dict[str, Any]:
     return {
         server: {
@@ -178,6 +185,6 @@ async def _run(config: Any, store: Any, template: Template, inputs: Mapping[str,
     except TimeoutError:
         return "timed out", f"no end within {REPLAY_SECONDS:.0f} s"
     except Exception as exc:  # a template the replayer refuses (bad inputs, secrets) is a failed replay
-        return "refused", f"{type(exc).__name__}: {exc}"
+        return "refused", _leaves(exc)
     status = getattr(execution.status, "value", str(execution.status))
     return str(status), None if execution.error is None else str(execution.error)

@@ -104,6 +104,7 @@ class Checker:
             ("pattern", spec.pattern is not None, ("string",)),
             ("minimum", spec.minimum is not None, ("number", "integer")),
             ("maximum", spec.maximum is not None, ("number", "integer")),
+            ("items", spec.items is not None, ("array",)),
         )
         for keyword, present, types in misfit:
             if present and spec.type is not None and spec.type not in types:
@@ -111,6 +112,8 @@ class Checker:
                     f"`{keyword}` applies to {' and '.join(types)} inputs, not {spec.type}",
                     field=f"inputs.{name}.{keyword}",
                 )
+        if spec.items is not None and (problem := schema_problem(spec.items)) is not None:
+            raise self.error(f"`items` is not a JSON Schema: {problem}", field=f"inputs.{name}.items")
         if spec.has_default and spec.default is not None and spec.constraints():
             problem = check_value(name, spec.constraints(), spec.default)
             if problem is not None:

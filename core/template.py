@@ -41,15 +41,17 @@ class InputSpec:
     pattern: str | None = None  # a regular expression a string value must match (search, as JSON Schema)
     minimum: float | None = None
     maximum: float | None = None
+    items: Mapping[str, JSON] | None = None  # an array's element schema (`{"type": "string"}`)
     secret_source: SecretSource | None = None  # `secret: {env: VAR}` / `{file: PATH}`
 
     def constraints(self) -> dict[str, JSON]:
-        """The JSON Schema keywords that constrain a value (enum, pattern, minimum, maximum)."""
+        """The JSON Schema keywords that constrain a value (enum, pattern, minimum, maximum, items)."""
         found: dict[str, JSON] = {
             "enum": list(self.enum) if self.enum is not None else None,
             "pattern": self.pattern,
             "minimum": self.minimum,
             "maximum": self.maximum,
+            "items": dict(self.items) if self.items is not None else None,
         }
         return {key: value for key, value in found.items() if value is not None}
 

@@ -160,6 +160,7 @@ def _input(model: InputModel) -> InputSpec:
         pattern=model.pattern,
         minimum=model.minimum,
         maximum=model.maximum,
+        items=model.items,
     )
 
 

@@ -119,6 +119,9 @@ class InputModel(_Strict):
     pattern: str | None = Field(None, description="A regular expression a string value must match (JSON Schema).")
     minimum: int | float | None = Field(None, description="The smallest allowed number.")
     maximum: int | float | None = Field(None, description="The largest allowed number.")
+    items: dict[str, JsonAny] | None = Field(
+        None, description='For an array: the JSON Schema of its elements, e.g. `{"type": "string"}`.'
+    )
 
     @model_validator(mode="after")
     def _constraints(self) -> InputModel:

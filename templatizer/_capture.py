@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Final
 
 from toolreel.core.errors import CodeError, RefError
@@ -24,6 +25,7 @@ from toolreel.core.refs import is_ref, refs_in, resolve
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._patterns import fits, patterns
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run
 from toolreel.templatizer._values import Keys, get_at, json_path, put_at, strength, walk
@@ -36,9 +38,6 @@ _GLUED_STRENGTH: Final = 0.9
 _MIN_TEXT: Final = 2
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9]+")
 _SAMPLE: Final = 6  # texts kept per token (the latest): a lookup costs the same however long the recording
-_WORD_RE: Final = re.compile(r"[A-Za-z0-9]")
-_CONTEXT_WORDS: Final = 6  # tokens of context tried on each side, nearest first
-_CONTEXT_RE: Final = re.compile(r"\s+|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")  # spaces, a word, one other character
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +51,43 @@ class Capture:
     pattern: str
     number: bool
     piece: bool = False  # the value is a part of the argument's text (`{{@extract_1}}` inside it)
+    field: Keys | None = None  # `source` is a list: the text is this field of every item, one per line
+    every: tuple[str, str] | None = None  # every match, joined by (separator, last separator): "A, B and C"
 
     @property
     def code(self) -> str:
         convert = "Number(m[1])" if self.number else "m[1]"
         pattern = json.dumps(self.pattern, ensure_ascii=False)
+        if self.every is not None:
+            sep, last = (json.dumps(s) for s in self.every)
+            return (
+                "export default function(input) {\n"
+                + _text_of(self.field)
+                + f'  const all = [...text.matchAll(new RegExp({pattern}, "g"))].map((m) => m[1]);\n'
+                + f'  if (all.length === 0) throw new Error("no match for " + {pattern} + " in the text");\n'
+                + f"  return all.length === 1 ? all[0] : all.slice(0, -1).join({sep}) + {last} + all[all.length - 1];\n"
+                + "}\n"
+            )
         return (
             "export default function(input) {\n"
-            f"  const m = String(input.text).match(new RegExp({pattern}));\n"
+            + _text_of(self.field)
+            + f"  const m = text.match(new RegExp({pattern}));\n"
             f'  if (m === null) throw new Error("no match for " + {pattern} + " in the text");\n'
             f"  return {convert};\n}}\n"
         )
+
+
+def _text_of(field: Keys | None) -> str:
+    """The script's `text`: the source itself, or the field of every item of the source list, one per line (the
+    item that says it, wherever it sits in the list on the next run)."""
+    if field is None:
+        return "  const text = String(input.text);\n"
+    path = json.dumps(list(field))
+    return (
+        "  const items = Array.isArray(input.text) ? input.text : [];\n"
+        f"  const text = items.map((item) => {path}.reduce((v, k) => (v == null ? v : v[k]), item))\n"
+        '    .map((v) => (v == null ? "" : typeof v === "string" ? v : JSON.stringify(v))).join("\\n");\n'
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,66 +148,6 @@ def _position(text: str, value: str) -> int | None:
     return glued
 
 
-# --------------------------------------------------------------------------- patterns
-
-
-def shape(value: str) -> str:
-    """A pattern for values like this one: the same kind of characters, any length where ids vary."""
-    if re.fullmatch(r"-?[0-9]+(?:\.[0-9]+)?", value):
-        return r"-?[0-9]+(?:\.[0-9]+)?"
-    if re.fullmatch(r"[0-9a-f]{7,64}", value) and any(c.isalpha() for c in value):
-        return r"[0-9a-f]{7,64}"
-    if re.fullmatch(r"[0-9:T+\-./ ]+", value) and sum(c.isdigit() for c in value) >= 4:
-        return re.sub(r"[0-9]+", lambda m: rf"[0-9]{{{len(m.group(0))}}}", _escape(value))  # a date or a time
-    if re.match(r"[a-z][a-z0-9+.-]*://", value) or value.startswith("/"):
-        return r"[^\s\"'<>()\[\]`|,]+"
-    if re.fullmatch(r"[A-Za-z0-9_\-.:#@]+", value):
-        return r"[A-Za-z0-9_\-.:#@]*[A-Za-z0-9]" if value[-1].isalnum() else r"[A-Za-z0-9_\-.:#@]+"
-    return ""  # free text: its extent comes from the context on both sides
-
-
-def _escape(text: str) -> str:
-    return re.sub(r"([\\^$.|?*+()\[\]{}/])", r"\\\1", text)
-
-
-def _context(text: str) -> str:
-    """Literal context, with numbers in it generalized (a count or a date beside the value changes too)."""
-    return re.sub(r"[0-9]+", "[0-9]+", _escape(text))
-
-
-def _words(text: str, reverse: bool) -> list[str]:
-    parts = _CONTEXT_RE.findall(text)
-    return list(reversed(parts)) if reverse else parts
-
-
-def patterns(text: str, start: int, value: str) -> Iterator[str]:
-    """Candidate patterns, the least context first: before it, after it, then both."""
-    body = shape(value)
-    before = _words(text[:start], reverse=True)[:_CONTEXT_WORDS]
-    after = _words(text[start + len(value) :], reverse=False)[:_CONTEXT_WORDS]
-    group = f"({body})" if body else "(.+?)"
-    prose = any(c.isspace() for c in text.strip())
-    for n in range(0, len(before) + 1):
-        left = "".join(reversed(before[:n]))
-        anchor = "^" if n == len(before) and start - len(left) == 0 else ""
-        for m in range(0, len(after) + 1):
-            right = "".join(after[:m])
-            end = "$" if start + len(value) + len(right) == len(text) else ""
-            if not (left or anchor or right.strip() or end) or not (body or right or end):
-                continue
-            if prose and not _WORD_RE.search(left + right):
-                continue  # in prose a word beside the value ("hash", "ID:") holds better than its position
-            yield f"{anchor}{_context(left)}{group}{_context(right)}{end}"
-
-
-def _fits(pattern: str, text: str, start: int, value: str) -> bool:
-    try:
-        match = re.search(pattern, text)
-    except re.error:
-        return False
-    return match is not None and match.start(1) == start and match.group(1) == value
-
-
 # --------------------------------------------------------------------------- finding them
 
 
@@ -238,20 +203,128 @@ def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run]
     for fragment in _LITERAL_RE.split(leaf)[::2]:
         if "{{" in fragment or "@@" in fragment:
             continue
-        for match in _PIECE_RE.finditer(fragment):
-            piece = match.group(0)
-            if piece == leaf or strength(piece) < _GLUED_STRENGTH or not _apart(fragment, match.start(), match.end()):
+        done: set[int] = set()
+        for match in _LABELLED_RE.finditer(fragment):
+            value = match.group(2)
+            if " " in value and _labelled_in(match.group(1), value, texts):
+                capture = _first_capture(step, keys, value, value, texts, runs, sent, piece=True)
+                if capture is not None:
+                    done |= set(range(match.start(2), match.end(2)))
+                    yield capture
+        strong = [
+            m
+            for m in _PIECE_RE.finditer(fragment)
+            if m.group(0) != leaf
+            and m.start() not in done
+            and (_piece_strength(m.group(0)) >= _GLUED_STRENGTH or _same_label(fragment, m, texts))
+            and _apart(fragment, m.start(), m.end())
+        ]
+        for run in _enumerations(fragment, strong):
+            capture = _every_capture(step, keys, fragment, run, texts, runs, sent)
+            if capture is not None:
+                done |= {m.start() for m in run}
+                yield capture
+        for match in strong:
+            if match.start() in done:
                 continue
-            capture = _first_capture(step, keys, piece, piece, texts, runs, sent, piece=True)
+            capture = _first_capture(step, keys, match.group(0), match.group(0), texts, runs, sent, piece=True)
             if capture is not None:
                 yield capture
+
+
+# A labelled line of a text the agent wrote (`Culprit: CartSummary in src/components/cart`).
+_LABELLED_RE: Final = re.compile(r"(?m)^[ \t*>-]*([A-Za-z][A-Za-z ]{1,30}?)\**:\**[ \t]+(\S.{6,}?)[ \t]*$")
+_LABEL_BEFORE_RE: Final = re.compile(r"([A-Za-z]{2,})\W{0,4}$")
+
+
+def _labelled_in(label: str, value: str, texts: _Texts) -> bool:
+    """An earlier text holds the value after the same label on its line (`**Culprit**: CartSummary in ...`)."""
+    for held in texts.holding(value):
+        start = _position(held.text, value)
+        if start is not None:
+            line = held.text[held.text.rfind("\n", 0, start) + 1 : start]
+            if label.lower() in line.lower():
+                return True
+    return False
+
+
+def _same_label(fragment: str, match: re.Match[str], texts: _Texts) -> bool:
+    """A number too short to be evidence alone, after the same word in the argument and in an earlier text
+    (`week 48` and `Week 48`): the agent copied it with its label."""
+    piece = match.group(0)
+    mine = _LABEL_BEFORE_RE.search(fragment[: match.start()])
+    if not piece.isdigit() or mine is None:
+        return False
+    for held in texts.holding(piece):
+        start = _position(held.text, piece)
+        theirs = _LABEL_BEFORE_RE.search(held.text[:start]) if start is not None else None
+        if theirs is not None and theirs.group(1).lower() == mine.group(1).lower():
+            return True
+    return False
+
+
+_SEPARATORS: Final = (", and ", " and ", ", ", ",", "; ", " & ")
+
+
+def _enumerations(text: str, pieces: Sequence[re.Match[str]]) -> Iterator[list[re.Match[str]]]:
+    """Runs of two or more pieces written as one list (`A, B and C`): only separators between them."""
+    run: list[re.Match[str]] = []
+    for match in pieces:
+        if run and text[run[-1].end() : match.start()] in _SEPARATORS:
+            run.append(match)
+            continue
+        if len(run) >= 2:
+            yield run
+        run = [match]
+    if len(run) >= 2:
+        yield run
+
+
+def _every_capture(
+    step: str, keys: Keys, text: str, run: Sequence[re.Match[str]], texts: _Texts, runs: Sequence[Run], sent: _Sent
+) -> Capture | None:
+    """A list written out in the argument whose items are every match of one pattern in an earlier text, in
+    order: one code step that joins every match the same way (`A, B and C`), so the next run names all of its
+    items, however many there are."""
+    values = [m.group(0) for m in run]
+    seps = [text[a.end() : b.start()] for a, b in pairwise(run)]
+    if len(set(seps[:-1])) > 1:
+        return None
+    every = (seps[0], seps[-1])
+    written = text[run[0].start() : run[-1].end()]
+    for held in texts.holding(values[0]):
+        if any(t.order <= held.order for t in sent.holding(values[0], whole=True)):
+            continue
+        start = _position(held.text, values[0])
+        if start is None:
+            continue
+        for source, whole, at, field in _readings(held, start, runs[0]):
+            for pattern in patterns(whole, at, values[0]):
+                if _all_matches(pattern, whole) == values:
+                    capture = Capture(step, keys, written, source, pattern, False, True, field, every)
+                    if _reproduces(capture, runs):
+                        return capture
+    return None
+
+
+def _all_matches(pattern: str, text: str) -> list[str]:
+    try:
+        return [m.group(1) for m in re.finditer(pattern, text)]
+    except (re.error, IndexError):
+        return []
+
+
+def _piece_strength(piece: str) -> float:
+    """A run of digits weighs as the number it writes (`48213907` bytes is as telling as an id)."""
+    return strength(int(piece)) if piece.isdigit() and not piece.startswith("0") else strength(piece)
 
 
 def _apart(text: str, start: int, end: int) -> bool:
     """A part that stands as a word or a path segment of the argument, not cut out of a longer token."""
     before = text[start - 1] if start > 0 else " "
     after = text[end] if end < len(text) else " "
-    return before in _APART_BEFORE and (after in _APART_AFTER or (after == "." and text[end + 1 : end + 2] in " \n"))
+    ends = after in ".!?:" and text[end + 1 : end + 2] in ("", " ", "\n")  # the end of a sentence or a clause
+    return before in _APART_BEFORE and (after in _APART_AFTER or ends)
 
 
 _APART_BEFORE: Final = " \t\n/\"'([{<|,;=#"
@@ -277,20 +350,44 @@ def _first_capture(
     echoes = [t.order for t in sent.holding(value, whole=True)] if holders else []
     for held in holders:
         if echoes and min(echoes) <= held.order:
-            return None  # the agent had sent it before this text held it: an echo of its own value
+            # The agent had sent it before this text held it: an echo of its own value. A text from before
+            # it first sent it (the commit's sentence, before the branch made from that commit) is its origin.
+            continue
         start = _position(held.text, value)
         if start is None:
             continue
         if not _delimited(held.text, start, value) and _strength(recorded) < _GLUED_STRENGTH:
             continue
-        source = f"@{held.step}{json_path(held.keys)[1:]}"
         number = not isinstance(recorded, str)
-        for pattern in patterns(held.text, start, value):
-            if _fits(pattern, held.text, start, value):
-                capture = Capture(step, keys, recorded, source, pattern, number, piece)
-                if _reproduces(capture, runs):
-                    return capture
+        for source, text, at, field in _readings(held, start, runs[0]):
+            for pattern in patterns(text, at, value):
+                if fits(pattern, text, at, value):
+                    capture = Capture(step, keys, recorded, source, pattern, number, piece, field)
+                    if _reproduces(capture, runs):
+                        return capture
     return None
+
+
+def _readings(held: _Text, start: int, run: Run) -> Iterator[tuple[str, str, int, Keys | None]]:
+    """Where to read the value: first, for a text that is one item's field in a list (an incident's title), that
+    field of every item, one per line, so the next run reads the item that says it rather than the item at this
+    position; then the text alone."""
+    last = max((i for i, key in enumerate(held.keys) if isinstance(key, int)), default=-1)
+    if last >= 0:
+        list_keys, index, field = held.keys[:last], held.keys[last], held.keys[last + 1 :]
+        _, items = get_at(run.outputs.get(held.step), list_keys)
+        if isinstance(items, list) and len(items) > 1 and isinstance(index, int):
+            lines = [_field_text(item, field) for item in items]
+            at = sum(len(line) + 1 for line in lines[:index]) + start
+            yield f"@{held.step}{json_path(list_keys)[1:]}", "\n".join(lines), at, field
+    yield f"@{held.step}{json_path(held.keys)[1:]}", held.text, start, None
+
+
+def _field_text(item: JSON, field: Keys) -> str:
+    found, value = get_at(item, field)
+    if not found or value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _from_inputs(step: str, keys: Keys, recorded: JSON, value: str, runs: Sequence[Run]) -> Capture | None:
@@ -301,7 +398,7 @@ def _from_inputs(step: str, keys: Keys, recorded: JSON, value: str, runs: Sequen
         if start is None or not _delimited(given, start, value):
             continue
         for pattern in patterns(given, start, value):
-            if _fits(pattern, given, start, value):
+            if fits(pattern, given, start, value):
                 capture = Capture(step, keys, recorded, f"@input.{name}", pattern, not isinstance(recorded, str))
                 if _reproduces(capture, runs):
                     return capture
@@ -382,7 +479,7 @@ def propose_captures(
         if spec is not None and spec.tool is not None:
             found += _find(record, spec, texts, runs, sent)
         sent.add(record, order)
-        if record.name in runs[0].outputs:
+        if record.name in runs[0].outputs and record.name in specs:  # a call folded into a loop is no step
             texts.add(record.name, order, runs[0].outputs[record.name])
     if not found:
         return template, ()
@@ -405,19 +502,25 @@ def _rewritten(template: Template, found: Sequence[Capture]) -> tuple[Template, 
     inserted: dict[str, list[StepSpec]] = {}
     inputs: dict[str, JSON] = {step.name: step.input for step in template.steps}
     inferences = []
+    made: dict[tuple[str, str], str] = {}  # one step per extraction: the same value read twice is one read
     for item in found:
-        n = 1
-        while f"extract_{n}" in taken:
-            n += 1
-        name = f"extract_{n}"
-        taken.add(name)
-        inserted.setdefault(item.step, []).append(StepSpec(name=name, code=item.code, input={"text": item.source}))
+        name = made.get((item.source, item.code), "")
+        fresh = not name
+        if fresh:
+            n = 1
+            while f"extract_{n}" in taken:
+                n += 1
+            name = made[item.source, item.code] = f"extract_{n}"
+            taken.add(name)
+            inserted.setdefault(item.step, []).append(StepSpec(name=name, code=item.code, input={"text": item.source}))
         if item.piece:
             _, current = get_at(inputs[item.step], item.keys)
             text = _with_placeholder(current, str(item.recorded), name) if isinstance(current, str) else None
             if text is None:
-                taken.discard(name)
-                inserted[item.step].pop()
+                if fresh:
+                    taken.discard(name)
+                    del made[item.source, item.code]
+                    inserted[item.step].pop()
                 continue
             inputs[item.step] = put_at(inputs[item.step], item.keys, text)
         else:
@@ -433,7 +536,8 @@ def _rewritten(template: Template, found: Sequence[Capture]) -> tuple[Template, 
     for step in template.steps:
         steps += inserted.get(step.name, [])
         steps.append(replace(step, input=inputs[step.name]))
-    used = {ref.path.split(".")[0] for ref in refs_in([s.input for s in steps]) if ref.root == "input" and ref.path}
+    read = [[s.input, s.for_each, [leaf.ref for leaf in s.when.leaves()] if s.when else None] for s in steps]
+    used = {ref.path.split(".")[0] for ref in refs_in(read) if ref.root == "input" and ref.path}
     kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
     rewritten = replace(template, steps=tuple(steps), inputs=kept_inputs)
     return parse_template(template_to_dict(rewritten)), tuple(inferences)

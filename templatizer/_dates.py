@@ -86,6 +86,7 @@ class _Found:
     recorded: str
     source: str
     fmt: str
+    piece: bool = False  # a time or a date inside a sentence (`London 08:15, ...`): interpolated there
 
     @property
     def code(self) -> str:
@@ -97,6 +98,7 @@ class _Renderings:
 
     def __init__(self) -> None:
         self.by_text: dict[str, list[tuple[str, str]]] = {}
+        self.by_piece: dict[str, list[tuple[str, str]]] = {}  # also the parts written as in the output
 
     def add(self, step: str, output: JSON) -> None:
         if not _ISO.search(json.dumps(output)):
@@ -112,6 +114,27 @@ class _Renderings:
                 text = render(match, fmt)
                 if text is not None and text not in node:  # a part of it as written: an extraction's job
                     self.by_text.setdefault(text, []).append((source, fmt))
+                if text is not None and _PIECE_RE.fullmatch(text):
+                    self.by_piece.setdefault(text, []).append((source, fmt))
+
+
+# Times and numeric dates inside a sentence: `08:15`, `26/11/2026` (the words around them are the agent's).
+_PIECE_RE: Final = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?|\d{1,2}[/.]\d{1,2}[/.]\d{4}|\d{4}/\d{2}/\d{2}")
+_IN_TEXT_RE: Final = re.compile(rf"(?<![\w:/.])(?:{_PIECE_RE.pattern})(?![\w:/]|\.\d)")
+
+
+def _pieces(
+    record: StepRecord, keys: Keys, value: str, renderings: _Renderings, earlier: Sequence[StepRecord]
+) -> Iterator[_Found]:
+    """Each time or date inside a sentence that exactly one earlier date-time renders."""
+    if " " not in value.strip():
+        return
+    for match in _IN_TEXT_RE.finditer(value):
+        piece = match.group(0)
+        sources = {source for source, _ in renderings.by_piece.get(piece, [])}
+        if len(sources) == 1 and not _sent(piece, earlier):
+            source, fmt = renderings.by_piece[piece][-1]
+            yield _Found(record.name, keys, piece, source, fmt, piece=True)
 
 
 def _literals(spec: StepSpec, record: StepRecord) -> Iterator[tuple[Keys, str]]:
@@ -144,7 +167,10 @@ def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
             got = run_code(found.code, {"text": resolve(found.source, run.scope())}, _LIMITS)
         except (RefError, CodeError):
             return False
-        if not ok or got != recorded:
+        if found.piece:  # this recording's sentence holds what the script gives, where the first one held its own
+            if not ok or not isinstance(recorded, str) or not isinstance(got, str) or got not in recorded:
+                return False
+        elif not ok or got != recorded:
             return False
         checked += 1
     return checked > 0
@@ -161,6 +187,8 @@ def propose_dates(
         spec = specs.get(record.name)
         if spec is not None and spec.tool is not None and renderings.by_text:
             for keys, value in _literals(spec, record):
+                pieces = _pieces(record, keys, value, renderings, kept[:order])
+                found += [item for item in pieces if _reproduces(item, runs)]
                 sources = {source for source, _ in renderings.by_text.get(value, [])}
                 if len(sources) != 1 or _sent(value, kept[:order]):
                     continue  # two date-times give it, or the agent's own value: no single explanation
@@ -168,9 +196,20 @@ def propose_dates(
                 item = _Found(record.name, keys, value, source, fmt)
                 if _reproduces(item, runs):
                     found.append(item)
-        if record.name in runs[0].outputs:
+        if record.name in runs[0].outputs and record.name in specs:  # a call folded into a loop is no step
             renderings.add(record.name, runs[0].outputs[record.name])
     return _rewritten(template, found) if found else (template, ())
+
+
+def _placed(text: str, piece: str, step: str) -> str | None:
+    """`text` with the first occurrence of `piece` outside any `{{...}}` as `{{@step}}`."""
+    parts = re.split(r"(\{\{[^}]*\}\})", text)
+    for i in range(0, len(parts), 2):
+        match = re.search(rf"(?<![\w:/.]){re.escape(piece)}(?![\w:/])", parts[i])
+        if match is not None:
+            parts[i] = parts[i][: match.start()] + "{{@" + step + "}}" + parts[i][match.end() :]
+            return "".join(parts)
+    return None
 
 
 def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, tuple[Inference, ...]]:
@@ -185,7 +224,15 @@ def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, t
         name = f"format_date_{n}"
         taken.add(name)
         inserted.setdefault(item.step, []).append(StepSpec(name=name, code=item.code, input={"text": item.source}))
-        inputs[item.step] = put_at(inputs[item.step], item.keys, f"@{name}")
+        if item.piece:
+            _, text = get_at(inputs[item.step], item.keys)
+            written = _placed(text, item.recorded, name) if isinstance(text, str) else None
+            if written is None:
+                inserted[item.step].pop()
+                continue
+            inputs[item.step] = put_at(inputs[item.step], item.keys, written)
+        else:
+            inputs[item.step] = put_at(inputs[item.step], item.keys, f"@{name}")
         evidence = (
             f"{item.recorded!r} is the date-time {item.source} written as {item.fmt!r}; "
             f"the code step {name} reproduces it from the recording"
@@ -195,7 +242,8 @@ def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, t
     for step in template.steps:
         steps += inserted.get(step.name, [])
         steps.append(replace(step, input=inputs[step.name]))
-    used = {ref.path.split(".")[0] for ref in refs_in([s.input for s in steps]) if ref.root == "input" and ref.path}
+    read = [[s.input, s.for_each, [leaf.ref for leaf in s.when.leaves()] if s.when else None] for s in steps]
+    used = {ref.path.split(".")[0] for ref in refs_in(read) if ref.root == "input" and ref.path}
     kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
     return parse_template(template_to_dict(replace(template, steps=tuple(steps), inputs=kept_inputs))), tuple(
         inferences

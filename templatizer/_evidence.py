@@ -19,12 +19,24 @@ from typing import Any, Final
 from toolreel.core.model import JSON
 from toolreel.templatizer._values import Keys, key_tokens, last_key
 
-__all__ = ["CHOSEN", "THIN", "Judgement", "judge_text", "param_schema"]
+__all__ = ["CHOSEN", "THIN", "Judgement", "is_query", "judge_text", "param_schema"]
 
 CHOSEN: Final = 0.6
 THIN: Final = 0.35
 
 _QUERY_RE: Final = re.compile(r"^[A-Za-z_.]+:[^\s:]+(?:\s+-?[A-Za-z_.]+:[^\s:]+)*$")  # is:unresolved assignee:me
+# A statement of a query language (SQL, JQL, a search DSL): its clauses are how the task selects, part of the
+# task like code; a chosen value inside it (a project key) is an input of its own, interpolated.
+_QUERY_LANG_RE: Final = re.compile(
+    r"^\s*(?:SELECT\s.+?\sFROM\s+[\w.\"]+(?:\s*;?\s*$|\s+(?:WHERE|JOIN|LEFT|INNER|ORDER|GROUP|LIMIT)\b)"
+    r"|INSERT\s+INTO\s|UPDATE\s+[\w.\"]+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s*\()",
+    re.IGNORECASE | re.DOTALL,
+)
+# Upper-case connectives beside a comparison (`project = PAY AND status = "To Do"`): JQL, Lucene, a filter.
+_FILTER_RE: Final = re.compile(
+    r"\w\s*(?:=|!=|~|<=?|>=?)\s*\S.*\s(?:AND|OR|ORDER BY)\s|\s(?:AND|OR)\s.*\w\s*(?:=|!=|~)\s*\S"
+)
+_QUERY_CAP: Final = 0.45  # whatever the key or the description says: proposed unticked at most
 _WORD_RE: Final = re.compile(r"^[a-z]+$")
 _UPPER_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _EMAIL_RE: Final = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
@@ -54,6 +66,8 @@ _KEYWORDS: Final = frozenset(
 _TIME_RE: Final = re.compile(r"^\d{1,4}[-:/.]\d{1,2}(?:[-:/.T ]\d{1,4})*(?:[+-]\d{2}:?\d{2}|Z)?$")
 _FILE_RE: Final = re.compile(r"^[\w./-]*\w\.[A-Za-z0-9]{1,5}$")
 _PATTERN_RE: Final = re.compile(r"[*?\[\]]")
+_ID_KEYS: Final = frozenset({"id", "ids", "key", "uid", "uuid", "gid"})
+_OPAQUE_ID_RE: Final = re.compile(r"^(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{6,}$")  # digits in it, six or more characters
 _SETTING_KEYS: Final = frozenset(
     {"type", "kind", "mode", "format", "sort", "order", "status", "state", "role", "level", "unit", "encoding"}
 )
@@ -101,11 +115,16 @@ def judge_text(value: str, keys: Keys, schema: Mapping[str, Any] | None, steps: 
         return Judgement(0.0, (fixed,))
     score, reasons = _shape(text)
     score, reasons = _schema_hints(score, reasons, value, schema)
+    if is_query(text):  # a description saying "search query" says what it is, not that it varies
+        return Judgement(min(score, _QUERY_CAP), (*reasons, "a query's syntax is part of the task"))
     head = key_tokens(last_key(keys) or "")[-1:]  # the head noun of a compound key: message_type is a type
     tokens = set(head)
     if tokens & _SUBJECT_KEYS:
         score += 0.1
         reasons.append(f"the key {last_key(keys)!r} names a subject (a weak signal)")
+    elif tokens & _ID_KEYS and _OPAQUE_ID_RE.match(text):
+        score += 0.1  # an opaque id that no output gave: the user's (a folder, a board), unless it is a setting
+        reasons.append(f"an opaque id under the key {last_key(keys)!r} (a weak signal)")
     elif tokens & _SETTING_KEYS:
         score -= 0.2
         reasons.append(f"the key {last_key(keys)!r} names a setting (a weak signal)")
@@ -113,6 +132,13 @@ def judge_text(value: str, keys: Keys, schema: Mapping[str, Any] | None, steps: 
         score += 0.15
         reasons.append(f"used by {steps} steps")
     return Judgement(max(0.0, min(1.0, score)), tuple(reasons))
+
+
+def is_query(text: str) -> bool:
+    """Query syntax (`is:unresolved assignee:me`) or a statement of a query language (SQL, JQL)."""
+    if _URL_RE.match(text):
+        return False
+    return bool(_QUERY_RE.match(text) or (" " in text and (_QUERY_LANG_RE.search(text) or _FILTER_RE.search(text))))
 
 
 def _schema_fixed(value: JSON, schema: Mapping[str, Any] | None) -> str | None:
@@ -146,8 +172,8 @@ def _schema_hints(
 
 def _shape(text: str) -> tuple[float, list[str]]:
     """A first score from what the value looks like."""
-    if _QUERY_RE.match(text):
-        return 0.4, ["query syntax (such as is:unresolved), usually fixed by the task"]
+    if is_query(text):
+        return 0.4, ["query syntax (`is:unresolved`, SQL, JQL), usually fixed by the task"]
     if _EMAIL_RE.match(text):
         return 0.8, ["an email address"]
     if _URL_RE.match(text) or (text.startswith("/") and " " not in text):

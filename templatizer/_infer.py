@@ -154,8 +154,15 @@ class StepInferrer:
             return chosen
         if _may_be_chosen(value, cands):
             tool = f"{self.record.server}__{self.record.tool}" if self.record.server else self.record.tool or ""
-            self.result.literals.append(Unexplained(self.record.name, keys, value, tool))
+            self.result.literals.append(Unexplained(self.record.name, keys, value, tool, self._list_size(keys)))
         return literal(value)
+
+    def _list_size(self, keys: Keys) -> int:
+        """The length of the list holding `keys` as an element (0 when it is no list element)."""
+        if not keys or not isinstance(keys[-1], int):
+            return 0
+        _, parent = get_at(self.record.resolved_input if self.record.resolved_input is not None else {}, keys[:-1])
+        return len(parent) if isinstance(parent, list) else 0
 
     # ------------------------------------------------------------------ deciding
 
@@ -389,6 +396,9 @@ class StepInferrer:
         else:
             score = base + 0.25 * sim
         aligned = self._aligned(occ) if kind in ("exact", "coerced") else 0
+        if kind == "exact" and places == 1 and sim >= _NAMED_BY_TOOL and _id_key(occ.key):
+            # `board_id: "42"` and the only `id` "42" is that of a board the boards' tool listed: not chance.
+            score = max(score, HIGH)
         if aligned and weight >= _ALIGNED_WORD:
             score = max(score, HIGH) + 0.05  # beside values of the same item: that item, not an equal one
         if is_trivial(_value_at(self.record.resolved_input, keys)) and kind != "subtree":
@@ -447,7 +457,9 @@ class StepInferrer:
         for start, end, text, scored in found:
             backers = {step for step, texts in by_step.items() if texts - {text}}
             best = max(_backed(scored, backers, floor=_BACKED_PIECE), key=lambda c: c.key)
-            if best.score >= MEDIUM:
+            # With several recordings a weak piece (`#311`) is kept as a candidate: only one that gives every
+            # recording's text is ever applied (`_varying`), which chance does not do when the texts differ.
+            if best.score >= (MEDIUM if len(self.runs) == 1 else _CONFIRMABLE_PIECE):
                 pieces.append(_Piece(start, end, best.value, best.score))
                 evidence.append(f"{text!r} at [{start}:{end}] is {best.why}")
         return pieces, evidence
@@ -481,6 +493,14 @@ def _evidence(occ: Occurrence, keys: Keys, kind: str, places: int, sim: float, a
     where = f"output {json_path(occ.keys)} of step {occ.step} -> input {json_path(keys)}"
     beside = f"; the same list item gives {aligned} other argument(s) of this call" if aligned else ""
     return f"{where}: {_WHY.get(kind, kind)}; {places} producing place(s); key similarity {sim:.2f}{beside}"
+
+
+_CONFIRMABLE_PIECE: Final = 0.2
+_NAMED_BY_TOOL: Final = 0.9  # key_similarity: `board_id` against `id` of a step whose tool names boards
+
+
+def _id_key(key: str | None) -> bool:
+    return key is not None and key_tokens(key)[-1:] in (("id",), ("key",), ("number",))
 
 
 def _item_of(keys: Keys) -> Keys | None:
@@ -536,12 +556,22 @@ def _bounded_finds(text: str, needle: str) -> list[tuple[int, int]]:
     start = text.find(needle)
     while start >= 0:
         end = start + len(needle)
-        cuts_left = start > 0 and text[start - 1].isalnum() and text[start].isalnum()
+        cuts_left = start > 0 and text[start - 1].isalnum() and text[start].isalnum() and not _tag(text, start, needle)
         cuts_right = end < len(text) and text[end - 1].isalnum() and text[end].isalnum()
         if not cuts_left and not cuts_right and (start, end) != (0, len(text)):
             found.append((start, end))
         start = text.find(needle, start + 1)
     return found
+
+
+def _tag(text: str, start: int, needle: str) -> bool:
+    """`v2026.11.3`: a version after the `v` of a release tag, which is the version itself."""
+    return (
+        needle[:1].isdigit()
+        and needle.count(".") >= 2
+        and text[start - 1] in "vV"
+        and (start == 1 or not text[start - 2].isalnum())
+    )
 
 
 def _non_overlapping(pieces: list[_Piece]) -> list[_Piece]:

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from toolreel.core.model import JSON
 from toolreel.core.secrets import is_secret_key
 from toolreel.core.template import InputSpec
-from toolreel.templatizer._evidence import THIN, Judgement, judge_text, param_schema
+from toolreel.templatizer._evidence import CHOSEN, THIN, Judgement, judge_text, param_schema
 from toolreel.templatizer._result import LikelyInput, StayedLiteral
 from toolreel.templatizer._values import (
     Keys,
     is_trivial,
+    items_schema,
     json_path,
     key_tokens,
     last_key,
@@ -66,7 +67,7 @@ class InputTable:
         for name, value in inputs.items():
             self._names.taken.add(name)
             self.named[name] = value
-            self.specs[name] = InputSpec(type=type_name(value))
+            self.specs[name] = InputSpec(type=type_name(value), items=items_schema(value))
             self.values[0][name] = value
 
     def secret(self, keys: Keys, placeholder: str) -> str:
@@ -96,7 +97,8 @@ class InputTable:
         if name is not None:
             return name
         name = self._derived[identity] = self._names.fresh(snake(last_key(keys) or "value"))
-        self.specs[name] = InputSpec(type=type_name(per_run[0][1]), enum=_closed_set(per_run))
+        first = per_run[0][1]
+        self.specs[name] = InputSpec(type=type_name(first), enum=_closed_set(per_run), items=items_schema(first))
         texts = [(found, scalar_text(value)) for found, value in per_run]
         if all(text is not None for found, text in texts if found):
             self._as_text.setdefault(json.dumps(texts, sort_keys=True), name)
@@ -117,7 +119,9 @@ class InputTable:
                 description = f"{spec.description}; {where}"
             else:
                 description = f"{_label(name)} (recorded: {_example(self.values[0].get(name))}); {where}"
-            out[name] = InputSpec(type=spec.type, description=description, secret=spec.secret, enum=spec.enum)
+            out[name] = InputSpec(
+                type=spec.type, description=description, secret=spec.secret, enum=spec.enum, items=spec.items
+            )
         return out
 
 
@@ -161,13 +165,22 @@ class Unexplained:
     keys: Keys
     value: str | int | float
     tool: str = ""  # the listed name (`server__tool`), to find the parameter's schema
+    of: int = 0  # an element of a list: the list's length
+    flag: str = ""  # a value of a command line's flag (`--bucket`): judged and named by the flag
+
+    @property
+    def named(self) -> Keys:
+        return (self.flag,) if self.flag else self.keys
 
 
 Schemas = Mapping[str, Mapping[str, Any]]  # listed tool name -> its inputSchema
 
 
 def likely_inputs(
-    literals: Sequence[Unexplained], taken: set[str], schemas: Schemas | None = None
+    literals: Sequence[Unexplained],
+    taken: set[str],
+    schemas: Schemas | None = None,
+    produced: Callable[[str, str], bool] = lambda text, step: False,
 ) -> tuple[list[LikelyInput], list[StayedLiteral]]:
     """Group unexplained literals by value and weigh each from evidence (`_evidence`): the chosen ones are
     likely inputs, the thin ones likely inputs proposed unticked, the rest stay literal (and those that
@@ -175,15 +188,19 @@ def likely_inputs(
 
     A sentence holding another likely input's value (`"Adding 1250 and 4380"` beside the numbers, `"lead
     of Team Falcon"` beside `"Team Falcon"`) is not proposed itself: with those inputs named it becomes a
-    string built on them.
+    string built on them. So is a sentence holding a version number no output gave (`Release 2026.11.3 is
+    live`): the version is the input (`produced(text, step)`: some output before that step holds the text).
     """
+    lists, literals = _whole_lists(literals, schemas or {})
+    literals = [flag for lit in literals for flag in _command_flags(lit)]
     by_value: dict[tuple[str, str], list[Unexplained]] = {}
     for literal in literals:
         by_value.setdefault((type(literal.value).__name__, str(literal.value)), []).append(literal)
     judged: dict[tuple[str, str], Judgement] = {}
     stayed: list[StayedLiteral] = []
+    texts_by_step = _texts_by_step(literals)
     for key, uses in list(by_value.items()):
-        judgement = _judge(uses, schemas or {})
+        judgement = _in_context(_judge(uses, schemas or {}), uses, texts_by_step)
         if judgement.score < THIN:
             del by_value[key]
             if judgement.score >= _LOOKED_VARIABLE or judgement.reasons[0].startswith("the tool"):
@@ -191,7 +208,7 @@ def likely_inputs(
         else:
             judged[key] = judgement
     names = _Names(taken)
-    found: list[LikelyInput] = []
+    found = [_likely_list(names.fresh(snake(last_key(u[0].keys[:-1]) or "values")), v, u, why) for v, u, why in lists]
     texts = [text for kind, text in by_value if kind == "str"]
     made = {text for (kind, text), uses in by_value.items() if kind == "str" and any(map(_creates, uses))}
     for root, members in _path_roots(texts, made).items():
@@ -199,9 +216,13 @@ def likely_inputs(
         found.append(_likely(names.fresh("root_dir"), root, uses, f"the common directory of {len(members)} paths"))
     for key in [*_built_on_others(by_value, judged), *_inside_urls(by_value)]:
         by_value.pop(key, None)
+    for key, version, holders in _versions_inside(by_value, produced):
+        by_value.pop(key, None)
+        why = f"a version number inside {holders[0].value!r} that no output gave: the text is built on it"
+        found.append(_likely(names.fresh("version"), version, holders, why))
     for key, uses in by_value.items():
         judgement = judged[key]
-        name = names.fresh(snake(last_key(uses[0].keys) or "value"))
+        name = names.fresh(snake(last_key(uses[0].named) or "value"))
         found.append(_likely(name, uses[0].value, uses, _why(uses, judgement), ticked=judgement.chosen))
     return found, stayed
 
@@ -214,13 +235,104 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
     schema = param_schema(schemas.get(first.tool), first.keys)
     steps = len({lit.step for lit in uses})
     if isinstance(first.value, str):
-        return judge_text(first.value, first.keys, schema, steps)
+        judged = judge_text(first.value, first.named, schema if not first.flag else None, steps)
+        if first.flag and not _plain_word(first.value) and 0 < judged.score < CHOSEN:
+            return Judgement(min(CHOSEN, judged.score + 0.1), (*judged.reasons, f"the value of --{first.flag}"))
+        return judged
     tokens = set(key_tokens(last_key(first.keys) or ""))
     if schema is not None and ("const" in schema or schema.get("default") == first.value):
         return Judgement(0.0, ("the tool's schema gives this value as its default or const",))
     if _number_chosen(first.value, tokens):
         return Judgement(0.8, ("a number no output holds, not a count or a setting",))
     return Judgement(0.0, ("a count, a round setting or a knob",))
+
+
+def _whole_lists(
+    literals: Sequence[Unexplained], schemas: Schemas
+) -> tuple[list[tuple[list[JSON], list[Unexplained], str]], list[Unexplained]]:
+    """Lists of two or more values the user chose (`files: ["src/vat.py", "tests/test_vat.py"]`): one list input,
+    not an input per element that a replay with another number of elements could not fill."""
+    by_list: dict[tuple[str, Keys], list[Unexplained]] = {}
+    for lit in literals:
+        if lit.of >= 2 and lit.keys and isinstance(lit.keys[-1], int):
+            by_list.setdefault((lit.step, lit.keys[:-1]), []).append(lit)
+    counts: dict[str, int] = {}
+    for lit in literals:
+        counts[str(lit.value)] = counts.get(str(lit.value), 0) + 1
+    lists: list[tuple[list[JSON], list[Unexplained], str]] = []
+    taken: set[int] = set()
+    for members in by_list.values():
+        whole = len(members) == members[0].of and all(counts[str(m.value)] == 1 for m in members)
+        judged = [_judge([m], schemas) for m in members] if whole else []
+        if judged and all(j.chosen for j in judged):
+            why = f"no earlier output explains them, and they look chosen by the user ({judged[0].why}); one list"
+            lists.append(([m.value for m in sorted(members, key=lambda m: m.keys)], members, why))
+            taken |= {id(m) for m in members}
+    return lists, [lit for lit in literals if id(lit) not in taken]
+
+
+# A command line for a CLI-wrapping tool (`aws s3api list-objects-v2 --bucket acme --prefix nightly/`).
+_COMMAND_RE: Final = re.compile(r"^[a-z][\w.-]*(?: [a-z][\w.-]*)* --[a-z]")
+_FLAG_RE: Final = re.compile(r"(?<!\S)--([a-z][\w-]*)(?:=| +)(?!-)(\"[^\"]*\"|'[^']*'|[^\s\"']+)")
+
+
+def _command_flags(literal: Unexplained) -> list[Unexplained]:
+    """A command line stands for its flags' values: each is a candidate of its own under the flag's name (the
+    bucket, the prefix), and the command is built on the chosen ones, like a sentence."""
+    value = literal.value
+    if not isinstance(value, str) or "\n" in value or not _COMMAND_RE.match(value):
+        return [literal]
+    flags = [
+        Unexplained(literal.step, literal.keys, m.group(2).strip("\"'"), literal.tool, flag=m.group(1))
+        for m in _FLAG_RE.finditer(value)
+    ]
+    return flags or [literal]
+
+
+def _texts_by_step(literals: Sequence[Unexplained]) -> dict[str, list[str]]:
+    """The longer literal texts (a sentence, a query, a URL, a command) of each step."""
+    out: dict[str, list[str]] = {}
+    for lit in literals:
+        if isinstance(lit.value, str) and (" " in lit.value.strip() or "/" in lit.value):
+            out.setdefault(lit.step, []).append(lit.value)
+    return out
+
+
+def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mapping[str, list[str]]) -> Judgement:
+    """What the other calls of the session say about a value.
+
+    - Carried into the text of another call (`PAY` as a `project_key` and inside the JQL `project = PAY AND
+      ...`; an organization slug inside a link the agent wrote): the value the task is about, so chosen.
+    - The same free text sent by several calls of one tool (a comment posted on each issue, an event title for
+      each hire): the fixed wording of a repeated action, so a constant (proposed unticked at most).
+    """
+    value = uses[0].value
+    if not isinstance(value, str):
+        return judgement
+    steps = {lit.step for lit in uses}
+    tools = [lit.tool for lit in uses if lit.tool]
+    repeated = len(steps) >= 2 and len(set(tools)) == 1 and len(tools) == len(uses)
+    wording = len(value.split()) >= 2 or len(steps) >= _REPEATS  # a sentence twice; a date or a name thrice
+    if repeated and wording and judgement.score >= THIN:
+        why = f"the same value in {len(steps)} calls of {tools[0]}: a fixed part of a repeated action"
+        return Judgement(min(judgement.score, _BOILERPLATE_CAP), (*judgement.reasons, why))
+    if judgement.score >= CHOSEN or not _carried_value(value):
+        return judgement
+    carriers = [step for step, held in texts.items() if step not in steps and any(_holds_word(t, value) for t in held)]
+    if carriers:
+        why = f"also written inside the text of {carriers[0]}: a value the task carries from call to call"
+        return Judgement(CHOSEN, (*judgement.reasons, why))
+    return judgement
+
+
+_BOILERPLATE_CAP: Final = 0.45
+_REPEATS: Final = 3
+
+
+def _carried_value(value: str) -> bool:
+    """Specific enough that finding it inside another call's text is no chance: no plain word, no sentence."""
+    text = value.strip()
+    return len(text) >= _PART_MIN and " " not in text and not _plain_word(text) and not text.isdigit()
 
 
 def _stayed(literal: Unexplained, why: str) -> StayedLiteral:
@@ -248,6 +360,23 @@ def _built_on_others(
         holds = any(p != text and _holds_word(text, p) for p in parts + (named if sentence else []))
         if holds:
             out.append((kind, text))
+    return out
+
+
+_VERSION_RE: Final = re.compile(r"(?<![\w.])[vV]?(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?)(?![\w.]*\w)")
+
+
+def _versions_inside(
+    by_value: Mapping[tuple[str, str], Sequence[Unexplained]], produced: Callable[[str, str], bool]
+) -> list[tuple[tuple[str, str], str, Sequence[Unexplained]]]:
+    """Texts (a sentence, a JSON fragment) holding one version number (`x.y.z`) that no earlier output holds."""
+    out: list[tuple[tuple[str, str], str, Sequence[Unexplained]]] = []
+    for (kind, text), uses in by_value.items():
+        if kind != "str" or not (" " in text.strip() or '"' in text):
+            continue
+        versions = {m.group(1) for m in _VERSION_RE.finditer(text)}
+        if len(versions) == 1 and not produced(next(iter(versions)), uses[0].step):
+            out.append(((kind, text), versions.pop(), uses))
     return out
 
 
@@ -291,6 +420,11 @@ def _holds_word(text: str, part: str) -> bool:
     return False
 
 
+def _likely_list(name: str, value: list[JSON], uses: Sequence[Unexplained], reason: str) -> LikelyInput:
+    used_at = ((uses[0].step, json_path(uses[0].keys[:-1])),)
+    return LikelyInput(name=name, value=value, type="array", used_at=used_at, reason=reason)
+
+
 def _likely(
     name: str, value: str | int | float, uses: Sequence[Unexplained], reason: str, *, ticked: bool = True
 ) -> LikelyInput:
@@ -328,11 +462,17 @@ def _number_chosen(value: int | float, tokens: set[str]) -> bool:
 
     Round numbers (`50`, `100`, `1000`) are what people pick for limits and sizes, so they count only
     under a key that is not a knob and does not look like one."""
-    if is_trivial(value) or tokens & _KNOB_TOKENS or strength(value) < _NUMBER_STRENGTH:
+    knob = bool(tokens & _KNOB_TOKENS) and not tokens & _THINGS  # `file_size` is the file's, `page_size` a knob
+    if is_trivial(value) or knob or strength(value) < _NUMBER_STRENGTH:
         return False
     round_number = isinstance(value, int) and abs(value) <= 1000 and value % 10 == 0
     return not round_number or bool(tokens & _QUANTITY_TOKENS)
 
+
+# What a measure under a knob's name can belong to: then it is that thing's own property, not how the tool works.
+_THINGS: Final = frozenset(
+    {"file", "image", "photo", "video", "audio", "attachment", "document", "doc", "object", "blob", "upload", "payload"}
+)
 
 # Two-digit numbers (`qty: 12`, `days: 30`) are fixed parts of a call about as often as they are chosen.
 _NUMBER_STRENGTH: Final = 0.55

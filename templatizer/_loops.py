@@ -22,7 +22,7 @@ from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
 from toolreel.core.template import InputSpec
 from toolreel.templatizer._result import Loop, Unrolled
-from toolreel.templatizer._values import is_trivial, same
+from toolreel.templatizer._values import is_trivial, items_schema, same
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
     from toolreel.templatizer._inputs import InputTable
@@ -423,7 +423,9 @@ def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     base = _NUMBERED_RE.sub("", names[0])
     name = _free(base if base.endswith("s") else f"{base}s", set(folding.table.specs))
     spec = InputSpec(
-        type="array", description=f"one {base} per call of {members[0].tool}, in order (recorded {per_run[0]!r})"
+        type="array",
+        description=f"one {base} per call of {members[0].tool}, in order (recorded {per_run[0]!r})",
+        items=items_schema(per_run[0]),
     )
     over = f"@input.{name}"
     why = f"one input per call when recorded ({', '.join(names)}), now one list input"

@@ -7,7 +7,10 @@ reproduce the recorded argument), the `steps=[...]` subset, and validation of th
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Collection, Mapping, Sequence
+from functools import partial
 
 from toolreel.core.errors import RefError, TemplateError
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
@@ -81,9 +84,14 @@ def templatize(
     template, captures = propose_captures(template, kept, runs)
     template, dates = propose_dates(template, kept, runs)
     transforms += captures + dates
+    template = _without_unused_code(template)
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
-    likely, stayed = likely_inputs(literals, set(template.inputs), schemas) if len(runs) == 1 else ([], [])
+    likely, stayed = (
+        likely_inputs(literals, set(template.inputs), schemas, partial(_produced, runs[0]))
+        if len(runs) == 1
+        else ([], [])
+    )
     likely = computed_elsewhere(likely, transforms)
     return TemplatizeResult(
         template=template,
@@ -137,6 +145,16 @@ def _select(recording: Sequence[StepRecord], include_failed: bool) -> tuple[list
 def _run(recording: Sequence[StepRecord], include_failed: bool) -> Run:
     kept, _ = _select(recording, include_failed)
     return Run(steps={r.name: r for r in kept}, outputs={r.name: r.output for r in kept if _ok(r)})
+
+
+def _produced(run: Run, text: str, step: str) -> bool:
+    """Some output recorded before `step` holds `text` (looked up only for the few texts that need it)."""
+    before = run.steps[step].seq if step in run.steps else 0
+    return any(
+        text in json.dumps(output, ensure_ascii=False)
+        for name, output in run.outputs.items()
+        if run.steps[name].seq < before
+    )
 
 
 def _listed(record: StepRecord) -> str:
@@ -284,6 +302,24 @@ def _build(
     kept = {u.name for u in units}
     draft = Template(name=name, description=description, steps=tuple(specs), inputs=table.final_specs(kept))
     return parse_template(template_to_dict(draft))
+
+
+def _without_unused_code(template: Template) -> Template:
+    """The template without `code` steps nothing reads: a pick whose ref a later rule replaced (the list is
+    joined now) computes nothing the replay needs, and would fail on data where its item is gone."""
+    steps = list(template.steps)
+    while True:
+        read = ref_roots([[s.input, s.for_each, s.when and [leaf.ref for leaf in s.when.leaves()]] for s in steps])
+        read |= {name for s in steps for name in s.depends_on}
+        if template.has_output:
+            read |= ref_roots(template.output)
+        unused = [s for s in steps[:-1] if s.code is not None and s.name not in read]
+        if not unused:
+            break
+        steps = [s for s in steps if s not in unused]
+    if len(steps) == len(template.steps):
+        return template
+    return parse_template(template_to_dict(dataclasses.replace(template, steps=tuple(steps))))
 
 
 def _unit_deps(unit: Unit) -> set[str]:

@@ -290,6 +290,19 @@ def type_name(value: JSON) -> str | None:
     return next((name for kind, name in kinds if isinstance(value, kind)), None)
 
 
+def items_schema(value: JSON) -> dict[str, JSON] | None:
+    """The element schema of a recorded list: the one type its elements share (`{}` when they mix or it is empty).
+
+    Clients that check tool schemas strictly refuse an array without `items`."""
+    if not isinstance(value, list):
+        return None
+    kinds = {type_name(item) for item in value}
+    if len(kinds) != 1 or None in kinds:
+        return {}
+    kind = kinds.pop()
+    return {"type": "number"} if kind == "integer" and any(isinstance(v, float) for v in value) else {"type": kind}
+
+
 def is_decimal(text: str) -> bool:
     """`5.7`, `-0.25`: a number with a fractional part, as JSON writes it."""
     return len(text) >= MIN_DECIMAL and _DECIMAL_RE.fullmatch(text) is not None

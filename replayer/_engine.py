@@ -50,7 +50,7 @@ from toolreel.replayer._retry import (
     reset_for_retry,
 )
 from toolreel.replayer._run import Run, RunContext
-from toolreel.replayer._state import ChildRequest, Outcome, StopCause
+from toolreel.replayer._state import ChildRequest, Outcome, StopCause, signs_in
 
 __all__ = ["MAX_DEPTH", "Engine", "TemplateLoader", "child_execution_id", "definition_hash", "load_template"]
 
@@ -465,7 +465,10 @@ class Engine:
         with anyio.CancelScope(shield=True):
             execution = await self._thread(self._ledger.claim, execution_id)
             if execution.status.finished or (
-                execution.status == ExecutionStatus.PAUSED and response is None and self._approver is None
+                execution.status == ExecutionStatus.PAUSED
+                and response is None
+                and self._approver is None
+                and not signs_in(execution.prompt)  # a sign-in is not asked of anyone: its step is tried again
             ):
                 return await self._thread(self._ledger.release, execution)
             try:

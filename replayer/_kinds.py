@@ -35,6 +35,7 @@ from toolreel.replayer._policy import (
 from toolreel.replayer._script import script_step
 from toolreel.replayer._state import (
     AWAITING,
+    SIGN_IN_NEEDED,
     StepState,
     StopCause,
     awaiting_of,
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["execute"]
 
 logger = logging.getLogger("toolreel.replayer")
-
-SIGN_IN_CODE = "sign_in_needed"  # the code of `upstreams.auth.SignInNeeded`, an upstream that needs a person
 
 # The caller enforces a step's timeout and cancels upstream; this backstop only catches a caller that does not.
 _TIMEOUT_GRACE = 1.0
@@ -126,7 +125,7 @@ async def _tool(run: Run, spec: StepSpec, record: StepRecord, args: JSON, key: s
             if stored_key is not None:
                 await _remember(run, spec, stored_key, result)
             return succeeded(record, step_output(result), result)
-        if error is not None and error.code == SIGN_IN_CODE:  # only a person can go on: wait, unsent
+        if error is not None and error.code == SIGN_IN_NEEDED:  # only a person can go on: wait, unsent
             return sign_in_pause(record, error.server or "", str(error), getattr(error, "command", ""))
         ended = _failed_attempt(spec, record, result, error)
         if not should_retry(policy, attempt, attempt_failure_kind(error, is_error=error is None)):

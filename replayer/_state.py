@@ -22,6 +22,7 @@ __all__ = [
     "AWAITING",
     "ELAPSED",
     "RETRY",
+    "SIGN_IN_NEEDED",
     "ChildRequest",
     "Loaded",
     "Outcome",
@@ -46,8 +47,9 @@ ELAPSED = "elapsed"
 """Key in a waiting `template` row's `result`: seconds of the step's timeout its attempt used before the pause."""
 
 SIGN_IN_NEEDED = "sign_in_needed"
-"""The `reason` of a pause no answer resolves: an upstream needs a person to sign in again (a refused refresh);
-the step's attempt waits, unsent, and `resume` (no response) calls it once the sign-in is there."""
+"""The `reason` of a pause no answer resolves, the code of the upstream error behind it (`upstreams.auth.SignInNeeded`,
+matched by code: the replayer does not import the upstream layer): a person must sign in again (a refused
+refresh); the step's attempt waits, unsent, and `resume` (no response) calls it once the sign-in is there."""
 
 RETRY = "retry"
 """Key in the `result` of a `pending` row a retry wrote: the execution attempt that runs the step again."""

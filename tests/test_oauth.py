@@ -303,6 +303,7 @@ async def test_a_revoked_sign_in_pauses_runs_and_resume_finishes_them_after_a_ne
             for run_id in (ran_summary["execution_id"], queued_id)
         ]
     assert _paused_for_sign_in(ran_summary, command), ran_summary
+    assert b"OAuth flow error" not in ran.stderr  # said once, by toolreel, not as the SDK's traceback
     assert not reeled.is_error and _paused_for_sign_in(reel_summary, command), reel_summary
     assert _paused_for_sign_in(queued_summary, command), (queued_summary, (tmp_path / "worker.err").read_text())
     assert not resumed_reel.is_error, text_of(resumed_reel)

@@ -493,6 +493,19 @@ async def _follow(authorization_url: str) -> None:
         raise OAuthFlowError(f"the authorization page answered HTTP {response.status_code}; sign in with a browser")
 
 
+class _ExpectedSignIn(logging.Filter):
+    """The SDK logs every failed flow with its traceback; a sign-in only a person can give is reported by
+    toolreel itself, with the command to run (the upstream's status, the tool error, the paused run)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        raised = record.exc_info[1] if record.exc_info else None
+        return raised is None or sign_in_error(raised) is None
+
+
+_SDK_FLOW_LOG = logging.getLogger("mcp.client.auth.oauth2")
+_QUIET = _ExpectedSignIn()
+
+
 def unattended_auth(
     url: str,
     storage: SecretTokens,
@@ -504,6 +517,9 @@ def unattended_auth(
     """An `httpx2.Auth` that uses and refreshes the stored sign-in, and raises `SignInNeeded` when a person
     must sign in again (no sign-in yet, a refused refresh, a new scope). `on_needed` hears it first: raised
     inside a request, it ends the transport, and the request itself only sees its connection close."""
+
+    if _QUIET not in _SDK_FLOW_LOG.filters:
+        _SDK_FLOW_LOG.addFilter(_QUIET)
 
     def needed() -> SignInNeeded:
         exc = SignInNeeded(server, command)

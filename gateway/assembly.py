@@ -13,6 +13,7 @@ from toolreel.gateway.scripts import ScriptTools
 from toolreel.gateway.tools_runs import RunTools
 from toolreel.gateway.tools_search import SearchTools
 from toolreel.gateway.tools_templates import TemplateTools
+from toolreel.upstreams.auth import follow_store
 
 if TYPE_CHECKING:
     from toolreel.core.store import Store
@@ -37,6 +38,8 @@ def hook_factory(
         from toolreel.core.store import open_store
 
         return open_store(db)
+
+    follow_store(db)  # its upstreams' sign-ins live with this store
 
     def build(hub: Hub) -> GatewayHook:
         hook = GatewayHook(

@@ -22,11 +22,10 @@ import typer
 from toolreel._cli import DbOption, JsonOption, fail
 from toolreel.core.errors import ConfigError, ToolreelError
 from toolreel.upstreams.auth import (
-    TOKENS_DIR,
     OAuthSettings,
     SecretTokens,
-    auth_dir,
     interactive_auth,
+    sign_in_place,
     storage_name,
 )
 from toolreel.upstreams.config import ServerConfig, load_config
@@ -52,7 +51,7 @@ class Target:
 
     def storage(self, db: str | None) -> SecretTokens:
         assert self.url is not None
-        return SecretTokens(auth_dir(db), storage_name(self.name, self.url), self.url)
+        return SecretTokens(sign_in_place(db), storage_name(self.name, self.url), self.url)
 
 
 def register(app: typer.Typer) -> None:
@@ -228,19 +227,19 @@ def _expiry(expires_at: float | None) -> str:
 @auth_app.command("status")
 def status(config: ConfigOption = None, json_out: JsonOption = False, db: DbOption = None) -> None:
     """Which servers are signed in, with scopes and expiry (never a token)."""
-    directory = auth_dir(db)
+    place = sign_in_place(db)
     rows = []
     try:
         if config is not None:
             for server in load_config(config).servers:
                 if server.url is not None:
-                    storage = SecretTokens(directory, storage_name(server.name, server.url), server.url)
+                    storage = SecretTokens(place, storage_name(server.name, server.url), server.url)
                     rows.append(asdict(storage.status()))
         else:
-            for path in sorted((directory / TOKENS_DIR).glob("*.fernet")):
-                url = SecretTokens(directory, path.stem, "").stored_url()
+            for name in place.names():
+                url = SecretTokens(place, name, "").stored_url()
                 if url is not None:
-                    rows.append(asdict(SecretTokens(directory, path.stem, url).status()))
+                    rows.append(asdict(SecretTokens(place, name, url).status()))
     except ToolreelError as exc:
         raise fail(str(exc)) from None
     if json_out:

@@ -2,9 +2,10 @@
 
 Instead of every upstream tool, the gateway lists `toolreel__search_tools` and `toolreel__call_tool`
 (beside the management and `reel__*` tools). Search ranks the upstream tools with BM25 (bm25s) over
-their names, descriptions and parameter names, and answers with the hits' full definitions. A call
-through `toolreel__call_tool` is unwrapped before anything else sees it (`unwrap`), so it is routed,
-confirmed, recorded and templatized exactly as the direct call of the same tool.
+their names, descriptions and parameters (names, descriptions, allowed values), one index per field,
+and answers with the hits' full definitions. A call through `toolreel__call_tool` is unwrapped before
+anything else sees it (`unwrap`), so it is routed, confirmed, recorded and templatized exactly as the
+direct call of the same tool.
 """
 
 from __future__ import annotations
@@ -138,16 +139,28 @@ def widened(terms: list[str]) -> list[str]:
     return list(dict.fromkeys(w for term in terms for w in (term, *table.get(term, ()))))
 
 
-def _document(tool: Mapping[str, Any]) -> str:
-    """What a tool is found by: its name (twice: the strongest evidence), description and parameter names."""
-    name = str(tool.get("name", ""))
+# What a tool is found by, field by field (each with its own length normalization, so that long parameter
+# texts do not dilute a name), and how much a match in each counts: the name and the description fully; the
+# parameters' names, descriptions and allowed values (what a tool acts on, often said only there) at half,
+# as they hold the most words that do not say what the tool does.
+FIELD_WEIGHTS: Mapping[str, float] = {"name": 1.0, "description": 1.0, "parameters": 0.5}
+
+
+def _fields(tool: Mapping[str, Any]) -> dict[str, str]:
     schema = tool.get("inputSchema") or {}
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    parts = [name, name, str(tool.get("title") or ""), str(tool.get("description") or "")]
+    parameters: list[str] = []
     if isinstance(properties, Mapping):
-        for key in properties:
-            parts.append(str(key))
-    return " ".join(parts)
+        for key, spec in properties.items():
+            parameters.append(str(key))
+            if isinstance(spec, Mapping):
+                parameters += [str(spec.get("title") or ""), str(spec.get("description") or "")]
+                parameters += [str(value) for value in spec.get("enum") or () if isinstance(value, str)]
+    return {
+        "name": f"{tool.get('name', '')} {tool.get('title') or ''}",
+        "description": str(tool.get("description") or ""),
+        "parameters": " ".join(parameters),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,27 +170,32 @@ class Hit:
 
 
 class ToolIndex:
-    """A BM25 index over one listing of tools, rebuilt by its owner when the listing changes."""
+    """BM25 over one listing of tools, one index per field (`FIELD_WEIGHTS`), a tool's score the weighted
+    sum of its fields' scores; rebuilt by its owner when the listing changes."""
 
     def __init__(self, tools: Sequence[Mapping[str, Any]]) -> None:
         import bm25s
 
         self.tools = list(tools)
-        self._retriever: Any = None
-        corpus = [words(_document(tool)) for tool in self.tools]
-        self._vocabulary = {w for doc in corpus for w in doc}
-        if self._vocabulary:
-            self._retriever = bm25s.BM25()
-            self._retriever.index(corpus, show_progress=False)
+        self._fields: list[tuple[float, Any]] = []
+        self._vocabulary: set[str] = set()
+        documents = [_fields(tool) for tool in self.tools]
+        for field, weight in FIELD_WEIGHTS.items():
+            corpus = [words(document[field]) for document in documents]
+            vocabulary = {w for doc in corpus for w in doc}
+            if vocabulary:
+                retriever = bm25s.BM25()
+                retriever.index(corpus, show_progress=False)
+                self._fields.append((weight, retriever))
+                self._vocabulary |= vocabulary
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
         terms = [w for w in widened(words(query)) if w in self._vocabulary]
-        if not terms or self._retriever is None:
+        if not terms or not self._fields:
             return []
-        k = min(limit, len(self.tools))
-        documents, scores = self._retriever.retrieve([terms], k=k, show_progress=False)
-        hits = [Hit(self.tools[int(i)], float(s)) for i, s in zip(documents[0], scores[0], strict=True)]
-        return [hit for hit in hits if hit.score > 0]
+        scores = sum(weight * retriever.get_scores(terms) for weight, retriever in self._fields)
+        ranked = sorted(range(len(self.tools)), key=lambda i: (-float(scores[i]), i))[:limit]
+        return [Hit(self.tools[i], float(scores[i])) for i in ranked if scores[i] > 0]
 
 
 def parse_limit(value: object) -> int:

@@ -277,7 +277,8 @@ class RunTools(Extension):
             ManagementTool(
                 "toolreel__resume_execution",
                 "Continue a paused (answer its approval with response yes/no, or with an object of the fields its "
-                "prompt's schema asks for) or interrupted execution.",
+                "prompt's schema asks for; one paused for a sign-in takes no response, once signed in) or "
+                "interrupted execution.",
                 {
                     "type": "object",
                     "properties": {"id": {"type": "string"}, "response": {"type": ["string", "object"]}},

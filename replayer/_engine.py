@@ -50,7 +50,7 @@ from toolreel.replayer._retry import (
     reset_for_retry,
 )
 from toolreel.replayer._run import Run, RunContext
-from toolreel.replayer._state import ChildRequest, Outcome, StopCause
+from toolreel.replayer._state import ChildRequest, Outcome, StopCause, signs_in
 
 __all__ = ["MAX_DEPTH", "Engine", "TemplateLoader", "child_execution_id", "definition_hash", "load_template"]
 
@@ -486,7 +486,10 @@ class Engine:
         with anyio.CancelScope(shield=True):
             execution = await self._thread(self._ledger.claim, execution_id)
             if execution.status.finished or (
-                execution.status == ExecutionStatus.PAUSED and response is None and self._approver is None
+                execution.status == ExecutionStatus.PAUSED
+                and response is None
+                and self._approver is None
+                and not signs_in(execution.prompt)  # a sign-in is not asked of anyone: its step is tried again
             ):
                 return await self._thread(self._ledger.release, execution)
             try:
@@ -648,6 +651,8 @@ class Engine:
                     partial(self.store.renew_claims, self.owner, lease_seconds=self.lease_seconds, now=time.time())
                 )
             ids = list(self._active)
+            if not ids:  # the last run ended while the claims were renewed
+                continue
             offset = offset % len(ids)
             batch = (ids[offset:] + ids[:offset])[:_POLL_BATCH]
             offset += _POLL_BATCH

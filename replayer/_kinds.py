@@ -33,7 +33,17 @@ from toolreel.replayer._policy import (
     should_retry,
 )
 from toolreel.replayer._script import script_step
-from toolreel.replayer._state import AWAITING, StepState, StopCause, awaiting_of, error_output, failed, succeeded
+from toolreel.replayer._state import (
+    AWAITING,
+    SIGN_IN_NEEDED,
+    StepState,
+    StopCause,
+    awaiting_of,
+    error_output,
+    failed,
+    sign_in_pause,
+    succeeded,
+)
 
 if TYPE_CHECKING:
     from toolreel.replayer._run import Run
@@ -115,6 +125,8 @@ async def _tool(run: Run, spec: StepSpec, record: StepRecord, args: JSON, key: s
             if stored_key is not None:
                 await _remember(run, spec, stored_key, result)
             return succeeded(record, step_output(result), result)
+        if error is not None and error.code == SIGN_IN_NEEDED:  # only a person can go on: wait, unsent
+            return sign_in_pause(record, error.server or "", str(error), getattr(error, "command", ""))
         ended = _failed_attempt(spec, record, result, error)
         if not should_retry(policy, attempt, attempt_failure_kind(error, is_error=error is None)):
             return ended

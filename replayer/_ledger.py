@@ -29,7 +29,7 @@ from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template, template_hash, template_to_dict
 from toolreel.replayer._owners import gone_here
 from toolreel.replayer._policy import parse_answer
-from toolreel.replayer._state import Outcome, child_key
+from toolreel.replayer._state import Outcome, child_key, signs_in
 
 __all__ = [
     "MAX_DEPTH",
@@ -187,7 +187,14 @@ class Ledger:
                 f"{f' ({execution.error})' if execution.error else ''}: there is nothing to resume",
                 execution_id=execution.id,
             )
-        if status == ExecutionStatus.PAUSED:
+        if status == ExecutionStatus.PAUSED and signs_in(execution.prompt):
+            if response is not None:
+                raise ExecutionError(
+                    f"execution {execution.id} waits for a sign-in, not an answer: run `{_command(execution.prompt)}`,"
+                    " then resume it without a response",
+                    execution_id=execution.id,
+                )
+        elif status == ExecutionStatus.PAUSED:
             if response is None and not can_ask:
                 raise ExecutionError(
                     f"execution {execution.id} is paused asking {execution.prompt!r}: "
@@ -237,6 +244,10 @@ def _check_response(prompt: JSON, response: str) -> None:
         parse_answer_text(form, response)
     else:
         parse_answer(response)
+
+
+def _command(prompt: JSON) -> str:
+    return str(prompt.get("command") if isinstance(prompt, dict) else "") or "toolreel auth login SERVER"
 
 
 def _expected(prompt: JSON) -> str:

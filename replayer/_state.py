@@ -22,6 +22,7 @@ __all__ = [
     "AWAITING",
     "ELAPSED",
     "RETRY",
+    "SIGN_IN_NEEDED",
     "ChildRequest",
     "Loaded",
     "Outcome",
@@ -35,6 +36,8 @@ __all__ = [
     "failed",
     "load_rows",
     "retry_of",
+    "sign_in_pause",
+    "signs_in",
     "succeeded",
 ]
 
@@ -42,6 +45,11 @@ AWAITING = "awaiting"
 """Key in a `running` row's `result` marking a step that waits for a person (approval) or a paused child."""
 ELAPSED = "elapsed"
 """Key in a waiting `template` row's `result`: seconds of the step's timeout its attempt used before the pause."""
+
+SIGN_IN_NEEDED = "sign_in_needed"
+"""The `reason` of a pause no answer resolves, the code of the upstream error behind it (`upstreams.auth.SignInNeeded`,
+matched by code: the replayer does not import the upstream layer): a person must sign in again (a refused
+refresh); the step's attempt waits, unsent, and `resume` (no response) calls it once the sign-in is there."""
 
 RETRY = "retry"
 """Key in the `result` of a `pending` row a retry wrote: the execution attempt that runs the step again."""
@@ -144,6 +152,17 @@ def error_output(record: StepRecord) -> JSON:
     `tool_error` when the tool answered with an error result, `step_failed` for any other cause."""
     code = TOOL_ERROR if record.is_error else STEP_FAILED
     return {"error": {"code": code, "message": record.error or str(record.status)}}
+
+
+def sign_in_pause(record: StepRecord, server: str, message: str, command: str) -> StepRecord:
+    """`record` (a tool call's attempt) waiting for a sign-in: the prompt names the reason, server and command."""
+    prompt = {"reason": SIGN_IN_NEEDED, "server": server, "message": message, "command": command}
+    return record.replace(result={AWAITING: "sign_in", "prompt": prompt})
+
+
+def signs_in(prompt: JSON) -> bool:
+    """A pause's prompt asks for a sign-in, not an answer."""
+    return isinstance(prompt, Mapping) and prompt.get("reason") == SIGN_IN_NEEDED
 
 
 def awaiting_of(record: StepRecord) -> Mapping[str, Any] | None:
@@ -265,8 +284,8 @@ def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], cle
             loaded.opening.append(_interrupted(record))
         _load_attempt(steps, record)
     # A response answers the oldest waiting approval (or paused child); a for_each row only
-    # aggregates its waiting items, so the answer goes to an item.
-    answerable = [r for r in waiting if (awaiting_of(r) or {}).get(AWAITING) != "items"]
+    # aggregates its waiting items, so the answer goes to an item; a sign-in takes no answer.
+    answerable = [r for r in waiting if (awaiting_of(r) or {}).get(AWAITING) not in ("items", "sign_in")]
     if answerable:
         loaded.answer_for = min(answerable, key=lambda r: r.seq).name
     for state in steps.values():

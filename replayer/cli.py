@@ -47,8 +47,9 @@ from toolreel.replayer._engine import Engine, load_template
 from toolreel.replayer._inputs import parse_cli_value, parse_secret_option, read_secret, refuse_given_secrets
 from toolreel.replayer._ledger import ClaimedElsewhere
 from toolreel.replayer._retry import check_retryable
-from toolreel.replayer._state import awaiting_of
+from toolreel.replayer._state import awaiting_of, signs_in
 from toolreel.replayer._worker import Worker
+from toolreel.upstreams.auth import follow_store
 from toolreel.upstreams.config import GatewayConfig, ServerConfig, load_config
 from toolreel.upstreams.hub import Hub, open_upstreams
 from toolreel.upstreams.remembered import remembered_config
@@ -344,16 +345,21 @@ async def _engine(
         ) as engine,
     ):
         if template is not None:
+            await hub.wait_settled(60.0)  # a loaded machine starts a server past the hub's first-answer budget
             _check_started(hub, template)
         yield engine
 
 
+def _called(template: Template) -> set[str]:
+    return {server_part(spec.tool) for spec in template.steps if spec.tool}
+
+
 def _check_started(hub: Hub, template: Template) -> None:
     """A server the template calls that failed to start: one error naming it, the template and the cause."""
-    called = {server_part(spec.tool) for spec in template.steps if spec.tool}
-    for name in sorted(called):
+    for name in sorted(_called(template)):
         upstream = hub.upstreams.get(name)
-        if upstream is not None and upstream.state is UpstreamState.FAILED:
+        # A server that needs a sign-in does not stop the run: its steps pause for it (`sign_in_needed`).
+        if upstream is not None and upstream.state is UpstreamState.FAILED and upstream.sign_in is None:
             cause = upstream.last_error or upstream.stderr_tail()[-300:] or "no cause given"
             raise _Usage(
                 f"template {template.name!r}: server {name!r} ({upstream.config.describe()}) could not be "
@@ -573,6 +579,7 @@ def _servers_called(store: Store, template: Template) -> set[str] | None:
 
 def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:
     tracing.configure()  # OTEL_* only; without the SDK nothing changes
+    follow_store(db)  # the upstreams' sign-ins live with this store
     try:
         store = open_store(db)
     except ToolreelError as exc:
@@ -618,7 +625,11 @@ def _human(execution: Execution) -> None:
         typer.echo(json.dumps(execution.output, ensure_ascii=False, indent=2))
     elif execution.status == ExecutionStatus.PAUSED:
         prompt = execution.prompt
-        if isinstance(prompt, dict):
+        if signs_in(prompt):
+            assert isinstance(prompt, dict)
+            typer.echo(f"{line}: {prompt.get('message')}", err=True)
+            typer.echo(f"then go on with: toolreel executions resume {execution.id}", err=True)
+        elif isinstance(prompt, dict):
             typer.echo(f"{line}: {prompt.get('message')}", err=True)
             example = json.dumps(_example_answer(prompt.get("schema")))
             typer.echo(f"answer with: toolreel executions resume {execution.id} --response '{example}'", err=True)

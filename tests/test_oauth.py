@@ -244,21 +244,114 @@ async def test_a_replay_refreshes_an_expired_sign_in_by_itself(tmp_path: Path, g
     assert set(_kept_tokens(tmp_path)).isdisjoint(before)  # refreshed: both tokens rotated
 
 
+async def _save_two_server_template(gw: Any) -> None:
+    """`visit`: a call to the unguarded server (a counter: how often it ran), then one to the guarded one."""
+
+    async def ready() -> bool:
+        return {u["state"] for u in (await status(gw))["upstreams"]} == {"ready"}
+
+    await wait_until(ready, 120, "both servers ready")
+    for name, arguments in (("feat__counter", {"key": "visits"}), ("notes__echo", {"text": "hello"})):
+        done = await call(gw, name, arguments)
+        assert not done.is_error, text_of(done)
+    saved = await call(gw, "toolreel__save_template", {"name": "visit", "description": "Count, then echo."})
+    assert not saved.is_error, text_of(saved)
+
+
+def _paused_for_sign_in(summary: Mapping[str, Any], command: str) -> bool:
+    prompt = summary.get("prompt") or {}
+    return (
+        summary["status"] == "paused"
+        and prompt.get("reason") == "sign_in_needed"
+        and prompt.get("server") == "notes"
+        and prompt.get("command") == command
+        and "sign-in needed for server 'notes'" in prompt.get("message", "")
+    )
+
+
+async def _show(execution_id: str, env: Mapping[str, str]) -> dict[str, Any]:
+    shown = await _toolreel(["executions", "show", execution_id, "--json"], env)
+    assert shown.returncode == 0, shown.stderr.decode()
+    found: dict[str, Any] = json.loads(shown.stdout)
+    return found
+
+
 REVOKED = Path(tempfile.gettempdir()) / f"toolreel-test-revoked-{os.getpid()}"
 
 
-@pytest.mark.parametrize("guarded", [{"FIXTURE_TOKEN_TTL": "2", "FIXTURE_REVOKE_FILE": str(REVOKED)}], indirect=True)
-async def test_a_replay_whose_refresh_is_refused_names_the_sign_in_command(tmp_path: Path, guarded: str) -> None:
-    config, env = _config(tmp_path, guarded), _env(tmp_path)
-    with anyio.fail_after(300):
+@pytest.mark.parametrize("guarded", [{"FIXTURE_REVOKE_FILE": str(REVOKED)}], indirect=True)
+async def test_a_revoked_sign_in_pauses_runs_and_resume_finishes_them_after_a_new_login(
+    tmp_path: Path, guarded: str
+) -> None:
+    """`toolreel run`, a `reel__*` call and `toolreel worker` meet a revoked grant: each run pauses on the
+    guarded step with the reason `sign_in_needed`; after `auth login`, `executions resume` (or the resume
+    tool) finishes each, and the step that had run before the pause is not run again."""
+    revoke, counts = REVOKED, tmp_path / "counts.json"
+    feat = fixture_entry("features", env={"FIXTURE_COUNTER_FILE": str(counts)})
+    config, env = _config(tmp_path, guarded, feat=feat), _env(tmp_path)
+    command = f"toolreel auth login notes --config {config}"
+    with anyio.fail_after(360):
         await _login(config, env)
-        await _save_greeting(config, env)
-        REVOKED.touch()  # the grant is revoked: every refresh from now on is refused
-        try:
-            await anyio.sleep(2.5)
-            ran = await _toolreel(["run", "greet", "-i", "text=bye", "--config", str(config), "--json"], env)
-        finally:
-            REVOKED.unlink(missing_ok=True)
-    assert ran.returncode != 0
-    said = ran.stdout.decode() + ran.stderr.decode()
-    assert "sign-in needed for server 'notes'" in said and f"toolreel auth login notes --config {config}" in said
+        async with stdio_gateway(["--config", str(config)], env) as gw:
+            await _save_two_server_template(gw)
+            revoke.touch()  # the person revokes toolreel's access at the server: tokens and refreshes refused
+            try:
+                ran, reeled, queued_id = await _three_paused_runs(gw, config, env, tmp_path)
+                queued_summary = await _show(queued_id, env)
+                refused = await _toolreel(["executions", "resume", queued_id, "--response", "yes"], env)
+            finally:
+                revoke.unlink(missing_ok=True)
+            await _login(config, env)  # a new grant
+            reel_summary = json.loads(text_of(reeled))
+            assert "execution_id" in reel_summary, reel_summary
+            reel_id = reel_summary["execution_id"]
+
+            async def notes_back() -> bool:
+                return {u["state"] for u in (await status(gw))["upstreams"]} == {"ready"}
+
+            await wait_until(notes_back, 120, "the gateway's guarded server back after the sign-in")
+            resumed_reel = await call(gw, "toolreel__resume_execution", {"id": reel_id})
+        assert ran.returncode == 3, ran.stderr.decode()  # paused
+        ran_summary = json.loads(ran.stdout)
+        resumed = [
+            await _toolreel(["executions", "resume", run_id, "--config", str(config), "--json"], env)
+            for run_id in (ran_summary["execution_id"], queued_id)
+        ]
+    assert _paused_for_sign_in(ran_summary, command), ran_summary
+    assert b"OAuth flow error" not in ran.stderr  # said once, by toolreel, not as the SDK's traceback
+    assert not reeled.is_error and _paused_for_sign_in(reel_summary, command), reel_summary
+    assert _paused_for_sign_in(queued_summary, command), (queued_summary, (tmp_path / "worker.err").read_text())
+    assert not resumed_reel.is_error, text_of(resumed_reel)
+    for done in resumed:
+        assert done.returncode == 0, done.stdout.decode()[-2000:] + done.stderr.decode()[-2000:]
+    finished = [json.loads(text_of(resumed_reel)), *(json.loads(done.stdout) for done in resumed)]
+    assert [(f["status"], f["output"]) for f in finished] == [("succeeded", {"result": "bye"})] * 3
+    assert refused.returncode != 0 and b"waits for a sign-in, not an answer" in refused.stderr
+    # The recording's call and one per run: a step that ran before its run paused did not run again.
+    assert json.loads(counts.read_text()) == {"visits": 4}
+
+
+async def _three_paused_runs(
+    gw: Any, config: Path, env: Mapping[str, str], tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[bytes], Any, str]:
+    """`visit` run by `toolreel run`, by a `reel__visit` call, and queued for a `toolreel worker`."""
+    ran = await _toolreel(["run", "visit", "-i", "text=bye", "--config", str(config), "--json"], env)
+    reeled = await call(gw, "reel__visit", {"text": "bye"})
+    queued = await _toolreel(["run", "visit", "-i", "text=bye", "--detach", "--json"], env)
+    assert queued.returncode == 0, queued.stderr.decode()
+    queued_id: str = json.loads(queued.stdout)["execution_id"]
+    with (tmp_path / "worker.err").open("wb") as err:
+        worker = await anyio.open_process(
+            [str(TOOLREEL), "worker", "--config", str(config), "--poll", "0.1"], env=env, stderr=err
+        )
+    try:
+        await wait_until(lambda: _worker_stopped(queued_id, env), 120, "the worker's run to stop")
+    finally:
+        worker.terminate()
+        await worker.wait()
+    return ran, reeled, queued_id
+
+
+async def _worker_stopped(execution_id: str, env: Mapping[str, str]) -> bool:
+    shown = await _toolreel(["executions", "show", execution_id, "--json"], env)
+    return shown.returncode == 0 and json.loads(shown.stdout)["status"] not in ("pending", "running")

@@ -88,6 +88,36 @@ def test_search_ranks_by_name_description_and_parameter_names() -> None:
     assert index.search("what is in this folder")[0].tool["name"] == "fs__list_directory"  # folder ~ directory
 
 
+def test_parameter_descriptions_and_values_find_a_tool_without_drowning_names() -> None:
+    order = {
+        "name": "ids__get_order",
+        "description": "Returns one order by id.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"order_id": {"type": "string", "description": "The id chosen when it was placed"}},
+        },
+    }
+    listing = {
+        "name": "fs__list_directory_with_sizes",
+        "description": "Get a listing of files and directories, including sizes.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "sortBy": {
+                    "type": "string",
+                    "enum": ["ascending", "descending"],
+                    # a long parameter text saying "file" many times must not outrank the file reader
+                    "description": "Sort the file entries, file by file, for files and more files: a file order",
+                },
+            },
+        },
+    }
+    index = ToolIndex([*CATALOG, order, listing])
+    assert index.search("the one I placed")[0].tool["name"] == "ids__get_order"  # said only by a parameter
+    assert index.search("descending")[0].tool["name"] == "fs__list_directory_with_sizes"  # an allowed value
+    assert index.search("read a file")[0].tool["name"] == "fs__read_text_file"
+
+
 def test_search_answers_nothing_for_words_no_tool_has() -> None:
     assert ToolIndex(CATALOG).search("quantum teleportation") == []
     assert ToolIndex([]).search("read") == []

@@ -31,18 +31,21 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from toolreel.core.errors import UpstreamError
+from toolreel.core.errors import ToolreelError, UpstreamError
 from toolreel.upstreams.config import OAuthSettings, ServerConfig
 
 __all__ = [
     "OAuthSettings",
     "SecretTokens",
     "SignInNeeded",
+    "SignInPlace",
     "SignInStatus",
     "auth_dir",
+    "follow_store",
     "interactive_auth",
     "sign_in_command",
     "sign_in_error",
+    "sign_in_place",
     "signed_in",
     "storage_name",
     "unattended_auth",
@@ -52,6 +55,8 @@ logger = logging.getLogger("toolreel.auth")
 
 KEYRING_SERVICE = "toolreel"
 KEY_FILE = "toolreel-auth.key"
+AUTH_KEY_ENV = "TOOLREEL_AUTH_KEY"
+KEPT_PREFIX = "sign_in/"  # a sign-in's row in a PostgreSQL store
 TOKENS_DIR = "toolreel-auth"
 CALLBACK_PATH = "/callback"
 LOGIN_TIMEOUT = 300.0  # seconds a sign-in waits for the browser to come back
@@ -96,7 +101,7 @@ def storage_name(server: str | None, url: str) -> str:
 def auth_dir(db: str | None) -> Path:
     """Beside the store (`--db`, else TOOLREEL_DB, else the default file): the SQLite file's folder, else
     (PostgreSQL, memory) the user data directory, where the default store lives. No SQLAlchemy is loaded."""
-    url = db or os.environ.get("TOOLREEL_DB") or ""
+    url = _store_url(db)
     path = url.removeprefix("sqlite:///").split("?")[0] if url.startswith("sqlite:///") else ""
     if path and path != ":memory:":
         return Path(path).parent
@@ -105,7 +110,93 @@ def auth_dir(db: str | None) -> Path:
     return Path(platformdirs.user_data_dir("toolreel"))
 
 
+_followed: list[str | None] = [None]  # the `--db` of this process's command (`follow_store`)
+
+
+def follow_store(db: str | None) -> None:
+    """The store a command was given (`--db`): its gateway's, run's or worker's upstreams sign in there."""
+    _followed[0] = db
+
+
+def _store_url(db: str | None) -> str:
+    return db or _followed[0] or os.environ.get("TOOLREEL_DB") or ""
+
+
 # --- encrypted storage -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SignInPlace:
+    """Where one store's sign-ins live, each an encrypted record: files beside a SQLite store (`directory`),
+    or rows of a PostgreSQL store (`db`), which every gateway and worker on that database reads. `identity`
+    names the key in the keyring; `key_file` holds it where there is no keyring nor `TOOLREEL_AUTH_KEY`."""
+
+    identity: str
+    key_file: Path
+    directory: Path | None = None
+    db: str | None = None
+
+    def read(self, name: str) -> bytes | None:
+        if self.db is not None:
+            value = _kept_store(self.db).get_kept(KEPT_PREFIX + name)
+            return value.encode() if value is not None else None
+        path = self._path(name)
+        return path.read_bytes() if path.exists() else None
+
+    def write(self, name: str, data: bytes) -> None:
+        if self.db is not None:
+            _kept_store(self.db).put_kept(KEPT_PREFIX + name, data.decode())
+            return
+        path = self._path(name)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = path.with_suffix(".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+
+    def delete(self, name: str) -> bool:
+        if self.db is not None:
+            return bool(_kept_store(self.db).drop_kept(KEPT_PREFIX + name))
+        path = self._path(name)
+        existed = path.exists()
+        path.unlink(missing_ok=True)
+        return existed
+
+    def names(self) -> list[str]:
+        if self.db is not None:
+            return [key.removeprefix(KEPT_PREFIX) for key in _kept_store(self.db).kept_keys(KEPT_PREFIX)]
+        assert self.directory is not None
+        return sorted(path.stem for path in (self.directory / TOKENS_DIR).glob("*.fernet"))
+
+    def _path(self, name: str) -> Path:
+        assert self.directory is not None
+        return self.directory / TOKENS_DIR / f"{name}.fernet"
+
+
+def sign_in_place(db: str | None) -> SignInPlace:
+    """Sign-ins follow the store: rows of a PostgreSQL store, else files beside the SQLite store."""
+    url = _store_url(db)
+    if url.startswith(("postgresql", "postgres:")):
+        from toolreel.core.store import display_url
+
+        identity = f"db:{display_url(url)}"  # never the password
+        digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+        return SignInPlace(identity, auth_dir(None) / f"toolreel-auth-{digest}.key", db=url)
+    directory = auth_dir(db)
+    return SignInPlace(f"tokens:{directory.resolve()}", directory / KEY_FILE, directory=directory)
+
+
+_stores: dict[str, Any] = {}
+
+
+def _kept_store(url: str) -> Any:
+    """One store per database for this process's sign-ins (opened at the first use)."""
+    if url not in _stores:
+        from toolreel.core.store import open_store
+
+        _stores[url] = open_store(url)
+    return _stores[url]
 
 
 def _keyring() -> Any | None:
@@ -121,20 +212,29 @@ def _keyring() -> Any | None:
     return backend
 
 
-def _fernet(directory: Path) -> Any:
-    """The key that encrypts every sign-in of this store: in the keyring, else a 0600 file beside the store."""
+def _fernet(place: SignInPlace) -> Any:
+    """The key that encrypts every sign-in of a store: TOOLREEL_AUTH_KEY (one key several hosts share), else
+    the OS keyring, else a 0600 key file (beside a SQLite store; in the user data directory for PostgreSQL)."""
     from cryptography.fernet import Fernet
 
+    given = os.environ.get(AUTH_KEY_ENV)
+    if given:
+        try:
+            return Fernet(given.encode())
+        except ValueError:
+            raise ToolreelError(
+                f"{AUTH_KEY_ENV} is not a key: it must be 32 url-safe base64-encoded bytes, as "
+                "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'` prints"
+            ) from None
     backend = _keyring()
-    account = f"tokens:{directory.resolve()}"
     if backend is not None:
-        key = backend.get_password(KEYRING_SERVICE, account)
+        key = backend.get_password(KEYRING_SERVICE, place.identity)
         if key is None:
             key = Fernet.generate_key().decode()
-            backend.set_password(KEYRING_SERVICE, account, key)
+            backend.set_password(KEYRING_SERVICE, place.identity, key)
         return Fernet(key.encode())
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = directory / KEY_FILE
+    path = place.key_file
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -148,18 +248,18 @@ def _fernet(directory: Path) -> Any:
 class SecretTokens:
     """The SDK's `TokenStorage` for one server: one encrypted record (tokens, registration, expiry)."""
 
-    def __init__(self, directory: Path, name: str, url: str, preset_client: Any | None = None) -> None:
-        self.directory, self.name, self.url = directory, name, url
-        self.path = directory / TOKENS_DIR / f"{name}.fernet"
+    def __init__(self, place: SignInPlace, name: str, url: str, preset_client: Any | None = None) -> None:
+        self.place, self.name, self.url = place, name, url
         self._preset_client = preset_client  # a pre-registered client: never stored, read from the config
 
     def _decrypted(self) -> dict[str, Any]:
-        if not self.path.exists():
+        data = self.place.read(self.name)
+        if data is None:
             return {}
         from cryptography.fernet import InvalidToken
 
         try:
-            record: dict[str, Any] = json.loads(_fernet(self.directory).decrypt(self.path.read_bytes()))
+            record: dict[str, Any] = json.loads(_fernet(self.place).decrypt(data))
         except (InvalidToken, ValueError):
             logger.warning("the sign-in kept for %s cannot be read (another key?); sign in again", self.name)
             return {}
@@ -175,13 +275,7 @@ class SecretTokens:
         return str(url) if url else None
 
     def _write(self, record: dict[str, Any]) -> None:
-        (self.directory / TOKENS_DIR).mkdir(parents=True, exist_ok=True, mode=0o700)
-        data = _fernet(self.directory).encrypt(json.dumps({**record, "url": self.url}).encode())
-        temporary = self.path.with_suffix(".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(temporary, self.path)
+        self.place.write(self.name, _fernet(self.place).encrypt(json.dumps({**record, "url": self.url}).encode()))
 
     def record(self) -> dict[str, Any]:
         return self._read()
@@ -200,9 +294,7 @@ class SecretTokens:
         return float(expires_at) - min(REFRESH_MARGIN_SECONDS, float(lifetime or 0) / 4)
 
     def forget(self) -> bool:
-        existed = self.path.exists()
-        self.path.unlink(missing_ok=True)
-        return existed
+        return self.place.delete(self.name)
 
     # TokenStorage -----------------------------------------------------------------------------------------
     async def get_tokens(self) -> Any:
@@ -441,15 +533,45 @@ async def _follow(authorization_url: str) -> None:
         raise OAuthFlowError(f"the authorization page answered HTTP {response.status_code}; sign in with a browser")
 
 
-def unattended_auth(url: str, storage: SecretTokens, settings: OAuthSettings, server: str, command: str) -> Any:
+class _ExpectedSignIn(logging.Filter):
+    """The SDK logs every failed flow with its traceback; a sign-in only a person can give is reported by
+    toolreel itself, with the command to run (the upstream's status, the tool error, the paused run)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        raised = record.exc_info[1] if record.exc_info else None
+        return raised is None or sign_in_error(raised) is None
+
+
+_SDK_FLOW_LOG = logging.getLogger("mcp.client.auth.oauth2")
+_QUIET = _ExpectedSignIn()
+
+
+def unattended_auth(
+    url: str,
+    storage: SecretTokens,
+    settings: OAuthSettings,
+    server: str,
+    command: str,
+    on_needed: Callable[[SignInNeeded], None] | None = None,
+) -> Any:
     """An `httpx2.Auth` that uses and refreshes the stored sign-in, and raises `SignInNeeded` when a person
-    must sign in again (no sign-in yet, a refused refresh, a new scope)."""
+    must sign in again (no sign-in yet, a refused refresh, a new scope). `on_needed` hears it first: raised
+    inside a request, it ends the transport, and the request itself only sees its connection close."""
+
+    if _QUIET not in _SDK_FLOW_LOG.filters:
+        _SDK_FLOW_LOG.addFilter(_QUIET)
+
+    def needed() -> SignInNeeded:
+        exc = SignInNeeded(server, command)
+        if on_needed is not None:
+            on_needed(exc)
+        return exc
 
     async def refuse(_url: str) -> None:
-        raise SignInNeeded(server, command)
+        raise needed()
 
     async def never() -> Any:
-        raise SignInNeeded(server, command)
+        raise needed()
 
     redirect_uri = f"http://127.0.0.1:{_redirect_port(storage) or 1}{CALLBACK_PATH}"
     return _provider(url, storage, settings, redirect_uri, refuse, never)
@@ -468,11 +590,11 @@ def sign_in_error(exc: BaseException) -> SignInNeeded | None:
     return sign_in_error(cause) if cause is not None else None
 
 
-def signed_in(server: ServerConfig) -> Any | None:
+def signed_in(server: ServerConfig, on_needed: Callable[[SignInNeeded], None] | None = None) -> Any | None:
     """The unattended auth of an HTTP upstream of a gateway or a run: its kept sign-in, refreshed as
     needed; None when its config sends an Authorization header of its own."""
     if server.url is None or any(key.lower() == "authorization" for key in server.headers):
         return None
-    storage = SecretTokens(auth_dir(None), storage_name(server.name, server.url), server.url)
+    storage = SecretTokens(sign_in_place(None), storage_name(server.name, server.url), server.url)
     command = sign_in_command(server.name, server.source)
-    return unattended_auth(server.url, storage, server.oauth or OAuthSettings(), server.name, command)
+    return unattended_auth(server.url, storage, server.oauth or OAuthSettings(), server.name, command, on_needed)

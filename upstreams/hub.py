@@ -156,7 +156,8 @@ class Hub:
             self._scopes[upstream.name] = scope
             try:
                 await tg.start(upstream.serve)
-                if all(u.state is not UpstreamState.STARTING for u in self.upstreams.values()):
+                # One that waits for a sign-in retries with backoff (STARTING again) but cannot come up alone.
+                if all(u.state is not UpstreamState.STARTING or u.sign_in for u in self.upstreams.values()):
                     self.started.set()
             finally:
                 if self._scopes.get(upstream.name) is scope:
@@ -241,7 +242,8 @@ class Hub:
         """Return once no upstream is starting (each is ready or failed), or after `timeout` seconds: unlike
         `wait_started`, past READY_BUDGET too (for a process with no client waiting on a first answer)."""
         with anyio.move_on_after(timeout):
-            while any(u.state is UpstreamState.STARTING for u in self.upstreams.values()):
+            # One waiting for a sign-in goes on retrying (STARTING again), but cannot come up by itself.
+            while any(u.state is UpstreamState.STARTING and u.sign_in is None for u in self.upstreams.values()):
                 await self._state_changed.wait()
 
     async def wait_started(self, timeout: float) -> None:
@@ -410,11 +412,18 @@ class Hub:
 
     def server_of(self, name: str) -> str | None:
         route = self.canonical_route(name)
-        return route.upstream.name if route else None
+        if route is not None:
+            return route.upstream.name
+        waiting = self.upstreams.get(_server_hint(name))
+        # Its tools come back with a person's sign-in: a run may start, and its calls wait for that.
+        return waiting.name if waiting is not None and waiting.sign_in is not None else None
 
     async def call_tool(self, call: ToolCall) -> dict[str, Any]:
         route = self.canonical_route(call.name)
         if route is None:
+            server = self.upstreams.get(_server_hint(call.name))
+            if server is not None and server.sign_in is not None:  # its tools are gone until a person signs in
+                raise server.unavailable()
             raise UpstreamError(self.unknown_tool_message(call.name), server=_server_hint(call.name), transient=True)
         params: dict[str, Any] = {"name": route.name, "arguments": dict(call.arguments)}
         if tracing.ENABLED:  # the replay step's span goes on in the upstream

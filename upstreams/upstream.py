@@ -45,7 +45,7 @@ from toolreel import __version__
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError, UpstreamTimeout
 from toolreel.upstreams import prespawn
-from toolreel.upstreams.auth import sign_in_error, signed_in
+from toolreel.upstreams.auth import SignInNeeded, sign_in_error, signed_in
 from toolreel.upstreams.config import ServerConfig
 from toolreel.upstreams.stdio_upstream import ConnectionLost, FastLane, open_stdio_upstream
 
@@ -152,6 +152,7 @@ class Upstream:
         self.name = config.name
         self.state = UpstreamState.DISABLED if config.disabled else UpstreamState.STARTING
         self.last_error: str | None = None
+        self.sign_in: SignInNeeded | None = None  # why it failed, when only a person's sign-in helps
         self.restarts = 0
         self.listing = Listing()
         self.capabilities: types.ServerCapabilities | None = None
@@ -238,7 +239,7 @@ class Upstream:
         `ask` (the calling client, pushed) and retried, or returned as is when `ask` is None,
         for a stateless-era client to answer itself. `starting`: allowed before READY (listings)."""
         if self.state is not UpstreamState.READY and not starting:
-            raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
+            raise self.unavailable()
         limit = self.config.timeout if timeout is None else timeout
         if self._envelope is None:
             return await self._once(method, params, limit, on_progress, tool, None)
@@ -270,7 +271,7 @@ class Upstream:
     ) -> dict[str, Any]:
         dispatcher, lane = self._dispatcher, self._lane
         if dispatcher is None:
-            raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
+            raise self.unavailable()
         try:
             if lane is not None and on_progress is None:
                 return await lane.request(method, params, limit)
@@ -305,6 +306,8 @@ class Upstream:
     def _convert(self, exc: MCPError, method: str, tool: str | None, limit: float) -> Exception:
         if exc.code == types.REQUEST_TIMEOUT:
             return UpstreamTimeout(server=self.name, tool=tool or method, seconds=limit)
+        if self.sign_in is not None and exc.code == types.CONNECTION_CLOSED:
+            return self.unavailable()  # its sign-in was refused mid-call: the request never reached the tool
         if self._connection_lost(exc):
             return UpstreamError(
                 f"server {self.name!r} closed the connection during {method}"
@@ -318,6 +321,15 @@ class Upstream:
     async def notify(self, method: str, params: Mapping[str, Any] | None) -> None:
         if self._dispatcher is not None and self.state is UpstreamState.READY:
             await self._dispatcher.notify(method, params, {"headers": dict(self._headers)} if self._headers else None)
+
+    def unavailable(self) -> UpstreamError:
+        """The error of a call it cannot take now: `SignInNeeded` when only a person's sign-in helps."""
+        if self.sign_in is not None:
+            return SignInNeeded(self.name, self.sign_in.command)
+        return UpstreamError(self._unavailable_message(), server=self.name, transient=True)
+
+    def _needs_sign_in(self, exc: SignInNeeded) -> None:
+        self.sign_in = exc
 
     def _unavailable_message(self) -> str:
         cause = f": {self.last_error}" if self.last_error else ""
@@ -424,7 +436,7 @@ class Upstream:
             await self.request("resources/subscribe", {"uri": uri})
             return
         if self._tg is None or self._session is None:
-            raise UpstreamError(self._unavailable_message(), server=self.name, transient=True)
+            raise self.unavailable()
         if uri not in self._resource_streams:
             self._resource_streams[uri] = scope = anyio.CancelScope()
             await self._tg.start(self._listen_resource, self._session, uri, scope)
@@ -497,7 +509,9 @@ class Upstream:
             opened = sse_client(cfg.url, headers=dict(cfg.headers), timeout=10.0, sse_read_timeout=24 * 3600)
         else:
             client = httpx2.AsyncClient(
-                headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=None), auth=signed_in(cfg)
+                headers=dict(cfg.headers),
+                timeout=httpx2.Timeout(30.0, read=None),
+                auth=signed_in(cfg, self._needs_sign_in),
             )
             opened = _http_transport(cfg.url, client)
         return _watch(opened, lost)
@@ -532,6 +546,8 @@ class Upstream:
     def _set_state(self, state: UpstreamState, error: str | None) -> None:
         self.state = state
         self.last_error = error
+        if state is UpstreamState.READY:
+            self.sign_in = None
         if state is UpstreamState.FAILED:
             self.listing = Listing()
         self._bridge.upstream_changed(self)
@@ -539,6 +555,7 @@ class Upstream:
     def _describe_failure(self, exc: BaseException) -> str:
         needed = sign_in_error(exc)
         if needed is not None:
+            self.sign_in = needed
             return str(needed)
         text = _describe(exc)
         tail = self.stderr_tail()

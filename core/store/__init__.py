@@ -6,7 +6,7 @@ directory) or PostgreSQL (`postgresql+psycopg://...`); `Store` is the interface 
 
 from toolreel.core.store._api import Store
 from toolreel.core.store._migrate import SCHEMA_VERSION
-from toolreel.core.store._paths import default_db_url
+from toolreel.core.store._paths import default_db_url, display_url
 from toolreel.core.store._prune import PRUNABLE, PruneReport, check_statuses
 from toolreel.core.store._riding import riding_out
 from toolreel.core.store._sql import SQLStore, open_store
@@ -19,6 +19,7 @@ __all__ = [
     "Store",
     "check_statuses",
     "default_db_url",
+    "display_url",
     "open_store",
     "riding_out",
 ]

@@ -54,12 +54,12 @@ from toolreel.core.store._rows import (
     step_to_row,
     template_from_row,
 )
-from toolreel.core.store._tables import EXECUTIONS, IDEMPOTENCY, STEPS, TEMPLATES
+from toolreel.core.store._tables import EXECUTIONS, IDEMPOTENCY, META, STEPS, TEMPLATES
 from toolreel.core.store_hooks import run_open_hooks
 
 __all__ = ["SQLStore", "open_store"]
 
-E, S, T, K = EXECUTIONS.c, STEPS.c, TEMPLATES.c, IDEMPOTENCY.c
+E, S, T, K, M = EXECUTIONS.c, STEPS.c, TEMPLATES.c, IDEMPOTENCY.c, META.c
 # `fence` changes only by claiming, `id` never: update_execution refuses both.
 _SETTABLE = EXECUTION_FIELDS - {"id", "fence"}
 _SAVE_ATTEMPTS = 20
@@ -117,6 +117,7 @@ class SQLStore:
         # SQLAlchemy keeps an INSERT's rowcount only when asked: 0 rows written is how a stale fence shows.
         self._upsert_step_fenced = _upsert(fenced, step_key).execution_options(preserve_rowcount=True)
         self._upsert_idempotent = _upsert(insert(IDEMPOTENCY), [K.key])
+        self._upsert_meta = _upsert(insert(META), [M.key])
         # SQLite's step batches skip SQLAlchemy altogether: statements compiled once, rows handed to the
         # driver's executemany.
         dialect = self._db.engine.dialect
@@ -364,6 +365,26 @@ class SQLStore:
         row = {"key": key, "result": text, "expires_at": expires_at}
         with self._db.write("storing an idempotency result") as conn:
             conn.execute(self._upsert_idempotent, row)
+
+    # opaque values kept with the database (sign-ins: already encrypted by their owner) -----------------
+
+    def get_kept(self, key: str) -> str | None:
+        with self._db.read(f"reading {key!r}") as conn:
+            value: str | None = conn.execute(select(M.value).where(M.key == key)).scalar()
+        return value
+
+    def put_kept(self, key: str, value: str) -> None:
+        with self._db.write(f"storing {key!r}") as conn:
+            conn.execute(self._upsert_meta, {"key": key, "value": value})
+
+    def drop_kept(self, key: str) -> bool:
+        with self._db.write(f"removing {key!r}") as conn:
+            return bool(conn.execute(META.delete().where(M.key == key)).rowcount)
+
+    def kept_keys(self, prefix: str) -> list[str]:
+        with self._db.read(f"listing {prefix!r}") as conn:
+            rows = conn.execute(select(M.key).where(M.key.startswith(prefix, autoescape=True)).order_by(M.key))
+            return [str(key) for key in rows.scalars()]
 
     # retention --------------------------------------------------------------------------
 

@@ -117,7 +117,8 @@ class IdempotencyRow(_Row, table=True):
 
 
 class MetaRow(_Row, table=True):
-    """Key/value facts about the database itself; `schema_version` is the only key so far."""
+    """Key/value facts about the database itself (`schema_version`), and values kept with it that their
+    owner encrypted before (`sign_in/<server>`: see `upstreams.auth`)."""
 
     __tablename__ = "meta"
 

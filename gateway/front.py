@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from toolreel import __version__
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
+from toolreel.gateway import tasks
 from toolreel.gateway._trim import give_back
 from toolreel.gateway.confirm import Confirmation, question
 from toolreel.gateway.era import takes_handshake_connection
@@ -146,6 +147,7 @@ class Front(ClientRouter):
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
         install_skills(server, self.hook.skills)
+        tasks.install(server, self.hub)
         server.middleware = [self._middleware]  # no tracing middleware on the hot path
         return server
 
@@ -225,6 +227,9 @@ class Front(ClientRouter):
             self.hub.set_client_capabilities(caps)
             await self.hub.wait_started(START_TIMEOUT)
             self.server.instructions = self._instructions()
+        elif method in tasks.TASK_METHODS:
+            tasks.check_routing_header(ctx)
+            self.link_for(ctx)
         elif ctx.request_id is not None:
             self.link_for(ctx)
         return await call_next(ctx)
@@ -359,6 +364,8 @@ class Front(ClientRouter):
             await upstream.settle()
             if entry.tracker is not None:
                 await entry.tracker.drain()
+            if result.get("resultType") == "task":  # the client polls it through the gateway (gateway.tasks)
+                return tasks.outward(upstream.name, result)
             return result
         finally:
             inflight.remove(entry)

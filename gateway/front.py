@@ -147,7 +147,7 @@ class Front(ClientRouter):
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
         install_skills(server, self.hook.skills)
-        tasks.install(server, self.hub)
+        tasks.install(server, self.hub, lambda: self.hook.execution_tasks())
         server.middleware = [self._middleware]  # no tracing middleware on the hot path
         return server
 

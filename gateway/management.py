@@ -261,6 +261,9 @@ class GatewayHook(ToolHook):
     def skills(self) -> Sequence[Skill]:
         return [skill for extension in self.extensions for skill in extension.skills()]
 
+    def execution_tasks(self) -> Any:
+        return next((found for e in self.extensions if (found := e.execution_tasks()) is not None), None)
+
     async def call_local(self, call: LocalCall) -> dict[str, Any] | None:
         name, arguments, ctx, link = call.name, call.arguments, call.ctx, call.link
         tool = self.tools.get(name)
@@ -497,6 +500,10 @@ class Extension:
     def skills(self) -> Sequence[Skill]:
         """Skills it serves (one per template)."""
         return ()
+
+    def execution_tasks(self) -> Any:
+        """Its runs as tasks (gateway.tasks.ExecutionTasks), if it has runs."""
+        return None
 
     async def call(self, call: LocalCall) -> dict[str, Any] | None:
         """Answer a call of a tool not in `tools()` (a `reel__` tool); None when it is not its own."""

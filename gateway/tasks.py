@@ -16,8 +16,8 @@ no server of the gateway is -32602 (an unknown task); an `Mcp-Name` header that 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -30,8 +30,10 @@ from toolreel.gateway.links import capabilities_of, client_envelope
 from toolreel.upstreams.hub import Hub
 
 __all__ = [
+    "EXECUTION_HANDLE",
     "TASKS_EXTENSION",
     "TASK_METHODS",
+    "ExecutionTasks",
     "check_routing_header",
     "declared",
     "install",
@@ -41,6 +43,21 @@ __all__ = [
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 TASK_METHODS: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 _SEPARATOR: Final = ":"  # never in a server's name (upstreams.config.SERVER_NAME_RE)
+EXECUTION_HANDLE: Final = "execution/"  # + an execution's id: the gateway's own tasks ("/" is in no server's name)
+
+
+class ExecutionTasks(Protocol):
+    """The gateway's own tasks: runs of templates (`reel__*`, `toolreel__run_template`), kept in the store."""
+
+    async def task(self, execution_id: str) -> dict[str, Any]:
+        """The run as a `tasks/get` answer (its `taskId` the handle); -32602 for an unknown id."""
+        ...
+
+    async def answer(self, execution_id: str, responses: Mapping[str, Any]) -> None:
+        """A paused run's approval answered (`tasks/update`); it goes on in the background."""
+        ...
+
+    async def cancel_task(self, execution_id: str) -> None: ...
 
 
 class TaskParams(BaseModel):
@@ -90,16 +107,19 @@ def _unknown(method: str, handle: str) -> MCPError:
     )
 
 
-def install(server: Server[Any], hub: Hub) -> None:
-    """Declare the extension and serve `tasks/get`, `tasks/update` and `tasks/cancel` by passing them to the
-    server a handle names. Declared whatever the servers are, like Skills: which of them make tasks can change
-    with a config reload or a restart, and a client should not see the gateway's capabilities flicker."""
+def install(server: Server[Any], hub: Hub, executions: Callable[[], ExecutionTasks | None]) -> None:
+    """Declare the extension and serve `tasks/get`, `tasks/update` and `tasks/cancel`: on a server's handle they
+    pass to that server; on `execution/<id>` they are the runs of templates (`executions`, None until the store
+    is open). Declared whatever the servers are, like Skills: which of them make tasks can change with a config
+    reload or a restart, and a client should not see the gateway's capabilities flicker."""
     server.extensions[TASKS_EXTENSION] = {}
 
     async def relay(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
         method = ctx.method
         if not declared(ctx):
             raise _missing_extension(method)
+        if params.taskId.startswith(EXECUTION_HANDLE):
+            return await _own(method, params, executions())
         name, separator, task_id = params.taskId.partition(_SEPARATOR)
         upstream = hub.upstreams.get(name) if separator else None
         if upstream is None or not task_id:
@@ -111,6 +131,22 @@ def install(server: Server[Any], hub: Hub) -> None:
 
     for method in sorted(TASK_METHODS):
         server.add_request_handler(method, TaskParams, relay)
+
+
+async def _own(method: str, params: TaskParams, executions: ExecutionTasks | None) -> dict[str, Any]:
+    execution_id = params.taskId.removeprefix(EXECUTION_HANDLE)
+    if executions is None or not execution_id:
+        raise _unknown(method, params.taskId)
+    if method == "tasks/get":
+        return await executions.task(execution_id)
+    if method == "tasks/update":
+        responses = (params.model_extra or {}).get("inputResponses") or {}
+        if not isinstance(responses, Mapping):
+            raise MCPError(code=types.INVALID_PARAMS, message="tasks/update: 'inputResponses' must be an object")
+        await executions.answer(execution_id, responses)
+    else:
+        await executions.cancel_task(execution_id)
+    return {}
 
 
 def _wire(params: TaskParams) -> Mapping[str, Any]:

@@ -21,7 +21,13 @@ from fixtures.servers import http_fixture
 from tests import conformance
 from tests.conformance import SPEC_2026
 
-pytestmark = [pytest.mark.npm, pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("conformance-tasks")]
+pytestmark = [
+    pytest.mark.npm,
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("conformance-tasks"),
+    pytest.mark.timeout(600),  # ten scenarios of the suite per gateway, on a busy machine
+]
 
 SCENARIOS: Final = (
     "tasks-lifecycle",

@@ -6,7 +6,8 @@ An upstream's task passes through: the `CreateTaskResult` a `tools/call` answers
 itself (`_meta`, so the server sees the client's own declaration of the extension) and, over HTTP, the
 `Mcp-Name: <taskId>` routing header. Two servers that number their tasks alike never collide, and a task
 handle names the server it lives on, so no table of tasks is kept. A server that makes no tasks never
-answers a `CreateTaskResult`, so for its tools nothing changes.
+answers a `CreateTaskResult`, so for its tools nothing changes. The gateway's own tasks are runs of
+templates, under `execution/<id>` handles (`ExecutionTasks`, served by gateway.tools_runs from the store).
 
 What the gateway decides itself, before any server sees the request: a client that did not declare the
 extension (for its session, or for this request under `_meta`) is refused with -32021; a handle that names

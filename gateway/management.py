@@ -23,6 +23,7 @@ from toolreel.core.errors import ExecutionError, NotFoundError, RefError, StoreE
 from toolreel.core.limits import PAGE_LIMIT
 from toolreel.core.model import ExecutionQuery, ExecutionStatus
 from toolreel.core.store_peek import Peek
+from toolreel.core.tool_digest import DIGEST_META
 from toolreel.gateway.hook import LocalCall, ToolHook, UpstreamCall
 from toolreel.gateway.links import IDLE_GROUP_SECONDS, ClientLink, stateless_group
 from toolreel.recorder import (
@@ -298,8 +299,15 @@ class GatewayHook(ToolHook):
             session.end(live, None, error="the call was cancelled before it finished")
             raise
         # Closed (and journaled) before the answer goes out: a step the agent has heard of survives a kill -9.
-        self.recorder.end(session, live, result)
+        self.recorder.end(session, live, self._with_digest(result, upstream.name, tool))
         return self._tagged(result, live.name, live.execution_id)
+
+    def _with_digest(self, result: dict[str, Any], server: str, tool: str) -> dict[str, Any]:
+        """The result as recorded: with the digest of the definition the call was made with (core.tool_digest)."""
+        digest = self.hub.tool_digest(server, tool)
+        if digest is None:
+            return result
+        return {**result, "_meta": {**(result.get("_meta") or {}), DIGEST_META: digest}}
 
     async def _call_shared(
         self, call: UpstreamCall, session: RecordingSession, shared: SharedRecordings

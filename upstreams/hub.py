@@ -113,6 +113,7 @@ class Hub:
         self._twin_lock = anyio.Lock()
         self._state_changed = anyio.Event()  # set (and renewed) whenever an upstream changes state
         self.pins = Pins()  # definitions first seen of pinned servers' tools
+        self._digests: dict[tuple[str, str], str | None] = {}  # (server, tool) -> tool_digest (tool_digest())
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
@@ -326,6 +327,7 @@ class Hub:
         for alias, route in aliases.items():
             canonical.setdefault(alias, route)
         self._tools, self._listed_tools, self._canonical = tools, listed_tools, canonical
+        self._digests = {}  # the listings changed: digests are taken again when asked
         self._prompts, self._listed_prompts = prompts, listed_prompts
 
     def _present(self, server: str, tool: dict[str, Any]) -> dict[str, Any]:
@@ -435,6 +437,17 @@ class Hub:
     def canonical_route(self, name: str) -> Route | None:
         """A tool by its `server__tool` name (templates), else by its listed name."""
         return self._canonical.get(name) or self._tools.get(name)
+
+    def tool_digest(self, server: str, tool: str) -> str | None:
+        """The digest of `server`'s definition of `tool` as listed now (core.tool_digest), computed once per listing."""
+        key = (server, tool)
+        if key not in self._digests:
+            from toolreel.core.tool_digest import tool_digest
+
+            upstream = self.upstreams.get(server)
+            found = next((t for t in upstream.listing.tools if t.get("name") == tool), None) if upstream else None
+            self._digests[key] = tool_digest(found) if found is not None else None
+        return self._digests[key]
 
     def tool_definition(self, name: str) -> dict[str, Any] | None:
         """The upstream's own definition of tool `name` (core.tool_digest.DefinesTools), if a server lists it."""

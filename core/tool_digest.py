@@ -13,7 +13,19 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, Protocol, runtime_checkable
 
-__all__ = ["PARTS", "DefinesTools", "changed_parts", "check_definition", "tool_changed_message", "tool_digest"]
+__all__ = [
+    "DIGEST_META",
+    "PARTS",
+    "DefinesTools",
+    "changed_parts",
+    "check_definition",
+    "recorded_digest",
+    "tool_changed_message",
+    "tool_digest",
+]
+# A recorded step's result keeps the digest of the definition its call was made with (`_meta`, stored only):
+# a template saved later from it is pinned to that definition, not to whatever is listed at save time.
+DIGEST_META = "toolreel/tool_digest"
 
 PARTS: Final = ("name", "description", "inputSchema", "annotations")
 _PREFIX: Final = "tool-v1:"
@@ -69,3 +81,10 @@ def _part_hash(value: Any) -> str:
 def _shown(value: Any, limit: int = 300) -> str:
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def recorded_digest(result: Any) -> str | None:
+    """The digest a recorded step's result keeps (DIGEST_META), if any."""
+    meta = result.get("_meta") if isinstance(result, Mapping) else None
+    digest = meta.get(DIGEST_META) if isinstance(meta, Mapping) else None
+    return digest if isinstance(digest, str) else None

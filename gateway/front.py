@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from toolreel import __version__
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError
+from toolreel.gateway import tasks
 from toolreel.gateway._trim import give_back
 from toolreel.gateway.confirm import Confirmation, question
 from toolreel.gateway.era import takes_handshake_connection
@@ -148,6 +149,7 @@ class Front(ClientRouter):
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
         install_skills(server, self.hook.skills)
+        tasks.install(server, self.hub, lambda: self.hook.execution_tasks())
         server.middleware = [self._middleware]  # no tracing middleware on the hot path
         return server
 
@@ -231,6 +233,9 @@ class Front(ClientRouter):
             self.hub.set_client_capabilities(caps)
             await self.hub.wait_started(START_TIMEOUT)
             self.server.instructions = self._instructions()
+        elif method in tasks.TASK_METHODS:
+            tasks.check_routing_header(ctx)
+            self.link_for(ctx)
         elif ctx.request_id is not None:
             self.link_for(ctx)
         return await call_next(ctx)
@@ -365,6 +370,8 @@ class Front(ClientRouter):
             await upstream.settle()
             if entry.tracker is not None:
                 await entry.tracker.drain()
+            if result.get("resultType") == "task":  # the client polls it through the gateway (gateway.tasks)
+                return tasks.outward(upstream.name, result)
             return result
         finally:
             inflight.remove(entry)
@@ -429,14 +436,11 @@ class Front(ClientRouter):
     async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
         await self.hook.tools_ready()  # the skills come with the templates' listing
-        upstream = [r for u in self.hub.upstreams.values() for r in u.listing.resources]
-        return era_result(ctx, {"resources": [*upstream, *skill_resources(self.hook.skills())]})
+        return era_result(ctx, {"resources": [*self.hub.listed_resources(), *skill_resources(self.hook.skills())]})
 
     async def _list_resource_templates(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
-        return era_result(
-            ctx, {"resourceTemplates": [t for u in self.hub.upstreams.values() for t in u.listing.resource_templates]}
-        )
+        return era_result(ctx, {"resourceTemplates": self.hub.listed_resource_templates()})
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         await self.hub.wait_started(START_TIMEOUT)
@@ -446,7 +450,15 @@ class Front(ClientRouter):
     async def _read_resource(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         if is_local(params.uri):
             return era_result(ctx, read_skill_file(self.hook.skills(), params.uri))
-        return era_result(ctx, await self._upstream_call(self.hub.resource_upstream(params.uri), "resources/read", ctx))
+        upstream, own = self.hub.resource_route(params.uri)
+        result = await self._upstream_call(upstream, "resources/read", ctx, {"uri": own} if own != params.uri else None)
+        if own != params.uri:  # the contents say the URI the client asked for
+            contents = [
+                {**c, "uri": self.hub.listed_uri(upstream, c["uri"])} if isinstance(c.get("uri"), str) else c
+                for c in result.get("contents") or []
+            ]
+            result = {**result, "contents": contents}
+        return era_result(ctx, result)
 
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         link = self.link_for(ctx)
@@ -467,7 +479,8 @@ class Front(ClientRouter):
         self._subscribers[uri] += 1
         if self._subscribers[uri] == 1:
             try:
-                await self.hub.resource_upstream(uri).subscribe(uri)
+                upstream, own = self.hub.resource_route(uri)
+                await upstream.subscribe(own)
             except UpstreamError as exc:
                 self._subscribers[uri] -= 1
                 raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
@@ -480,7 +493,8 @@ class Front(ClientRouter):
         if self._subscribers[uri] <= 0:
             del self._subscribers[uri]
             with contextlib.suppress(UpstreamError, MCPError):
-                await self.hub.resource_upstream(uri).unsubscribe(uri)
+                upstream, own = self.hub.resource_route(uri)
+                await upstream.unsubscribe(own)
 
     async def _get_prompt(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         route = self.hub.prompt_route(params.name)
@@ -593,7 +607,11 @@ class Front(ClientRouter):
             logger.warning("server %s sent a malformed %s; dropped", upstream.name, method)
             return
         if method == "notifications/resources/updated" and params is not None:
-            uri = params.get("uri", "")
+            uri = self.hub.listed_uri(upstream, params.get("uri", ""))
+            if uri != params.get("uri"):  # a namespaced app or skill (upstreams.uris)
+                notification = types.server_notification_adapter.validate_python(
+                    {"method": method, "params": {**params, "uri": uri}}
+                )
             await self.bus.publish(ResourceUpdated(uri=uri))
             for link in [link for link in self.links.values() if uri in link.subscriptions and not link.modern]:
                 if link.session is not None:

@@ -68,6 +68,10 @@ class ToolHook:
         """The tools a client is listed: the upstreams' (as the hub names them) and the hook's own."""
         return [*upstream, *self.extra_tools()]
 
+    def execution_tasks(self) -> Any:
+        """The runs of templates served as tasks (gateway.tasks.ExecutionTasks), if this gateway runs any."""
+        return None
+
     def skills(self) -> Sequence[Skill]:
         """The skills the gateway serves itself (Skills extension): one per template."""
         return ()

@@ -23,6 +23,7 @@ from toolreel.core.errors import ExecutionError, NotFoundError, RefError, StoreE
 from toolreel.core.limits import PAGE_LIMIT
 from toolreel.core.model import ExecutionQuery, ExecutionStatus
 from toolreel.core.store_peek import Peek
+from toolreel.core.tool_digest import DIGEST_META
 from toolreel.gateway.hook import LocalCall, ToolHook, UpstreamCall
 from toolreel.gateway.links import IDLE_GROUP_SECONDS, ClientLink, stateless_group
 from toolreel.recorder import (
@@ -261,6 +262,9 @@ class GatewayHook(ToolHook):
     def skills(self) -> Sequence[Skill]:
         return [skill for extension in self.extensions for skill in extension.skills()]
 
+    def execution_tasks(self) -> Any:
+        return next((found for e in self.extensions if (found := e.execution_tasks()) is not None), None)
+
     async def call_local(self, call: LocalCall) -> dict[str, Any] | None:
         name, arguments, ctx, link = call.name, call.arguments, call.ctx, call.link
         tool = self.tools.get(name)
@@ -295,8 +299,15 @@ class GatewayHook(ToolHook):
             session.end(live, None, error="the call was cancelled before it finished")
             raise
         # Closed (and journaled) before the answer goes out: a step the agent has heard of survives a kill -9.
-        self.recorder.end(session, live, result)
+        self.recorder.end(session, live, self._with_digest(result, upstream.name, tool))
         return self._tagged(result, live.name, live.execution_id)
+
+    def _with_digest(self, result: dict[str, Any], server: str, tool: str) -> dict[str, Any]:
+        """The result as recorded: with the digest of the definition the call was made with (core.tool_digest)."""
+        digest = self.hub.tool_digest(server, tool)
+        if digest is None:
+            return result
+        return {**result, "_meta": {**(result.get("_meta") or {}), DIGEST_META: digest}}
 
     async def _call_shared(
         self, call: UpstreamCall, session: RecordingSession, shared: SharedRecordings
@@ -497,6 +508,10 @@ class Extension:
     def skills(self) -> Sequence[Skill]:
         """Skills it serves (one per template)."""
         return ()
+
+    def execution_tasks(self) -> Any:
+        """Its runs as tasks (gateway.tasks.ExecutionTasks), if it has runs."""
+        return None
 
     async def call(self, call: LocalCall) -> dict[str, Any] | None:
         """Answer a call of a tool not in `tools()` (a `reel__` tool); None when it is not its own."""

@@ -12,14 +12,18 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
-from toolreel.core.errors import ExecutionError, StoreError
+from toolreel.core.errors import ExecutionError, NotFoundError, StoreError
 from toolreel.core.model import Execution, ExecutionStatus
 from toolreel.core.view import outcome_code
-from toolreel.gateway import questions
+from toolreel.gateway import questions, tasks
 from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
@@ -38,6 +42,8 @@ logger = logging.getLogger("toolreel.gateway")
 REEL_PREFIX = "reel__"
 RECOVER_EVERY = 5.0  # seconds between looks for executions a dead process left running
 ENGINE_WAIT = 30.0  # seconds a run waits for the engine of a gateway that is still starting
+APPROVAL_KEY = "approval"  # the one input request of a paused run served as a task
+TASK_POLL_MS = 500  # how often a client polling a run as a task is told to look
 
 
 def load_saved(store: Store, name: str, version: int | None = None) -> Template:
@@ -67,6 +73,7 @@ class _Runs:
         self.hook = hook
         self.max_concurrency = max_concurrency
         self.engine: Engine | None = None
+        self._tg: anyio.abc.TaskGroup | None = None  # runs resumed by tasks/update go on here
         self._up = anyio.Event()
         self.on_demand = OnDemand(hook.hub)  # a template's servers the config lacks, started for its runs
 
@@ -84,13 +91,13 @@ class _Runs:
             secret_values=self.hook.secret_values,
         )
         async with self.on_demand.running(), engine, anyio.create_task_group() as tg:
-            self.engine = engine
+            self.engine, self._tg = engine, tg
             self._up.set()
             tg.start_soon(self._keep_recovering, engine)
             try:
                 yield
             finally:
-                self.engine = None
+                self.engine = self._tg = None
                 tg.cancel_scope.cancel()
 
     async def _keep_recovering(self, engine: Engine) -> None:
@@ -129,12 +136,13 @@ class _Runs:
         if seconds is not None and (not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds <= 0):
             raise ExecutionError("'deadline' is a positive number of seconds the run may take")
         deadline = time.time() + float(seconds) if seconds is not None else None
-        wait = bool(arguments.get("wait", True))
+        as_task = tasks.declared(ctx) if ctx is not None else False
+        wait = bool(arguments.get("wait", True)) and not as_task
         chosen = arguments.get("execution_id")
         if chosen is not None and not isinstance(chosen, str):
             raise ExecutionError("'execution_id' is a string: the id the run gets (the same id twice runs once)")
         execution = await self._start(template, inputs, ctx, link, wait=wait, deadline=deadline, execution_id=chosen)
-        return tool_result(_summary(execution))
+        return _created(execution) if as_task else tool_result(_summary(execution))
 
     async def _start(
         self,
@@ -188,14 +196,105 @@ class _Runs:
             return None
         template_name = name[len(REEL_PREFIX) :]
         template = await anyio.to_thread.run_sync(load_saved, await self.hook.ready_store(), template_name, None)
-        execution = await self._start(template, arguments, ctx, link, wait=True)
-        if execution.status is ExecutionStatus.SUCCEEDED:
-            result = tool_result(execution.output)
-        else:
-            result = tool_result(_summary(execution))
-            result["isError"] = execution.status is not ExecutionStatus.PAUSED
-        result["_meta"] = {EXECUTION_META: execution.id}  # as a recorded call's result says where it went
-        return result
+        as_task = tasks.declared(ctx) if ctx is not None else False  # a client of the Tasks extension polls it
+        execution = await self._start(template, arguments, ctx, link, wait=not as_task)
+        return _created(execution) if as_task else _reel_result(execution)
+
+    # the runs as tasks (gateway.tasks.ExecutionTasks) ----------------------------------------
+    async def task(self, execution_id: str) -> dict[str, Any]:
+        try:
+            execution = await (await self._engine()).get(execution_id)
+        except NotFoundError:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"tasks/get: no run {execution_id!r} in toolreel's store; use the taskId its call answered",
+            ) from None
+        return _task_wire(execution)
+
+    async def answer(self, execution_id: str, responses: Mapping[str, Any]) -> None:
+        execution = await (await self._engine()).get(execution_id)
+        answer = responses.get(APPROVAL_KEY)
+        if execution.status is not ExecutionStatus.PAUSED or not isinstance(answer, Mapping):
+            return  # nothing asked, or not this: the task stays as it is (tasks/get says so)
+        response = _response_text(answer.get("content")) if answer.get("action") == "accept" else "no"
+        if response is None or (answer.get("action") == "accept" and not isinstance(execution.prompt, dict)):
+            response = "yes"
+        engine, tg = await self._engine(), self._tg
+        assert tg is not None, "the engine runs in the service's task group"
+        tg.start_soon(_resume_quietly, engine, execution_id, response)
+
+    async def cancel_task(self, execution_id: str) -> None:
+        execution = await (await self._engine()).get(execution_id)
+        if not execution.status.finished:
+            await (await self._engine()).cancel(execution_id)
+
+
+def _reel_result(execution: Execution) -> dict[str, Any]:
+    """A `reel__` call's answer once its run ended (or paused)."""
+    if execution.status is ExecutionStatus.SUCCEEDED:
+        result = tool_result(execution.output)
+    else:
+        result = tool_result(_summary(execution))
+        result["isError"] = execution.status is not ExecutionStatus.PAUSED
+    result["_meta"] = {EXECUTION_META: execution.id}  # as a recorded call's result says where it went
+    return result
+
+
+_TASK_STATUS: dict[ExecutionStatus, str] = {
+    ExecutionStatus.PENDING: "working",
+    ExecutionStatus.RUNNING: "working",
+    ExecutionStatus.PAUSED: "input_required",
+    ExecutionStatus.SUCCEEDED: "completed",
+    ExecutionStatus.FAILED: "completed",  # the run ran and failed: a tool's error (isError), as SEP-2663 says
+    ExecutionStatus.CANCELLED: "cancelled",
+}
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _task_envelope(execution: Execution) -> dict[str, Any]:
+    return {
+        "taskId": tasks.EXECUTION_HANDLE + execution.id,
+        "status": _TASK_STATUS.get(execution.status, "working"),
+        "createdAt": _iso(execution.created_at),
+        "lastUpdatedAt": _iso(execution.updated_at),
+        "ttlMs": None,  # kept as long as the store keeps executions (retention)
+        "pollIntervalMs": TASK_POLL_MS,
+    }
+
+
+def _created(execution: Execution) -> dict[str, Any]:
+    """A run started for a client of the Tasks extension: its `CreateTaskResult`, the run's id as the handle."""
+    return {"resultType": "task", **_task_envelope(execution)}
+
+
+def _task_wire(execution: Execution) -> dict[str, Any]:
+    """A run as `tasks/get` tells it: its result once finished, its approval as an input request while paused."""
+    out = {"resultType": "complete", **_task_envelope(execution)}
+    if execution.status is ExecutionStatus.PAUSED:
+        out["inputRequests"] = {APPROVAL_KEY: _approval_request(execution.prompt)}
+    elif execution.status.finished and execution.status is not ExecutionStatus.CANCELLED:
+        out["result"] = _reel_result(execution)
+    return out
+
+
+def _approval_request(prompt: Any) -> dict[str, Any]:
+    """A paused run's approval as an `elicitation/create` form: yes/no (accept/decline), or the data it asks."""
+    if isinstance(prompt, dict) and isinstance(prompt.get("schema"), dict):
+        message, schema = str(prompt.get("message", "")), prompt["schema"]
+    else:
+        message, schema = str(prompt), {"type": "object", "properties": {}}
+    return {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": schema}}
+
+
+async def _resume_quietly(engine: Engine, execution_id: str, response: str) -> None:
+    """Resume a run answered through tasks/update; its outcome is read through tasks/get, so a failure is logged."""
+    try:
+        await engine.resume(execution_id, response)
+    except (ExecutionError, StoreError) as exc:
+        logger.warning("resuming %s after tasks/update failed: %s", execution_id, exc)
 
 
 def _response_text(response: Any) -> str | None:
@@ -239,6 +338,9 @@ class RunTools(Extension):
 
     def service(self) -> contextlib.AbstractAsyncContextManager[None]:
         return self.runs.service()
+
+    def execution_tasks(self) -> Any:
+        return self.runs
 
     async def call(self, call: LocalCall) -> dict[str, Any] | None:
         return await self.runs.call_reel(call.name, call.arguments, call.ctx, call.link)

@@ -17,7 +17,7 @@ import anyio
 
 from toolreel.core.errors import NotFoundError, StoreError, TemplateError
 from toolreel.core.model import StepRecord, TemplateDraft
-from toolreel.core.names import server_part
+from toolreel.core.names import prefixed_name, server_part
 from toolreel.core.skill import Skill, reel_tool_name, served_skills
 from toolreel.gateway import save_form
 from toolreel.gateway.links import ClientLink
@@ -164,7 +164,7 @@ class _Catalogue:
             else:
                 chosen = dict(asked.inputs)
             result = draft.templatize(chosen)
-        result = self._pinning(self._remembering(result))
+        result = self._pinning(self._remembering(result), recordings)
         return await self._finish(result, recordings, arguments, note)
 
     async def _fixes(self, result: TemplatizeResult, recordings: list[Sequence[StepRecord]]) -> list[Any]:
@@ -212,10 +212,22 @@ class _Catalogue:
                 servers[upstream.name] = portable_entry(upstream.config, self.hook.secret_values)
         return dataclasses.replace(result, template=dataclasses.replace(result.template, servers=servers))
 
-    def _pinning(self, result: TemplatizeResult) -> TemplatizeResult:
-        """The template's tool steps with the digest of their tool's definition now (core.tool_digest)."""
+    def _pinning(self, result: TemplatizeResult, recordings: list[Sequence[StepRecord]]) -> TemplatizeResult:
+        """The template's tool steps with the digest of their tool's definition (core.tool_digest): the one the
+        calls were recorded with (the latest recorded call of that tool), else, for steps recorded before
+        recordings kept it, the definition listed now."""
+        from toolreel.core.tool_digest import recorded_digest
+
+        recorded: dict[str, str] = {}
+        for recording in recordings:
+            for step in recording:
+                tool = prefixed_name(step.server, step.tool)
+                if step.server and tool and (digest := recorded_digest(step.result)) is not None:
+                    recorded[tool] = digest
         steps = tuple(
-            dataclasses.replace(spec, tool_digest=digest) if (digest := self._digest(spec.tool)) else spec
+            dataclasses.replace(spec, tool_digest=digest)
+            if (digest := recorded.get(spec.tool or "") or self._digest(spec.tool))
+            else spec
             for spec in result.template.steps
         )
         return dataclasses.replace(result, template=dataclasses.replace(result.template, steps=steps))

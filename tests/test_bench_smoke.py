@@ -26,6 +26,7 @@ SMOKE: Final = {
     "loops.py": [],
     "operations.py": ["--quick"],
     "proxy.py": ["--calls", "10", "--rounds", "1"],
+    "tasks.py": ["--quick"],
     "record.py": ["--calls", "10", "--rounds", "1"],
     "record_lean.py": ["--calls", "10", "--rounds", "1"],
     "search.py": [],

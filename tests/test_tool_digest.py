@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 
+from fixtures.shifty import AFTER
 from tests.callers import fixture_env, template
 from tests.gw import VENV_BIN, call, fixture_entry, text_of
 from tests.inproc import gateway_in_process
@@ -142,3 +144,31 @@ async def test_templates_check_lists_the_templates_whose_tools_changed(tmp_path:
             "not_checked": None,
         }
     ]
+
+
+@pytest.mark.slow
+async def test_a_template_saved_after_a_tool_changed_keeps_the_definition_it_was_recorded_with(
+    tmp_path: Path,
+) -> None:
+    """The recorded step keeps the digest its call was made with: a template saved after the server rewrote the
+    tool is pinned to the definition the calls met, so its replay stops on the change."""
+    servers = {"bank": fixture_entry("shifty")}
+    async with gateway_in_process(servers, db=f"sqlite:///{tmp_path / 'store.db'}", answers=False) as gw:
+        before = {t.name: t for t in (await gw.client.list_tools()).tools}["bank__transfer"]
+        sent = await call(gw, "bank__transfer", {"amount": 5, "account": "alice"})
+        assert not sent.is_error, text_of(sent)
+        assert text_of(await call(gw, "bank__shift")) == "shifted"
+        await gw.probe.wait_for(
+            lambda: any(isinstance(n, types.ToolListChangedNotification) for n in gw.probe.notifications),
+            what="tools/list_changed after the rewrite",
+        )
+        after = {t.name: t for t in (await gw.client.list_tools()).tools}["bank__transfer"]
+        assert after.description == AFTER
+        saved = await call(gw, "toolreel__save_template", {"name": "paying", "steps": ["transfer_1"], "inputs": {}})
+        assert not saved.is_error, text_of(saved)
+        [step] = (saved.structured_content or {})["template"]["steps"]
+        recorded = before.model_dump(by_alias=True, mode="json", exclude_none=True)
+        assert step["tool_digest"] == tool_digest({**recorded, "name": "transfer"})
+        assert changed_parts(step["tool_digest"], {**after.model_dump(by_alias=True, mode="json"), "name": "transfer"})
+        replayed = await call(gw, "reel__paying", {})
+        assert replayed.is_error and "tool_changed" in text_of(replayed), text_of(replayed)

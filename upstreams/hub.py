@@ -27,6 +27,9 @@ from toolreel.upstreams.config import GatewayConfig, ServerConfig
 from toolreel.upstreams.names import NameMapping, listed_name
 from toolreel.upstreams.pins import Pins
 from toolreel.upstreams.upstream import Listing, ServerErrorAnswer, Upstream, UpstreamState
+from toolreel.upstreams.uris import inward as inward_uri
+from toolreel.upstreams.uris import outward as outward_uri
+from toolreel.upstreams.uris import outward_tool
 
 __all__ = [
     "ClientRouter",
@@ -110,6 +113,7 @@ class Hub:
         self._twin_lock = anyio.Lock()
         self._state_changed = anyio.Event()  # set (and renewed) whenever an upstream changes state
         self.pins = Pins()  # definitions first seen of pinned servers' tools
+        self._digests: dict[tuple[str, str], str | None] = {}  # (server, tool) -> tool_digest (tool_digest())
         self._rebuild()
 
     # capabilities -----------------------------------------------------------------
@@ -303,7 +307,7 @@ class Hub:
                 tools[name] = route
                 canonical.setdefault(listed_name(upstream.name, tool["name"]), route)
                 aliases.setdefault(listed_name(upstream.name, shown), route)
-                listed_tools.append(policy.present(tool, name))
+                listed_tools.append(self._present(upstream.name, policy.present(tool, name)))
             for prompt in upstream.listing.prompts:
                 name = listed_name(upstream.name, prompt["name"], prefix=self.prefix)
                 prompts.setdefault(name, Route(upstream, prompt["name"]))
@@ -320,12 +324,45 @@ class Hub:
                 if name not in tools:
                     tools[name] = route = Route(twin, tool["name"], shown, policy.needs_confirmation(tool))
                     canonical.setdefault(listed_name(twin.name, tool["name"]), route)
-                    listed_tools.append(policy.present(tool, name))
+                    listed_tools.append(self._present(twin.name, policy.present(tool, name)))
         # A template may name a tool by the name the agent saw: the upstream's own names win.
         for alias, route in aliases.items():
             canonical.setdefault(alias, route)
         self._tools, self._listed_tools, self._canonical = tools, listed_tools, canonical
+        self._digests = {}  # the listings changed: digests are taken again when asked
         self._prompts, self._listed_prompts = prompts, listed_prompts
+
+    def _present(self, server: str, tool: dict[str, Any]) -> dict[str, Any]:
+        """A listed tool's app (`_meta.ui.resourceUri`) under the name the aggregate lists it by (upstreams.uris)."""
+        return dict(outward_tool(server, tool)) if self.prefix else tool
+
+    # resources: `skill://` and `ui://` namespaced by server in aggregate mode (upstreams.uris) ---------------
+    def listed_resources(self) -> list[dict[str, Any]]:
+        return [self._listed_uri(u.name, r, "uri") for u in self.upstreams.values() for r in u.listing.resources]
+
+    def listed_resource_templates(self) -> list[dict[str, Any]]:
+        return [
+            self._listed_uri(u.name, t, "uriTemplate")
+            for u in self.upstreams.values()
+            for t in u.listing.resource_templates
+        ]
+
+    def _listed_uri(self, server: str, item: dict[str, Any], key: str) -> dict[str, Any]:
+        uri = item.get(key)
+        if not self.prefix or not isinstance(uri, str):
+            return item
+        listed = outward_uri(server, uri)
+        return item if listed == uri else {**item, key: listed}
+
+    def resource_route(self, uri: str) -> tuple[Upstream, str]:
+        """The server a listed URI is read from, and the URI that server knows it by."""
+        namespaced = inward_uri(uri) if self.prefix else None
+        if namespaced is not None and namespaced[0] in self.upstreams:
+            return self.upstreams[namespaced[0]], namespaced[1]
+        return self.resource_upstream(uri), uri
+
+    def listed_uri(self, upstream: Upstream, uri: str) -> str:
+        return outward_uri(upstream.name, uri) if self.prefix else uri
 
     def listed_tools(self) -> list[dict[str, Any]]:
         return self._listed_tools
@@ -402,6 +439,17 @@ class Hub:
     def canonical_route(self, name: str) -> Route | None:
         """A tool by its `server__tool` name (templates), else by its listed name."""
         return self._canonical.get(name) or self._tools.get(name)
+
+    def tool_digest(self, server: str, tool: str) -> str | None:
+        """The digest of `server`'s definition of `tool` as listed now (core.tool_digest), computed once per listing."""
+        key = (server, tool)
+        if key not in self._digests:
+            from toolreel.core.tool_digest import tool_digest
+
+            upstream = self.upstreams.get(server)
+            found = next((t for t in upstream.listing.tools if t.get("name") == tool), None) if upstream else None
+            self._digests[key] = tool_digest(found) if found is not None else None
+        return self._digests[key]
 
     def tool_definition(self, name: str) -> dict[str, Any] | None:
         """The upstream's own definition of tool `name` (core.tool_digest.DefinesTools), if a server lists it."""

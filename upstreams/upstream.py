@@ -246,7 +246,7 @@ class Upstream:
         out = dict(params or {})
         out["_meta"] = {**(out.get("_meta") or {}), **self._envelope, **(envelope or {})}
         headers = {MCP_METHOD_HEADER: method}
-        name = out.get(NAME_BEARING_METHODS.get(method, ""))
+        name = out.get(NAME_BEARING_METHODS.get(method, "taskId" if method.startswith("tasks/") else ""))
         if isinstance(name, str):
             headers[MCP_NAME_HEADER] = encode_header_value(name)
         for _ in range(INPUT_ROUNDS):

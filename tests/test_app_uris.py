@@ -1,0 +1,55 @@
+"""Upstream `skill://` and `ui://` resources through the aggregate: namespaced by server with their scheme kept,
+`_meta.ui.resourceUri` on tools rewritten to match, and two servers with the same URIs kept apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from fixtures.apps import APP_URI, SKILL_URI
+from tests.gw import fixture_entry
+from tests.inproc import gateway_in_process
+from toolreel.upstreams.uris import inward, outward, outward_tool
+
+pytestmark = pytest.mark.anyio
+
+
+def test_namespacing_keeps_the_scheme_and_goes_back() -> None:
+    assert outward("left", APP_URI) == "ui://left.widget/app.html"
+    assert outward("left", SKILL_URI) == "skill://left.demo/SKILL.md"
+    assert inward("ui://left.widget/app.html") == ("left", APP_URI)
+    assert outward("left", "file:///etc/hosts") == "file:///etc/hosts"  # other schemes are the servers' own
+    assert inward("file:///etc/hosts") is None
+    assert inward("ui://nodot/app.html") is None
+    tool: dict[str, Any] = {"name": "show", "_meta": {"ui": {"resourceUri": APP_URI, "csp": {}}}}
+    assert outward_tool("left", tool)["_meta"] == {"ui": {"resourceUri": "ui://left.widget/app.html", "csp": {}}}
+    assert tool["_meta"]["ui"]["resourceUri"] == APP_URI  # not changed in place
+
+
+def _text(result: types.ReadResourceResult) -> str:
+    [content] = result.contents
+    assert isinstance(content, types.TextResourceContents)
+    return content.text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_two_servers_with_the_same_app_and_skill_uris_do_not_collide(mode: str) -> None:
+    servers = {name: fixture_entry("apps", env={"FIXTURE_APP_LABEL": name}) for name in ("left", "right")}
+    async with gateway_in_process(servers, mode=mode) as gw:
+        listed = {str(r.uri) for r in (await gw.client.list_resources()).resources}
+        expected = {outward(server, uri) for server in servers for uri in (APP_URI, SKILL_URI)}
+        assert expected <= listed
+        for server in servers:
+            app = await gw.client.read_resource(outward(server, APP_URI))
+            assert _text(app) == f"<html><body>app of {server}</body></html>"
+            assert str(app.contents[0].uri) == outward(server, APP_URI)
+            skill = await gw.client.read_resource(outward(server, SKILL_URI))
+            assert f"the skill of {server}" in _text(skill)
+        tools = {t.name: t for t in (await gw.client.list_tools()).tools}
+        for server in servers:
+            meta = tools[f"{server}__show"].meta or {}
+            assert meta["ui"]["resourceUri"] == outward(server, APP_URI)
+            assert meta["ui/resourceUri"] == outward(server, APP_URI)

@@ -108,7 +108,7 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
     for tool in dict.fromkeys(u.tool for u in units):
         members = [u for u in folding.units if u.tool == tool and u.for_each is None]
         if len(members) >= 2:
-            _fold_family(folding, members)
+            _fold_family(folding, _walking(members))
 
     def recorded_length(base: str) -> int | None:
         got = folding.resolved(base, 0)
@@ -136,6 +136,14 @@ def _positional(unit: Unit, loops: Sequence[Loop]) -> list[Unrolled]:
             why = f"it takes element(s) {at} of {loop.step}'s output by position (fewer elements: it fails there)"
             out.append(Unrolled((unit.name,), why))
     return out
+
+
+def _walking(members: list[Unit]) -> list[Unit]:
+    """The calls of a family that take elements of a list, when at least two do: a call of the same tool that
+    takes no element (the `aws s3api list-objects-v2` whose output the `delete-object` calls walk) is no
+    member of the loop."""
+    walking = [m for m in members if _bases(m.input)]
+    return walking if 2 <= len(walking) < len(members) else members
 
 
 def _fold_family(folding: _Folding, members: list[Unit]) -> None:

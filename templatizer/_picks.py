@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Final
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON
-from toolreel.core.refs import resolve
+from toolreel.core.refs import refs_in, resolve
+from toolreel.core.template import StepSpec, Template
+from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._result import Pick
 from toolreel.templatizer._values import same
 
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from toolreel.templatizer._loops import Unit
     from toolreel.templatizer._runs import Run
 
-__all__ = ["PICK_CODE", "Pick", "pick_by_identity"]
+__all__ = ["PICK_CODE", "Pick", "drop_unused_picks", "pick_by_identity"]
 
 # A plain step ref indexing a list with a literal position from 1 on: `@step.a.b[4]` (then anything).
 _POSITIONAL_RE: Final = re.compile(
@@ -61,6 +63,26 @@ def pick_by_identity(
         mine = {head: pick for head, pick in picks.items() if head in heads}
         out.append(replace(unit, input=_rewritten(unit.input, mine)) if mine else unit)
     return out, list(picks.values())
+
+
+def drop_unused_picks(template: Template, picks: Sequence[Pick]) -> tuple[Template, list[Pick]]:
+    """The template without the pick steps no step reads any more (a later rule, such as a join of the whole
+    list, replaced the positional refs they stood for): a pick nobody reads would still fail the replay
+    where its element is gone."""
+    added = {pick.step for pick in picks}
+    read = {ref.root for step in template.steps if step.name not in added for ref in refs_in(_values_of(step))}
+    read |= {dep for step in template.steps for dep in step.depends_on}
+    unused = added - read
+    if not unused:
+        return template, list(picks)
+    steps = tuple(step for step in template.steps if step.name not in unused)
+    kept = [pick for pick in picks if pick.step not in unused]
+    return parse_template(template_to_dict(replace(template, steps=steps))), kept
+
+
+def _values_of(step: StepSpec) -> JSON:
+    leaves = [leaf.ref for leaf in step.when.leaves()] if step.when is not None else []
+    return [step.input, step.for_each, step.idempotency_key, step.return_, step.approve, *leaves]
 
 
 def _pick(

@@ -23,7 +23,7 @@ from toolreel.templatizer._infer import StepInferrer, StepResult, literal
 from toolreel.templatizer._inputs import InputTable, Schemas, likely_inputs
 from toolreel.templatizer._loops import Unit, fold_loops
 from toolreel.templatizer._order import Call, order_after
-from toolreel.templatizer._picks import pick_by_identity
+from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._runs import Run, named_in_runs
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
@@ -81,6 +81,7 @@ def templatize(
     template, captures = propose_captures(template, kept, runs)
     template, dates = propose_dates(template, kept, runs)
     transforms += captures + dates
+    template, picks = drop_unused_picks(template, picks)
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
     likely, stayed = likely_inputs(literals, set(template.inputs), schemas) if len(runs) == 1 else ([], [])

@@ -21,8 +21,9 @@ from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
 from toolreel.core.template import InputSpec
+from toolreel.templatizer._conditions import join_texts
 from toolreel.templatizer._result import Loop, Unrolled
-from toolreel.templatizer._values import is_trivial, same
+from toolreel.templatizer._values import is_trivial, same, strength
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
     from toolreel.templatizer._inputs import InputTable
@@ -105,7 +106,7 @@ class _Folding:
 def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) -> Folded:
     """Fold every family of repeated calls that walks a list into one `for_each` unit, in recorded order."""
     folding = _Folding(list(units), runs, table)
-    for tool in dict.fromkeys(u.tool for u in units):
+    for tool in dict.fromkeys(u.tool for u in units if u.code is None):
         members = [u for u in folding.units if u.tool == tool and u.for_each is None]
         if len(members) >= 2:
             _fold_family(folding, _walking(members))
@@ -115,6 +116,8 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
         return len(got) if isinstance(got, list) else None
 
     whole = [replace(u, input=_collapse(u.input, recorded_length)) for u in folding.units]
+    taken = {u.name for u in whole} | {n for run in runs for n in run.steps} | {n for run in runs for n in run.outputs}
+    whole = join_texts(whole, recorded_length, taken)
     notes = [note for unit in whole for note in _positional(unit, folding.loops)]
     return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes))
 
@@ -395,14 +398,20 @@ def _evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | Non
         return None
     first = handled[0]
     assert isinstance(first, dict)
+    separating: list[tuple[str, JSON]] = []
     for key, value in first.items():
         if not _KEY_RE.fullmatch(key) or not isinstance(value, str | bool | int) or isinstance(value, float):
             continue
         if all(isinstance(e, dict) and same(e.get(key), value) for e in handled) and not any(
             isinstance(e, dict) and same(e.get(key), value) for e in others
         ):
-            return f"{base}[?(@.{key} == {json.dumps(value)})]"
-    return None
+            separating.append((key, value))
+    if not separating:
+        return None
+    # Several fields may tell them apart here (`READY 0/1` and `STATUS CrashLoopBackOff`): the one that says
+    # most is a word of the domain, not a count that happens to match (`True` says little, `0/1` less).
+    key, value = max(separating, key=lambda kv: strength(kv[1]) if isinstance(kv[1], str) else 0.3)
+    return f"{base}[?(@.{key} == {json.dumps(value)})]"
 
 
 def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Final
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON
-from toolreel.core.refs import refs_in, resolve
-from toolreel.core.template import StepSpec, Template
-from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.core.refs import resolve
+from toolreel.core.template import Template
 from toolreel.templatizer._result import Pick
 from toolreel.templatizer._values import same
+from toolreel.templatizer._views import drop_unread
 
 if TYPE_CHECKING:
     from toolreel.templatizer._loops import Unit
@@ -69,20 +69,8 @@ def drop_unused_picks(template: Template, picks: Sequence[Pick]) -> tuple[Templa
     """The template without the pick steps no step reads any more (a later rule, such as a join of the whole
     list, replaced the positional refs they stood for): a pick nobody reads would still fail the replay
     where its element is gone."""
-    added = {pick.step for pick in picks}
-    read = {ref.root for step in template.steps if step.name not in added for ref in refs_in(_values_of(step))}
-    read |= {dep for step in template.steps for dep in step.depends_on}
-    unused = added - read
-    if not unused:
-        return template, list(picks)
-    steps = tuple(step for step in template.steps if step.name not in unused)
-    kept = [pick for pick in picks if pick.step not in unused]
-    return parse_template(template_to_dict(replace(template, steps=steps))), kept
-
-
-def _values_of(step: StepSpec) -> JSON:
-    leaves = [leaf.ref for leaf in step.when.leaves()] if step.when is not None else []
-    return [step.input, step.for_each, step.idempotency_key, step.return_, step.approve, *leaves]
+    template, gone = drop_unread(template, {pick.step for pick in picks})
+    return template, [pick for pick in picks if pick.step not in gone]
 
 
 def _pick(

@@ -479,6 +479,12 @@ async def open_hub(
 
 @contextlib.asynccontextmanager
 async def open_upstreams(config: GatewayConfig, *, wait: float = 30.0) -> AsyncIterator[Hub]:
-    """Upstreams for a process with no MCP client (`toolreel run`, `toolreel worker`)."""
+    """Upstreams for a process with no MCP client (`toolreel run`, `toolreel worker`).
+
+    It waits until every upstream is ready or failed (up to `wait`), past READY_BUDGET: no client waits on a
+    first answer here, and a template checks its tools at once (a server slow to start on a busy machine
+    would otherwise fail the run with "no upstream server lists tool")."""
     async with open_hub(config, capabilities=types.ClientCapabilities(), wait=wait) as hub:
+        if wait:
+            await hub.wait_settled(wait)
         yield hub

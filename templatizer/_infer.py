@@ -21,7 +21,7 @@ from toolreel.core.refs import escape_literal, refs_in, resolve
 from toolreel.core.secrets import REDACTED
 from toolreel.templatizer._index import Occurrence, OutputIndex
 from toolreel.templatizer._inputs import InputTable, Unexplained
-from toolreel.templatizer._lockstep import lockstep_ref
+from toolreel.templatizer._lockstep import lockstep_piece, lockstep_ref
 from toolreel.templatizer._result import HIGH, MEDIUM, Confidence, Inference, InferenceKind, confidence_of
 from toolreel.templatizer._runs import Run
 from toolreel.templatizer._values import (
@@ -195,6 +195,10 @@ class StepInferrer:
         lockstep = lockstep_ref(self.record.name, per_run, self.runs)
         if lockstep is not None:
             return self._apply(keys, _Cand(lockstep[0], "confirmed", 0.95, lockstep[1]))
+        piece = lockstep_piece(self.record.name, per_run, self.runs) if isinstance(value, str) else None
+        if piece is not None:
+            start, end, ref, why = piece
+            return self._apply(keys, _Cand(_interpolate(value, [_Piece(start, end, ref, 1.0)]), "confirmed", 0.95, why))
         as_text = self.inputs.derived_as_text(per_run)
         if as_text is not None:  # the text of a number or boolean input: "{{@input.x}}" gives it back
             evidence = f"the text of input {as_text!r} in every recording"

@@ -156,3 +156,39 @@ def test_the_summary_says_which_step_runs_only_when_its_list_has_elements() -> N
     text = summary(result, verify(result, [s.steps]), saved=None, note=None)
     assert "Only when there is something to do: create_incident_1 runs only when @find_issues_1_rows has" in text
     assert result.to_json()["conditions"] == [{"step": "create_incident_1", "why": result.conditions[0][1]}]
+
+
+def test_a_pick_prefers_a_name_without_a_version_inside_the_element() -> None:
+    s = Session()
+    pulls = [
+        {"number": n, "title": title, "head": {"ref": ref, "sha": f"{n}0a1b2c3d4e5f60718293a4b5c6d7e8f90"}}
+        for n, title, ref in (
+            (1190, "Checkout: remember last shipping method", "feat/remember-shipping"),
+            (1187, "chore(deps): update dependency lodash to v4.17.22", "renovate/lodash-4.x"),
+        )
+    ]
+    s.call("list_pulls", {"repo": "shop"}, pulls)
+    s.call("approve", {"pull": 1187, "sha": "11870a1b2c3d4e5f60718293a4b5c6d7e8f90"}, {"state": "APPROVED"})
+    result = templatize([s.steps], name="t")
+    (pick,) = result.picks
+    assert (pick.key, pick.value) == ("head.ref", "renovate/lodash-4.x")
+    assert result.template.step("approve_1").input == {
+        "pull": f"@{pick.step}.number",
+        "sha": f"@{pick.step}.head.sha",
+    }
+    assert verify(result, [s.steps]).verified  # the pick runs in its sandbox and finds the element
+
+
+def test_the_changing_part_of_a_sentence_in_lockstep_with_an_output_is_interpolated() -> None:
+    runs = []
+    for execution, number in (("e1", 311), ("e2", 977)):
+        s = Session(execution=execution)
+        s.call("create_issue", {"title": "Disk full"}, {"number": number, "url": f"https://x.example/{number}"})
+        s.call("comment", {"issue": 250, "body": f"Tracking in #{number}; linked from the handover."}, {"id": 1})
+        runs.append(s.steps)
+    result = templatize(runs, name="t")
+    assert result.template.step("comment_1").input == {
+        "issue": 250,
+        "body": "Tracking in #{{@create_issue_1.number}}; linked from the handover.",
+    }
+    assert "body" not in result.template.inputs

@@ -69,7 +69,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=4, help="independent read-only calls (default 4)")
     calls = parser.parse_args().calls
     steps = recording(calls)
-    waits = sum(float(s.input["seconds"]) for s in steps if isinstance(s.input, dict))  # type: ignore[arg-type]
+    waits = sum(float(s.input["seconds"]) for s in steps if isinstance(s.input, dict))
     results = []
     for label, read_only in (("read-only known", {"features__slow"}), ("nothing known", set())):
         template = templatize([steps], name=f"parallel-{len(read_only)}", read_only=read_only).template

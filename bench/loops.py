@@ -85,7 +85,11 @@ def world(size: int, seed: str) -> World:
         {"id": f"usr_{hashlib.sha256(f'{seed}/u{i}'.encode()).hexdigest()[:12]}", "name": NAMES[i]} for i in range(size)
     ]
     # Every other ticket is open, and one more closed ticket sits first: a filter, not a prefix.
-    tickets = [{"id": f"T-{seed[:3]}-{i:03d}", "state": "open" if i % 2 else "closed"} for i in range(2 * size + 1)]
+    # Some open ones are pending: "every ticket not closed" is a filter that excludes.
+    tickets = [
+        {"id": f"T-{seed[:3]}-{i:03d}", "state": ("pending" if i % 4 == 3 else "open") if i % 2 else "closed"}
+        for i in range(2 * size + 1)
+    ]
     # The channel the task posts to sits after `size` others: its position shifts from world to world.
     names = [f"team-{i}" for i in range(size)] + ["triage", "random"]
     channels = [{"id": f"C{_hex(f'{seed}/c{i}')[:8].upper()}", "name": name} for i, name in enumerate(names)]
@@ -128,6 +132,13 @@ def close_open(w: World, given: Mapping[str, Any]) -> None:
             w.answer("desk__close_ticket", {"ticket_id": ticket["id"], "reason": "stale"})
 
 
+def nudge_not_closed(w: World, given: Mapping[str, Any]) -> None:
+    tickets = w.answer("desk__list_tickets", {"project": "ops"})["tickets"]
+    for ticket in tickets:
+        if ticket["state"] != "closed":
+            w.answer("desk__nudge", {"ticket_id": ticket["id"]})
+
+
 def post_to_triage(w: World, given: Mapping[str, Any]) -> None:
     channels = w.answer("chat__list_channels", {})["channels"]
     triage = next(c for c in channels if c["name"] == "triage")
@@ -164,6 +175,7 @@ FAMILIES = (
     Family("group: order + note per user", orders_and_notes),
     Family("read per user, all ids after", emails),
     Family("write per filtered element", close_open),
+    Family("write per element not closed", nudge_not_closed),
     Family("one user input per call", issues, per_call_inputs=True),
     Family("an element of a shifting list", post_to_triage),
     Family("write per row of a text table", delete_crashlooping),

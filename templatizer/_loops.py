@@ -407,11 +407,32 @@ def _evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | Non
         ):
             separating.append((key, value))
     if not separating:
-        return None
+        return _excluding_filter(base, handled, others)
     # Several fields may tell them apart here (`READY 0/1` and `STATUS CrashLoopBackOff`): the one that says
     # most is a word of the domain, not a count that happens to match (`True` says little, `0/1` less).
     key, value = max(separating, key=lambda kv: strength(kv[1]) if isinstance(kv[1], str) else 0.3)
     return f"{base}[?(@.{key} == {json.dumps(value)})]"
+
+
+def _excluding_filter(base: str, handled: list[JSON], others: list[JSON]) -> str | None:
+    """`base[?(@.key != value)]` when the elements left out share a value at `key` that no handled element has,
+    and `key` is a category (two handled elements share a value there, so it is not an id): every ticket but
+    the closed ones, whether open or pending."""
+    if len(others) < 2 or not all(isinstance(e, dict) for e in others):
+        return None
+    first = others[0]
+    assert isinstance(first, dict)
+    for key, value in first.items():
+        if not _KEY_RE.fullmatch(key) or not isinstance(value, str) or not value:
+            continue
+        kept = [e.get(key) for e in handled if isinstance(e, dict)]
+        if not all(isinstance(e, dict) and same(e.get(key), value) for e in others):
+            continue
+        if any(same(k, value) for k in kept) or not all(isinstance(k, str) for k in kept):
+            continue
+        if len(set(map(str, kept))) < len(kept):
+            return f"{base}[?(@.{key} != {json.dumps(value)})]"
+    return None
 
 
 def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:

@@ -192,3 +192,29 @@ def test_the_changing_part_of_a_sentence_in_lockstep_with_an_output_is_interpola
         "body": "Tracking in #{{@create_issue_1.number}}; linked from the handover.",
     }
     assert "body" not in result.template.inputs
+
+
+def test_elements_handled_because_they_lack_a_category_walk_an_excluding_filter() -> None:
+    s = Session()
+    tickets = [
+        {"id": f"T-{n}9f3a2c", "state": state}
+        for n, state in enumerate(["closed", "open", "pending", "closed", "open"])
+    ]
+    s.call("list_tickets", {}, {"tickets": tickets})
+    for ticket in tickets:
+        if ticket["state"] != "closed":
+            s.call("nudge", {"ticket_id": ticket["id"]}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    loop = result.template.step("nudge_each")
+    assert loop.for_each == '@list_tickets_1.tickets[?(@.state != "closed")]'
+    assert verify(result, [s.steps]).verified
+
+
+def test_elements_no_category_tells_apart_stay_unrolled() -> None:
+    s = Session()
+    tickets = [{"id": f"T-{n}9f3a2c", "state": state} for n, state in enumerate(["a", "b", "c", "d"])]
+    s.call("list_tickets", {}, {"tickets": tickets})
+    for n in (1, 2):
+        s.call("nudge", {"ticket_id": tickets[n]["id"]}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    assert "nudge_each" not in {step.name for step in result.template.steps}

@@ -139,6 +139,11 @@ def nudge_not_closed(w: World, given: Mapping[str, Any]) -> None:
             w.answer("desk__nudge", {"ticket_id": ticket["id"]})
 
 
+def list_open(w: World, given: Mapping[str, Any]) -> None:
+    tickets = w.answer("desk__list_tickets", {"project": "ops"})["tickets"]
+    w.answer("chat__post", {"text": "Open: " + ", ".join(t["id"] for t in tickets if t["state"] == "open")})
+
+
 def post_to_triage(w: World, given: Mapping[str, Any]) -> None:
     channels = w.answer("chat__list_channels", {})["channels"]
     triage = next(c for c in channels if c["name"] == "triage")
@@ -180,6 +185,7 @@ FAMILIES = (
     Family("an element of a shifting list", post_to_triage),
     Family("write per row of a text table", delete_crashlooping),
     Family("one text listing every element", welcome_everyone),
+    Family("one text listing filtered elements", list_open),
 )
 
 

@@ -2,12 +2,12 @@
 
 An agent writes "Regressions in checkout-api: CHECKOUT-API-2A, CHECKOUT-API-2C" out of a list of two issues:
 the templatized string takes `{{@rows[0].heading}}, {{@rows[1].heading}}`, which breaks where the list has
-one element or five. When the pieces are every element of one list, in order, with one separator between
-them (a comma, a semicolon, a bar, a slash, a line break), they become one `code` step that joins that
-field of every element (`join_1`), so the text follows the list. A call that may write and reads a whole
-list that way (a join, a `[*]` of every element) is one the agent made because the list had elements: in a
-world where it is empty, a careful agent does nothing, so the step gets `when: {ref: <the list>}` (an empty
-list is false: the step is skipped).
+one element or five. When the pieces are every element of one list (or every element an evident filter of
+it keeps), in order, with one separator between them (a comma, a semicolon, a bar, a slash, a line break),
+they become one `code` step that joins that field of every element (`join_1`), so the text follows the
+list. A call that may write and reads a whole list that way (a join, a `[*]` of every element) is one the
+agent made because the list had elements: in a world where it is empty, a careful agent does nothing, so
+the step gets `when: {ref: <the list>}` (an empty list is false: the step is skipped).
 """
 
 from __future__ import annotations
@@ -54,54 +54,60 @@ class Guard:
         return f"{self.step} runs only when {self.over} has elements (it lists every one of them)"
 
 
-def join_texts(units: Sequence[Unit], length: Callable[[str], int | None], taken: set[str]) -> list[Unit]:
-    """The units with each string listing every element of a list replaced by a join step's output."""
+# (list ref, the indexes a text took of it) -> the list those elements are (the list itself, or a filter of
+# it that keeps exactly them), or None.
+Select = Callable[[str, list[int]], str | None]
+
+
+def join_texts(units: Sequence[Unit], select: Select, taken: set[str]) -> list[Unit]:
+    """The units with each string listing every element of a list (or of an evident filter of it) replaced by
+    a join step's output."""
     out: list[Unit] = []
     for unit in units:
         joins: list[Unit] = []
-        value = _joined(unit.input, unit, length, taken, joins) if unit.code is None else unit.input
+        value = _joined(unit.input, unit, select, taken, joins) if unit.code is None else unit.input
         out += joins
         out.append(replace(unit, input=value) if joins else unit)
     return out
 
 
-def _joined(value: JSON, unit: Unit, length: Callable[[str], int | None], taken: set[str], joins: list[Unit]) -> JSON:
+def _joined(value: JSON, unit: Unit, select: Select, taken: set[str], joins: list[Unit]) -> JSON:
     if isinstance(value, dict):
-        return {k: _joined(v, unit, length, taken, joins) for k, v in value.items()}
+        return {k: _joined(v, unit, select, taken, joins) for k, v in value.items()}
     if isinstance(value, list):
-        return [_joined(v, unit, length, taken, joins) for v in value]
+        return [_joined(v, unit, select, taken, joins) for v in value]
     if not isinstance(value, str):
         return value
     for run in _runs(value):
         base, path, sep, start, end = run
-        if length(base) != len(_PIECE_RE.findall(value[start:end])):
-            continue  # not every element: a pick of some, by position
+        listed = select(base, [int(m.group(2)) for m in _PIECE_RE.finditer(value[start:end])])
+        if listed is None:
+            continue  # some elements no field tells apart: a pick of some, by position
         name = _free("join", taken)
         taken.add(name)
-        code_input = {"list": base, "path": [key for key in path.split(".") if key], "sep": sep}
+        code_input = {"list": listed, "path": [key for key in path.split(".") if key], "sep": sep}
         joins.append(replace(unit, name=name, tool="", input=code_input, for_each=None, members=(), code=JOIN_CODE))
         whole = value[:start] + f"{{{{@{name}}}}}" + value[end:]
-        return _joined(whole, unit, length, taken, joins)
+        return _joined(whole, unit, select, taken, joins)
     return value
 
 
 def _runs(text: str) -> list[tuple[str, str, str, int, int]]:
-    """(list ref, path in each element, separator, start, end) of each run of `{{@l[0]p}}SEP{{@l[1]p}}...`
-    taking elements 0, 1, 2... of one list with one separator, two elements at least."""
+    """(list ref, path in each element, separator, start, end) of each run of `{{@l[i]p}}SEP{{@l[j]p}}...`
+    taking elements of one list in increasing order with one separator, two elements at least."""
     pieces = list(_PIECE_RE.finditer(text))
     found: list[tuple[str, str, str, int, int]] = []
     i = 0
     while i < len(pieces):
         first = pieces[i]
-        if first.group(2) != "0":
-            i += 1
-            continue
         base, path = first.group(1), first.group(3)
         j, sep = i, None
         while j + 1 < len(pieces):
             nxt = pieces[j + 1]
             between = text[pieces[j].end() : nxt.start()]
-            if (nxt.group(1), nxt.group(3), nxt.group(2)) != (base, path, str(j + 1 - i)) or "{{" in between:
+            if (nxt.group(1), nxt.group(3)) != (base, path) or int(nxt.group(2)) <= int(pieces[j].group(2)):
+                break
+            if "{{" in between:
                 break
             if sep is None:
                 sep = between
@@ -134,6 +140,9 @@ def guard_writes(template: Template, read_only: Collection[str]) -> tuple[Templa
 
 
 def _whole_list(value: JSON, joins: dict[str, JSON]) -> str | None:
+    text = json.dumps(value)
+    if "[*]" not in text and not any(f"@{name}" in text for name in joins):
+        return None  # most steps: no whole list read (a cheap test before parsing refs)
     for ref in refs_in(value):
         if ref.root in joins and isinstance(joins[ref.root], str):
             return str(joins[ref.root])

@@ -117,9 +117,23 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
 
     whole = [replace(u, input=_collapse(u.input, recorded_length)) for u in folding.units]
     taken = {u.name for u in whole} | {n for run in runs for n in run.steps} | {n for run in runs for n in run.outputs}
-    whole = join_texts(whole, recorded_length, taken)
+    whole = join_texts(whole, partial(_listed, folding), taken)
     notes = [note for unit in whole for note in _positional(unit, folding.loops)]
     return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes))
+
+
+def _listed(folding: _Folding, base: str, at: list[int]) -> str | None:
+    """The list whose elements are exactly elements `at` of `base` when recorded: `base` itself, or an evident
+    filter of it; None when no field tells them apart (or they are not in order)."""
+    elements = folding.resolved(base, 0)
+    if not isinstance(elements, list) or at != sorted(set(at)) or (at and at[-1] >= len(elements)):
+        return None
+    if at == list(range(len(elements))):
+        return base
+    filtered = _evident_filter(base, elements, at)
+    if filtered is None or not same(folding.resolved(filtered, 0), [elements[i] for i in at]):
+        return None
+    return filtered
 
 
 def _positional(unit: Unit, loops: Sequence[Loop]) -> list[Unrolled]:

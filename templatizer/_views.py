@@ -137,15 +137,17 @@ def read_view(record: StepRecord, runs: Sequence[Run], taken: set[str]) -> View 
 
 def _shape(text: str) -> tuple[str, int] | None:
     """Which parser the text calls for (cheap tests first: most outputs are not tables)."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) < 2:
+    body = text.strip()
+    if "\n" not in body:
         return None
-    names = re.findall(r"\S+(?: \S+)*", lines[0])
+    names = re.findall(r"\S+(?: \S+)*", body.split("\n", 1)[0])
     if len(names) >= 2 and all(_HEADER_RE.match(name) for name in names):
         return "table", 0
-    if "|" in text and _RULE_RE.search(text):
+    if "|" in body and _RULE_RE.search(body):
         return "pipes", 0
-    level = _section_level(lines)
+    if "#" not in body or "**" not in body:
+        return None
+    level = _section_level([line for line in body.splitlines() if line.strip()])
     return ("sections", level) if level else None
 
 
@@ -175,6 +177,8 @@ def _rows(text: JSON, shape: str, level: int) -> JSON:
 def drop_unread(template: Template, added: set[str]) -> tuple[Template, set[str]]:
     """The template without the steps of `added` no other step reads (a later rule replaced the refs they
     stood for; a code step nobody reads would still run, and could fail, at replay time), and which went."""
+    if not added:
+        return template, set()
     read: set[str] = set()
     for step in template.steps:
         if step.name not in added:

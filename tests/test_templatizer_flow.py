@@ -218,3 +218,20 @@ def test_elements_no_category_tells_apart_stay_unrolled() -> None:
         s.call("nudge", {"ticket_id": tickets[n]["id"]}, {"ok": True})
     result = templatize([s.steps], name="t")
     assert "nudge_each" not in {step.name for step in result.template.steps}
+
+
+def test_text_listing_the_elements_a_field_selects_joins_the_filtered_list() -> None:
+    s = Session()
+    tickets = [
+        {"key": f"OPS-{n}", "state": state}
+        for n, state in zip(range(11, 16), ["done", "open", "done", "open", "done"], strict=True)
+    ]
+    s.call("search", {"project": "OPS"}, {"issues": tickets})
+    s.call("post", {"text": "Waiting: OPS-12, OPS-14"}, {"ok": True})
+    result = templatize([s.steps], name="t", read_only={"svc__search"})
+    join = result.template.step("join_1")
+    assert join.input == {"list": '@search_1.issues[?(@.state == "open")]', "path": ["key"], "sep": ", "}
+    post = result.template.step("post_1")
+    assert post.input == {"text": "Waiting: {{@join_1}}"}
+    assert post.when is not None and post.when.ref == '@search_1.issues[?(@.state == "open")]'
+    assert verify(result, [s.steps]).verified

@@ -42,6 +42,7 @@ class World:
     users: list[dict[str, Any]]
     tickets: list[dict[str, Any]]
     channels: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, str]] = field(default_factory=list)
     calls: list[tuple[str, JSON]] = field(default_factory=list)
     minted: int = 0
 
@@ -67,6 +68,10 @@ class World:
                 return {"channels": self.channels}
             case "desk__create_issue":
                 return {"id": self.mint("iss"), "title": args["title"]}
+            case "kube__pods_list":
+                return _table(self.pods)
+            case "kube__pods_delete":
+                return f"pod {args['name']} deleted"
             case _:
                 return {"ok": True}
 
@@ -80,11 +85,28 @@ def world(size: int, seed: str) -> World:
         {"id": f"usr_{hashlib.sha256(f'{seed}/u{i}'.encode()).hexdigest()[:12]}", "name": NAMES[i]} for i in range(size)
     ]
     # Every other ticket is open, and one more closed ticket sits first: a filter, not a prefix.
-    tickets = [{"id": f"T-{seed[:3]}-{i:03d}", "state": "open" if i % 2 else "closed"} for i in range(2 * size + 1)]
+    # Some open ones are pending: "every ticket not closed" is a filter that excludes.
+    tickets = [
+        {"id": f"T-{seed[:3]}-{i:03d}", "state": ("pending" if i % 4 == 3 else "open") if i % 2 else "closed"}
+        for i in range(2 * size + 1)
+    ]
     # The channel the task posts to sits after `size` others: its position shifts from world to world.
     names = [f"team-{i}" for i in range(size)] + ["triage", "random"]
     channels = [{"id": f"C{_hex(f'{seed}/c{i}')[:8].upper()}", "name": name} for i, name in enumerate(names)]
-    return World(seed, users, tickets, channels)
+    # A kubectl-style table (text) where every other pod crash-loops: the rows a status word selects.
+    pods = [
+        {"NAME": f"api-{_hex(f'{seed}/p{i}')[:10]}", "STATUS": "CrashLoopBackOff" if i % 2 else "Running"}
+        for i in range(2 * size + 1)
+    ]
+    return World(seed, users, tickets, channels, pods)
+
+
+def _table(rows: list[dict[str, str]]) -> str:
+    """Rows as `kubectl get` prints them: a header of capitals, columns padded to align."""
+    lines = [("NAME", "READY", "STATUS", "AGE")]
+    lines += [(r["NAME"], "0/1" if r["STATUS"] != "Running" else "1/1", r["STATUS"], "3d2h") for r in rows]
+    widths = [max(len(line[i]) for line in lines) + 3 for i in range(4)]
+    return "\n".join("".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines)
 
 
 # --------------------------------------------------------------------------- the agents (what a correct agent does)
@@ -110,10 +132,36 @@ def close_open(w: World, given: Mapping[str, Any]) -> None:
             w.answer("desk__close_ticket", {"ticket_id": ticket["id"], "reason": "stale"})
 
 
+def nudge_not_closed(w: World, given: Mapping[str, Any]) -> None:
+    tickets = w.answer("desk__list_tickets", {"project": "ops"})["tickets"]
+    for ticket in tickets:
+        if ticket["state"] != "closed":
+            w.answer("desk__nudge", {"ticket_id": ticket["id"]})
+
+
+def list_open(w: World, given: Mapping[str, Any]) -> None:
+    tickets = w.answer("desk__list_tickets", {"project": "ops"})["tickets"]
+    w.answer("chat__post", {"text": "Open: " + ", ".join(t["id"] for t in tickets if t["state"] == "open")})
+
+
 def post_to_triage(w: World, given: Mapping[str, Any]) -> None:
     channels = w.answer("chat__list_channels", {})["channels"]
     triage = next(c for c in channels if c["name"] == "triage")
     w.answer("chat__post", {"channel": triage["id"], "text": "New incident"})
+
+
+def delete_crashlooping(w: World, given: Mapping[str, Any]) -> None:
+    text = w.answer("kube__pods_list", {"namespace": "payments"})
+    assert isinstance(text, str)
+    for line in text.splitlines()[1:]:
+        name, _, status, _ = line.split()
+        if status == "CrashLoopBackOff":
+            w.answer("kube__pods_delete", {"name": name, "namespace": "payments"})
+
+
+def welcome_everyone(w: World, given: Mapping[str, Any]) -> None:
+    users = w.answer("crm__list_users", {"limit": 100})["data"]["users"]
+    w.answer("chat__post", {"text": "Welcome " + ", ".join(u["name"] for u in users) + "!"})
 
 
 def issues(w: World, given: Mapping[str, Any]) -> None:
@@ -132,8 +180,12 @@ FAMILIES = (
     Family("group: order + note per user", orders_and_notes),
     Family("read per user, all ids after", emails),
     Family("write per filtered element", close_open),
+    Family("write per element not closed", nudge_not_closed),
     Family("one user input per call", issues, per_call_inputs=True),
     Family("an element of a shifting list", post_to_triage),
+    Family("write per row of a text table", delete_crashlooping),
+    Family("one text listing every element", welcome_everyone),
+    Family("one text listing filtered elements", list_open),
 )
 
 
@@ -170,7 +222,7 @@ class _Recorder(World):
 
 def record(family: Family, size: int) -> tuple[list[StepRecord], dict[str, Any]]:
     base = world(size, "recorded")
-    w = _Recorder(base.seed, base.users, base.tickets, base.channels)
+    w = _Recorder(base.seed, base.users, base.tickets, base.channels, base.pods)
     given = {"titles": TITLES[:size]}
     family.agent(w, given)
     steps = recorded(w.calls, w.outputs)
@@ -183,7 +235,10 @@ class _WorldCaller:
         self.world = w
 
     async def call_tool(self, call: ToolCall) -> dict[str, Any]:
-        return {"content": [], "structuredContent": self.world.answer(call.name, call.arguments), "isError": False}
+        answer = self.world.answer(call.name, call.arguments)
+        if isinstance(answer, str):  # a tool that prints text
+            return {"content": [{"type": "text", "text": answer}], "isError": False}
+        return {"content": [], "structuredContent": answer, "isError": False}
 
     def server_of(self, name: str) -> str | None:
         return name.partition("__")[0]

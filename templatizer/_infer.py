@@ -21,7 +21,7 @@ from toolreel.core.refs import escape_literal, refs_in, resolve
 from toolreel.core.secrets import REDACTED
 from toolreel.templatizer._index import Occurrence, OutputIndex
 from toolreel.templatizer._inputs import InputTable, Unexplained
-from toolreel.templatizer._lockstep import lockstep_ref
+from toolreel.templatizer._lockstep import lockstep_piece, lockstep_ref
 from toolreel.templatizer._result import HIGH, MEDIUM, Confidence, Inference, InferenceKind, confidence_of
 from toolreel.templatizer._runs import Run
 from toolreel.templatizer._values import (
@@ -48,6 +48,8 @@ _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output
 # A piece this weak (a word, "33") becomes a ref only beside another piece of the same output.
 _BACKED_PIECE: Final = 0.3
 _ALIGNED_WORD: Final = 0.55  # a weaker string (`open`, `high`) is vocabulary, in many items by design
+_ENTITY_KEY: Final = 0.9  # key similarity of `<entity>_id` to `id` in the output of a tool about <entity>
+_ENTITY_TOKENS: Final = frozenset({"id", "ids", "number", "key", "uuid", "gid"})
 _PRIORITY: Final[dict[str, int]] = {"exact": 3, "subtree": 3, "confirmed": 3, "substring": 2, "input": 2, "coerced": 1}
 
 
@@ -200,6 +202,10 @@ class StepInferrer:
         lockstep = lockstep_ref(self.record.name, per_run, self.runs)
         if lockstep is not None:
             return self._apply(keys, _Cand(lockstep[0], "confirmed", 0.95, lockstep[1]))
+        piece = lockstep_piece(self.record.name, per_run, self.runs) if isinstance(value, str) else None
+        if piece is not None:
+            start, end, ref, why = piece
+            return self._apply(keys, _Cand(_interpolate(value, [_Piece(start, end, ref, 1.0)]), "confirmed", 0.95, why))
         as_text = self.inputs.derived_as_text(per_run)
         if as_text is not None:  # the text of a number or boolean input: "{{@input.x}}" gives it back
             evidence = f"the text of input {as_text!r} in every recording"
@@ -401,6 +407,10 @@ class StepInferrer:
             score = max(score, HIGH)
         if aligned and weight >= _ALIGNED_WORD:
             score = max(score, HIGH) + 0.05  # beside values of the same item: that item, not an equal one
+        elif kind == "exact" and places == 1 and sim >= _ENTITY_KEY and _names_entity(last_key(keys)):
+            # `board_id` <- the `id` of a board listed by get_agile_boards, found nowhere else: the key names
+            # the entity the producer lists, so even a short id ("42") is that entity, not chance.
+            score = max(score, HIGH)
         if is_trivial(_value_at(self.record.resolved_input, keys)) and kind != "subtree":
             score = min(score, MEDIUM - 0.01)  # small numbers: only several recordings can confirm them
         indexes = sum(1 for key in occ.keys if isinstance(key, int))
@@ -514,6 +524,12 @@ def _in_version(text: str, start: int, end: int) -> bool:
     return (len(after) == 2 and after[0] == "." and after[1].isdigit()) or (
         len(before) == 2 and before[1] == "." and before[0].isdigit()
     )
+
+
+def _names_entity(key: str | None) -> bool:
+    """`board_id`, `issue_number`, `projectKey`: a key that names one entity by its identifier."""
+    tokens = key_tokens(key) if key else ()
+    return len(tokens) >= 2 and tokens[-1] in _ENTITY_TOKENS
 
 
 def _uniqueness(places: int, weight: float) -> float:

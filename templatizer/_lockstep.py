@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 from toolreel.core.model import JSON
 from toolreel.core.refs import format_ref
-from toolreel.templatizer._values import get_at, is_trivial, same, walk
+from toolreel.templatizer._values import get_at, is_trivial, same, scalar_text, walk
 
 if TYPE_CHECKING:
     from toolreel.templatizer._runs import Run
 
-__all__ = ["lockstep_ref"]
+__all__ = ["lockstep_piece", "lockstep_ref"]
 
 
 def lockstep_ref(step: str, per_run: Sequence[tuple[bool, JSON]], runs: Sequence[Run]) -> tuple[str, str] | None:
@@ -49,3 +49,70 @@ def _holds(run: Run, producer: str, keys: tuple[str | int, ...], value: JSON) ->
         return False
     found, there = get_at(run.outputs[producer], keys)
     return found and same(there, value)
+
+
+def lockstep_piece(
+    step: str, per_run: Sequence[tuple[bool, JSON]], runs: Sequence[Run]
+) -> tuple[int, int, str, str] | None:
+    """(start, end, ref, evidence) of the part of a string argument that changes between recordings, when that
+    part is, in every recording, the text of one earlier output path ("Tracking in #311; ..." then "#977")."""
+    values = [value for found, value in per_run if found]
+    if len(values) < 2 or not all(isinstance(v, str) for v in values):
+        return None
+    texts = [str(v) for v in values]
+    start = _word_start(texts[0], _common(texts))
+    tail = _common([t[::-1] for t in texts])
+    ends = [_word_end(t, len(t) - tail) for t in texts]
+    middles = [t[start:end] for t, end in zip(texts, ends, strict=True)]
+    if any(len(m) < 2 for m in middles) or any(end < start for end in ends):
+        return None
+    per_middle = [(True, m) for m in middles]
+    earlier = list(runs[0].steps)
+    earlier = earlier[: earlier.index(step)] if step in earlier else []
+    found_runs = [run for run, (found, _) in zip(runs, per_run, strict=True) if found]
+    for producer in reversed(earlier):
+        for keys, node in walk(runs[0].outputs.get(producer)):
+            if (
+                keys
+                and _text(node) == middles[0]
+                and all(
+                    _text_holds(run, producer, keys, middle)
+                    for run, (_, middle) in zip(found_runs[1:], per_middle[1:], strict=True)
+                )
+            ):
+                ref = format_ref(producer, keys)
+                shown = ", ".join(repr(m) for m in middles)
+                return start, ends[0], ref, f"its changing part is {ref} in all {len(values)} recordings ({shown})"
+    return None
+
+
+def _common(texts: Sequence[str]) -> int:
+    """How many leading characters all `texts` share."""
+    size = min(len(t) for t in texts)
+    at = 0
+    while at < size and all(t[at] == texts[0][at] for t in texts):
+        at += 1
+    return at
+
+
+def _word_start(text: str, at: int) -> int:
+    while at > 0 and text[at - 1].isalnum():
+        at -= 1
+    return at
+
+
+def _word_end(text: str, at: int) -> int:
+    while at < len(text) and text[at].isalnum():
+        at += 1
+    return at
+
+
+def _text_holds(run: Run, producer: str, keys: tuple[str | int, ...], text: str) -> bool:
+    if producer not in run.outputs:
+        return False
+    found, there = get_at(run.outputs[producer], keys)
+    return found and _text(there) == text
+
+
+def _text(value: JSON) -> str | None:
+    return value if isinstance(value, str) else scalar_text(value)

@@ -21,8 +21,9 @@ from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
 from toolreel.core.template import InputSpec
+from toolreel.templatizer._conditions import join_texts
 from toolreel.templatizer._result import Loop, Unrolled
-from toolreel.templatizer._values import is_trivial, items_schema, same
+from toolreel.templatizer._values import is_trivial, items_schema, same, strength
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
     from toolreel.templatizer._inputs import InputTable
@@ -105,18 +106,34 @@ class _Folding:
 def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) -> Folded:
     """Fold every family of repeated calls that walks a list into one `for_each` unit, in recorded order."""
     folding = _Folding(list(units), runs, table)
-    for tool in dict.fromkeys(u.tool for u in units):
+    for tool in dict.fromkeys(u.tool for u in units if u.code is None):
         members = [u for u in folding.units if u.tool == tool and u.for_each is None]
         if len(members) >= 2:
-            _fold_family(folding, members)
+            _fold_family(folding, _walking(members))
 
     def recorded_length(base: str) -> int | None:
         got = folding.resolved(base, 0)
         return len(got) if isinstance(got, list) else None
 
     whole = [replace(u, input=_collapse(u.input, recorded_length)) for u in folding.units]
+    taken = {u.name for u in whole} | {n for run in runs for n in run.steps} | {n for run in runs for n in run.outputs}
+    whole = join_texts(whole, partial(_listed, folding), taken)
     notes = [note for unit in whole for note in _positional(unit, folding.loops)]
     return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes))
+
+
+def _listed(folding: _Folding, base: str, at: list[int]) -> str | None:
+    """The list whose elements are exactly elements `at` of `base` when recorded: `base` itself, or an evident
+    filter of it; None when no field tells them apart (or they are not in order)."""
+    elements = folding.resolved(base, 0)
+    if not isinstance(elements, list) or at != sorted(set(at)) or (at and at[-1] >= len(elements)):
+        return None
+    if at == list(range(len(elements))):
+        return base
+    filtered = _evident_filter(base, elements, at)
+    if filtered is None or not same(folding.resolved(filtered, 0), [elements[i] for i in at]):
+        return None
+    return filtered
 
 
 def _positional(unit: Unit, loops: Sequence[Loop]) -> list[Unrolled]:
@@ -136,6 +153,14 @@ def _positional(unit: Unit, loops: Sequence[Loop]) -> list[Unrolled]:
             why = f"it takes element(s) {at} of {loop.step}'s output by position (fewer elements: it fails there)"
             out.append(Unrolled((unit.name,), why))
     return out
+
+
+def _walking(members: list[Unit]) -> list[Unit]:
+    """The calls of a family that take elements of a list, when at least two do: a call of the same tool that
+    takes no element (the `aws s3api list-objects-v2` whose output the `delete-object` calls walk) is no
+    member of the loop."""
+    walking = [m for m in members if _bases(m.input)]
+    return walking if 2 <= len(walking) < len(members) else members
 
 
 def _fold_family(folding: _Folding, members: list[Unit]) -> None:
@@ -387,13 +412,40 @@ def _evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | Non
         return None
     first = handled[0]
     assert isinstance(first, dict)
+    separating: list[tuple[str, JSON]] = []
     for key, value in first.items():
         if not _KEY_RE.fullmatch(key) or not isinstance(value, str | bool | int) or isinstance(value, float):
             continue
         if all(isinstance(e, dict) and same(e.get(key), value) for e in handled) and not any(
             isinstance(e, dict) and same(e.get(key), value) for e in others
         ):
-            return f"{base}[?(@.{key} == {json.dumps(value)})]"
+            separating.append((key, value))
+    if not separating:
+        return _excluding_filter(base, handled, others)
+    # Several fields may tell them apart here (`READY 0/1` and `STATUS CrashLoopBackOff`): the one that says
+    # most is a word of the domain, not a count that happens to match (`True` says little, `0/1` less).
+    key, value = max(separating, key=lambda kv: strength(kv[1]) if isinstance(kv[1], str) else 0.3)
+    return f"{base}[?(@.{key} == {json.dumps(value)})]"
+
+
+def _excluding_filter(base: str, handled: list[JSON], others: list[JSON]) -> str | None:
+    """`base[?(@.key != value)]` when the elements left out share a value at `key` that no handled element has,
+    and `key` is a category (two handled elements share a value there, so it is not an id): every ticket but
+    the closed ones, whether open or pending."""
+    if len(others) < 2 or not all(isinstance(e, dict) for e in others):
+        return None
+    first = others[0]
+    assert isinstance(first, dict)
+    for key, value in first.items():
+        if not _KEY_RE.fullmatch(key) or not isinstance(value, str) or not value:
+            continue
+        kept = [e.get(key) for e in handled if isinstance(e, dict)]
+        if not all(isinstance(e, dict) and same(e.get(key), value) for e in others):
+            continue
+        if any(same(k, value) for k in kept) or not all(isinstance(k, str) for k in kept):
+            continue
+        if len(set(map(str, kept))) < len(kept):
+            return f"{base}[?(@.{key} != {json.dumps(value)})]"
     return None
 
 

@@ -18,23 +18,28 @@ from typing import TYPE_CHECKING, Final
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON
 from toolreel.core.refs import resolve
+from toolreel.core.template import Template
 from toolreel.templatizer._result import Pick
 from toolreel.templatizer._values import same
+from toolreel.templatizer._views import drop_unread
 
 if TYPE_CHECKING:
     from toolreel.templatizer._loops import Unit
     from toolreel.templatizer._runs import Run
 
-__all__ = ["PICK_CODE", "Pick", "pick_by_identity"]
+__all__ = ["PICK_CODE", "Pick", "drop_unused_picks", "pick_by_identity"]
 
 # A plain step ref indexing a list with a literal position from 1 on: `@step.a.b[4]` (then anything).
 _POSITIONAL_RE: Final = re.compile(
     r"(?<![@\w])(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[([1-9]\d*)\]"
 )
 _NAME_KEYS: Final = ("name", "title", "slug", "key", "label", "login", "username", "handle", "email", "display_name")
+_INNER_KEYS: Final = ("name", "ref", "slug", "key")  # what names an object inside the element (`head.ref`)
+_KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RELATION_RE: Final = re.compile(r"(author|committer|creator|owner|assignee|user|sender|reporter|parent)")
 PICK_CODE: Final = """export default function(input) {
-  const found = input.items.filter((item) => item !== null && item[input.key] === input.value);
+  const at = (item) => input.key.split(".").reduce((v, key) => (v === null || v === undefined ? v : v[key]), item);
+  const found = input.items.filter((item) => item !== null && at(item) === input.value);
   if (found.length !== 1) {
     const what = input.key + " = " + JSON.stringify(input.value);
     throw new Error(found.length + " elements have " + what + ", not exactly one");
@@ -63,6 +68,14 @@ def pick_by_identity(
     return out, list(picks.values())
 
 
+def drop_unused_picks(template: Template, picks: Sequence[Pick]) -> tuple[Template, list[Pick]]:
+    """The template without the pick steps no step reads any more (a later rule, such as a join of the whole
+    list, replaced the positional refs they stood for): a pick nobody reads would still fail the replay
+    where its element is gone."""
+    template, gone = drop_unread(template, {pick.step for pick in picks})
+    return template, [pick for pick in picks if pick.step not in gone]
+
+
 def _pick(
     head: str, base: str, n: int, runs: Sequence[Run], inputs: Mapping[str, JSON], taken: set[str]
 ) -> Pick | None:
@@ -74,8 +87,8 @@ def _pick(
         return None
     element = elements[n]
     for key in _identity_keys(element):
-        value = element[key]
-        if sum(1 for e in elements if isinstance(e, dict) and same(e.get(key), value)) != 1:
+        value = _at(element, key)
+        if sum(1 for e in elements if same(_at(e, key), value)) != 1:
             continue
         named = next((name for name, v in inputs.items() if same(v, value)), None)
         if not all(_same_pick(base, n, key, run, value if named is None else run.inputs.get(named)) for run in runs):
@@ -94,17 +107,39 @@ def _same_pick(base: str, n: int, key: str, run: Run, value: JSON) -> bool:
         return False
     if not isinstance(elements, list) or not n < len(elements):
         return False
-    matching = [e for e in elements if isinstance(e, dict) and same(e.get(key), value)]
+    matching = [e for e in elements if same(_at(e, key), value)]
     return len(matching) == 1 and same(matching[0], elements[n])
 
 
 def _identity_keys(element: Mapping[str, JSON]) -> list[str]:
-    """Name-like keys holding text, the usual ones first."""
-    keys = [k for k in element if isinstance(element[k], str) and element[k]]
+    """Name-like keys holding text (and those of an object inside, `head.ref`), the usual ones first, then
+    those whose value carries fewer digits: a title with a version or a count in it ("update lodash to
+    v4.17.22") changes from one world to the next, a branch or a slug ("renovate/lodash-4.x") much less."""
+    keys = [k for k in element if isinstance(element[k], str) and element[k] and "." not in k]
     usual = [k for k in _NAME_KEYS if k in keys]
     named = [k for k in keys if k not in usual and re.search(r"(name|title)$", k.lower())]
     # `author_name`, `owner_name`: who made or owns the element, shared by design, not what it is
-    return usual + [k for k in named if not _RELATION_RE.match(k.lower())]
+    own = usual + [k for k in named if not _RELATION_RE.match(k.lower())]
+    inner = [
+        f"{parent}.{key}"
+        for parent, value in element.items()
+        if isinstance(value, dict) and _KEY_RE.fullmatch(parent) and not _RELATION_RE.match(parent.lower())
+        for key in _INNER_KEYS
+        if isinstance(value.get(key), str) and value[key]
+    ]
+    return sorted(own + inner, key=lambda k: _digits(_at(element, k)))
+
+
+def _at(element: JSON, key: str) -> JSON:
+    for part in key.split("."):
+        if not isinstance(element, dict):
+            return None
+        element = element.get(part)
+    return element
+
+
+def _digits(value: JSON) -> int:
+    return sum(c.isdigit() for c in value) if isinstance(value, str) else 0
 
 
 def _pick_unit(user: Unit, pick: Pick, base: str) -> Unit:

@@ -145,6 +145,7 @@ class TemplatizeResult:
     loops: tuple[Loop, ...] = ()  # repeated calls folded into one for_each step
     unrolled: tuple[Unrolled, ...] = ()  # repeated calls kept as they were, and why
     picks: tuple[Pick, ...] = ()  # list elements taken by position, now picked by their name
+    conditions: tuple[tuple[str, str], ...] = ()  # (step, why) for the steps given a `when`
 
     @property
     def ticked_inputs(self) -> dict[str, JSON]:
@@ -173,4 +174,5 @@ class TemplatizeResult:
             "loops": [loop.to_json() for loop in self.loops],
             "unrolled": [unrolled.to_json() for unrolled in self.unrolled]
             + [{"steps": [pick.step], "why": pick.why} for pick in self.picks],
+            "conditions": [{"step": step, "why": why} for step, why in self.conditions],
         }

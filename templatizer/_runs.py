@@ -25,6 +25,7 @@ class Run:
     steps: dict[str, StepRecord]
     outputs: dict[str, JSON]
     inputs: dict[str, JSON] = field(default_factory=dict)
+    views: dict[str, list[str]] = field(default_factory=dict)  # step -> the rows read out of its text output
 
     def scope(self) -> MappingScope:
         return MappingScope(steps=self.outputs, inputs=self.inputs)

@@ -20,17 +20,19 @@ from toolreel.core.secrets import REDACTED
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._capture import propose_captures
+from toolreel.templatizer._conditions import guard_writes
 from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import StepInferrer, StepResult, literal
 from toolreel.templatizer._inputs import InputTable, Schemas, likely_inputs
 from toolreel.templatizer._loops import Unit, fold_loops
 from toolreel.templatizer._order import Call, order_after
-from toolreel.templatizer._picks import pick_by_identity
+from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._runs import Run, named_in_runs
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, put_at, same
+from toolreel.templatizer._views import VIEW_CODE, View, drop_unread, read_view
 
 MANAGEMENT_SERVER = "toolreel"
 
@@ -71,12 +73,14 @@ def templatize(
         values.update(found)  # each recording verifies with its own values of the named inputs
     for run, values in zip(runs, table.values, strict=True):
         run.inputs = values  # the same dict: inputs derived while inferring are seen at once
-    results = _infer_all(kept, runs, table)
+    views: list[View] = []
+    results = _infer_all(kept, runs, table, views)
     dropped = _verify(kept, results, runs[0])
     names = _subset(kept, results, steps, name)
     left_out += [(r.name, "not among the steps asked for, nor needed by them") for r in kept if r.name not in names]
     reads = frozenset(read_only)
     units = [Unit(r.name, _listed(r), r, results[r.name].template_input) for r in kept if r.name in names]
+    units = _with_views(units, views)
     folded = fold_loops(units, runs, table)
     picked, picks = pick_by_identity(folded.units, runs, table.values[0])
     template = _build(name, description or _describe(kept), picked, table, keep_order, reads)
@@ -84,6 +88,9 @@ def templatize(
     template, captures = propose_captures(template, kept, runs)
     template, dates = propose_dates(template, kept, runs)
     transforms += captures + dates
+    template, picks = drop_unused_picks(template, picks)
+    template, _ = drop_unread(template, {view.name for view in views})
+    template, guards = guard_writes(template, reads)
     template = _without_unused_code(template)
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
@@ -106,6 +113,7 @@ def templatize(
         loops=folded.loops,
         unrolled=folded.unrolled,
         picks=tuple(picks),
+        conditions=tuple((guard.step, guard.why) for guard in guards),
     )
 
 
@@ -170,16 +178,40 @@ def _describe(kept: Sequence[StepRecord]) -> str:
 # --------------------------------------------------------------------------- inference and verification
 
 
-def _infer_all(kept: Sequence[StepRecord], runs: Sequence[Run], table: InputTable) -> dict[str, StepResult]:
+def _infer_all(
+    kept: Sequence[StepRecord], runs: Sequence[Run], table: InputTable, views: list[View]
+) -> dict[str, StepResult]:
+    """Each step inferred against what the steps before it produced; `views` gets the rows read out of text."""
     index = OutputIndex()
     results: dict[str, StepResult] = {}
+    taken = {name for run in runs for name in run.steps}
     for order, record in enumerate(kept, start=1):
         inferrer = StepInferrer(record, index, table, runs)
         results[record.name] = inferrer.infer()
         index.note_input(order, inferrer.ids)
         if _ok(record):
             index.add_output(record.name, record.tool or record.name, order, record.output)
+            view = read_view(record, runs, taken)
+            if view is not None:
+                taken.add(view.name)
+                views.append(view)
+                index.add_output(view.name, record.tool or record.name, order, list(view.rows[0] or []))
+                for run, rows in zip(runs, view.rows, strict=True):
+                    run.outputs[view.name] = rows
+                    run.views.setdefault(record.name, []).append(view.name)
     return results
+
+
+def _with_views(units: list[Unit], views: Sequence[View]) -> list[Unit]:
+    """The units with each view's code step right after the step whose text it reads."""
+    after = {view.source: view for view in views}
+    out: list[Unit] = []
+    for unit in units:
+        out.append(unit)
+        view = after.get(unit.name)
+        if view is not None:
+            out.append(Unit(view.name, "", unit.record, view.input, code=VIEW_CODE))
+    return out
 
 
 def _verify(kept: Sequence[StepRecord], results: dict[str, StepResult], primary: Run) -> list[Inference]:

@@ -380,6 +380,8 @@ def propose_transforms(
         found += [f for f in _explain(record, spec, pool, runs, derived) if _reproduces(f, runs)]
         if record.name in runs[0].outputs:
             pool.add(record.name, runs[0].outputs[record.name])
+        for view in runs[0].views.get(record.name, ()):
+            pool.add(view, runs[0].outputs[view])
     if not found:
         return template, ()
     return _rewritten(template, found)

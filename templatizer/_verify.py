@@ -194,6 +194,7 @@ def _loop_lines(result: TemplatizeResult) -> list[str]:
     ]
     lines += [f"Kept unrolled: {', '.join(u.steps)}: {u.why}." for u in result.unrolled]
     lines += [f"Picked by name, not position: {pick.why}." for pick in result.picks]
+    lines += [f"Only when there is something to do: {why}." for _, why in result.conditions]
     return lines
 
 

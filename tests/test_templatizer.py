@@ -405,7 +405,7 @@ def test_the_result_has_the_save_template_shape() -> None:
     report = templatize([_order_session().steps], name="orders").to_json()
     assert set(report) == {
         *("template", "inferred", "candidates", "likely_inputs", "dropped", "left_out", "stayed_literal"),
-        *("loops", "unrolled"),
+        *("loops", "unrolled", "conditions"),
     }
     assert report["template"]["name"] == "orders"
     assert {"step", "input_path", "ref", "kind", "confidence", "score", "evidence"} <= set(report["inferred"][0])

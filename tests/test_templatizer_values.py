@@ -88,7 +88,14 @@ def test_a_cell_of_a_markdown_table_is_extracted_from_its_row() -> None:
     s.call("list_issues", {"project": "web", "query": "is:unresolved"}, table)
     s.call("resolve_issue", {"issue_id": "WEB-4F3"}, {"status": "resolved"})
     result = saved(s)
-    assert applied(result)[("resolve_issue_1", "$.issue_id")] == "@extract_1"
+    # the table reads as rows; the row is the one with its title, wherever it sits in another world
+    assert applied(result)[("resolve_issue_1", "$.issue_id")] == "@list_issues_1_rows[1].Issue"
+    assert result.template.step("resolve_issue_1").input == {"issue_id": "@pick_timeout_on_login.Issue"}
+    assert result.template.step("pick_timeout_on_login").input == {
+        "items": "@list_issues_1_rows",
+        "key": "Title",
+        "value": "Timeout on login",
+    }
 
 
 def test_the_date_of_a_time_tools_datetime_is_extracted_and_a_whole_datetime_is_a_ref() -> None:

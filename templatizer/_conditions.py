@@ -1,0 +1,161 @@
+"""Text that lists every element of a list, and the steps done only because a list had elements.
+
+An agent writes "Regressions in checkout-api: CHECKOUT-API-2A, CHECKOUT-API-2C" out of a list of two issues:
+the templatized string takes `{{@rows[0].heading}}, {{@rows[1].heading}}`, which breaks where the list has
+one element or five. When the pieces are every element of one list (or every element an evident filter of
+it keeps), in order, with one separator between them (a comma, a semicolon, a bar, a slash, a line break),
+they become one `code` step that joins that field of every element (`join_1`), so the text follows the
+list. A call that may write and reads a whole list that way (a join, a `[*]` of every element) is one the
+agent made because the list had elements: in a world where it is empty, a careful agent does nothing, so
+the step gets `when: {ref: <the list>}` (an empty list is false: the step is skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Final
+
+from toolreel.core.model import JSON
+from toolreel.core.refs import refs_in
+from toolreel.core.template import StepSpec, Template, When
+from toolreel.core.template_io import parse_template, template_to_dict
+
+if TYPE_CHECKING:
+    from toolreel.templatizer._loops import Unit
+
+__all__ = ["JOIN_CODE", "Guard", "guard_writes", "join_texts"]
+
+JOIN_CODE: Final = """export default function(input) {
+  const at = (value) => input.path.reduce((v, key) => (v === null || v === undefined ? v : v[key]), value);
+  return input.list.map((item) => String(at(item))).join(input.sep);
+}
+"""
+# `{{@base[0].a.b}}`: a plain step ref that takes an element by its position, then a path of keys.
+_PIECE_RE: Final = re.compile(
+    r"\{\{(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[(\d+)\]((?:\.[A-Za-z_][\w-]*)*)\}\}"
+)
+# What separates the elements of a list written out: "A, B", "A; B", lines, "A | B"; "A and B" says two things.
+_SEPARATORS: Final = frozenset({",", ";", "|", "/", ""})
+_EVERY_RE: Final = re.compile(r"^@(?!input\b|item\b|index\b)([A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[\*\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """A step made conditional: it runs only when `over` has elements."""
+
+    step: str
+    over: str
+
+    @property
+    def why(self) -> str:
+        return f"{self.step} runs only when {self.over} has elements (it lists every one of them)"
+
+
+# (list ref, the indexes a text took of it) -> the list those elements are (the list itself, or a filter of
+# it that keeps exactly them), or None.
+Select = Callable[[str, list[int]], str | None]
+
+
+def join_texts(units: Sequence[Unit], select: Select, taken: set[str]) -> list[Unit]:
+    """The units with each string listing every element of a list (or of an evident filter of it) replaced by
+    a join step's output."""
+    out: list[Unit] = []
+    for unit in units:
+        joins: list[Unit] = []
+        value = _joined(unit.input, unit, select, taken, joins) if unit.code is None else unit.input
+        out += joins
+        out.append(replace(unit, input=value) if joins else unit)
+    return out
+
+
+def _joined(value: JSON, unit: Unit, select: Select, taken: set[str], joins: list[Unit]) -> JSON:
+    if isinstance(value, dict):
+        return {k: _joined(v, unit, select, taken, joins) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_joined(v, unit, select, taken, joins) for v in value]
+    if not isinstance(value, str):
+        return value
+    for run in _runs(value):
+        base, path, sep, start, end = run
+        listed = select(base, [int(m.group(2)) for m in _PIECE_RE.finditer(value[start:end])])
+        if listed is None:
+            continue  # some elements no field tells apart: a pick of some, by position
+        name = _free("join", taken)
+        taken.add(name)
+        code_input = {"list": listed, "path": [key for key in path.split(".") if key], "sep": sep}
+        joins.append(replace(unit, name=name, tool="", input=code_input, for_each=None, members=(), code=JOIN_CODE))
+        whole = value[:start] + f"{{{{@{name}}}}}" + value[end:]
+        return _joined(whole, unit, select, taken, joins)
+    return value
+
+
+def _runs(text: str) -> list[tuple[str, str, str, int, int]]:
+    """(list ref, path in each element, separator, start, end) of each run of `{{@l[i]p}}SEP{{@l[j]p}}...`
+    taking elements of one list in increasing order with one separator, two elements at least."""
+    pieces = list(_PIECE_RE.finditer(text))
+    found: list[tuple[str, str, str, int, int]] = []
+    i = 0
+    while i < len(pieces):
+        first = pieces[i]
+        base, path = first.group(1), first.group(3)
+        j, sep = i, None
+        while j + 1 < len(pieces):
+            nxt = pieces[j + 1]
+            between = text[pieces[j].end() : nxt.start()]
+            if (nxt.group(1), nxt.group(3)) != (base, path) or int(nxt.group(2)) <= int(pieces[j].group(2)):
+                break
+            if "{{" in between:
+                break
+            if sep is None:
+                sep = between
+            elif between != sep:
+                break
+            j += 1
+        if j > i and sep is not None and sep.strip() in _SEPARATORS:
+            found.append((base, path, sep, first.start(), pieces[j].end()))
+        i = j + 1
+    return found
+
+
+def guard_writes(template: Template, read_only: Collection[str]) -> tuple[Template, list[Guard]]:
+    """Each call that may write and reads every element of a list (through a join step, or `[*]`) gets
+    `when: {ref: <the list>}`; a step that has a `when` already keeps it."""
+    joins = {s.name: s.input["list"] for s in template.steps if s.code == JOIN_CODE and isinstance(s.input, dict)}
+    guards: list[Guard] = []
+    steps: list[StepSpec] = []
+    for step in template.steps:
+        over = None
+        if step.tool is not None and step.tool not in read_only and step.when is None and step.for_each is None:
+            over = _whole_list(step.input, joins)
+        if over is not None:
+            guards.append(Guard(step.name, over))
+            step = replace(step, when=When(ref=over))
+        steps.append(step)
+    if not guards:
+        return template, []
+    return parse_template(template_to_dict(replace(template, steps=tuple(steps)))), guards
+
+
+def _whole_list(value: JSON, joins: dict[str, JSON]) -> str | None:
+    text = json.dumps(value)
+    if "[*]" not in text and not any(f"@{name}" in text for name in joins):
+        return None  # most steps: no whole list read (a cheap test before parsing refs)
+    for ref in refs_in(value):
+        if ref.root in joins and isinstance(joins[ref.root], str):
+            return str(joins[ref.root])
+    texts = [value] if isinstance(value, str) else re.findall(r'"(@[^"]*)"', json.dumps(value))
+    for text in texts:
+        m = _EVERY_RE.match(text)
+        if m is not None:
+            return f"@{m.group(1)}"
+    return None
+
+
+def _free(base: str, taken: set[str]) -> str:
+    n = 1
+    while f"{base}_{n}" in taken:
+        n += 1
+    return f"{base}_{n}"

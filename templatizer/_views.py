@@ -1,0 +1,208 @@
+"""Views of text outputs: a table or a markdown listing a tool printed, read as a list of rows.
+
+Many tools answer in text: `kubectl get pods` prints an aligned table, issue trackers a markdown section
+per issue (`## KEY` then `**Field**: value` lines), others a markdown table. Read as rows (`{column:
+value}`), what the agent took out of them is an element of a list like any JSON output's, so refs, loops
+over every row or over the rows one column selects, and joins of a column apply to it. A `code` step added
+after the step that printed the text parses it at replay time; the rows the templatizer reasons on come
+from the same script, run in the sandbox when saving, so what is verified is what replays. Text with no
+such rows (a "No issues found." in another world) gives an empty list, not an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Final
+
+from toolreel.core.errors import CodeError
+from toolreel.core.model import JSON, StepRecord
+from toolreel.core.refs import refs_in
+from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.template import StepSpec, Template
+from toolreel.core.template_io import parse_template, template_to_dict
+
+if TYPE_CHECKING:
+    from toolreel.templatizer._runs import Run
+
+__all__ = ["VIEW_CODE", "View", "drop_unread", "read_view", "view_input"]
+
+VIEW_CODE: Final = r"""export default function(input) {
+  const lines = String(input.text === null || input.text === undefined ? "" : input.text).split(/\r?\n/);
+  if (input.shape === "table") return table(lines);
+  if (input.shape === "pipes") return pipes(lines);
+  return sections(lines, input.level);
+}
+
+function table(lines) {
+  const rows = lines.filter((line) => line.trim() !== "");
+  if (rows.length === 0) return [];
+  const starts = [];
+  const names = [];
+  const column = /\S+(?: \S+)*/g;
+  let m;
+  while ((m = column.exec(rows[0])) !== null) {
+    starts.push(m.index);
+    names.push(m[0]);
+  }
+  if (names.length < 2 || !names.every((name) => /^[A-Z][A-Z0-9 _%\/().#-]*$/.test(name))) return [];
+  return rows.slice(1).map((line) => {
+    const row = {};
+    names.forEach((name, i) => {
+      row[name] = line.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : line.length).trim();
+    });
+    return row;
+  });
+}
+
+function pipes(lines) {
+  const rule = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
+  const at = lines.findIndex((line, i) => i > 0 && rule.test(line) && lines[i - 1].includes("|"));
+  if (at < 1) return [];
+  const cells = (line) => line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+  const names = cells(lines[at - 1]);
+  const out = [];
+  for (let i = at + 1; i < lines.length && lines[i].includes("|"); i++) {
+    const found = cells(lines[i]);
+    const row = {};
+    names.forEach((name, j) => {
+      row[name] = j < found.length ? found[j] : "";
+    });
+    out.push(row);
+  }
+  return out;
+}
+
+function sections(lines, level) {
+  const out = [];
+  let row = null;
+  for (const line of lines) {
+    const heading = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
+    if (heading !== null) {
+      if (heading[1].length <= level) row = null;
+      if (heading[1].length === level) {
+        row = { heading: heading[2] };
+        out.push(row);
+      }
+      continue;
+    }
+    const field = /^\s*(?:[-*]\s+)?\*\*([^*]+?):?\*\*:?\s*(.*?)\s*$/.exec(line);
+    if (row !== null && field !== null) row[field[1]] = field[2];
+  }
+  return out.filter((r) => Object.keys(r).length > 1);
+}
+"""
+_LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
+_HEADER_RE: Final = re.compile(r"^[A-Z][A-Z0-9 _%/().#-]*$")
+_RULE_RE: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$", re.MULTILINE)
+_HEADING_RE: Final = re.compile(r"^(#{1,6})\s+\S")
+_FIELD_RE: Final = re.compile(r"^\s*(?:[-*]\s+)?\*\*[^*]+?\*\*")
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """The rows of a step's text output: the code step `name` computes them from `@source`."""
+
+    name: str
+    source: str
+    shape: str  # table | pipes | sections
+    level: int  # the heading level of a section per row (sections only)
+    rows: tuple[JSON, ...]  # per recording (None where the step is absent)
+
+    @property
+    def input(self) -> JSON:
+        return view_input(self.source, self.shape, self.level)
+
+
+def view_input(source: str, shape: str, level: int) -> JSON:
+    return {"text": f"@{source}", "shape": shape, "level": level}
+
+
+def read_view(record: StepRecord, runs: Sequence[Run], taken: set[str]) -> View | None:
+    """The view of `record`'s text output when it reads as two or more fields per row, with one row at least."""
+    text = runs[0].outputs.get(record.name)
+    if not isinstance(text, str):
+        return None
+    shape = _shape(text)
+    if shape is None:
+        return None
+    rows = _rows(text, *shape)
+    if not isinstance(rows, list) or not rows:
+        return None
+    name = _free(f"{record.name}_rows", taken)
+    per_run = [rows] + [_rows(run.outputs.get(record.name), *shape) for run in runs[1:]]
+    return View(name, record.name, shape[0], shape[1], tuple(per_run))
+
+
+def _shape(text: str) -> tuple[str, int] | None:
+    """Which parser the text calls for (cheap tests first: most outputs are not tables)."""
+    body = text.strip()
+    if "\n" not in body:
+        return None
+    names = re.findall(r"\S+(?: \S+)*", body.split("\n", 1)[0])
+    if len(names) >= 2 and all(_HEADER_RE.match(name) for name in names):
+        return "table", 0
+    if "|" in body and _RULE_RE.search(body):
+        return "pipes", 0
+    if "#" not in body or "**" not in body:
+        return None
+    level = _section_level([line for line in body.splitlines() if line.strip()])
+    return ("sections", level) if level else None
+
+
+def _section_level(lines: Sequence[str]) -> int:
+    """The heading level whose sections hold `**Field**: value` lines (0: none)."""
+    levels: list[int] = []
+    current = 0
+    for line in lines:
+        heading = _HEADING_RE.match(line)
+        if heading is not None:
+            current = len(heading.group(1))
+        elif current and _FIELD_RE.match(line):
+            levels.append(current)
+            current = 0
+    return max(set(levels), key=levels.count) if levels else 0
+
+
+def _rows(text: JSON, shape: str, level: int) -> JSON:
+    if not isinstance(text, str):
+        return None
+    try:
+        return run_code(VIEW_CODE, {"text": text, "shape": shape, "level": level}, _LIMITS)
+    except CodeError:
+        return None
+
+
+def drop_unread(template: Template, added: set[str]) -> tuple[Template, set[str]]:
+    """The template without the steps of `added` no other step reads (a later rule replaced the refs they
+    stood for; a code step nobody reads would still run, and could fail, at replay time), and which went."""
+    if not added:
+        return template, set()
+    read: set[str] = set()
+    for step in template.steps:
+        if step.name not in added:
+            read |= {ref.root for ref in refs_in(_values_of(step))} | set(step.depends_on)
+    # a kept added step may read another added one (a pick out of a view's rows)
+    grew = True
+    while grew:
+        more = {ref.root for s in template.steps if s.name in added & read for ref in refs_in(_values_of(s))}
+        grew = not more <= read
+        read |= more
+    unread = added - read
+    if not unread:
+        return template, set()
+    steps = tuple(step for step in template.steps if step.name not in unread)
+    return parse_template(template_to_dict(replace(template, steps=steps))), unread
+
+
+def _values_of(step: StepSpec) -> JSON:
+    leaves = [leaf.ref for leaf in step.when.leaves()] if step.when is not None else []
+    return [step.input, step.for_each, step.idempotency_key, step.return_, step.approve, *leaves]
+
+
+def _free(base: str, taken: set[str]) -> str:
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name

@@ -182,13 +182,14 @@ class Checker:
                 ("template", step.template is not None),
                 ("code", step.code is not None),
                 ("script", step.script is not None),
+                ("wait", step.wait is not None),
             )
             if present
         ]
         if len(kinds) != 1:
             found = " and ".join(kinds) if kinds else "none"
             raise self.error(
-                f"a step has exactly one kind of tool, return, approve, template, code, script; found {found}",
+                f"a step has exactly one kind of tool, return, approve, template, code, script, wait; found {found}",
                 step.name,
                 kinds[1] if len(kinds) > 1 else "tool",
             )
@@ -209,8 +210,8 @@ class Checker:
                 "timeout",
                 step.timeout is not None,
                 callable_kind,
-                f"a {kind} step has no timeout (only tool and template steps do; an approval waits for its "
-                "answer: cancel the execution to stop waiting)",
+                f"a {kind} step has no timeout (tool, template, code and script steps do; an approval takes "
+                "`approve: {message, timeout, on_timeout}`)",
             ),
         )
         for field, present, allowed, message in rules:
@@ -245,6 +246,8 @@ class Checker:
         yield "approve", step.approve
         yield "for_each", step.for_each
         yield "idempotency_key", step.idempotency_key
+        if step.wait is not None:
+            yield "wait.until", step.wait.until
         for leaf in step.when.leaves() if step.when is not None else ():
             yield "when.ref", leaf.ref
             yield f"when.{leaf.op}", leaf.value

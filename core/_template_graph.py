@@ -19,8 +19,11 @@ __all__ = ["CycleError", "check_template_cycles", "dependencies", "topo_order"]
 
 
 def dependencies(step: StepSpec) -> set[str]:
-    """Steps `step` waits for: refs in input, when, for_each, idempotency_key, return, approve, and depends_on."""
+    """Steps `step` waits for: refs in input, when, for_each, idempotency_key, return, approve, wait.until,
+    and depends_on."""
     values: list[JSON] = [step.input, step.return_, step.approve, step.for_each, step.idempotency_key]
+    if step.wait is not None:
+        values.append(step.wait.until)
     if step.when is not None:
         values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
     roots = ref_roots(values)

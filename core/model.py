@@ -88,6 +88,7 @@ class StepKind(enum.StrEnum):
     TEMPLATE = "template"
     CODE = "code"
     SCRIPT = "script"  # a Code Mode script (SPEC §13); its calls are rows `<step>.<n>`
+    WAIT = "wait"  # a time or a signal waited for
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,13 @@ from typing import Literal
 
 from toolreel.core.model import JSON
 
-__all__ = ["InputSpec", "RetryPolicy", "SecretSource", "StepSpec", "Template", "When"]
+__all__ = ["InputSpec", "OnTimeout", "RetryPolicy", "SecretSource", "StepSpec", "Template", "WaitSpec", "When"]
 
 RetryOn = Literal["timeout", "transient", "tool_error"]
 Backoff = Literal["fixed", "linear", "exponential"]
 WhenOp = Literal["eq", "neq", "gt", "gte", "lt", "lte", "in", "exists"]
+OnTimeout = Literal["reject", "approve", "default"]
+StepKindName = Literal["tool", "return", "approve", "template", "code", "script", "wait"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,16 @@ class When:
 
 
 @dataclass(frozen=True, slots=True)
+class WaitSpec:
+    """A `wait` step: exactly one of a duration (`for_`), a time or ref to one (`until`), or a signal's name."""
+
+    for_: float | None = None  # seconds, counted from when the step first waits
+    until: str | None = None  # an ISO 8601 time, or a ref to one (or to epoch seconds)
+    signal: str | None = None
+    schema: JSON = None  # with `signal`: a JSON Schema the signal's data must match
+
+
+@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     max_attempts: int = 1
     backoff: Backoff = "exponential"
@@ -95,7 +107,7 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class StepSpec:
-    """One step. Exactly one of `tool`, `return_`, `approve`, `template`, `code`, `script` says its kind."""
+    """One step. Exactly one of `tool`, `return_`, `approve`, `template`, `code`, `script`, `wait` says its kind."""
 
     name: str
     tool: str | None = None  # listed name, `server__tool`
@@ -104,6 +116,9 @@ class StepSpec:
     has_return: bool = False
     approve: str | None = None  # the prompt; may interpolate refs
     approve_schema: JSON = None  # a flat form schema: the approval asks for these fields (its answer is the output)
+    approve_timeout: float | None = None  # seconds an approval waits for its answer before `on_timeout` decides
+    on_timeout: OnTimeout = "reject"
+    wait: WaitSpec | None = None
     template: str | None = None  # a child template's name
     template_version: int | None = None
     code: str | None = None  # `export default function(input) { ... }`, run in a QuickJS sandbox
@@ -125,7 +140,9 @@ class StepSpec:
     tool_digest: str | None = None  # the tool's definition when saved (core.tool_digest); a replay checks it
 
     @property
-    def kind(self) -> Literal["tool", "return", "approve", "template", "code", "script"]:
+    def kind(self) -> StepKindName:
+        if self.wait is not None:
+            return "wait"
         if self.code is not None:
             return "code"
         if self.script is not None:

@@ -23,13 +23,14 @@ from toolreel.core._template_graph import check_template_cycles, dependencies, t
 from toolreel.core.errors import TemplateError
 from toolreel.core.model import JSON, TemplateRecord
 from toolreel.core.refs import ref_roots
-from toolreel.core.template import InputSpec, RetryPolicy, SecretSource, StepSpec, Template, When
+from toolreel.core.template import InputSpec, RetryPolicy, SecretSource, StepSpec, Template, WaitSpec, When
 from toolreel.core.template_schema import (
     ApproveModel,
     InputModel,
     SecretSourceModel,
     StepModel,
     TemplateModel,
+    WaitModel,
     WhenModel,
     format_duration,
     template_json_schema,
@@ -179,6 +180,9 @@ def _step(model: StepModel) -> StepSpec:
         has_return="return_" in model.model_fields_set,
         approve=model.approve.message if isinstance(model.approve, ApproveModel) else model.approve,
         approve_schema=_form(model.approve),
+        approve_timeout=model.approve.timeout if isinstance(model.approve, ApproveModel) else None,
+        on_timeout=model.approve.on_timeout if isinstance(model.approve, ApproveModel) else "reject",
+        wait=_wait(model.wait) if model.wait is not None else None,
         template=model.template,
         template_version=model.template_version,
         code=model.code,
@@ -209,8 +213,12 @@ def _step(model: StepModel) -> StepSpec:
     )
 
 
+def _wait(model: WaitModel) -> WaitSpec:
+    return WaitSpec(for_=model.for_, until=model.until, signal=model.signal, schema=model.schema_)
+
+
 def _form(approve: str | ApproveModel | None) -> JSON:
-    if not isinstance(approve, ApproveModel):
+    if not isinstance(approve, ApproveModel) or approve.schema_ is None:
         return None
     form: dict[str, Any] = approve.schema_.model_dump(exclude_none=True, exclude_unset=True)
     form["type"] = "object"
@@ -282,6 +290,7 @@ def _step_dict(step: StepSpec) -> dict[str, Any]:
         ("input", step.input, step.input is not None),
         ("return", step.return_, step.has_return),
         ("approve", _approve_dict(step), step.approve is not None),
+        ("wait", _wait_dict(step.wait) if step.wait else None, step.wait is not None),
         ("code", step.code, step.code is not None),
         ("script", _script_dict(step), step.script is not None),
         ("memory_mb", step.memory_mb, step.memory_mb is not None),
@@ -300,9 +309,23 @@ def _step_dict(step: StepSpec) -> dict[str, Any]:
 
 
 def _approve_dict(step: StepSpec) -> JSON:
-    if step.approve_schema is None:
+    if step.approve_schema is None and step.approve_timeout is None:
         return step.approve
-    return {"message": step.approve, "schema": step.approve_schema}
+    out: dict[str, Any] = {"message": step.approve}
+    if step.approve_schema is not None:
+        out["schema"] = step.approve_schema
+    if step.approve_timeout is not None:
+        out["timeout"] = format_duration(step.approve_timeout)
+        out["on_timeout"] = step.on_timeout
+    return out
+
+
+def _wait_dict(wait: WaitSpec) -> dict[str, Any]:
+    if wait.for_ is not None:
+        return {"for": format_duration(wait.for_)}
+    if wait.until is not None:
+        return {"until": wait.until}
+    return {"signal": wait.signal} if wait.schema is None else {"signal": wait.signal, "schema": wait.schema}
 
 
 def _duration(seconds: float | None) -> str | float | None:
@@ -382,6 +405,7 @@ _SHAPES = {
     "approve": ('{{"', '"}}'),
     "code": ('[/"', '"/]'),
     "script": ('[/"', '"\\]'),
+    "wait": ('(("', '"))'),
 }
 
 
@@ -402,6 +426,8 @@ def to_mermaid(t: Template) -> str:
 
 def _data_fields(step: StepSpec) -> list[JSON]:
     values: list[JSON] = [step.input, step.return_, step.approve, step.for_each, step.idempotency_key]
+    if step.wait is not None:
+        values.append(step.wait.until)
     if step.when is not None:
         values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
     return values
@@ -415,10 +441,19 @@ def _label(step: StepSpec) -> str:
         "approve": "approve",
         "code": "code",
         "script": "script",
+        "wait": "wait",
     }[step.kind]
+    if step.wait is not None:
+        detail = _wait_label(step.wait)
     parts = [step.name, str(detail)]
     if step.for_each is not None:
         parts.append(f"for each {step.for_each}")
     if step.when is not None:
         parts.append(f"when {_describe(step.when)}")
     return "<br/>".join(part.replace('"', "#quot;") for part in parts)
+
+
+def _wait_label(wait: WaitSpec) -> str:
+    if wait.for_ is not None:
+        return f"wait {format_duration(wait.for_)}"
+    return f"wait until {wait.until}" if wait.until is not None else f"wait for signal {wait.signal}"

@@ -1,4 +1,4 @@
-"""Auto mode from MCP: `toolreel__run_template`, cancel/resume/retry, and calling `reel__<name>`.
+"""Auto mode from MCP: `toolreel__run_template`, cancel/resume/retry/signal, and calling `reel__<name>`.
 
 The gateway owns one replayer `Engine` over its own upstreams; on start it resumes the
 executions a previous process left running (SPEC §8). An `approve` step asks the client
@@ -181,6 +181,13 @@ class _Runs:
         )
         return tool_result(_summary(execution))
 
+    async def signal(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        engine = await self._engine()
+        execution = await engine.signal(
+            _required(arguments, "id"), _required(arguments, "name"), arguments.get("data"), progress=_progress_fn(ctx)
+        )
+        return tool_result(_summary(execution))
+
     async def call_reel(
         self, name: str, arguments: dict[str, Any], ctx: Any, link: ClientLink
     ) -> dict[str, Any] | None:
@@ -299,5 +306,20 @@ class RunTools(Extension):
                     "required": ["id"],
                 },
                 runs.retry,
+            ),
+            ManagementTool(
+                "toolreel__signal_execution",
+                "Send a signal to the step of an execution that waits for it (`wait: {signal: NAME}`); its data is "
+                "that step's output (checked against the step's schema). The execution is then driven on.",
+                {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "name": {"type": "string", "description": "The signal's name."},
+                        "data": {"description": "Any JSON value: the waiting step's output."},
+                    },
+                    "required": ["id", "name"],
+                },
+                runs.signal,
             ),
         )

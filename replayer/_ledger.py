@@ -188,7 +188,8 @@ class Ledger:
                 execution_id=execution.id,
             )
         if status == ExecutionStatus.PAUSED:
-            if response is None and not can_ask:
+            _check_waits(execution, response)
+            if response is None and not can_ask and _waits_for(execution.prompt) != "time":
                 raise ExecutionError(
                     f"execution {execution.id} is paused asking {execution.prompt!r}: "
                     f"resume it with a response ({_expected(execution.prompt)})",
@@ -228,6 +229,35 @@ class Ledger:
     def write_rows_now(self, rows: Sequence[StepRecord], fence: int) -> bool:
         """write_rows on the event loop, if the store can without waiting; False (nothing written) if not."""
         return self.store.try_put_steps(rows, fence=fence)
+
+
+def _waits_for(prompt: JSON) -> str | None:
+    """`signal` or `time` when a paused execution's prompt is a `wait` step's, else None (a question)."""
+    if not isinstance(prompt, dict):
+        return None
+    if isinstance(prompt.get("signal"), str):
+        return "signal"
+    return "time" if prompt.get("wait") == "time" else None
+
+
+def _check_waits(execution: Execution, response: str | None) -> None:
+    """A paused execution waiting for a signal takes the signal, not an answer; one waiting for a time
+    takes nothing (driven before then, it pauses again)."""
+    prompt = execution.prompt
+    waits = _waits_for(prompt)
+    if waits == "signal":
+        name = prompt["signal"]
+        raise ExecutionError(
+            f"execution {execution.id} waits for signal {name!r}, not for an answer: send it with "
+            f"`toolreel executions signal {execution.id} {name} --data JSON` (or toolreel__signal_execution)",
+            execution_id=execution.id,
+        )
+    if waits == "time" and response is not None:
+        raise ExecutionError(
+            f"execution {execution.id} waits until {prompt.get('until')}, not for an answer: a worker or gateway "
+            "sharing the store drives it on then",
+            execution_id=execution.id,
+        )
 
 
 def _check_response(prompt: JSON, response: str) -> None:
@@ -273,7 +303,9 @@ def _outcome_fields(outcome: Outcome) -> dict[str, Any]:
     if outcome.kind == "succeeded":
         return {"status": ExecutionStatus.SUCCEEDED, "output": outcome.output, "error": None, "prompt": None}
     if outcome.kind == "paused":
-        return {"status": ExecutionStatus.PAUSED, "prompt": outcome.prompt}
+        # Unclaimed, a paused execution's lease_until is when it wakes: any process sharing the store claims
+        # it then (a root; a child is woken by its parent, whose waiting row carries the same time).
+        return {"status": ExecutionStatus.PAUSED, "prompt": outcome.prompt, "lease_until": outcome.wake}
     if outcome.kind == "cancelled":
         return {"status": ExecutionStatus.CANCELLED, "error": outcome.error, "prompt": None}
     return {"status": ExecutionStatus.FAILED, "error": outcome.error, "prompt": None}

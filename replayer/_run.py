@@ -29,11 +29,12 @@ from toolreel.core.refs import resolve
 from toolreel.core.store import Store
 from toolreel.core.template import StepSpec, Template, When
 from toolreel.core.view import item_name
-from toolreel.replayer import _kinds
+from toolreel.replayer import _kinds, _wait
 from toolreel.replayer._inputs import secret_values
 from toolreel.replayer._journal import Announcer, Journal, small_rows
 from toolreel.replayer._policy import compare
 from toolreel.replayer._state import (
+    DUE,
     ChildRequest,
     Outcome,
     RunScope,
@@ -57,6 +58,7 @@ _KINDS = {
     "template": StepKind.TEMPLATE,
     "code": StepKind.CODE,
     "script": StepKind.SCRIPT,
+    "wait": StepKind.WAIT,
 }
 # Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
 # parent's template step ran past its timeout).
@@ -102,6 +104,7 @@ class Run:
         progress: ProgressFn | None = None,
         parent_reason: Callable[[], StopCause | None] | None = None,
         clear: dict[str, JSON] | None = None,
+        signals: dict[str, JSON] | None = None,
     ) -> None:
         self.ctx = ctx
         self.execution = execution
@@ -133,6 +136,8 @@ class Run:
         self._opening, self._reuse, self.answer_for = loaded.opening, loaded.reuse, loaded.answer_for
         self.failures = loaded.failures  # failed attempt rows by row name: a retry's child is keyed by it
         self.elapsed = loaded.elapsed  # timeout spent before a pause, by waiting row name
+        self.due = loaded.due  # when waiting rows stop waiting on their own, by row name
+        self.signals = signals if signals is not None else {}  # signals sent to this run, by name: consumed
 
     # ------------------------------------------------------------------ public surface
 
@@ -332,6 +337,9 @@ class Run:
             if spec.approve is not None:
                 field = "approve"
                 state.args = _as_text(resolve(spec.approve, self.scope))
+            elif spec.wait is not None:
+                field = "wait.until"
+                state.args = _wait.wait_args(spec.wait, self.scope)
             elif spec.for_each is not None:
                 field = "for_each"
                 state.items = _as_list(resolve(spec.for_each, self.scope), spec.for_each)
@@ -557,8 +565,14 @@ class Run:
         if self._waiting:
             first = min(self._waiting.values(), key=lambda r: r.seq)
             marker = awaiting_of(first) or {}
-            return Outcome("paused", prompt=marker.get("prompt"))
+            return Outcome("paused", prompt=marker.get("prompt"), wake=self._wake())
         return self._checked(self._final_output())
+
+    def _wake(self) -> float | None:
+        """When the earliest waiting step stops waiting on its own (a time, an approval's timeout)."""
+        markers = [awaiting_of(row) or {} for row in self._waiting.values()]
+        dues = [float(due) for marker in markers if isinstance(due := marker.get(DUE), int | float)]
+        return min(dues, default=None)
 
     def _checked(self, outcome: Outcome) -> Outcome:
         """A succeeded outcome whose output does not match the template's `output_schema` fails the run."""

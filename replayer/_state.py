@@ -20,6 +20,7 @@ from toolreel.core.view import split_item_name
 
 __all__ = [
     "AWAITING",
+    "DUE",
     "ELAPSED",
     "RETRY",
     "ChildRequest",
@@ -42,6 +43,9 @@ AWAITING = "awaiting"
 """Key in a `running` row's `result` marking a step that waits for a person (approval) or a paused child."""
 ELAPSED = "elapsed"
 """Key in a waiting `template` row's `result`: seconds of the step's timeout its attempt used before the pause."""
+DUE = "due"
+"""Key in a waiting row's `result`: when (epoch seconds) it stops waiting on its own (a `wait` for a time, an
+approval's timeout, a paused child's own); the execution is woken then."""
 
 RETRY = "retry"
 """Key in the `result` of a `pending` row a retry wrote: the execution attempt that runs the step again."""
@@ -62,6 +66,7 @@ class Outcome:
     output: JSON = None
     error: str | None = None
     prompt: JSON = None
+    wake: float | None = None  # paused: when the earliest waiting step stops waiting on its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +242,7 @@ class Loaded:
     done: int = 0
     failures: dict[str, int] = field(default_factory=dict)  # failed attempt rows, by row name
     elapsed: dict[str, float] = field(default_factory=dict)  # timeout spent by waiting attempts, by row name
+    due: dict[str, float] = field(default_factory=dict)  # when waiting rows stop waiting, by row name
 
 
 def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], clear: Mapping[str, JSON]) -> Loaded:
@@ -261,17 +267,22 @@ def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], cle
             loaded.reuse.add(record.name)
             if isinstance(spent := marker.get(ELAPSED), int | float):
                 loaded.elapsed[record.name] = float(spent)
+            if isinstance(due := marker.get(DUE), int | float):
+                loaded.due[record.name] = float(due)
         elif record.status == StepStatus.RUNNING:
             loaded.opening.append(_interrupted(record))
         _load_attempt(steps, record)
     # A response answers the oldest waiting approval (or paused child); a for_each row only
     # aggregates its waiting items, so the answer goes to an item.
-    answerable = [r for r in waiting if (awaiting_of(r) or {}).get(AWAITING) != "items"]
+    answerable = [r for r in waiting if (awaiting_of(r) or {}).get(AWAITING) not in _UNANSWERABLE]
     if answerable:
         loaded.answer_for = min(answerable, key=lambda r: r.seq).name
     for state in steps.values():
         state.blocked = sum(1 for dep in state.deps if not steps[dep].finished)
     return loaded
+
+
+_UNANSWERABLE = ("items", "time", "signal")  # a response answers none of these: the time or a signal does
 
 
 def _load_finished(steps: Mapping[str, StepState], record: StepRecord, loaded: Loaded) -> None:

@@ -82,6 +82,9 @@ def executions_commands(group: typer.Typer) -> None:
     group.command("resume")(resume)
     group.command("retry")(retry)
     group.command("prune")(prune)
+    from toolreel.replayer._cli_signal import signal as signal_command  # it builds on this module
+
+    group.command("signal")(signal_command)
 
 
 # ---------------------------------------------------------------------- commands
@@ -618,7 +621,14 @@ def _human(execution: Execution) -> None:
         typer.echo(json.dumps(execution.output, ensure_ascii=False, indent=2))
     elif execution.status == ExecutionStatus.PAUSED:
         prompt = execution.prompt
-        if isinstance(prompt, dict):
+        if isinstance(prompt, dict) and ("signal" in prompt or prompt.get("wait") == "time"):
+            typer.echo(f"{line}: {prompt.get('message')}", err=True)
+            if "signal" in prompt:
+                name = prompt["signal"]
+                typer.echo(f"send it with: toolreel executions signal {execution.id} {name} --data JSON", err=True)
+            else:
+                typer.echo("a worker or gateway sharing the store drives it on then", err=True)
+        elif isinstance(prompt, dict):
             typer.echo(f"{line}: {prompt.get('message')}", err=True)
             example = json.dumps(_example_answer(prompt.get("schema")))
             typer.echo(f"answer with: toolreel executions resume {execution.id} --response '{example}'", err=True)

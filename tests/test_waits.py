@@ -283,3 +283,57 @@ async def test_an_answer_before_the_timeout_wins(tmp_path: Path) -> None:
         done = await h.engine.resume(paused.id, "yes")
         assert done.status == ExecutionStatus.SUCCEEDED, done.error
         assert h.counts() == {"after": 1}
+
+
+# ---------------------------------------------------------------------- through a gateway
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_signals_time_waits_and_approval_timeouts_through_the_management_tools(tmp_path: Path) -> None:
+    """One in-process gateway: `toolreel__signal_execution` refuses a bad signal with `signal_refused` and
+    delivers a good one; a time wait is woken by the gateway itself; an approval the client is asked and never
+    answers times out while it is being asked."""
+    from mcp import types
+
+    from tests.callers import fixture_env
+    from tests.gw import call, fixture_entry
+    from tests.inproc import gateway_in_process
+    from toolreel.core.store import open_store
+
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(db)
+    saved(store, {"name": "gate", "steps": [{"name": "go", "wait": {"signal": "go", "schema": {"type": "integer"}}}]})
+    saved(store, {"name": "nap", "steps": [{"name": "z", "wait": {"for": "2s"}}], "output": "@z.until"})
+    saved(store, _approval("approve"))
+    servers = {"features": fixture_entry("features", env=fixture_env(tmp_path))}
+    try:
+        async with gateway_in_process(servers, db=db) as gw:
+            paused = (await call(gw, "toolreel__run_template", {"name": "gate"})).structured_content or {}
+            assert paused["status"] == "paused" and paused["prompt"]["signal"] == "go"
+            refused = await call(gw, "toolreel__signal_execution", {"id": paused["execution_id"], "name": "go"})
+            assert refused.is_error and (refused.structured_content or {})["error"]["code"] == "signal_refused"
+            sent = {"id": paused["execution_id"], "name": "go", "data": 42}
+            done = (await call(gw, "toolreel__signal_execution", sent)).structured_content or {}
+            assert done == {"execution_id": paused["execution_id"], "status": "succeeded", "output": 42}
+
+            napping = (await call(gw, "toolreel__run_template", {"name": "nap"})).structured_content or {}
+            assert napping["status"] == "paused" and napping["prompt"]["wait"] == "time"
+            await wait_until(
+                lambda: store.get_execution(napping["execution_id"]).status == ExecutionStatus.SUCCEEDED,
+                timeout=30,
+                what="the gateway to wake the nap",
+            )
+            assert store.get_execution(napping["execution_id"]).output == napping["prompt"]["until"]
+
+            async def never(params: types.ElicitRequestParams) -> types.ElicitResult:
+                await anyio.sleep_forever()
+                raise AssertionError("unreachable")
+
+            gw.probe.elicit = never
+            with anyio.fail_after(30):
+                timed = (await call(gw, "toolreel__run_template", {"name": "timed-approve"})).structured_content
+            assert (timed or {})["status"] == "succeeded"
+            assert gw.probe.elicitations  # it was asked, and nobody answered
+    finally:
+        store.close()

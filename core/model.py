@@ -89,6 +89,7 @@ class StepKind(enum.StrEnum):
     CODE = "code"
     SCRIPT = "script"  # a Code Mode script (SPEC §13); its calls are rows `<step>.<n>`
     WAIT = "wait"  # a time or a signal waited for
+    SWITCH = "switch"  # which case's branch runs (nothing called)
 
 
 @dataclass(frozen=True, slots=True)

@@ -250,7 +250,10 @@ def _step_line(step: StepSpec) -> str:
         "code": "reshapes data with a small JavaScript function (sandboxed)",
         "script": "runs a script that calls tools through the gateway (sandboxed)",
         "wait": _wait_words(step),
+        "switch": f"picks one branch of steps by the value of `{step.switch.ref if step.switch else ''}`",
     }[kind]
+    if step.branch is not None:
+        what += f" (in a branch of `{step.branch[0]}`)"
     if step.for_each is not None:
         what += f", once per item of `{step.for_each}`"
     if step.when is not None:

@@ -12,13 +12,26 @@ from typing import Literal
 
 from toolreel.core.model import JSON
 
-__all__ = ["InputSpec", "OnTimeout", "RetryPolicy", "SecretSource", "StepSpec", "Template", "WaitSpec", "When"]
+__all__ = [
+    "DEFAULT_CASE",
+    "InputSpec",
+    "OnTimeout",
+    "RetryPolicy",
+    "SecretSource",
+    "StepSpec",
+    "SwitchCase",
+    "SwitchSpec",
+    "Template",
+    "WaitSpec",
+    "When",
+]
 
 RetryOn = Literal["timeout", "transient", "tool_error"]
 Backoff = Literal["fixed", "linear", "exponential"]
 WhenOp = Literal["eq", "neq", "gt", "gte", "lt", "lte", "in", "exists"]
 OnTimeout = Literal["reject", "approve", "default"]
-StepKindName = Literal["tool", "return", "approve", "template", "code", "script", "wait"]
+StepKindName = Literal["tool", "return", "approve", "template", "code", "script", "wait", "switch"]
+DEFAULT_CASE = -1  # the branch index of a switch's `default` steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +109,25 @@ class WaitSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class SwitchCase:
+    """One case of a `switch`: the test of the switch's ref (`when.ref` is the switch's) and its steps' names."""
+
+    when: When
+    steps: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchSpec:
+    """A `switch` step: the first case whose test holds runs its steps, else `default`. The branches' steps
+    are steps of the template (flattened after the switch, each with `branch` set), so refs, names and the
+    DAG treat them like any other."""
+
+    ref: str
+    cases: tuple[SwitchCase, ...]
+    default: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     max_attempts: int = 1
     backoff: Backoff = "exponential"
@@ -119,6 +151,9 @@ class StepSpec:
     approve_timeout: float | None = None  # seconds an approval waits for its answer before `on_timeout` decides
     on_timeout: OnTimeout = "reject"
     wait: WaitSpec | None = None
+    switch: SwitchSpec | None = None
+    branch: tuple[str, int] | None = None  # inside a switch: (its name, the case index, or DEFAULT_CASE)
+    wait_for: int | None = None  # a join: start once this many dependencies succeeded (None: once all finished)
     template: str | None = None  # a child template's name
     template_version: int | None = None
     code: str | None = None  # `export default function(input) { ... }`, run in a QuickJS sandbox
@@ -141,6 +176,8 @@ class StepSpec:
 
     @property
     def kind(self) -> StepKindName:
+        if self.switch is not None:
+            return "switch"
         if self.wait is not None:
             return "wait"
         if self.code is not None:

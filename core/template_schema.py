@@ -24,12 +24,14 @@ __all__ = [
     "TEMPLATE_NAME_RE",
     "WHEN_OPS",
     "ApproveModel",
+    "CaseModel",
     "FieldModel",
     "FormModel",
     "InputModel",
     "RetryModel",
     "SecretSourceModel",
     "StepModel",
+    "SwitchModel",
     "TemplateModel",
     "WaitModel",
     "WhenModel",
@@ -324,7 +326,7 @@ class RetryModel(_Strict):
 
 
 _DEFAULT_RETRY_ON: tuple[RetryOn, ...] = ("timeout", "transient")
-_STEP_KINDS = ("tool", "return", "approve", "template", "code", "script", "wait")
+_STEP_KINDS = ("tool", "return", "approve", "template", "code", "script", "wait", "switch")
 
 
 class ScriptModel(_Strict):
@@ -355,6 +357,16 @@ class StepModel(_Strict):
     )
     wait: WaitModel | None = Field(
         None, description="Kind `wait`: `{for: 10m}`, `{until: TIME-or-ref}` or `{signal: NAME, schema?}`."
+    )
+    switch: SwitchModel | None = Field(
+        None,
+        description="Kind `switch`: `{ref, cases: [{OP: value, steps: [...]}], default: [...]}` runs the steps of "
+        "the first case whose test of the ref holds, else those of `default`; the others are skipped.",
+    )
+    wait_for: Literal["all", "any"] | JoinModel | None = Field(
+        None,
+        description="Where branches meet: start once `all` dependencies finished (the default), once `any` one "
+        "succeeded, or once `{n_of: K}` succeeded; refs to those not finished yet give null.",
     )
     code: str | None = Field(
         None,
@@ -405,6 +417,49 @@ class StepModel(_Strict):
     )
 
 
+class JoinModel(_Strict):
+    model_config = ConfigDict(title="Join")
+
+    n_of: int = Field(ge=1, description="How many dependencies must have succeeded for the step to start.")
+
+
+class CaseModel(_Strict):
+    model_config = ConfigDict(title="Case", json_schema_extra={"minProperties": 2, "maxProperties": 2})
+
+    eq: JsonAny = Field(None, description="This case if the switch's value equals this.")
+    neq: JsonAny = Field(None, description="This case if the value differs from this.")
+    gt: JsonAny = Field(None, description="This case if the value is greater than this.")
+    gte: JsonAny = Field(None, description="This case if the value is greater than or equal to this.")
+    lt: JsonAny = Field(None, description="This case if the value is less than this.")
+    lte: JsonAny = Field(None, description="This case if the value is less than or equal to this.")
+    in_: JsonAny = Field(None, alias="in", description="This case if the value is one of this list.")
+    exists: bool | None = Field(None, description="This case if the value is (true) or is not (false) non-null.")
+    steps: list[StepModel] = Field(min_length=1, description="The steps this case runs.")
+
+    def operators(self) -> list[WhenOp]:
+        return [op for op in WHEN_OPS if ("in_" if op == "in" else op) in self.model_fields_set]
+
+    @model_validator(mode="after")
+    def _one_operator(self) -> CaseModel:
+        if len(self.operators()) != 1:
+            found = " and ".join(self.operators()) or "none"
+            raise ValueError(
+                f"a case tests the switch's value with exactly one of {', '.join(WHEN_OPS)}; found {found}"
+            )
+        return self
+
+
+class SwitchModel(_Strict):
+    model_config = ConfigDict(title="Switch")
+
+    ref: str = Field(description="The ref whose value picks the case.", json_schema_extra={"pattern": "^@"})
+    cases: list[CaseModel] = Field(min_length=1, description="Tried in order: the first that holds runs.")
+    default: list[StepModel] = Field(default_factory=list, description="The steps run when no case holds.")
+
+
+StepModel.model_rebuild()
+
+
 class TemplateModel(_Strict):
     model_config = ConfigDict(title="toolreel template")
 
@@ -451,27 +506,32 @@ def validate_shape(data: Mapping[str, Any], *, source: str | None = None) -> Tem
         raise _from_pydantic(details[0], len(details), data, source) from None
 
 
+_UNIONS = ("approve", "wait_for")  # fields that take a string or an object
+
+
 def _union_tag(part: int | str) -> str | None:
-    """Which member of `approve`'s union a location part names (pydantic names a validated model
-    `function-after[..., ApproveModel]`), or None."""
-    if part == "str":
+    """Which member of a string-or-object union a location part names (`str` or `literal[...]`: the string;
+    a model, which pydantic may name `function-after[..., ApproveModel]`: the object), or None."""
+    if not isinstance(part, str):
+        return None
+    if part == "str" or part.startswith("literal["):
         return "str"
-    return "ApproveModel" if isinstance(part, str) and "ApproveModel" in part else None
+    return "model" if part in ("ApproveModel", "JoinModel") or "ApproveModel" in part else None
 
 
 def _fitting(details: list[ErrorDetails]) -> list[ErrorDetails]:
-    """`approve` is a string or an object, and pydantic reports a problem for each: keep those of the
-    form the author wrote (an object: its fields; anything else: not a string), without the union tag."""
+    """`approve` and `wait_for` are a string or an object, and pydantic reports a problem for each: keep those
+    of the form the author wrote (an object: its fields; anything else: not a string), without the union tag."""
     kept: list[ErrorDetails] = []
     for err in details:
         loc = list(err["loc"])
-        at = next((i for i, part in enumerate(loc[:-1]) if part == "approve" and _union_tag(loc[i + 1])), None)
+        at = next((i for i, part in enumerate(loc[:-1]) if part in _UNIONS and _union_tag(loc[i + 1])), None)
         if at is None:
             kept.append(err)
             continue
         tag = _union_tag(loc[at + 1])
         wrote_object = tag == "str" and isinstance(err.get("input"), dict)
-        wrote_other = tag == "ApproveModel" and err["type"] in ("model_type", "dict_type")
+        wrote_other = tag == "model" and err["type"] in ("model_type", "dict_type")
         if not (wrote_object or wrote_other):
             kept.append({**err, "loc": (*loc[: at + 1], *loc[at + 2 :])})
     return kept or details
@@ -510,6 +570,10 @@ _NESTED: dict[tuple[type[BaseModel], str], type[BaseModel]] = {
     (StepModel, "when"): WhenModel,
     (StepModel, "approve"): ApproveModel,
     (StepModel, "wait"): WaitModel,
+    (StepModel, "switch"): SwitchModel,
+    (SwitchModel, "cases"): CaseModel,
+    (SwitchModel, "default"): StepModel,
+    (CaseModel, "steps"): StepModel,
     (ApproveModel, "schema"): FormModel,
     (FormModel, "properties"): FieldModel,
 }

@@ -88,7 +88,7 @@ _EXECUTIONS = {
     "signal": LazyCommand(
         _REPLAYER,
         "executions_commands",
-        "Send a signal to the step that waits for it (`wait: {signal: NAME}`), then drive the execution on here.",
+        "Send a signal to the step that waits for it, then drive the execution on in this process.",
     ),
     "prune": LazyCommand(
         _REPLAYER,

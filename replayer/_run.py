@@ -29,7 +29,7 @@ from toolreel.core.refs import resolve
 from toolreel.core.store import Store
 from toolreel.core.template import StepSpec, Template, When
 from toolreel.core.view import item_name
-from toolreel.replayer import _kinds, _wait
+from toolreel.replayer import _kinds, _switch, _wait
 from toolreel.replayer._inputs import secret_values
 from toolreel.replayer._journal import Announcer, Journal, small_rows
 from toolreel.replayer._policy import compare
@@ -59,6 +59,7 @@ _KINDS = {
     "code": StepKind.CODE,
     "script": StepKind.SCRIPT,
     "wait": StepKind.WAIT,
+    "switch": StepKind.SWITCH,
 }
 # Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
 # parent's template step ran past its timeout).
@@ -198,7 +199,9 @@ class Run:
                 self._cancel.cancel()
             with self._cancel:
                 async with anyio.create_task_group() as self._tg:
-                    ready = [name for name, state in self._steps.items() if not state.finished and not state.blocked]
+                    ready = [name for name, state in self._steps.items() if not state.finished and state.ready]
+                    for name in ready:
+                        self._steps[name].readied = True
                     rows, launch = self.advance(ready, ())
                     if await self.commit(self._opening + rows):
                         self._launch(launch)
@@ -214,10 +217,12 @@ class Run:
         done_q = deque(finished)
         while ready_q or done_q:
             if done_q:
-                for name in self._steps[done_q.popleft()].dependents:
+                done = self._steps[done_q.popleft()]
+                for name in done.dependents:
                     state = self._steps[name]
-                    state.blocked -= 1
-                    if state.blocked == 0 and not state.finished:
+                    state.dependency_finished(done.spec.name, done.status)
+                    if state.ready and not state.finished and not state.readied:
+                        state.readied = True
                         ready_q.append(name)
                 continue
             name = ready_q.popleft()
@@ -328,8 +333,14 @@ class Run:
         spec = state.spec
         field = "when"
         try:
+            if not self._in_chosen_branch(spec) or not self._quorum(state):
+                return self.row(state, StepStatus.SKIPPED)
             if spec.when is not None and not self._holds(spec.when):
                 return self.row(state, StepStatus.SKIPPED)
+            if spec.switch is not None:
+                field = "switch"
+                picked = _switch.pick(spec.switch, self.scope)
+                return self.row(state, StepStatus.SUCCEEDED, output=picked, resolved=picked)
             if spec.has_return:
                 field = "return"
                 value = resolve(spec.return_, self.scope)
@@ -351,6 +362,17 @@ class Run:
         except RefError as exc:
             return self.row(state, StepStatus.FAILED, error=f"{field}: {exc}")
         return None
+
+    def _in_chosen_branch(self, spec: StepSpec) -> bool:
+        if spec.branch is None:
+            return True
+        switch, index = spec.branch
+        return _switch.chose(self._steps[switch].output, index)
+
+    def _quorum(self, state: StepState) -> bool:
+        """A join whose dependencies all finished without enough of them succeeding is skipped."""
+        need = state.spec.wait_for
+        return need is None or state.arrived >= need
 
     def _holds(self, when: When) -> bool:
         if when.all:

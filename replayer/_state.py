@@ -95,6 +95,10 @@ class StepState:
     deps: frozenset[str]
     dependents: list[str] = field(default_factory=list)
     blocked: int = 0  # dependencies not finished yet
+    join: frozenset[str] = frozenset()  # a `wait_for` join: the dependencies it counts (depends_on, else all)
+    arrived: int = 0  # dependencies of `join` that succeeded
+    others: int = 0  # dependencies outside `join` not finished yet (a join waits for these as usual)
+    readied: bool = False  # started (or decided) already: a join is ready before all its dependencies finish
     status: StepStatus | None = None  # set once finished (succeeded, failed, skipped, cancelled)
     output: JSON = None
     error: str | None = None
@@ -111,6 +115,19 @@ class StepState:
     @property
     def finished(self) -> bool:
         return self.status is not None
+
+    @property
+    def ready(self) -> bool:
+        """Every dependency finished, or (a join) enough of them succeeded."""
+        need = self.spec.wait_for
+        return self.blocked == 0 or (need is not None and self.others == 0 and self.arrived >= need)
+
+    def dependency_finished(self, name: str, status: StepStatus | None) -> None:
+        self.blocked -= 1
+        if name in self.join:
+            self.arrived += status == StepStatus.SUCCEEDED
+        else:
+            self.others -= 1
 
     def finish(self, record: StepRecord) -> None:
         self.status = record.status
@@ -180,11 +197,12 @@ class RunScope:
         self._in_loop = in_loop
 
     def has_step(self, name: str) -> bool:
-        state = self._steps.get(name)
-        return state is not None and state.finished
+        return name in self._steps
 
     def step_output(self, name: str) -> JSON:
         state = self._steps[name]
+        if state.status is None:  # only a join starts before all its dependencies finished: not there yet
+            return None
         if state.status == StepStatus.SUCCEEDED:
             return state.output
         if state.status == StepStatus.SKIPPED:
@@ -220,6 +238,8 @@ def build_states(template: Template) -> dict[str, StepState]:
     names = {spec.name for spec in template.steps}
     states = {spec.name: StepState(spec, frozenset(dependencies(spec) & names)) for spec in template.steps}
     for state in states.values():
+        if state.spec.wait_for is not None:
+            state.join = state.deps & set(state.spec.depends_on) if state.spec.depends_on else state.deps
         for dep in state.deps:
             states[dep].dependents.append(state.spec.name)
     return states
@@ -279,6 +299,8 @@ def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], cle
         loaded.answer_for = min(answerable, key=lambda r: r.seq).name
     for state in steps.values():
         state.blocked = sum(1 for dep in state.deps if not steps[dep].finished)
+        state.arrived = sum(1 for dep in state.join if steps[dep].status == StepStatus.SUCCEEDED)
+        state.others = sum(1 for dep in state.deps - state.join if not steps[dep].finished)
     return loaded
 
 

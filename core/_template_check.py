@@ -195,13 +195,14 @@ class Checker:
                 ("script", step.script is not None),
                 ("wait", step.wait is not None),
                 ("switch", step.switch is not None),
+                ("llm", step.llm is not None),
             )
             if present
         ]
         if len(kinds) != 1:
             found = " and ".join(kinds) if kinds else "none"
             raise self.error(
-                f"a step has exactly one kind of tool, return, approve, template, code, script, wait, switch; "
+                f"a step has exactly one kind of tool, return, approve, template, code, script, wait, switch, llm; "
                 f"found {found}",
                 step.name,
                 kinds[1] if len(kinds) > 1 else "tool",
@@ -222,7 +223,7 @@ class Checker:
             (
                 "timeout",
                 step.timeout is not None,
-                callable_kind,
+                callable_kind or kind == "llm",
                 f"a {kind} step has no timeout (tool, template, code and script steps do; an approval takes "
                 "`approve: {message, timeout, on_timeout}`)",
             ),
@@ -261,6 +262,8 @@ class Checker:
         yield "idempotency_key", step.idempotency_key
         if step.wait is not None:
             yield "wait.until", step.wait.until
+        if step.llm is not None:
+            yield "llm.prompt", step.llm.prompt
         if step.switch is not None:
             yield "switch.ref", step.switch.ref
             for index, case in enumerate(step.switch.cases):

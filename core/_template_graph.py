@@ -26,6 +26,8 @@ def dependencies(step: StepSpec) -> set[str]:
         values.append(step.wait.until)
     if step.switch is not None:
         values += [step.switch.ref, *(case.when.value for case in step.switch.cases)]
+    if step.llm is not None:
+        values.append(step.llm.prompt)
     if step.when is not None:
         values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
     roots = ref_roots(values)

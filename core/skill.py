@@ -250,6 +250,7 @@ def _step_line(step: StepSpec) -> str:
         "code": "reshapes data with a small JavaScript function (sandboxed)",
         "script": "runs a script that calls tools through the gateway (sandboxed)",
         "wait": _wait_words(step),
+        "llm": "asks a model: " + json.dumps(step.llm.prompt if step.llm else "", ensure_ascii=False),
         "switch": f"picks one branch of steps by the value of `{step.switch.ref if step.switch else ''}`",
     }[kind]
     if step.branch is not None:

@@ -15,6 +15,7 @@ from toolreel.core.model import JSON
 __all__ = [
     "DEFAULT_CASE",
     "InputSpec",
+    "LLMSpec",
     "OnTimeout",
     "RetryPolicy",
     "SecretSource",
@@ -30,7 +31,7 @@ RetryOn = Literal["timeout", "transient", "tool_error"]
 Backoff = Literal["fixed", "linear", "exponential"]
 WhenOp = Literal["eq", "neq", "gt", "gte", "lt", "lte", "in", "exists"]
 OnTimeout = Literal["reject", "approve", "default"]
-StepKindName = Literal["tool", "return", "approve", "template", "code", "script", "wait", "switch"]
+StepKindName = Literal["tool", "return", "approve", "template", "code", "script", "wait", "switch", "llm"]
 DEFAULT_CASE = -1  # the branch index of a switch's `default` steps
 
 
@@ -109,6 +110,19 @@ class WaitSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class LLMSpec:
+    """An `llm` step: a prompt (refs interpolated) asked of a model; the answer, checked against `schema`
+    (parsed as JSON when there is one), is the output. `recorded`: the answer a recording gave, replayed
+    instead of asking when a run pins recorded answers (`--llm recorded`)."""
+
+    prompt: str
+    schema: JSON = None
+    max_tokens: int = 1024
+    recorded: JSON = None
+    has_recorded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SwitchCase:
     """One case of a `switch`: the test of the switch's ref (`when.ref` is the switch's) and its steps' names."""
 
@@ -152,6 +166,7 @@ class StepSpec:
     on_timeout: OnTimeout = "reject"
     wait: WaitSpec | None = None
     switch: SwitchSpec | None = None
+    llm: LLMSpec | None = None
     branch: tuple[str, int] | None = None  # inside a switch: (its name, the case index, or DEFAULT_CASE)
     wait_for: int | None = None  # a join: start once this many dependencies succeeded (None: once all finished)
     template: str | None = None  # a child template's name
@@ -176,6 +191,8 @@ class StepSpec:
 
     @property
     def kind(self) -> StepKindName:
+        if self.llm is not None:
+            return "llm"
         if self.switch is not None:
             return "switch"
         if self.wait is not None:

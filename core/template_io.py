@@ -26,6 +26,7 @@ from toolreel.core.refs import ref_roots
 from toolreel.core.template import (
     DEFAULT_CASE,
     InputSpec,
+    LLMSpec,
     RetryPolicy,
     SecretSource,
     StepSpec,
@@ -39,6 +40,7 @@ from toolreel.core.template_schema import (
     ApproveModel,
     InputModel,
     JoinModel,
+    LLMModel,
     SecretSourceModel,
     StepModel,
     SwitchModel,
@@ -204,6 +206,16 @@ def _switch(model: SwitchModel) -> SwitchSpec:
     return SwitchSpec(model.ref, tuple(cases), tuple(step.name for step in model.default))
 
 
+def _llm(model: LLMModel) -> LLMSpec:
+    return LLMSpec(
+        prompt=model.prompt,
+        schema=model.schema_,
+        max_tokens=model.max_tokens,
+        recorded=model.recorded,
+        has_recorded="recorded" in model.model_fields_set,
+    )
+
+
 def _join(wait_for: str | JoinModel | None) -> int | None:
     if isinstance(wait_for, JoinModel):
         return wait_for.n_of
@@ -224,6 +236,7 @@ def _step(model: StepModel, branch: tuple[str, int] | None = None) -> StepSpec:
         on_timeout=model.approve.on_timeout if isinstance(model.approve, ApproveModel) else "reject",
         wait=_wait(model.wait) if model.wait is not None else None,
         switch=_switch(model.switch) if model.switch is not None else None,
+        llm=_llm(model.llm) if model.llm is not None else None,
         branch=branch,
         wait_for=_join(model.wait_for),
         template=model.template,
@@ -335,6 +348,7 @@ def _step_dict(step: StepSpec, t: Template) -> dict[str, Any]:
         ("approve", _approve_dict(step), step.approve is not None),
         ("wait", _wait_dict(step.wait) if step.wait else None, step.wait is not None),
         ("switch", _switch_dict(step, t), step.switch is not None),
+        ("llm", _llm_dict(step.llm) if step.llm else None, step.llm is not None),
         ("wait_for", _join_dict(step.wait_for), step.wait_for is not None),
         ("code", step.code, step.code is not None),
         ("script", _script_dict(step), step.script is not None),
@@ -377,6 +391,17 @@ def _switch_dict(step: StepSpec, t: Template) -> dict[str, Any] | None:
     out: dict[str, Any] = {"ref": switch.ref, "cases": cases}
     if switch.default:
         out["default"] = branch(DEFAULT_CASE)
+    return out
+
+
+def _llm_dict(llm: LLMSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"prompt": llm.prompt}
+    if llm.schema is not None:
+        out["schema"] = llm.schema
+    if llm.max_tokens != 1024:
+        out["max_tokens"] = llm.max_tokens
+    if llm.has_recorded:
+        out["recorded"] = llm.recorded
     return out
 
 
@@ -471,6 +496,7 @@ _SHAPES = {
     "script": ('[/"', '"\\]'),
     "wait": ('(("', '"))'),
     "switch": ('{"', '"}'),
+    "llm": ('>"', '"]'),
 }
 
 
@@ -495,6 +521,8 @@ def _data_fields(step: StepSpec) -> list[JSON]:
         values.append(step.wait.until)
     if step.switch is not None:
         values += [step.switch.ref, *(case.when.value for case in step.switch.cases)]
+    if step.llm is not None:
+        values.append(step.llm.prompt)
     if step.when is not None:
         values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
     return values
@@ -509,6 +537,7 @@ def _label(step: StepSpec) -> str:
         "code": "code",
         "script": "script",
         "wait": "wait",
+        "llm": "llm",
         "switch": f"switch on {step.switch.ref if step.switch else ''}",
     }[step.kind]
     if step.wait is not None:

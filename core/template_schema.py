@@ -28,6 +28,7 @@ __all__ = [
     "FieldModel",
     "FormModel",
     "InputModel",
+    "LLMModel",
     "RetryModel",
     "SecretSourceModel",
     "StepModel",
@@ -205,6 +206,22 @@ class ApproveModel(_Strict):
         return self
 
 
+class LLMModel(_Strict):
+    model_config = ConfigDict(title="LLM")
+
+    prompt: str = Field(description="What the model is asked; refs are interpolated (`{{@step.path}}`).")
+    schema_: dict[str, JsonAny] | None = Field(
+        None,
+        alias="schema",
+        description="A JSON Schema the answer must match: the model is asked for JSON, and its answer is parsed "
+        "and checked (a mismatch fails the step with `llm_answer_invalid`). Without it the answer is the text.",
+    )
+    max_tokens: int = Field(1024, ge=1, le=100_000, description="The longest answer asked for, in tokens.")
+    recorded: JsonAny = Field(
+        None, description="The answer a recording gave: replayed instead of asking when a run pins recorded answers."
+    )
+
+
 class WaitModel(_Strict):
     model_config = ConfigDict(title="Wait", json_schema_extra={"minProperties": 1})
 
@@ -326,7 +343,7 @@ class RetryModel(_Strict):
 
 
 _DEFAULT_RETRY_ON: tuple[RetryOn, ...] = ("timeout", "transient")
-_STEP_KINDS = ("tool", "return", "approve", "template", "code", "script", "wait", "switch")
+_STEP_KINDS = ("tool", "return", "approve", "template", "code", "script", "wait", "switch", "llm")
 
 
 class ScriptModel(_Strict):
@@ -357,6 +374,11 @@ class StepModel(_Strict):
     )
     wait: WaitModel | None = Field(
         None, description="Kind `wait`: `{for: 10m}`, `{until: TIME-or-ref}` or `{signal: NAME, schema?}`."
+    )
+    llm: LLMModel | None = Field(
+        None,
+        description="Kind `llm`: `{prompt, schema?}` asks a model (MCP sampling from the client that started the "
+        "run, else the OpenAI-compatible endpoint in TOOLREEL_LLM_URL, else the run pauses); the answer is the output.",
     )
     switch: SwitchModel | None = Field(
         None,
@@ -570,6 +592,7 @@ _NESTED: dict[tuple[type[BaseModel], str], type[BaseModel]] = {
     (StepModel, "when"): WhenModel,
     (StepModel, "approve"): ApproveModel,
     (StepModel, "wait"): WaitModel,
+    (StepModel, "llm"): LLMModel,
     (StepModel, "switch"): SwitchModel,
     (SwitchModel, "cases"): CaseModel,
     (SwitchModel, "default"): StepModel,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from toolreel.core.caller import ModelAnswer
 from toolreel.core.errors import ExecutionError, StoreError
 from toolreel.core.model import Execution, ExecutionStatus
 from toolreel.core.view import outcome_code
@@ -62,6 +63,14 @@ class _Approver:
         return bool(result.action == "accept")
 
 
+class _Sampler:
+    """Asks the model of the client that started the run, in its own era (gateway.questions)."""
+
+    async def sample(self, prompt: str, *, max_tokens: int) -> ModelAnswer | None:
+        answer = await questions.sample(prompt, max_tokens)
+        return None if answer is None else ModelAnswer(answer[0], answer[1], "sampling")
+
+
 class _Runs:
     def __init__(self, hook: GatewayHook, max_concurrency: int) -> None:
         self.hook = hook
@@ -80,6 +89,7 @@ class _Runs:
             self.on_demand,
             max_concurrency=self.max_concurrency,
             approver=_Approver(self.hook),
+            sampler=_Sampler(),
             template_loader=lambda name, version: load_saved(store, name, version),
             secret_values=self.hook.secret_values,
         )

@@ -24,7 +24,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from toolreel.core import tracing
-from toolreel.core.caller import Approver, ProgressFn, ToolCaller
+from toolreel.core.caller import Approver, ProgressFn, Sampler, ToolCaller
 from toolreel.core.errors import ExecutionError, NotFoundError, StoreError, TemplateError, ToolreelError
 from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepRecord, new_id
 from toolreel.core.secrets import REDACTED
@@ -42,6 +42,7 @@ from toolreel.replayer._ledger import (
     definition_hash,
     load_template,
 )
+from toolreel.replayer._llm import LLMSettings
 from toolreel.replayer._retry import (
     RetryRequest,
     check_execution_id,
@@ -96,11 +97,14 @@ class Engine:
         observer: Callable[[StepRecord], None] | None = None,
         secret_values: Iterable[str] = (),
         poll_interval: float = 0.1,
+        sampler: Sampler | None = None,
+        llm: LLMSettings | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
         self.store = store
-        secret_values = tuple(secret_values)
+        llm = llm if llm is not None else LLMSettings.from_env()
+        secret_values = (*secret_values, *((llm.key,) if llm.key else ()))
         store.redactor.add(secret_values)  # also for rows written outside a run (inputs, outcomes, idempotency)
         self.caller = caller
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -120,6 +124,8 @@ class Engine:
             run_child=self._run_child,
             observer=observer,
             secret_values=tuple(secret_values),
+            sampler=sampler,
+            llm=llm,
         )
         self._active: dict[str, _Slot] = {}
         self._inputs: dict[str, Mapping[str, JSON]] = {}  # in clear, for runs started here (secrets)

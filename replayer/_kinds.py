@@ -25,6 +25,7 @@ from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits
 from toolreel.core.template import StepSpec
 from toolreel.core.tool_digest import check_definition
 from toolreel.replayer._child import template_step
+from toolreel.replayer._llm import llm_step
 from toolreel.replayer._policy import (
     NO_RETRY,
     attempt_failure_kind,
@@ -64,6 +65,8 @@ async def execute(run: Run, state: StepState) -> StepRecord:
         return await _approve(run, state, record)
     if spec.wait is not None:
         return await wait_step(run, state, record)
+    if spec.llm is not None:
+        return await llm_step(run, state, record)
     if spec.for_each is not None:
         return await _for_each(run, state, record)
     if spec.template is not None:

@@ -237,7 +237,8 @@ def _waits_for(prompt: JSON) -> str | None:
         return None
     if isinstance(prompt.get("signal"), str):
         return "signal"
-    return "time" if prompt.get("wait") == "time" else None
+    # A model wanted (`llm`) is driven again like a time: it asks the model there is now, or pauses again.
+    return "time" if prompt.get("wait") == "time" or "llm" in prompt else None
 
 
 def _check_waits(execution: Execution, response: str | None) -> None:

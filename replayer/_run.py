@@ -21,7 +21,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from toolreel.core import tracing
-from toolreel.core.caller import Approver, ProgressFn, ToolCaller
+from toolreel.core.caller import Approver, ProgressFn, Sampler, ToolCaller
 from toolreel.core.errors import RefError, StaleClaimError, StoreError
 from toolreel.core.form import mismatch
 from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatus
@@ -32,6 +32,7 @@ from toolreel.core.view import item_name
 from toolreel.replayer import _kinds, _switch, _wait
 from toolreel.replayer._inputs import secret_values
 from toolreel.replayer._journal import Announcer, Journal, small_rows
+from toolreel.replayer._llm import LLMSettings
 from toolreel.replayer._policy import compare
 from toolreel.replayer._state import (
     DUE,
@@ -60,6 +61,7 @@ _KINDS = {
     "script": StepKind.SCRIPT,
     "wait": StepKind.WAIT,
     "switch": StepKind.SWITCH,
+    "llm": StepKind.LLM,
 }
 # Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
 # parent's template step ran past its timeout).
@@ -86,6 +88,8 @@ class RunContext:
     run_child: Callable[[ChildRequest], Awaitable[Execution]]
     observer: Callable[[StepRecord], None] | None = None
     secret_values: tuple[str, ...] = ()
+    sampler: Sampler | None = None  # asks the model of the client that started the run (`llm` steps)
+    llm: LLMSettings = field(default_factory=LLMSettings)
     # Code steps take turns: the sandbox's time limit counts the process's CPU time, so two scripts
     # running at once would spend each other's budget.
     code_lane: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
@@ -348,6 +352,9 @@ class Run:
             if spec.approve is not None:
                 field = "approve"
                 state.args = _as_text(resolve(spec.approve, self.scope))
+            elif spec.llm is not None:
+                field = "llm.prompt"
+                state.args = _as_text(resolve(spec.llm.prompt, self.scope))
             elif spec.wait is not None:
                 field = "wait.until"
                 state.args = _wait.wait_args(spec.wait, self.scope)
@@ -404,6 +411,8 @@ class Run:
         spec = state.spec
         server, tool = self._server_tool(spec)
         written = spec.approve if spec.approve is not None else spec.return_ if spec.has_return else spec.input
+        if spec.llm is not None:
+            written = spec.llm.prompt
         now = time.time()
         base: dict[str, Any] = {"started_at": now, "status": StepStatus.RUNNING}
         base.update(fields)

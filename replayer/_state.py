@@ -304,7 +304,7 @@ def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], cle
     return loaded
 
 
-_UNANSWERABLE = ("items", "time", "signal")  # a response answers none of these: the time or a signal does
+_UNANSWERABLE = ("items", "time", "signal", "llm")  # a response answers none of these: the time or a signal does
 
 
 def _load_finished(steps: Mapping[str, StepState], record: StepRecord, loaded: Loaded) -> None:

@@ -120,3 +120,58 @@ async def test_a_worker_wakes_a_queued_approval_when_its_timeout_passes(tmp_path
     assert ask.output == {"approved": True, "response": None, "timed_out": True}
     assert counts(tmp_path) == {"after": 1}
     store.close()
+
+
+async def test_a_switch_killed_while_its_branch_runs_is_finished_without_deciding_again(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    config = write_config(tmp_path)
+    store = open_store(db)
+    branch = [
+        {"name": "work", "tool": "features__slow", "input": {"seconds": 3}},
+        {"name": "mark", "tool": "features__counter", "input": {"key": "fast"}, "depends_on": ["work"]},
+    ]
+    saved(
+        store,
+        {
+            "name": "branchy",
+            "inputs": {"lane": {"type": "string"}},
+            "steps": [
+                {"name": "first", "tool": "features__counter", "input": {"key": "first"}},
+                {
+                    "name": "pick",
+                    "switch": {
+                        "ref": "@input.lane",
+                        "cases": [{"eq": "fast", "steps": branch}],
+                        "default": [{"name": "other", "tool": "features__counter", "input": {"key": "other"}}],
+                    },
+                    "depends_on": ["first"],
+                },
+                {"name": "end", "return": "@mark.count", "depends_on": ["mark", "other"], "wait_for": "any"},
+            ],
+        },
+    )
+    common = ["--config", str(config), "--db", db]
+    with replayer_process(tmp_path, "run", "run", "branchy", "-i", "lane=fast", "--json", *common) as runner:
+        await wait_until(
+            lambda: (
+                (e := only_execution(store)) is not None
+                and any(r.name == "work" and r.status == StepStatus.RUNNING for r in store.get_steps(e.id))
+            ),
+            timeout=60,
+            what="the branch's slow step to start",
+        )
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=30)
+    execution = only_execution(store)
+    assert execution is not None
+    with replayer_process(tmp_path, "worker", "worker", "--poll", "0.1", *common) as worker:
+        await wait_until(lambda: store.get_execution(execution.id).status.finished, timeout=60)
+        stop(worker)
+    final = store.get_execution(execution.id)
+    assert final.status == ExecutionStatus.SUCCEEDED, final.error
+    assert final.output == 1
+    rows = {r.name: r for r in store.get_steps(execution.id, all_attempts=True) if r.name == "pick"}
+    assert [r.attempt for r in store.get_steps(execution.id, all_attempts=True) if r.name == "pick"] == [1]
+    assert rows["pick"].output == {"case": 0, "value": "fast"}
+    assert counts(tmp_path) == {"first": 1, "fast": 1}  # the other branch never ran; nothing ran twice
+    store.close()

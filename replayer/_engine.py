@@ -654,6 +654,8 @@ class Engine:
                     partial(self.store.renew_claims, self.owner, lease_seconds=self.lease_seconds, now=time.time())
                 )
             ids = list(self._active)
+            if not ids:  # the drives ended while the claims were renewed
+                continue
             offset = offset % len(ids)
             batch = (ids[offset:] + ids[:offset])[:_POLL_BATCH]
             offset += _POLL_BATCH

@@ -29,7 +29,7 @@ from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template, template_hash, template_to_dict
 from toolreel.replayer._owners import gone_here
 from toolreel.replayer._policy import parse_answer
-from toolreel.replayer._state import Outcome, child_key
+from toolreel.replayer._state import DUE, Outcome, awaiting_of, child_key
 
 __all__ = [
     "MAX_DEPTH",
@@ -94,10 +94,21 @@ class Ledger:
         return sorted({e.claimed_by for e in running if e.claimed_by and gone_here(e.claimed_by)})
 
     def release(self, execution: Execution) -> Execution:
+        """Let go of a claim without driving; a paused execution keeps its wake time (its lease, unclaimed)."""
+        wake = self._wake_of(execution.id) if execution.status == ExecutionStatus.PAUSED else None
         try:
-            return self.store.update_execution(execution.id, fence=execution.fence, claimed_by=None, lease_until=None)
+            return self.store.update_execution(execution.id, fence=execution.fence, claimed_by=None, lease_until=wake)
         except StaleClaimError:
             return self.store.get_execution(execution.id)
+
+    def _wake_of(self, execution_id: str) -> float | None:
+        """When a paused execution's earliest waiting step stops waiting on its own (replayer._wait)."""
+        dues = []
+        for row in self.store.get_steps(execution_id):
+            marker = awaiting_of(row) or {}
+            if isinstance(due := marker.get(DUE), int | float):
+                dues.append(float(due))
+        return min(dues, default=None)
 
     def mark_running(self, execution: Execution) -> Execution:
         current = self.store.get_execution(execution.id)
@@ -254,9 +265,10 @@ def _check_waits(execution: Execution, response: str | None) -> None:
             execution_id=execution.id,
         )
     if waits == "time" and response is not None:
+        awaited = f"for a model ({prompt['llm']})" if "llm" in prompt else f"until {prompt.get('until')}"
         raise ExecutionError(
-            f"execution {execution.id} waits until {prompt.get('until')}, not for an answer: a worker or gateway "
-            "sharing the store drives it on then",
+            f"execution {execution.id} waits {awaited}, not for an answer: resume it without a response "
+            "(a worker or gateway sharing the store drives a time wait on by itself)",
             execution_id=execution.id,
         )
 

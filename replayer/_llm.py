@@ -15,8 +15,6 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
-
 from toolreel.core.caller import ModelAnswer
 from toolreel.core.form import mismatch
 from toolreel.core.model import JSON, StepRecord
@@ -66,7 +64,7 @@ async def llm_step(run: Run, state: StepState, record: StepRecord) -> StepRecord
     else:
         try:
             answer = await _ask(run, prompt, spec.max_tokens, spec.schema, state.spec.timeout)
-        except (httpx.HTTPError, ValueError) as exc:
+        except _EndpointError as exc:
             return failed(record, f"llm: the model endpoint {settings.url} failed: {exc}")
     if answer is None:
         message = f"step {record.name} needs a model: {NO_MODEL} (set TOOLREEL_LLM_URL, or run it from a client "
@@ -113,19 +111,28 @@ async def _endpoint(settings: LLMSettings, prompt: str, max_tokens: int, schema:
     }
     if schema is not None:
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+    import httpx  # loaded by the first run that asks an endpoint, not by every command
+
     headers = {"Authorization": f"Bearer {settings.key}"} if settings.key else {}
-    async with httpx.AsyncClient(timeout=timeout) as client:
-        response = await client.post(settings.url.rstrip("/") + "/chat/completions", json=body, headers=headers)
-        response.raise_for_status()
-        data = response.json()
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            response = await client.post(settings.url.rstrip("/") + "/chat/completions", json=body, headers=headers)
+            response.raise_for_status()
+            data = response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise _EndpointError(str(exc) or type(exc).__name__) from exc
     try:
         text = data["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise ValueError(f"the answer has no choices[0].message.content: {str(data)[:300]}") from None
+        raise _EndpointError(f"the answer has no choices[0].message.content: {str(data)[:300]}") from None
     if not isinstance(text, str):
-        raise ValueError(f"the answer's content is {type(text).__name__}, not text")
+        raise _EndpointError(f"the answer's content is {type(text).__name__}, not text")
     model = data.get("model")
     return ModelAnswer(text, model if isinstance(model, str) else settings.model, "endpoint")
+
+
+class _EndpointError(Exception):
+    """The endpoint could not be reached or gave no usable answer."""
 
 
 def _text(value: JSON) -> str:

@@ -630,9 +630,11 @@ def _human(execution: Execution) -> None:
         typer.echo(json.dumps(execution.output, ensure_ascii=False, indent=2))
     elif execution.status == ExecutionStatus.PAUSED:
         prompt = execution.prompt
-        if isinstance(prompt, dict) and ("signal" in prompt or prompt.get("wait") == "time"):
+        if isinstance(prompt, dict) and ("signal" in prompt or "llm" in prompt or prompt.get("wait") == "time"):
             typer.echo(f"{line}: {prompt.get('message')}", err=True)
-            if "signal" in prompt:
+            if "llm" in prompt:
+                typer.echo(f"then: toolreel executions resume {execution.id}", err=True)
+            elif "signal" in prompt:
                 name = prompt["signal"]
                 typer.echo(f"send it with: toolreel executions signal {execution.id} {name} --data JSON", err=True)
             else:

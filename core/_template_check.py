@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping
 
-from toolreel.core._template_graph import CycleError, topo_order
+from toolreel.core._template_graph import CycleError, dependencies, topo_order
 from toolreel.core.errors import CodeError, TemplateError
 from toolreel.core.form import check_value, schema_problem
 from toolreel.core.model import JSON
@@ -160,6 +160,17 @@ class Checker:
         for leaf in step.when.leaves() if step.when is not None else ():
             if not is_ref(leaf.ref):
                 raise self.error("when.ref must be one ref, like @list_issues.total", step.name, "when.ref")
+        if step.switch is not None and not is_ref(step.switch.ref):
+            raise self.error("switch.ref must be one ref, like @triage.severity", step.name, "switch.ref")
+        if step.wait_for is not None:
+            deps = set(step.depends_on) if step.depends_on else dependencies(step) & self.known
+            if step.wait_for > len(deps):
+                raise self.error(
+                    f"waits for {step.wait_for} of its dependencies, but it has {len(deps)}"
+                    f"{' (' + ', '.join(sorted(deps)) + ')' if deps else ''}; name them in depends_on",
+                    step.name,
+                    "wait_for",
+                )
         if step.template is not None and step.template == self.t.name:
             raise self.error(f"the step runs template {self.t.name!r}, itself: a cycle", step.name, "template")
         for dep in step.depends_on:
@@ -185,13 +196,17 @@ class Checker:
                 ("template", step.template is not None),
                 ("code", step.code is not None),
                 ("script", step.script is not None),
+                ("wait", step.wait is not None),
+                ("switch", step.switch is not None),
+                ("llm", step.llm is not None),
             )
             if present
         ]
         if len(kinds) != 1:
             found = " and ".join(kinds) if kinds else "none"
             raise self.error(
-                f"a step has exactly one kind of tool, return, approve, template, code, script; found {found}",
+                f"a step has exactly one kind of tool, return, approve, template, code, script, wait, switch, llm; "
+                f"found {found}",
                 step.name,
                 kinds[1] if len(kinds) > 1 else "tool",
             )
@@ -211,9 +226,9 @@ class Checker:
             (
                 "timeout",
                 step.timeout is not None,
-                callable_kind,
-                f"a {kind} step has no timeout (only tool and template steps do; an approval waits for its "
-                "answer: cancel the execution to stop waiting)",
+                callable_kind or kind == "llm",
+                f"a {kind} step has no timeout (tool, template, code and script steps do; an approval takes "
+                "`approve: {message, timeout, on_timeout}`)",
             ),
         )
         for field, present, allowed, message in rules:
@@ -248,6 +263,14 @@ class Checker:
         yield "approve", step.approve
         yield "for_each", step.for_each
         yield "idempotency_key", step.idempotency_key
+        if step.wait is not None:
+            yield "wait.until", step.wait.until
+        if step.llm is not None:
+            yield "llm.prompt", step.llm.prompt
+        if step.switch is not None:
+            yield "switch.ref", step.switch.ref
+            for index, case in enumerate(step.switch.cases):
+                yield f"switch.cases[{index}].{case.when.op}", case.when.value
         for leaf in step.when.leaves() if step.when is not None else ():
             yield "when.ref", leaf.ref
             yield f"when.{leaf.op}", leaf.value

@@ -19,12 +19,21 @@ __all__ = ["CycleError", "check_template_cycles", "dependencies", "topo_order"]
 
 
 def dependencies(step: StepSpec) -> set[str]:
-    """Steps `step` waits for: refs in input, when, for_each, idempotency_key, return, approve, and depends_on."""
+    """Steps `step` waits for: refs in input, when, for_each, idempotency_key, return, approve, wait.until,
+    a switch's ref and case values, the switch a branch's step is in, and depends_on."""
     values: list[JSON] = [step.input, step.return_, step.approve, step.for_each, step.idempotency_key]
+    if step.wait is not None:
+        values.append(step.wait.until)
+    if step.switch is not None:
+        values += [step.switch.ref, *(case.when.value for case in step.switch.cases)]
+    if step.llm is not None:
+        values.append(step.llm.prompt)
     if step.when is not None:
         values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
     roots = ref_roots(values)
     roots.update(step.depends_on)
+    if step.branch is not None:  # a branch's step runs once its switch has picked
+        roots.add(step.branch[0])
     roots -= RESERVED_ROOTS
     roots.discard(step.name)
     return roots

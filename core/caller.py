@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["Approver", "ProgressFn", "ToolCall", "ToolCaller"]
+__all__ = ["Approver", "ModelAnswer", "ProgressFn", "Sampler", "ToolCall", "ToolCaller"]
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -46,4 +46,20 @@ class Approver(Protocol):
         """Ask a person. True/False is their answer; None means nobody can be asked now
         (no client with elicitation): the execution pauses. With `form` (a flat object schema) the
         person is asked for those fields: an accepted answer is their values (checked by the caller)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModelAnswer:
+    """A model's answer to an `llm` step: its text, the model that gave it, and how it was asked."""
+
+    text: str
+    model: str | None
+    via: str  # `sampling`, `endpoint` or `recorded`
+
+
+class Sampler(Protocol):
+    async def sample(self, prompt: str, *, max_tokens: int) -> ModelAnswer | None:
+        """Ask the model of the client that started the run (MCP sampling, in its era); None when that
+        client cannot be asked (no sampling capability, or gone)."""
         ...

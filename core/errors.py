@@ -20,6 +20,7 @@ and what to do. Subclasses carry the fields a caller needs to act on (`server`, 
     │   ├── CodeTimeout          it ran past its timeout (`code_timeout`)
     │   └── CodeMemoryError      it went past its memory limit (`code_memory_limit`)
     └── ExecutionError           a run failed, was cancelled or is not resumable
+        └── SignalError          a signal no step waits for, or whose data does not fit (`signal_refused`)
 
 Each class has a stable `code` (`not_found`, `upstream_timeout`, ...): the table in docs/errors.md
 says what each means and what to do; tests/test_error_codes.py keeps the two in step.
@@ -40,6 +41,7 @@ __all__ = [
     "RefError",
     "ScheduleError",
     "SchemaVersionError",
+    "SignalError",
     "StaleClaimError",
     "StoreError",
     "TemplateError",
@@ -176,3 +178,10 @@ class ExecutionError(ToolreelError):
         super().__init__(message)
         self.execution_id = execution_id
         self.step = step
+
+
+class SignalError(ExecutionError):
+    """A signal that cannot be delivered: no step of the execution waits for it now, or its data does not
+    match the waiting step's schema. Nothing was delivered; the execution is as it was."""
+
+    code: ClassVar[str] = "signal_refused"

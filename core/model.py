@@ -88,6 +88,9 @@ class StepKind(enum.StrEnum):
     TEMPLATE = "template"
     CODE = "code"
     SCRIPT = "script"  # a Code Mode script (SPEC §13); its calls are rows `<step>.<n>`
+    WAIT = "wait"  # a time or a signal waited for
+    SWITCH = "switch"  # which case's branch runs (nothing called)
+    LLM = "llm"  # a model asked (its prompt, answer and model are the row's result)
 
 
 @dataclass(frozen=True, slots=True)

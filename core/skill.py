@@ -267,12 +267,26 @@ def _step_line(step: StepSpec) -> str:
         "template": f"runs the template `{step.template}`",
         "code": "reshapes data with a small JavaScript function (sandboxed)",
         "script": "runs a script that calls tools through the gateway (sandboxed)",
+        "wait": _wait_words(step),
+        "llm": "asks a model: " + json.dumps(step.llm.prompt if step.llm else "", ensure_ascii=False),
+        "switch": f"picks one branch of steps by the value of `{step.switch.ref if step.switch else ''}`",
     }[kind]
+    if step.branch is not None:
+        what += f" (in a branch of `{step.branch[0]}`)"
     if step.for_each is not None:
         what += f", once per item of `{step.for_each}`"
     if step.when is not None:
         what += f", only when {_condition(step.when)}"
     return f"`{step.name}` {what}."
+
+
+def _wait_words(step: StepSpec) -> str:
+    wait = step.wait
+    if wait is None:
+        return ""
+    if wait.signal is not None:
+        return f"waits for the signal `{wait.signal}` (`toolreel__signal_execution`); its data is the output"
+    return f"waits until {wait.until}" if wait.until is not None else f"waits {wait.for_:g} s"
 
 
 def _condition(when: When) -> str:

@@ -12,11 +12,27 @@ from typing import Literal
 
 from toolreel.core.model import JSON
 
-__all__ = ["InputSpec", "RetryPolicy", "SecretSource", "StepSpec", "Template", "When"]
+__all__ = [
+    "DEFAULT_CASE",
+    "InputSpec",
+    "LLMSpec",
+    "OnTimeout",
+    "RetryPolicy",
+    "SecretSource",
+    "StepSpec",
+    "SwitchCase",
+    "SwitchSpec",
+    "Template",
+    "WaitSpec",
+    "When",
+]
 
 RetryOn = Literal["timeout", "transient", "tool_error"]
 Backoff = Literal["fixed", "linear", "exponential"]
 WhenOp = Literal["eq", "neq", "gt", "gte", "lt", "lte", "in", "exists"]
+OnTimeout = Literal["reject", "approve", "default"]
+StepKindName = Literal["tool", "return", "approve", "template", "code", "script", "wait", "switch", "llm"]
+DEFAULT_CASE = -1  # the branch index of a switch's `default` steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +102,48 @@ class When:
 
 
 @dataclass(frozen=True, slots=True)
+class WaitSpec:
+    """A `wait` step: exactly one of a duration (`for_`), a time or ref to one (`until`), or a signal's name."""
+
+    for_: float | None = None  # seconds, counted from when the step first waits
+    until: str | None = None  # an ISO 8601 time, or a ref to one (or to epoch seconds)
+    signal: str | None = None
+    schema: JSON = None  # with `signal`: a JSON Schema the signal's data must match
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSpec:
+    """An `llm` step: a prompt (refs interpolated) asked of a model; the answer, checked against `schema`
+    (parsed as JSON when there is one), is the output. `recorded`: the answer a recording gave, replayed
+    instead of asking when a run pins recorded answers (`--llm recorded`)."""
+
+    prompt: str
+    schema: JSON = None
+    max_tokens: int = 1024
+    recorded: JSON = None
+    has_recorded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchCase:
+    """One case of a `switch`: the test of the switch's ref (`when.ref` is the switch's) and its steps' names."""
+
+    when: When
+    steps: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchSpec:
+    """A `switch` step: the first case whose test holds runs its steps, else `default`. The branches' steps
+    are steps of the template (flattened after the switch, each with `branch` set), so refs, names and the
+    DAG treat them like any other."""
+
+    ref: str
+    cases: tuple[SwitchCase, ...]
+    default: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     max_attempts: int = 1
     backoff: Backoff = "exponential"
@@ -97,7 +155,7 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class StepSpec:
-    """One step. Exactly one of `tool`, `return_`, `approve`, `template`, `code`, `script` says its kind."""
+    """One step. Exactly one of `tool`, `return_`, `approve`, `template`, `code`, `script`, `wait` says its kind."""
 
     name: str
     tool: str | None = None  # listed name, `server__tool`
@@ -106,6 +164,13 @@ class StepSpec:
     has_return: bool = False
     approve: str | None = None  # the prompt; may interpolate refs
     approve_schema: JSON = None  # a flat form schema: the approval asks for these fields (its answer is the output)
+    approve_timeout: float | None = None  # seconds an approval waits for its answer before `on_timeout` decides
+    on_timeout: OnTimeout = "reject"
+    wait: WaitSpec | None = None
+    switch: SwitchSpec | None = None
+    llm: LLMSpec | None = None
+    branch: tuple[str, int] | None = None  # inside a switch: (its name, the case index, or DEFAULT_CASE)
+    wait_for: int | None = None  # a join: start once this many dependencies succeeded (None: once all finished)
     template: str | None = None  # a child template's name
     template_version: int | None = None
     code: str | None = None  # `export default function(input) { ... }`, run in a QuickJS sandbox
@@ -127,7 +192,13 @@ class StepSpec:
     tool_digest: str | None = None  # the tool's definition when saved (core.tool_digest); a replay checks it
 
     @property
-    def kind(self) -> Literal["tool", "return", "approve", "template", "code", "script"]:
+    def kind(self) -> StepKindName:
+        if self.llm is not None:
+            return "llm"
+        if self.switch is not None:
+            return "switch"
+        if self.wait is not None:
+            return "wait"
         if self.code is not None:
             return "code"
         if self.script is not None:

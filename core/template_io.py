@@ -23,13 +23,29 @@ from toolreel.core._template_graph import check_template_cycles, dependencies, t
 from toolreel.core.errors import TemplateError
 from toolreel.core.model import JSON, TemplateRecord
 from toolreel.core.refs import ref_roots
-from toolreel.core.template import InputSpec, RetryPolicy, SecretSource, StepSpec, Template, When
+from toolreel.core.template import (
+    DEFAULT_CASE,
+    InputSpec,
+    LLMSpec,
+    RetryPolicy,
+    SecretSource,
+    StepSpec,
+    SwitchCase,
+    SwitchSpec,
+    Template,
+    WaitSpec,
+    When,
+)
 from toolreel.core.template_schema import (
     ApproveModel,
     InputModel,
+    JoinModel,
+    LLMModel,
     SecretSourceModel,
     StepModel,
+    SwitchModel,
     TemplateModel,
+    WaitModel,
     WhenModel,
     format_duration,
     template_json_schema,
@@ -140,7 +156,7 @@ def _build(model: TemplateModel) -> Template:
         name=model.name,
         description=model.description,
         inputs={name: _input(spec) for name, spec in model.inputs.items()},
-        steps=tuple(_step(step) for step in model.steps),
+        steps=tuple(_flat(model.steps)),
         output=model.output,
         has_output="output" in model.model_fields_set,
         servers=model.servers,
@@ -170,7 +186,44 @@ def _secret_source(secret: bool | SecretSourceModel) -> SecretSource | None:
     return SecretSource("env", secret.env) if secret.env is not None else SecretSource("file", secret.file or "")
 
 
-def _step(model: StepModel) -> StepSpec:
+def _flat(models: list[StepModel], branch: tuple[str, int] | None = None) -> list[StepSpec]:
+    """Steps in order, each switch followed by the steps of its cases and default (their `branch` set)."""
+    out: list[StepSpec] = []
+    for model in models:
+        out.append(_step(model, branch))
+        if model.switch is not None:
+            for index, case in enumerate(model.switch.cases):
+                out += _flat(case.steps, (model.name, index))
+            out += _flat(model.switch.default, (model.name, DEFAULT_CASE))
+    return out
+
+
+def _switch(model: SwitchModel) -> SwitchSpec:
+    cases = []
+    for case in model.cases:
+        op = case.operators()[0]
+        test = When(ref=model.ref, op=op, value=getattr(case, "in_" if op == "in" else op))
+        cases.append(SwitchCase(test, tuple(step.name for step in case.steps)))
+    return SwitchSpec(model.ref, tuple(cases), tuple(step.name for step in model.default))
+
+
+def _llm(model: LLMModel) -> LLMSpec:
+    return LLMSpec(
+        prompt=model.prompt,
+        schema=model.schema_,
+        max_tokens=model.max_tokens,
+        recorded=model.recorded,
+        has_recorded="recorded" in model.model_fields_set,
+    )
+
+
+def _join(wait_for: str | JoinModel | None) -> int | None:
+    if isinstance(wait_for, JoinModel):
+        return wait_for.n_of
+    return 1 if wait_for == "any" else None
+
+
+def _step(model: StepModel, branch: tuple[str, int] | None = None) -> StepSpec:
     retry = model.retry
     return StepSpec(
         name=model.name,
@@ -180,6 +233,13 @@ def _step(model: StepModel) -> StepSpec:
         has_return="return_" in model.model_fields_set,
         approve=model.approve.message if isinstance(model.approve, ApproveModel) else model.approve,
         approve_schema=_form(model.approve),
+        approve_timeout=model.approve.timeout if isinstance(model.approve, ApproveModel) else None,
+        on_timeout=model.approve.on_timeout if isinstance(model.approve, ApproveModel) else "reject",
+        wait=_wait(model.wait) if model.wait is not None else None,
+        switch=_switch(model.switch) if model.switch is not None else None,
+        llm=_llm(model.llm) if model.llm is not None else None,
+        branch=branch,
+        wait_for=_join(model.wait_for),
         template=model.template,
         template_version=model.template_version,
         code=model.code,
@@ -210,8 +270,12 @@ def _step(model: StepModel) -> StepSpec:
     )
 
 
+def _wait(model: WaitModel) -> WaitSpec:
+    return WaitSpec(for_=model.for_, until=model.until, signal=model.signal, schema=model.schema_)
+
+
 def _form(approve: str | ApproveModel | None) -> JSON:
-    if not isinstance(approve, ApproveModel):
+    if not isinstance(approve, ApproveModel) or approve.schema_ is None:
         return None
     form: dict[str, Any] = approve.schema_.model_dump(exclude_none=True, exclude_unset=True)
     form["type"] = "object"
@@ -242,7 +306,7 @@ def template_to_dict(t: Template) -> dict[str, Any]:
         out["description"] = t.description
     if t.inputs:
         out["inputs"] = {name: _input_dict(spec) for name, spec in t.inputs.items()}
-    out["steps"] = [_step_dict(step) for step in t.steps]
+    out["steps"] = [_step_dict(step, t) for step in t.steps if step.branch is None]
     if t.has_output:
         out["output"] = t.output
     if t.output_schema is not None:
@@ -271,7 +335,7 @@ def _script_dict(step: StepSpec) -> dict[str, Any]:
     return {"code": step.script} if step.max_calls is None else {"code": step.script, "max_calls": step.max_calls}
 
 
-def _step_dict(step: StepSpec) -> dict[str, Any]:
+def _step_dict(step: StepSpec, t: Template) -> dict[str, Any]:
     out: dict[str, Any] = {"name": step.name}
     optional: list[tuple[str, Any, bool]] = [
         ("when", _when_dict(step.when) if step.when else None, step.when is not None),
@@ -283,6 +347,10 @@ def _step_dict(step: StepSpec) -> dict[str, Any]:
         ("input", step.input, step.input is not None),
         ("return", step.return_, step.has_return),
         ("approve", _approve_dict(step), step.approve is not None),
+        ("wait", _wait_dict(step.wait) if step.wait else None, step.wait is not None),
+        ("switch", _switch_dict(step, t), step.switch is not None),
+        ("llm", _llm_dict(step.llm) if step.llm else None, step.llm is not None),
+        ("wait_for", _join_dict(step.wait_for), step.wait_for is not None),
         ("code", step.code, step.code is not None),
         ("script", _script_dict(step), step.script is not None),
         ("memory_mb", step.memory_mb, step.memory_mb is not None),
@@ -301,9 +369,53 @@ def _step_dict(step: StepSpec) -> dict[str, Any]:
 
 
 def _approve_dict(step: StepSpec) -> JSON:
-    if step.approve_schema is None:
+    if step.approve_schema is None and step.approve_timeout is None:
         return step.approve
-    return {"message": step.approve, "schema": step.approve_schema}
+    out: dict[str, Any] = {"message": step.approve}
+    if step.approve_schema is not None:
+        out["schema"] = step.approve_schema
+    if step.approve_timeout is not None:
+        out["timeout"] = format_duration(step.approve_timeout)
+        out["on_timeout"] = step.on_timeout
+    return out
+
+
+def _switch_dict(step: StepSpec, t: Template) -> dict[str, Any] | None:
+    switch = step.switch
+    if switch is None:
+        return None
+
+    def branch(index: int) -> list[dict[str, Any]]:
+        return [_step_dict(inner, t) for inner in t.steps if inner.branch == (step.name, index)]
+
+    cases = [{str(case.when.op): case.when.value, "steps": branch(i)} for i, case in enumerate(switch.cases)]
+    out: dict[str, Any] = {"ref": switch.ref, "cases": cases}
+    if switch.default:
+        out["default"] = branch(DEFAULT_CASE)
+    return out
+
+
+def _llm_dict(llm: LLMSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"prompt": llm.prompt}
+    if llm.schema is not None:
+        out["schema"] = llm.schema
+    if llm.max_tokens != 1024:
+        out["max_tokens"] = llm.max_tokens
+    if llm.has_recorded:
+        out["recorded"] = llm.recorded
+    return out
+
+
+def _join_dict(wait_for: int | None) -> JSON:
+    return "any" if wait_for == 1 else {"n_of": wait_for}
+
+
+def _wait_dict(wait: WaitSpec) -> dict[str, Any]:
+    if wait.for_ is not None:
+        return {"for": format_duration(wait.for_)}
+    if wait.until is not None:
+        return {"until": wait.until}
+    return {"signal": wait.signal} if wait.schema is None else {"signal": wait.signal, "schema": wait.schema}
 
 
 def _duration(seconds: float | None) -> str | float | None:
@@ -383,6 +495,9 @@ _SHAPES = {
     "approve": ('{{"', '"}}'),
     "code": ('[/"', '"/]'),
     "script": ('[/"', '"\\]'),
+    "wait": ('(("', '"))'),
+    "switch": ('{"', '"}'),
+    "llm": ('>"', '"]'),
 }
 
 
@@ -403,6 +518,12 @@ def to_mermaid(t: Template) -> str:
 
 def _data_fields(step: StepSpec) -> list[JSON]:
     values: list[JSON] = [step.input, step.return_, step.approve, step.for_each, step.idempotency_key]
+    if step.wait is not None:
+        values.append(step.wait.until)
+    if step.switch is not None:
+        values += [step.switch.ref, *(case.when.value for case in step.switch.cases)]
+    if step.llm is not None:
+        values.append(step.llm.prompt)
     if step.when is not None:
         values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
     return values
@@ -416,10 +537,21 @@ def _label(step: StepSpec) -> str:
         "approve": "approve",
         "code": "code",
         "script": "script",
+        "wait": "wait",
+        "llm": "llm",
+        "switch": f"switch on {step.switch.ref if step.switch else ''}",
     }[step.kind]
+    if step.wait is not None:
+        detail = _wait_label(step.wait)
     parts = [step.name, str(detail)]
     if step.for_each is not None:
         parts.append(f"for each {step.for_each}")
     if step.when is not None:
         parts.append(f"when {_describe(step.when)}")
     return "<br/>".join(part.replace('"', "#quot;") for part in parts)
+
+
+def _wait_label(wait: WaitSpec) -> str:
+    if wait.for_ is not None:
+        return f"wait {format_duration(wait.for_)}"
+    return f"wait until {wait.until}" if wait.until is not None else f"wait for signal {wait.signal}"

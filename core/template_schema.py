@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
@@ -23,17 +24,22 @@ __all__ = [
     "TEMPLATE_NAME_RE",
     "WHEN_OPS",
     "ApproveModel",
+    "CaseModel",
     "FieldModel",
     "FormModel",
     "InputModel",
+    "LLMModel",
     "RetryModel",
     "SecretSourceModel",
     "StepModel",
+    "SwitchModel",
     "TemplateModel",
+    "WaitModel",
     "WhenModel",
     "check_constraints",
     "format_duration",
     "parse_duration",
+    "parse_time",
     "template_json_schema",
     "validate_shape",
 ]
@@ -45,6 +51,7 @@ INPUT_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _DURATION_PATTERN = r"^\s*\d+(\.\d+)?\s*(ms|s|m|h)?\s*$"
+_SIGNAL_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
 def parse_duration(value: object) -> float:
@@ -167,10 +174,105 @@ class FormModel(_Strict):
 
 
 class ApproveModel(_Strict):
-    model_config = ConfigDict(title="Approval with data")
+    model_config = ConfigDict(title="Approval with data or a timeout")
 
     message: str = Field(description="What the person is asked; may use {{@ref}}.")
-    schema_: FormModel = Field(alias="schema", description="The fields asked for (a flat MCP elicitation schema).")
+    schema_: FormModel | None = Field(
+        None, alias="schema", description="The fields asked for (a flat MCP elicitation schema); none: yes or no."
+    )
+    timeout: Duration | None = Field(
+        None, description="How long the approval waits for its answer, like `1h`; then `on_timeout` decides."
+    )
+    on_timeout: Literal["reject", "approve", "default"] = Field(
+        "reject",
+        description="With `timeout`: `reject` fails the step, `approve` approves it, `default` answers with the "
+        "`default` of every field of `schema`.",
+    )
+
+    @model_validator(mode="after")
+    def _timeout_rules(self) -> ApproveModel:
+        if "on_timeout" in self.model_fields_set and self.timeout is None:
+            raise ValueError("`on_timeout` says what happens when `timeout` passes: give `timeout` too")
+        if self.on_timeout == "approve" and self.schema_ is not None:
+            raise ValueError(
+                "an approval that asks for data answers with its fields: on_timeout is `default` (every field "
+                "with a default) or `reject`, not `approve`"
+            )
+        if self.on_timeout == "default":
+            form = self.schema_
+            missing = [name for name, f in form.properties.items() if f.default is None] if form else ["(no schema)"]
+            if missing:
+                raise ValueError(
+                    "`on_timeout: default` answers with each field's `default`: give every field of `schema` a "
+                    f"default (missing: {', '.join(missing)}), or use reject or approve"
+                )
+        return self
+
+
+class LLMModel(_Strict):
+    model_config = ConfigDict(title="LLM")
+
+    prompt: str = Field(description="What the model is asked; refs are interpolated (`{{@step.path}}`).")
+    schema_: dict[str, JsonAny] | None = Field(
+        None,
+        alias="schema",
+        description="A JSON Schema the answer must match: the model is asked for JSON, and its answer is parsed "
+        "and checked (a mismatch fails the step with `llm_answer_invalid`). Without it the answer is the text.",
+    )
+    max_tokens: int = Field(1024, ge=1, le=100_000, description="The longest answer asked for, in tokens.")
+    recorded: JsonAny = Field(
+        None, description="The answer a recording gave: replayed instead of asking when a run pins recorded answers."
+    )
+
+
+class WaitModel(_Strict):
+    model_config = ConfigDict(title="Wait", json_schema_extra={"minProperties": 1})
+
+    for_: Duration | None = Field(
+        None, alias="for", description="Wait this long (`10m`, `2h`), counted from when the step first waits."
+    )
+    until: str | None = Field(
+        None,
+        description="Wait until this time: ISO 8601 with a zone (`2026-12-01T09:00:00Z`), or a ref to one "
+        "(or to epoch seconds). A time already past does not wait.",
+    )
+    signal: str | None = Field(
+        None,
+        description="Wait for the signal of this name (`toolreel executions signal ID NAME --data JSON`); its data "
+        "is the step's output.",
+        json_schema_extra={"pattern": r"^[A-Za-z0-9_.:-]{1,64}$"},
+    )
+    schema_: dict[str, JsonAny] | None = Field(
+        None, alias="schema", description="With `signal`: a JSON Schema the signal's data must match."
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> WaitModel:
+        given = [name.rstrip("_") for name in ("for_", "until", "signal") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(f"`wait` takes exactly one of for, until, signal; found {' and '.join(given) or 'none'}")
+        if self.schema_ is not None and self.signal is None:
+            raise ValueError("`schema` checks a signal's data: it goes with `signal`")
+        if self.signal is not None and not _SIGNAL_RE.fullmatch(self.signal):
+            raise ValueError("a signal name is 1-64 characters of [A-Za-z0-9_.:-]")
+        if self.until is not None and not self.until.startswith("@"):
+            parse_time(self.until)
+        return self
+
+
+def parse_time(value: object) -> float:
+    """An ISO 8601 time with a zone (`2026-12-01T09:00:00Z`, `...+01:00`), or epoch seconds -> epoch seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    try:
+        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ValueError(
+            f"expected a time in ISO 8601 with its zone, like 2026-12-01T09:00:00Z, or epoch seconds; got {value!r}"
+        )
+    return moment.timestamp()
 
 
 def check_constraints(pattern: str | None, minimum: float | None, maximum: float | None) -> None:
@@ -244,7 +346,7 @@ class RetryModel(_Strict):
 
 
 _DEFAULT_RETRY_ON: tuple[RetryOn, ...] = ("timeout", "transient")
-_STEP_KINDS = ("tool", "return", "approve", "template", "code", "script")
+_STEP_KINDS = ("tool", "return", "approve", "template", "code", "script", "wait", "switch", "llm")
 
 
 class ScriptModel(_Strict):
@@ -271,7 +373,25 @@ class StepModel(_Strict):
     approve: str | ApproveModel | None = Field(
         None,
         description="Kind `approve`: the prompt shown to a person (may use {{@ref}}), or `{message, schema}` to ask "
-        "for data: the answer is the step's output.",
+        "for data (the answer is the step's output), with `timeout` and `on_timeout` if it must not wait forever.",
+    )
+    wait: WaitModel | None = Field(
+        None, description="Kind `wait`: `{for: 10m}`, `{until: TIME-or-ref}` or `{signal: NAME, schema?}`."
+    )
+    llm: LLMModel | None = Field(
+        None,
+        description="Kind `llm`: `{prompt, schema?}` asks a model (MCP sampling from the client that started the "
+        "run, else the OpenAI-compatible endpoint in TOOLREEL_LLM_URL, else the run pauses); the answer is the output.",
+    )
+    switch: SwitchModel | None = Field(
+        None,
+        description="Kind `switch`: `{ref, cases: [{OP: value, steps: [...]}], default: [...]}` runs the steps of "
+        "the first case whose test of the ref holds, else those of `default`; the others are skipped.",
+    )
+    wait_for: Literal["all", "any"] | JoinModel | None = Field(
+        None,
+        description="Where branches meet: start once `all` dependencies finished (the default), once `any` one "
+        "succeeded, or once `{n_of: K}` succeeded; refs to those not finished yet give null.",
     )
     code: str | None = Field(
         None,
@@ -322,6 +442,49 @@ class StepModel(_Strict):
     )
 
 
+class JoinModel(_Strict):
+    model_config = ConfigDict(title="Join")
+
+    n_of: int = Field(ge=1, description="How many dependencies must have succeeded for the step to start.")
+
+
+class CaseModel(_Strict):
+    model_config = ConfigDict(title="Case", json_schema_extra={"minProperties": 2, "maxProperties": 2})
+
+    eq: JsonAny = Field(None, description="This case if the switch's value equals this.")
+    neq: JsonAny = Field(None, description="This case if the value differs from this.")
+    gt: JsonAny = Field(None, description="This case if the value is greater than this.")
+    gte: JsonAny = Field(None, description="This case if the value is greater than or equal to this.")
+    lt: JsonAny = Field(None, description="This case if the value is less than this.")
+    lte: JsonAny = Field(None, description="This case if the value is less than or equal to this.")
+    in_: JsonAny = Field(None, alias="in", description="This case if the value is one of this list.")
+    exists: bool | None = Field(None, description="This case if the value is (true) or is not (false) non-null.")
+    steps: list[StepModel] = Field(min_length=1, description="The steps this case runs.")
+
+    def operators(self) -> list[WhenOp]:
+        return [op for op in WHEN_OPS if ("in_" if op == "in" else op) in self.model_fields_set]
+
+    @model_validator(mode="after")
+    def _one_operator(self) -> CaseModel:
+        if len(self.operators()) != 1:
+            found = " and ".join(self.operators()) or "none"
+            raise ValueError(
+                f"a case tests the switch's value with exactly one of {', '.join(WHEN_OPS)}; found {found}"
+            )
+        return self
+
+
+class SwitchModel(_Strict):
+    model_config = ConfigDict(title="Switch")
+
+    ref: str = Field(description="The ref whose value picks the case.", json_schema_extra={"pattern": "^@"})
+    cases: list[CaseModel] = Field(min_length=1, description="Tried in order: the first that holds runs.")
+    default: list[StepModel] = Field(default_factory=list, description="The steps run when no case holds.")
+
+
+StepModel.model_rebuild()
+
+
 class TemplateModel(_Strict):
     model_config = ConfigDict(title="toolreel template")
 
@@ -368,22 +531,32 @@ def validate_shape(data: Mapping[str, Any], *, source: str | None = None) -> Tem
         raise _from_pydantic(details[0], len(details), data, source) from None
 
 
-_UNION_TAGS = ("str", "ApproveModel")
+_UNIONS = ("approve", "wait_for")  # fields that take a string or an object
+
+
+def _union_tag(part: int | str) -> str | None:
+    """Which member of a string-or-object union a location part names (`str` or `literal[...]`: the string;
+    a model, which pydantic may name `function-after[..., ApproveModel]`: the object), or None."""
+    if not isinstance(part, str):
+        return None
+    if part == "str" or part.startswith("literal["):
+        return "str"
+    return "model" if part in ("ApproveModel", "JoinModel") or "ApproveModel" in part else None
 
 
 def _fitting(details: list[ErrorDetails]) -> list[ErrorDetails]:
-    """`approve` is a string or an object, and pydantic reports a problem for each: keep those of the
-    form the author wrote (an object: its fields; anything else: not a string), without the union tag."""
+    """`approve` and `wait_for` are a string or an object, and pydantic reports a problem for each: keep those
+    of the form the author wrote (an object: its fields; anything else: not a string), without the union tag."""
     kept: list[ErrorDetails] = []
     for err in details:
         loc = list(err["loc"])
-        at = next((i for i, part in enumerate(loc[:-1]) if part == "approve" and loc[i + 1] in _UNION_TAGS), None)
+        at = next((i for i, part in enumerate(loc[:-1]) if part in _UNIONS and _union_tag(loc[i + 1])), None)
         if at is None:
             kept.append(err)
             continue
-        tag = loc[at + 1]
+        tag = _union_tag(loc[at + 1])
         wrote_object = tag == "str" and isinstance(err.get("input"), dict)
-        wrote_other = tag == "ApproveModel" and err["type"] in ("model_type", "dict_type")
+        wrote_other = tag == "model" and err["type"] in ("model_type", "dict_type")
         if not (wrote_object or wrote_other):
             kept.append({**err, "loc": (*loc[: at + 1], *loc[at + 2 :])})
     return kept or details
@@ -421,6 +594,12 @@ _NESTED: dict[tuple[type[BaseModel], str], type[BaseModel]] = {
     (StepModel, "retry"): RetryModel,
     (StepModel, "when"): WhenModel,
     (StepModel, "approve"): ApproveModel,
+    (StepModel, "wait"): WaitModel,
+    (StepModel, "llm"): LLMModel,
+    (StepModel, "switch"): SwitchModel,
+    (SwitchModel, "cases"): CaseModel,
+    (SwitchModel, "default"): StepModel,
+    (CaseModel, "steps"): StepModel,
     (ApproveModel, "schema"): FormModel,
     (FormModel, "properties"): FieldModel,
 }

@@ -109,6 +109,8 @@ def step_view(record: StepRecord) -> dict[str, Any]:
         entry["error"] = record.error
     if isinstance(record.result, dict) and "awaiting" in record.result:
         entry["awaiting"] = record.result["awaiting"]
+    elif record.kind == "llm" and isinstance(record.result, dict):  # what was asked, answered, and by whom
+        entry["llm"] = {key: record.result.get(key) for key in ("prompt", "answer", "model", "via")}
     entry["started_at"] = record.started_at
     entry["ended_at"] = record.ended_at
     return entry

@@ -91,6 +91,11 @@ _EXECUTIONS = {
         "Try a failed or cancelled execution again: succeeded steps keep their outputs, the failed step "
         "(or --from STEP) and everything downstream run; driven to its end in this process.",
     ),
+    "signal": LazyCommand(
+        _REPLAYER,
+        "executions_commands",
+        "Send a signal to the step that waits for it, then drive the execution on in this process.",
+    ),
     "prune": LazyCommand(
         _REPLAYER,
         "executions_commands",

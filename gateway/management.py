@@ -70,7 +70,15 @@ ANNOTATIONS: dict[str, dict[str, bool]] = {
     ),
     **dict.fromkeys(("toolreel__save_template", "toolreel__set_step_result"), _WRITE),
     **dict.fromkeys(("toolreel__delete_template", "toolreel__cancel_execution"), _DESTROY),
-    **dict.fromkeys(("toolreel__run_template", "toolreel__resume_execution", "toolreel__retry_execution"), _REPLAY),
+    **dict.fromkeys(
+        (
+            "toolreel__run_template",
+            "toolreel__resume_execution",
+            "toolreel__retry_execution",
+            "toolreel__signal_execution",
+        ),
+        _REPLAY,
+    ),
 }
 
 

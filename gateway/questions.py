@@ -21,7 +21,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-__all__ = ["AskFn", "asking_through", "elicit"]
+__all__ = ["AskFn", "asking_through", "elicit", "sample"]
 
 AskFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -49,3 +49,21 @@ async def elicit(message: str, schema: Mapping[str, Any]) -> types.ElicitResult 
         return types.ElicitResult.model_validate(answer)
     except (MCPError, ValidationError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         return None
+
+
+async def sample(prompt: str, max_tokens: int) -> tuple[str, str | None] | None:
+    """The calling client's model's answer (`sampling/createMessage`) as (text, model); None when no client
+    can be asked (none, gone, or without the sampling capability)."""
+    ask = _asker.get()
+    if ask is None:
+        return None
+    params = {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": max_tokens}
+    try:
+        answer = await ask("sampling/createMessage", params)
+    except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        return None
+    content = answer.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+    model = answer.get("model")
+    return text, model if isinstance(model, str) else None

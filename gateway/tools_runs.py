@@ -1,4 +1,4 @@
-"""Auto mode from MCP: `toolreel__run_template`, cancel/resume/retry, and calling `reel__<name>`.
+"""Auto mode from MCP: `toolreel__run_template`, cancel/resume/retry/signal, and calling `reel__<name>`.
 
 The gateway owns one replayer `Engine` over its own upstreams; on start it resumes the
 executions a previous process left running (SPEC §8). An `approve` step asks the client
@@ -20,6 +20,7 @@ import anyio.abc
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from toolreel.core.caller import ModelAnswer
 from toolreel.core.errors import ExecutionError, NotFoundError, StoreError
 from toolreel.core.model import Execution, ExecutionStatus
 from toolreel.core.view import outcome_code
@@ -68,6 +69,14 @@ class _Approver:
         return bool(result.action == "accept")
 
 
+class _Sampler:
+    """Asks the model of the client that started the run, in its own era (gateway.questions)."""
+
+    async def sample(self, prompt: str, *, max_tokens: int) -> ModelAnswer | None:
+        answer = await questions.sample(prompt, max_tokens)
+        return None if answer is None else ModelAnswer(answer[0], answer[1], "sampling")
+
+
 class _Runs:
     def __init__(self, hook: GatewayHook, max_concurrency: int) -> None:
         self.hook = hook
@@ -87,6 +96,7 @@ class _Runs:
             self.on_demand,
             max_concurrency=self.max_concurrency,
             approver=_Approver(self.hook),
+            sampler=_Sampler(),
             template_loader=lambda name, version: load_saved(store, name, version),
             secret_values=self.hook.secret_values,
         )
@@ -186,6 +196,13 @@ class _Runs:
         engine = await self._engine()
         execution = await engine.retry(
             _required(arguments, "id"), from_step=from_step, inputs=inputs, progress=_progress_fn(ctx)
+        )
+        return tool_result(_summary(execution))
+
+    async def signal(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
+        engine = await self._engine()
+        execution = await engine.signal(
+            _required(arguments, "id"), _required(arguments, "name"), arguments.get("data"), progress=_progress_fn(ctx)
         )
         return tool_result(_summary(execution))
 
@@ -402,5 +419,20 @@ class RunTools(Extension):
                     "required": ["id"],
                 },
                 runs.retry,
+            ),
+            ManagementTool(
+                "toolreel__signal_execution",
+                "Send a signal to the step of an execution that waits for it (`wait: {signal: NAME}`); its data is "
+                "that step's output (checked against the step's schema). The execution is then driven on.",
+                {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "name": {"type": "string", "description": "The signal's name."},
+                        "data": {"description": "Any JSON value: the waiting step's output."},
+                    },
+                    "required": ["id", "name"],
+                },
+                runs.signal,
             ),
         )

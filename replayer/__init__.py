@@ -8,6 +8,7 @@
         engine.cancel(id) -> Execution                               # `cancelled` within 1 s, from any process
         engine.resume(id, response=None, progress=None) -> Execution # paused (yes/no, or JSON fields) or interrupted
         engine.retry(id, from_step=None, inputs=None) -> Execution   # failed/cancelled: same id, attempt + 1
+        engine.signal(id, name, data=None) -> Execution              # to the step waiting for it; drives on
         engine.recover(limit=64) -> [id]                             # drive orphaned runs in the background
         engine.get(id) -> Execution; engine.view(id) -> dict         # the `toolreel__get_execution` JSON
         engine.aclose(grace=0)                                       # shutdown: runs left resumable

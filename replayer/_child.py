@@ -29,7 +29,7 @@ from toolreel.replayer._policy import (
     retry_delay,
     should_retry,
 )
-from toolreel.replayer._state import AWAITING, ELAPSED, ChildRequest, StepState, StopCause, failed, succeeded
+from toolreel.replayer._state import AWAITING, DUE, ELAPSED, ChildRequest, StepState, StopCause, failed, succeeded
 
 if TYPE_CHECKING:
     from toolreel.replayer._run import Run
@@ -135,6 +135,8 @@ def _ended(record: StepRecord, child: Execution, elapsed: float) -> Attempt:
         return succeeded(record, child.output, result), None
     if child.status == ExecutionStatus.PAUSED:
         waiting = {AWAITING: "child", "execution_id": child.id, "prompt": child.prompt, ELAPSED: elapsed}
+        if child.lease_until is not None and child.claimed_by is None:  # a paused child's lease: when it wakes
+            waiting[DUE] = child.lease_until
         return record.replace(result=waiting), None
     error = f"child execution {child.id} of template {child.template!r} {child.status}: {child.error}"
     return failed(record, error, result), child_failure_kind(child.status, child.error)

@@ -24,7 +24,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from toolreel.core import tracing
-from toolreel.core.caller import Approver, ProgressFn, ToolCaller
+from toolreel.core.caller import Approver, ProgressFn, Sampler, ToolCaller
 from toolreel.core.errors import ExecutionError, NotFoundError, StoreError, TemplateError, ToolreelError
 from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepRecord, new_id
 from toolreel.core.secrets import REDACTED
@@ -42,6 +42,7 @@ from toolreel.replayer._ledger import (
     definition_hash,
     load_template,
 )
+from toolreel.replayer._llm import LLMSettings
 from toolreel.replayer._retry import (
     RetryRequest,
     check_execution_id,
@@ -50,6 +51,7 @@ from toolreel.replayer._retry import (
     reset_for_retry,
 )
 from toolreel.replayer._run import Run, RunContext
+from toolreel.replayer._signals import signal_target
 from toolreel.replayer._state import ChildRequest, Outcome, StopCause, signs_in
 
 __all__ = ["MAX_DEPTH", "Engine", "TemplateLoader", "child_execution_id", "definition_hash", "load_template"]
@@ -95,11 +97,14 @@ class Engine:
         observer: Callable[[StepRecord], None] | None = None,
         secret_values: Iterable[str] = (),
         poll_interval: float = 0.1,
+        sampler: Sampler | None = None,
+        llm: LLMSettings | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
         self.store = store
-        secret_values = tuple(secret_values)
+        llm = llm if llm is not None else LLMSettings.from_env()
+        secret_values = (*secret_values, *((llm.key,) if llm.key else ()))
         store.redactor.add(secret_values)  # also for rows written outside a run (inputs, outcomes, idempotency)
         self.caller = caller
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -119,11 +124,14 @@ class Engine:
             run_child=self._run_child,
             observer=observer,
             secret_values=tuple(secret_values),
+            sampler=sampler,
+            llm=llm,
         )
         self._active: dict[str, _Slot] = {}
         self._inputs: dict[str, Mapping[str, JSON]] = {}  # in clear, for runs started here (secrets)
         self._unsaved: dict[str, Template] = {}  # templates run without being saved, by execution id
         self._clear: dict[str, dict[str, JSON]] = {}  # outputs stored redacted, by execution id and step row
+        self._signals: dict[str, dict[str, JSON]] = {}  # signals being delivered, by execution id and name
         self._tg: TaskGroup | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -300,7 +308,7 @@ class Engine:
         while True:
             try:
                 return await self._drive(
-                    execution.id, response=response, progress=progress, parent_reason=_exit_reason(True)
+                    execution.id, response=response, progress=progress, parent_reason=_exit_reason(True), wake=True
                 )
             except ClaimedElsewhere as exc:
                 # A live process (or one on another host) holds it: wait for its lease, saying how long, as
@@ -311,6 +319,19 @@ class Engine:
                 logger.warning("%s; waiting %.1f s for the lease to lapse", exc, wait)
                 await anyio.sleep(wait)
                 waited += wait
+
+    async def signal(
+        self, execution_id: str, name: str, data: JSON = None, *, progress: ProgressFn | None = None
+    ) -> Execution:
+        """Deliver signal `name` (its `data` the waiting step's output) to the step of this execution (or of a
+        child it waits on) that waits for it, and drive the execution on like `resume`; returns the state of
+        the execution driven (its root). A `SignalError` when no step waits for it or the data does not fit."""
+        target = await self._thread(signal_target, self.store, execution_id, name, data)
+        self._signals.setdefault(target.execution_id, {})[name] = data
+        try:
+            return await self._drive(target.root_id, progress=progress, parent_reason=_exit_reason(True), wake=True)
+        finally:
+            self._signals.pop(target.execution_id, None)
 
     async def recover(self, *, limit: int = 64) -> list[str]:
         """Claim executions left `running` without a live claim (and unclaimed `pending` ones) and drive
@@ -335,7 +356,7 @@ class Engine:
                 await self._thread(self._ledger.settle_orphan, execution)
             else:
                 started.append(execution.id)
-                self._background(execution.id)
+                self._background(execution.id, wake=execution.status == ExecutionStatus.PAUSED)
         return started
 
     async def get(self, execution_id: str) -> Execution:
@@ -440,14 +461,14 @@ class Engine:
 
     # ------------------------------------------------------------------ driving
 
-    def _background(self, execution_id: str, *, progress: ProgressFn | None = None) -> None:
+    def _background(self, execution_id: str, *, progress: ProgressFn | None = None, wake: bool = False) -> None:
         if self._tg is None:
             raise RuntimeError("use the Engine as `async with Engine(...) as engine:` to drive in the background")
-        self._tg.start_soon(self._drive_logged, execution_id, progress)
+        self._tg.start_soon(partial(self._drive_logged, execution_id, progress, wake=wake))
 
-    async def _drive_logged(self, execution_id: str, progress: ProgressFn | None) -> None:
+    async def _drive_logged(self, execution_id: str, progress: ProgressFn | None, *, wake: bool = False) -> None:
         try:
-            await self._drive(execution_id, progress=progress, parent_reason=_exit_reason(False))
+            await self._drive(execution_id, progress=progress, parent_reason=_exit_reason(False), wake=wake)
         except ToolreelError as exc:
             logger.warning("execution %s was not driven: %s", execution_id, exc)
 
@@ -459,14 +480,16 @@ class Engine:
         progress: ProgressFn | None = None,
         parent_reason: Callable[[], StopCause | None] | None = None,
         ancestry: tuple[str, ...] | None = None,
+        wake: bool = False,
     ) -> Execution:
+        """`wake`: drive a paused execution even with nobody to answer it (a wait is due, a signal came)."""
         if execution_id in self._active:
             raise ExecutionError(
                 f"execution {execution_id} is already being driven by this process", execution_id=execution_id
             )
         slot = self._active[execution_id] = _Slot()
         try:
-            return await self._drive_slot(slot, execution_id, response, progress, parent_reason, ancestry)
+            return await self._drive_slot(slot, execution_id, response, progress, parent_reason, ancestry, wake)
         finally:
             del self._active[execution_id]
             slot.done.set()
@@ -479,6 +502,7 @@ class Engine:
         progress: ProgressFn | None,
         parent_reason: Callable[[], StopCause | None] | None,
         ancestry: tuple[str, ...] | None,
+        wake: bool,
     ) -> Execution:
         # Shielded from the claim until the run exists: a drive cancelled in between (a for_each sibling
         # failed just as this child was claimed) then ends through the run, which records why and lets go
@@ -489,6 +513,7 @@ class Engine:
                 execution.status == ExecutionStatus.PAUSED
                 and response is None
                 and self._approver is None
+                and not wake
                 and not signs_in(execution.prompt)  # a sign-in is not asked of anyone: its step is tried again
             ):
                 return await self._thread(self._ledger.release, execution)
@@ -512,6 +537,7 @@ class Engine:
             progress=progress,
             parent_reason=parent_reason,
             clear=self._clear.setdefault(execution_id, {}),
+            signals=self._signals.get(execution_id),
         )
         slot.run = run
         if slot.requested is not None or execution.status == ExecutionStatus.CANCELLED:
@@ -590,8 +616,9 @@ class Engine:
         if child_id in self._active:
             await self._active[child_id].done.wait()
             return await self.get(child_id)
+        wake = child_id in self._signals or _due(child)
         if child.status.finished or (
-            child.status == ExecutionStatus.PAUSED and request.response is None and self._approver is None
+            child.status == ExecutionStatus.PAUSED and request.response is None and self._approver is None and not wake
         ):
             return child
         try:
@@ -600,6 +627,7 @@ class Engine:
                 response=request.response,
                 parent_reason=request.parent_reason,
                 ancestry=(*request.ancestry, name),
+                wake=wake,
             )
         except ClaimedElsewhere:
             return await self._wait_settled(child_id)
@@ -690,6 +718,12 @@ class Engine:
 def _exit_reason(cancel: bool) -> Callable[[], StopCause | None]:
     cause: StopCause | None = ("cancel", "") if cancel else None
     return lambda: cause
+
+
+def _due(execution: Execution) -> bool:
+    """A paused execution whose wait (a time, an approval's timeout) is due: unclaimed, its lease is its wake."""
+    wakes = execution.lease_until if execution.claimed_by is None else None
+    return execution.status == ExecutionStatus.PAUSED and wakes is not None and wakes <= time.time()
 
 
 def _reread_secrets(template: Template, inputs: Mapping[str, JSON]) -> Mapping[str, JSON]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits
 from toolreel.core.template import StepSpec
 from toolreel.core.tool_digest import check_definition
 from toolreel.replayer._child import template_step
+from toolreel.replayer._llm import llm_step
 from toolreel.replayer._policy import (
     NO_RETRY,
     attempt_failure_kind,
@@ -35,6 +37,7 @@ from toolreel.replayer._policy import (
 from toolreel.replayer._script import script_step
 from toolreel.replayer._state import (
     AWAITING,
+    DUE,
     SIGN_IN_NEEDED,
     StepState,
     StopCause,
@@ -44,6 +47,7 @@ from toolreel.replayer._state import (
     sign_in_pause,
     succeeded,
 )
+from toolreel.replayer._wait import approval_due, approval_timed_out, wait_step
 
 if TYPE_CHECKING:
     from toolreel.replayer._run import Run
@@ -61,6 +65,10 @@ async def execute(run: Run, state: StepState) -> StepRecord:
     record = run.running[spec.name]
     if spec.approve is not None:
         return await _approve(run, state, record)
+    if spec.wait is not None:
+        return await wait_step(run, state, record)
+    if spec.llm is not None:
+        return await llm_step(run, state, record)
     if spec.for_each is not None:
         return await _for_each(run, state, record)
     if spec.template is not None:
@@ -192,26 +200,39 @@ def _error_text(result: JSON) -> str:
 async def _approve(run: Run, state: StepState, record: StepRecord) -> StepRecord:
     prompt = str(state.args)
     form = state.spec.approve_schema
+    due = approval_due(run, state.spec, record.name)
     if isinstance(form, dict):
-        return await _ask_for_data(run, state, record, prompt, form)
+        return await _ask_for_data(run, state, record, prompt, form, due)
     response: str | None = None
     answer: bool | None = None
     if run.answer_for == state.spec.name and run.response is not None:
         response, run.response = run.response, None
         answer = parse_answer(response)
     elif run.ctx.approver is not None:
-        asked = await _ask(run, prompt)
+        asked = await _ask(run, prompt, None, due)
+        if asked is _TIMED_OUT:
+            return approval_timed_out(state.spec, record, prompt)
         answer = asked if isinstance(asked, bool) or asked is None else True
     if answer is None:
-        return record.replace(result={AWAITING: "approval", "prompt": prompt})
+        return _pause(state, record, prompt, prompt, due)
     if answer:
         return succeeded(record, {"approved": True, "response": response})
     said = f" (response: {response!r})" if response is not None else ""
     return failed(record, f"approval refused: {prompt!r}{said}")
 
 
+def _pause(state: StepState, record: StepRecord, prompt: str, shown: JSON, due: float | None) -> StepRecord:
+    """Nobody could answer now: the step waits (until `due`, when its timeout decides)."""
+    if due is not None and due <= time.time():
+        return approval_timed_out(state.spec, record, prompt)
+    marker: dict[str, JSON] = {AWAITING: "approval", "prompt": shown}
+    if due is not None:
+        marker[DUE] = due
+    return record.replace(result=marker)
+
+
 async def _ask_for_data(
-    run: Run, state: StepState, record: StepRecord, message: str, form: dict[str, Any]
+    run: Run, state: StepState, record: StepRecord, message: str, form: dict[str, Any], due: float | None
 ) -> StepRecord:
     """An approval that asks for fields: the checked answer is the step's output. A bad answer from a
     client leaves the step waiting (a `--response` is checked before the run resumes)."""
@@ -220,7 +241,10 @@ async def _ask_for_data(
         response, run.response = run.response, None
         answer = parse_answer_text(form, response)
     elif run.ctx.approver is not None:
-        answer = await _ask(run, message, form)
+        asked = await _ask(run, message, form, due)
+        if asked is _TIMED_OUT:
+            return approval_timed_out(state.spec, record, message)
+        answer = asked if not isinstance(asked, _TimedOut) else None
         if isinstance(answer, dict):
             try:
                 answer = check_answer(form, answer)
@@ -233,23 +257,37 @@ async def _ask_for_data(
                 )
                 answer = None
     if answer is None or answer is True:
-        return record.replace(result={AWAITING: "approval", "prompt": {"message": message, "schema": form}})
+        return _pause(state, record, message, {"message": message, "schema": form}, due)
     if answer is False:
         return failed(record, f"approval refused: {message!r}")
     return succeeded(record, answer)
 
 
-async def _ask(run: Run, prompt: str, form: dict[str, Any] | None = None) -> dict[str, JSON] | bool | None:
+class _TimedOut:
+    """What `_ask` returns when the approval's timeout passed while the person was being asked."""
+
+
+_TIMED_OUT = _TimedOut()
+
+
+async def _ask(
+    run: Run, prompt: str, form: dict[str, Any] | None, due: float | None
+) -> dict[str, JSON] | bool | _TimedOut | None:
     assert run.ctx.approver is not None
+    left = due - time.time() if due is not None else math.inf
+    if left <= 0:
+        return _TIMED_OUT
     try:
-        if form is None:
-            return await run.ctx.approver.approve(prompt)
-        return await run.ctx.approver.approve(prompt, form)
+        with anyio.move_on_after(left) as asking:
+            if form is None:
+                return await run.ctx.approver.approve(prompt)
+            return await run.ctx.approver.approve(prompt, form)
     except Exception:  # the person's client went away: nobody can be asked now, so the run pauses
         logger.warning(
             "execution %s: asking for approval failed; the execution pauses", run.execution_id, exc_info=True
         )
         return None
+    return _TIMED_OUT if asking.cancelled_caught else None
 
 
 # ---------------------------------------------------------------------- for_each
@@ -262,6 +300,7 @@ class _Items:
         self.outputs: list[JSON] = [None] * count
         self.failure: tuple[int, str] | None = None
         self.waiting: dict[int, JSON] = {}  # index -> prompt
+        self.due: float | None = None  # the earliest time a waiting item stops waiting on its own
         self.scope = anyio.CancelScope()
 
     def stopping(self) -> StopCause | None:
@@ -290,9 +329,8 @@ async def _for_each(run: Run, state: StepState, record: StepRecord) -> StepRecor
         return failed(record, f"item {index} failed: {error}")
     if progress.waiting:
         first = min(progress.waiting)
-        return record.replace(
-            result={AWAITING: "items", "items": sorted(progress.waiting), "prompt": progress.waiting[first]}
-        )
+        marker = {AWAITING: "items", "items": sorted(progress.waiting), "prompt": progress.waiting[first]}
+        return record.replace(result=marker if progress.due is None else {**marker, DUE: progress.due})
     return succeeded(record, progress.outputs)
 
 
@@ -308,6 +346,9 @@ async def _one_item(
         progress.outputs[index] = record.output
     elif marker is not None:
         progress.waiting[index] = marker.get("prompt")
+        due = marker.get(DUE)
+        if isinstance(due, int | float):
+            progress.due = min(due, progress.due) if progress.due is not None else float(due)
     elif state.spec.on_error == "continue":
         progress.outputs[index] = error_output(record)
     elif progress.failure is None:

@@ -29,7 +29,7 @@ from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template, template_hash, template_to_dict
 from toolreel.replayer._owners import gone_here
 from toolreel.replayer._policy import parse_answer
-from toolreel.replayer._state import Outcome, child_key, signs_in
+from toolreel.replayer._state import DUE, Outcome, awaiting_of, child_key, signs_in
 
 __all__ = [
     "MAX_DEPTH",
@@ -94,10 +94,21 @@ class Ledger:
         return sorted({e.claimed_by for e in running if e.claimed_by and gone_here(e.claimed_by)})
 
     def release(self, execution: Execution) -> Execution:
+        """Let go of a claim without driving; a paused execution keeps its wake time (its lease, unclaimed)."""
+        wake = self._wake_of(execution.id) if execution.status == ExecutionStatus.PAUSED else None
         try:
-            return self.store.update_execution(execution.id, fence=execution.fence, claimed_by=None, lease_until=None)
+            return self.store.update_execution(execution.id, fence=execution.fence, claimed_by=None, lease_until=wake)
         except StaleClaimError:
             return self.store.get_execution(execution.id)
+
+    def _wake_of(self, execution_id: str) -> float | None:
+        """When a paused execution's earliest waiting step stops waiting on its own (replayer._wait)."""
+        dues = []
+        for row in self.store.get_steps(execution_id):
+            marker = awaiting_of(row) or {}
+            if isinstance(due := marker.get(DUE), int | float):
+                dues.append(float(due))
+        return min(dues, default=None)
 
     def mark_running(self, execution: Execution) -> Execution:
         current = self.store.get_execution(execution.id)
@@ -195,7 +206,8 @@ class Ledger:
                     execution_id=execution.id,
                 )
         elif status == ExecutionStatus.PAUSED:
-            if response is None and not can_ask:
+            _check_waits(execution, response)
+            if response is None and not can_ask and _waits_for(execution.prompt) != "time":
                 raise ExecutionError(
                     f"execution {execution.id} is paused asking {execution.prompt!r}: "
                     f"resume it with a response ({_expected(execution.prompt)})",
@@ -235,6 +247,37 @@ class Ledger:
     def write_rows_now(self, rows: Sequence[StepRecord], fence: int) -> bool:
         """write_rows on the event loop, if the store can without waiting; False (nothing written) if not."""
         return self.store.try_put_steps(rows, fence=fence)
+
+
+def _waits_for(prompt: JSON) -> str | None:
+    """`signal` or `time` when a paused execution's prompt is a `wait` step's, else None (a question)."""
+    if not isinstance(prompt, dict):
+        return None
+    if isinstance(prompt.get("signal"), str):
+        return "signal"
+    # A model wanted (`llm`) is driven again like a time: it asks the model there is now, or pauses again.
+    return "time" if prompt.get("wait") == "time" or "llm" in prompt else None
+
+
+def _check_waits(execution: Execution, response: str | None) -> None:
+    """A paused execution waiting for a signal takes the signal, not an answer; one waiting for a time
+    takes nothing (driven before then, it pauses again)."""
+    prompt = execution.prompt
+    waits = _waits_for(prompt)
+    if waits == "signal":
+        name = prompt["signal"]
+        raise ExecutionError(
+            f"execution {execution.id} waits for signal {name!r}, not for an answer: send it with "
+            f"`toolreel executions signal {execution.id} {name} --data JSON` (or toolreel__signal_execution)",
+            execution_id=execution.id,
+        )
+    if waits == "time" and response is not None:
+        awaited = f"for a model ({prompt['llm']})" if "llm" in prompt else f"until {prompt.get('until')}"
+        raise ExecutionError(
+            f"execution {execution.id} waits {awaited}, not for an answer: resume it without a response "
+            "(a worker or gateway sharing the store drives a time wait on by itself)",
+            execution_id=execution.id,
+        )
 
 
 def _check_response(prompt: JSON, response: str) -> None:
@@ -284,7 +327,9 @@ def _outcome_fields(outcome: Outcome) -> dict[str, Any]:
     if outcome.kind == "succeeded":
         return {"status": ExecutionStatus.SUCCEEDED, "output": outcome.output, "error": None, "prompt": None}
     if outcome.kind == "paused":
-        return {"status": ExecutionStatus.PAUSED, "prompt": outcome.prompt}
+        # Unclaimed, a paused execution's lease_until is when it wakes: any process sharing the store claims
+        # it then (a root; a child is woken by its parent, whose waiting row carries the same time).
+        return {"status": ExecutionStatus.PAUSED, "prompt": outcome.prompt, "lease_until": outcome.wake}
     if outcome.kind == "cancelled":
         return {"status": ExecutionStatus.CANCELLED, "error": outcome.error, "prompt": None}
     return {"status": ExecutionStatus.FAILED, "error": outcome.error, "prompt": None}

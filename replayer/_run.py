@@ -21,7 +21,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from toolreel.core import tracing
-from toolreel.core.caller import Approver, ProgressFn, ToolCaller
+from toolreel.core.caller import Approver, ProgressFn, Sampler, ToolCaller
 from toolreel.core.errors import RefError, StaleClaimError, StoreError
 from toolreel.core.form import mismatch
 from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatus
@@ -29,11 +29,13 @@ from toolreel.core.refs import resolve
 from toolreel.core.store import Store
 from toolreel.core.template import StepSpec, Template, When
 from toolreel.core.view import item_name
-from toolreel.replayer import _kinds
+from toolreel.replayer import _kinds, _switch, _wait
 from toolreel.replayer._inputs import secret_values
 from toolreel.replayer._journal import Announcer, Journal, small_rows
+from toolreel.replayer._llm import LLMSettings
 from toolreel.replayer._policy import compare
 from toolreel.replayer._state import (
+    DUE,
     ChildRequest,
     Outcome,
     RunScope,
@@ -57,6 +59,9 @@ _KINDS = {
     "template": StepKind.TEMPLATE,
     "code": StepKind.CODE,
     "script": StepKind.SCRIPT,
+    "wait": StepKind.WAIT,
+    "switch": StepKind.SWITCH,
+    "llm": StepKind.LLM,
 }
 # Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
 # parent's template step ran past its timeout).
@@ -83,6 +88,8 @@ class RunContext:
     run_child: Callable[[ChildRequest], Awaitable[Execution]]
     observer: Callable[[StepRecord], None] | None = None
     secret_values: tuple[str, ...] = ()
+    sampler: Sampler | None = None  # asks the model of the client that started the run (`llm` steps)
+    llm: LLMSettings = field(default_factory=LLMSettings)
     # Code steps take turns: the sandbox's time limit counts the process's CPU time, so two scripts
     # running at once would spend each other's budget.
     code_lane: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
@@ -102,6 +109,7 @@ class Run:
         progress: ProgressFn | None = None,
         parent_reason: Callable[[], StopCause | None] | None = None,
         clear: dict[str, JSON] | None = None,
+        signals: dict[str, JSON] | None = None,
     ) -> None:
         self.ctx = ctx
         self.execution = execution
@@ -133,6 +141,8 @@ class Run:
         self._opening, self._reuse, self.answer_for = loaded.opening, loaded.reuse, loaded.answer_for
         self.failures = loaded.failures  # failed attempt rows by row name: a retry's child is keyed by it
         self.elapsed = loaded.elapsed  # timeout spent before a pause, by waiting row name
+        self.due = loaded.due  # when waiting rows stop waiting on their own, by row name
+        self.signals = signals if signals is not None else {}  # signals sent to this run, by name: consumed
 
     # ------------------------------------------------------------------ public surface
 
@@ -193,7 +203,9 @@ class Run:
                 self._cancel.cancel()
             with self._cancel:
                 async with anyio.create_task_group() as self._tg:
-                    ready = [name for name, state in self._steps.items() if not state.finished and not state.blocked]
+                    ready = [name for name, state in self._steps.items() if not state.finished and state.ready]
+                    for name in ready:
+                        self._steps[name].readied = True
                     rows, launch = self.advance(ready, ())
                     if await self.commit(self._opening + rows):
                         self._launch(launch)
@@ -209,10 +221,12 @@ class Run:
         done_q = deque(finished)
         while ready_q or done_q:
             if done_q:
-                for name in self._steps[done_q.popleft()].dependents:
+                done = self._steps[done_q.popleft()]
+                for name in done.dependents:
                     state = self._steps[name]
-                    state.blocked -= 1
-                    if state.blocked == 0 and not state.finished:
+                    state.dependency_finished(done.spec.name, done.status)
+                    if state.ready and not state.finished and not state.readied:
+                        state.readied = True
                         ready_q.append(name)
                 continue
             name = ready_q.popleft()
@@ -323,8 +337,14 @@ class Run:
         spec = state.spec
         field = "when"
         try:
+            if not self._in_chosen_branch(spec) or not self._quorum(state):
+                return self.row(state, StepStatus.SKIPPED)
             if spec.when is not None and not self._holds(spec.when):
                 return self.row(state, StepStatus.SKIPPED)
+            if spec.switch is not None:
+                field = "switch"
+                picked = _switch.pick(spec.switch, self.scope)
+                return self.row(state, StepStatus.SUCCEEDED, output=picked, resolved=picked)
             if spec.has_return:
                 field = "return"
                 value = resolve(spec.return_, self.scope)
@@ -332,6 +352,12 @@ class Run:
             if spec.approve is not None:
                 field = "approve"
                 state.args = _as_text(resolve(spec.approve, self.scope))
+            elif spec.llm is not None:
+                field = "llm.prompt"
+                state.args = _as_text(resolve(spec.llm.prompt, self.scope))
+            elif spec.wait is not None:
+                field = "wait.until"
+                state.args = _wait.wait_args(spec.wait, self.scope)
             elif spec.for_each is not None:
                 field = "for_each"
                 state.items = _as_list(resolve(spec.for_each, self.scope), spec.for_each)
@@ -343,6 +369,17 @@ class Run:
         except RefError as exc:
             return self.row(state, StepStatus.FAILED, error=f"{field}: {exc}")
         return None
+
+    def _in_chosen_branch(self, spec: StepSpec) -> bool:
+        if spec.branch is None:
+            return True
+        switch, index = spec.branch
+        return _switch.chose(self._steps[switch].output, index)
+
+    def _quorum(self, state: StepState) -> bool:
+        """A join whose dependencies all finished without enough of them succeeding is skipped."""
+        need = state.spec.wait_for
+        return need is None or state.arrived >= need
 
     def _holds(self, when: When) -> bool:
         if when.all:
@@ -374,6 +411,8 @@ class Run:
         spec = state.spec
         server, tool = self._server_tool(spec)
         written = spec.approve if spec.approve is not None else spec.return_ if spec.has_return else spec.input
+        if spec.llm is not None:
+            written = spec.llm.prompt
         now = time.time()
         base: dict[str, Any] = {"started_at": now, "status": StepStatus.RUNNING}
         base.update(fields)
@@ -557,8 +596,14 @@ class Run:
         if self._waiting:
             first = min(self._waiting.values(), key=lambda r: r.seq)
             marker = awaiting_of(first) or {}
-            return Outcome("paused", prompt=marker.get("prompt"))
+            return Outcome("paused", prompt=marker.get("prompt"), wake=self._wake())
         return self._checked(self._final_output())
+
+    def _wake(self) -> float | None:
+        """When the earliest waiting step stops waiting on its own (a time, an approval's timeout)."""
+        markers = [awaiting_of(row) or {} for row in self._waiting.values()]
+        dues = [float(due) for marker in markers if isinstance(due := marker.get(DUE), int | float)]
+        return min(dues, default=None)
 
     def _checked(self, outcome: Outcome) -> Outcome:
         """A succeeded outcome whose output does not match the template's `output_schema` fails the run."""

@@ -20,6 +20,7 @@ from toolreel.core.view import split_item_name
 
 __all__ = [
     "AWAITING",
+    "DUE",
     "ELAPSED",
     "RETRY",
     "SIGN_IN_NEEDED",
@@ -45,6 +46,9 @@ AWAITING = "awaiting"
 """Key in a `running` row's `result` marking a step that waits for a person (approval) or a paused child."""
 ELAPSED = "elapsed"
 """Key in a waiting `template` row's `result`: seconds of the step's timeout its attempt used before the pause."""
+DUE = "due"
+"""Key in a waiting row's `result`: when (epoch seconds) it stops waiting on its own (a `wait` for a time, an
+approval's timeout, a paused child's own); the execution is woken then."""
 
 SIGN_IN_NEEDED = "sign_in_needed"
 """The `reason` of a pause no answer resolves, the code of the upstream error behind it (`upstreams.auth.SignInNeeded`,
@@ -70,6 +74,7 @@ class Outcome:
     output: JSON = None
     error: str | None = None
     prompt: JSON = None
+    wake: float | None = None  # paused: when the earliest waiting step stops waiting on its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +103,10 @@ class StepState:
     deps: frozenset[str]
     dependents: list[str] = field(default_factory=list)
     blocked: int = 0  # dependencies not finished yet
+    join: frozenset[str] = frozenset()  # a `wait_for` join: the dependencies it counts (depends_on, else all)
+    arrived: int = 0  # dependencies of `join` that succeeded
+    others: int = 0  # dependencies outside `join` not finished yet (a join waits for these as usual)
+    readied: bool = False  # started (or decided) already: a join is ready before all its dependencies finish
     status: StepStatus | None = None  # set once finished (succeeded, failed, skipped, cancelled)
     output: JSON = None
     error: str | None = None
@@ -114,6 +123,19 @@ class StepState:
     @property
     def finished(self) -> bool:
         return self.status is not None
+
+    @property
+    def ready(self) -> bool:
+        """Every dependency finished, or (a join) enough of them succeeded."""
+        need = self.spec.wait_for
+        return self.blocked == 0 or (need is not None and self.others == 0 and self.arrived >= need)
+
+    def dependency_finished(self, name: str, status: StepStatus | None) -> None:
+        self.blocked -= 1
+        if name in self.join:
+            self.arrived += status == StepStatus.SUCCEEDED
+        else:
+            self.others -= 1
 
     def finish(self, record: StepRecord) -> None:
         self.status = record.status
@@ -194,11 +216,12 @@ class RunScope:
         self._in_loop = in_loop
 
     def has_step(self, name: str) -> bool:
-        state = self._steps.get(name)
-        return state is not None and state.finished
+        return name in self._steps
 
     def step_output(self, name: str) -> JSON:
         state = self._steps[name]
+        if state.status is None:  # only a join starts before all its dependencies finished: not there yet
+            return None
         if state.status == StepStatus.SUCCEEDED:
             return state.output
         if state.status == StepStatus.SKIPPED:
@@ -234,6 +257,8 @@ def build_states(template: Template) -> dict[str, StepState]:
     names = {spec.name for spec in template.steps}
     states = {spec.name: StepState(spec, frozenset(dependencies(spec) & names)) for spec in template.steps}
     for state in states.values():
+        if state.spec.wait_for is not None:
+            state.join = state.deps & set(state.spec.depends_on) if state.spec.depends_on else state.deps
         for dep in state.deps:
             states[dep].dependents.append(state.spec.name)
     return states
@@ -256,6 +281,7 @@ class Loaded:
     done: int = 0
     failures: dict[str, int] = field(default_factory=dict)  # failed attempt rows, by row name
     elapsed: dict[str, float] = field(default_factory=dict)  # timeout spent by waiting attempts, by row name
+    due: dict[str, float] = field(default_factory=dict)  # when waiting rows stop waiting, by row name
 
 
 def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], clear: Mapping[str, JSON]) -> Loaded:
@@ -280,17 +306,30 @@ def load_rows(steps: Mapping[str, StepState], records: Sequence[StepRecord], cle
             loaded.reuse.add(record.name)
             if isinstance(spent := marker.get(ELAPSED), int | float):
                 loaded.elapsed[record.name] = float(spent)
+            if isinstance(due := marker.get(DUE), int | float):
+                loaded.due[record.name] = float(due)
         elif record.status == StepStatus.RUNNING:
             loaded.opening.append(_interrupted(record))
         _load_attempt(steps, record)
     # A response answers the oldest waiting approval (or paused child); a for_each row only
     # aggregates its waiting items, so the answer goes to an item; a sign-in takes no answer.
-    answerable = [r for r in waiting if (awaiting_of(r) or {}).get(AWAITING) not in ("items", "sign_in")]
+    answerable = [r for r in waiting if (awaiting_of(r) or {}).get(AWAITING) not in _UNANSWERABLE]
     if answerable:
         loaded.answer_for = min(answerable, key=lambda r: r.seq).name
     for state in steps.values():
         state.blocked = sum(1 for dep in state.deps if not steps[dep].finished)
+        state.arrived = sum(1 for dep in state.join if steps[dep].status == StepStatus.SUCCEEDED)
+        state.others = sum(1 for dep in state.deps - state.join if not steps[dep].finished)
     return loaded
+
+
+_UNANSWERABLE = (
+    "items",
+    "time",
+    "signal",
+    "llm",
+    "sign_in",
+)  # a response answers none of these: the time, a signal or a sign-in does
 
 
 def _load_finished(steps: Mapping[str, StepState], record: StepRecord, loaded: Loaded) -> None:

@@ -46,6 +46,7 @@ from toolreel.core.yaml_bounded import load_yaml
 from toolreel.replayer._engine import Engine, load_template
 from toolreel.replayer._inputs import parse_cli_value, parse_secret_option, read_secret, refuse_given_secrets
 from toolreel.replayer._ledger import ClaimedElsewhere
+from toolreel.replayer._llm import LLMSettings
 from toolreel.replayer._retry import check_retryable
 from toolreel.replayer._state import awaiting_of, signs_in
 from toolreel.replayer._worker import Worker
@@ -83,6 +84,9 @@ def executions_commands(group: typer.Typer) -> None:
     group.command("resume")(resume)
     group.command("retry")(retry)
     group.command("prune")(prune)
+    from toolreel.replayer._cli_signal import signal as signal_command  # it builds on this module
+
+    group.command("signal")(signal_command)
 
 
 # ---------------------------------------------------------------------- commands
@@ -111,8 +115,13 @@ def run(
         str | None,
         typer.Option("--id", help="The execution id to use; a run that has it already is shown, not run again."),
     ] = None,
+    llm: Annotated[
+        str, typer.Option("--llm", help="`live` (ask a model) or `recorded` (llm steps give their recorded answer).")
+    ] = "live",
 ) -> None:
     """Run a saved template in auto mode, starting the upstreams it needs; a live view of its steps."""
+    if llm not in ("live", "recorded"):
+        raise fail(f"--llm is live or recorded, not {llm!r}", 2)
     if detach:
         _detach(db, name, version, inputs or [], inputs_file, secret or [], json_out, deadline, run_id)
         return
@@ -122,7 +131,8 @@ def run(
         given = _read_inputs(template, inputs or [], inputs_file)
         secrets = _read_secrets(template, secret or [])
         view = None if json_out else _LiveView()
-        async with _engine(store, config, template, max_concurrency, lease_seconds, view) as engine:
+        settings = LLMSettings.from_env("recorded" if llm == "recorded" else "live")
+        async with _engine(store, config, template, max_concurrency, lease_seconds, view, settings) as engine:
             try:
                 until = time.time() + deadline if deadline is not None else None
                 refuse_given_secrets(template, given)
@@ -328,6 +338,7 @@ async def _engine(
     max_concurrency: int,
     lease_seconds: float,
     view: _LiveView | None,
+    llm: LLMSettings | None = None,
 ) -> AsyncIterator[Engine]:
     upstreams = await _thread(_upstreams_config, store, config, template)
     store.redactor.add(upstreams.secret_values())
@@ -341,6 +352,7 @@ async def _engine(
             max_concurrency=max_concurrency,
             lease_seconds=lease_seconds,
             observer=observer,
+            llm=llm,
             secret_values=upstreams.secret_values(),
         ) as engine,
     ):
@@ -629,6 +641,15 @@ def _human(execution: Execution) -> None:
             assert isinstance(prompt, dict)
             typer.echo(f"{line}: {prompt.get('message')}", err=True)
             typer.echo(f"then go on with: toolreel executions resume {execution.id}", err=True)
+        elif isinstance(prompt, dict) and ("signal" in prompt or "llm" in prompt or prompt.get("wait") == "time"):
+            typer.echo(f"{line}: {prompt.get('message')}", err=True)
+            if "llm" in prompt:
+                typer.echo(f"then: toolreel executions resume {execution.id}", err=True)
+            elif "signal" in prompt:
+                name = prompt["signal"]
+                typer.echo(f"send it with: toolreel executions signal {execution.id} {name} --data JSON", err=True)
+            else:
+                typer.echo("a worker or gateway sharing the store drives it on then", err=True)
         elif isinstance(prompt, dict):
             typer.echo(f"{line}: {prompt.get('message')}", err=True)
             example = json.dumps(_example_answer(prompt.get("schema")))

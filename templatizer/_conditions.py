@@ -24,7 +24,7 @@ from toolreel.core.template import StepSpec, Template, When
 from toolreel.core.template_io import parse_template, template_to_dict
 
 if TYPE_CHECKING:
-    from toolreel.templatizer._loops import Unit
+    from toolreel.templatizer._result import Unit
 
 __all__ = ["JOIN_CODE", "Guard", "guard_writes", "join_texts"]
 

@@ -22,7 +22,7 @@ from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
 from toolreel.core.template import InputSpec
 from toolreel.templatizer._conditions import join_texts
-from toolreel.templatizer._result import Loop, Unrolled
+from toolreel.templatizer._result import Loop, Unit, Unrolled
 from toolreel.templatizer._values import is_trivial, items_schema, same, strength
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
@@ -48,19 +48,6 @@ ZIP_CODE: Final = """export default function(input) {
   return input[keys[0]].map((_, i) => Object.fromEntries(keys.map((key) => [key, input[key][i]])));
 }
 """
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """One step of the template being built: a recorded call, or a loop standing for several."""
-
-    name: str
-    tool: str  # listed name, server__tool
-    record: StepRecord  # the recorded call (a loop's first member)
-    input: JSON
-    for_each: str | None = None
-    members: tuple[str, ...] = ()  # the recorded calls a loop stands for, in element order
-    code: str | None = None  # a pure step the folding adds (the lists a loop walks together, zipped)
 
 
 @dataclass(frozen=True, slots=True)

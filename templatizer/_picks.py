@@ -24,7 +24,7 @@ from toolreel.templatizer._values import same
 from toolreel.templatizer._views import drop_unread
 
 if TYPE_CHECKING:
-    from toolreel.templatizer._loops import Unit
+    from toolreel.templatizer._result import Unit
     from toolreel.templatizer._runs import Run
 
 __all__ = ["PICK_CODE", "Pick", "drop_unused_picks", "pick_by_identity"]

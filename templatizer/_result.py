@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolreel.core.model import JSON
+from toolreel.core.model import JSON, StepRecord
 from toolreel.core.template import Template
 from toolreel.core.template_io import template_to_dict
 
@@ -176,3 +176,16 @@ class TemplatizeResult:
             + [{"steps": [pick.step], "why": pick.why} for pick in self.picks],
             "conditions": [{"step": step, "why": why} for step, why in self.conditions],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One step of the template being built: a recorded call, or a loop standing for several."""
+
+    name: str
+    tool: str  # listed name, server__tool
+    record: StepRecord  # the recorded call (a loop's first member)
+    input: JSON
+    for_each: str | None = None
+    members: tuple[str, ...] = ()  # the recorded calls a loop stands for, in element order
+    code: str | None = None  # a pure step the folding adds (the lists a loop walks together, zipped)

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.callers import harness, saved
@@ -169,3 +170,83 @@ def test_an_output_schema_that_is_no_json_schema_is_refused() -> None:
     }
     with pytest.raises(TemplateError, match="field 'output_schema': not a usable JSON Schema"):
         parse_template(data)
+
+
+# ---------------------------------------------------------------------- switch and joins
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("severity", "ran", "case"),
+    [
+        ("critical", {"page": 1}, "0"),
+        ("minor", {"ticket": 1}, "1"),
+        ("trivial", {"log": 1}, "default"),
+    ],
+)
+async def test_a_switch_runs_one_branch_and_the_join_goes_on(
+    tmp_path: Path, severity: str, ran: dict[str, int], case: str
+) -> None:
+    template = load_template_text(doc_example("route-by-severity"), source="docs/templates.md")
+    async with harness(tmp_path) as h:
+        execution = await h.engine.run_template(template, {"severity": severity})
+        assert execution.status == "succeeded", execution.error
+        assert h.counts() == ran
+        assert execution.output == f"case {case}"
+        rows = {r.name: r for r in h.store.get_steps(execution.id)}
+        branches = {"page": "page", "page_note": "page", "ticket": "ticket", "log_only": "log"}
+        for step, key in branches.items():
+            assert (rows[step].status == "skipped") == (key not in ran), step
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_join_starts_once_n_of_its_dependencies_succeeded(tmp_path: Path) -> None:
+    template = load_template_text(doc_example("first-two"), source="docs/templates.md")
+    async with harness(tmp_path) as h:
+        with anyio.fail_after(45):  # slow_c would take 60 s: the join did not wait for it
+            execution = await h.engine.run_template(template, {})
+        assert execution.status == "succeeded", execution.error
+        assert execution.output == {"a": 1, "b": 1, "c": None}
+        rows = {r.name: r for r in h.store.get_steps(execution.id)}
+        assert rows["slow_c"].status == "cancelled"
+
+
+def test_switches_and_joins_round_trip_and_are_in_the_schema() -> None:
+    for name in ("route-by-severity", "first-two"):
+        template = load_template_text(doc_example(name), source="docs/templates.md")
+        assert parse_template(template_to_dict(template)) == template
+    schema = json.dumps(template_json_schema())
+    assert all(f'"{key}"' in schema for key in ("switch", "cases", "default", "wait_for", "n_of"))
+
+
+@pytest.mark.parametrize(
+    ("step", "field", "says"),
+    [
+        ({"switch": {"ref": "@input.x", "cases": []}}, "switch.cases", "at least 1"),
+        ({"switch": {"ref": "@input.x", "cases": [{"steps": [{"name": "b", "return": 1}]}]}}, "switch", "found none"),
+        (
+            {"switch": {"ref": "@input.x", "cases": [{"eq": 1, "gt": 0, "steps": [{"name": "b", "return": 1}]}]}},
+            "switch",
+            "found eq and gt",
+        ),
+        (
+            {"switch": {"ref": "input.x", "cases": [{"eq": 1, "steps": [{"name": "b", "return": 1}]}]}},
+            "switch.ref",
+            "one ref",
+        ),
+        (
+            {"switch": {"ref": "@input.x", "cases": [{"eq": 1, "steps": [{"name": "s", "return": 1}]}]}},
+            "name",
+            "duplicate",
+        ),
+        ({"return": 1, "wait_for": {"n_of": 2}}, "wait_for", "it has 0"),
+        ({"return": 1, "wait_for": {"n_of": 0}}, "wait_for.n_of", "greater than or equal to 1"),
+    ],
+)
+def test_a_bad_switch_or_join_is_refused_naming_step_and_field(step: dict[str, object], field: str, says: str) -> None:
+    data = {"name": "bad", "inputs": {"x": {"type": "integer"}}, "steps": [{"name": "s", **step}]}
+    with pytest.raises(TemplateError, match=re.escape(says)) as refused:
+        parse_template(data)
+    assert f"field '{field}" in str(refused.value)

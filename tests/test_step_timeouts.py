@@ -41,6 +41,8 @@ async def test_a_step_timeout_message_points_at_the_step(tmp_path: Path) -> None
     ],
 )
 def test_a_timeout_on_a_step_that_cannot_honour_it_is_refused(step: dict[str, object]) -> None:
-    with pytest.raises(TemplateError, match=r"step has no timeout \(only tool and template steps do") as caught:
+    with pytest.raises(
+        TemplateError, match=r"step has no timeout \(tool, template, code and script steps do"
+    ) as caught:
         parse_template({"name": "t", "steps": [step]})
     assert caught.value.field == "timeout"

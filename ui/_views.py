@@ -148,6 +148,12 @@ def _ref_edges(inputs: Sequence[tuple[str, Any]], known: set[str]) -> list[dict[
 
 def _spec_values(step: StepSpec) -> list[Any]:
     values: list[Any] = [step.input, step.return_, step.approve, step.for_each, step.idempotency_key]
+    if step.wait is not None:
+        values.append(step.wait.until)
+    if step.llm is not None:
+        values.append(step.llm.prompt)
+    if step.switch is not None:
+        values += [step.switch.ref, *(case.when.value for case in step.switch.cases)]
     if step.when is not None:
         values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
     return values
@@ -160,6 +166,10 @@ def graph_of_template(template: Template) -> dict[str, Any]:
     for step in template.steps:
         for before in step.depends_on:
             edges.append({"source": before, "target": step.name, "label": "", "ref": None, "kind": "depends_on"})
+        if step.branch is not None:  # a switch's branch: drawn as an ordering edge from the switch
+            edges.append(
+                {"source": step.branch[0], "target": step.name, "label": "", "ref": None, "kind": "depends_on"}
+            )
     nodes = [
         {"name": step.name, "kind": step.kind, "tool": step.tool, "input": step.input, "for_each": step.for_each}
         for step in template.steps

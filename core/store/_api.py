@@ -143,8 +143,8 @@ class Store(Protocol):
         self, owner: str, *, lease_seconds: float, limit: int, now: float, take_over: Sequence[str] = ()
     ) -> list[Execution]:
         """Claim runnable executions (pending, or running with an expired/no lease, or claimed by one of
-        `take_over`: owners known to be dead) with FOR UPDATE SKIP LOCKED where supported; bumps `fence`,
-        sets claimed_by/lease_until."""
+        `take_over`: owners known to be dead, or a paused root whose wake time, its unclaimed `lease_until`,
+        has come) with FOR UPDATE SKIP LOCKED where supported; bumps `fence`, sets claimed_by/lease_until."""
         ...
 
     def claim_execution(

@@ -419,7 +419,17 @@ class SQLStore:
     def claim_executions(
         self, owner: str, *, lease_seconds: float, limit: int, now: float, take_over: Sequence[str] = ()
     ) -> list[Execution]:
-        runnable = and_(E.status.in_(_RUNNABLE), _lease_free(now, take_over))
+        runnable = or_(
+            and_(E.status.in_(_RUNNABLE), _lease_free(now, take_over)),
+            # A paused root whose wait is due: its lease_until is when it wakes (replayer._wait).
+            and_(
+                E.status == ExecutionStatus.PAUSED.value,
+                E.parent_id.is_(None),
+                E.claimed_by.is_(None),
+                E.lease_until.is_not(None),
+                E.lease_until <= now,
+            ),
+        )
         # Oldest first, so a busy fleet still drains its backlog in order.
         pick = select(E.id).where(runnable).order_by(E.created_at, E.id).limit(limit)
         with self._db.write(f"claiming executions for {owner}") as conn:

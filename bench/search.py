@@ -7,7 +7,8 @@ Two figures, each with a bar from the spec:
   with `--tools all` and with `--tools search`: search must list at most 10% of the full list;
 - recall@5 of `toolreel__search_tools` on 50 natural-language needs written from the servers' docs
   (`bench/search_needs.json`): the expected tool among the first five hits, at least 0.9; also on the two
-  held-out sets (`held_out`, `held_out_2`), never tuned on.
+  held-out sets (`held_out`, `held_out_2`), never tuned on, and on needs for the gateway's own tools that
+  search mode does not list (`own`).
 
     .venv/bin/python bench/search.py [--json OUT] [--show-misses]
 """
@@ -124,7 +125,7 @@ async def recall(config: Path, work: Path, needs: list[Mapping[str, Any]]) -> tu
 
 async def main(out: Path | None, show_misses: bool) -> int:
     data = json.loads(NEEDS.read_text())
-    needs, held_out, fresh = data["needs"], data["held_out"], data["held_out_2"]
+    needs, held_out, fresh, own = data["needs"], data["held_out"], data["held_out_2"], data["own"]
     with tempfile.TemporaryDirectory(prefix="toolreel-search-") as tmp:
         work = Path(tmp)
         config = work / "config.json"
@@ -134,6 +135,7 @@ async def main(out: Path | None, show_misses: bool) -> int:
         score, misses, search_ms = await recall(config, work, needs)
         held_score, held_misses, _ = await recall(config, work, held_out)
         fresh_score, fresh_misses, _ = await recall(config, work, fresh)
+        own_score, own_misses, _ = await recall(config, work, own)
     upstream = [t for t in full if not t["name"].startswith(("toolreel__", "reel__"))]
     servers_used = sorted({t["name"].split("__")[0] for t in upstream})
     full_tokens, search_tokens = count_tokens(full), count_tokens(searched)
@@ -152,10 +154,13 @@ async def main(out: Path | None, show_misses: bool) -> int:
         "recall_at_5_held_out": round(held_score, 3),
         "held_out_2": len(fresh),
         "recall_at_5_held_out_2": round(fresh_score, 3),
+        "own": len(own),
+        "recall_at_5_own": round(own_score, 3),
         "search_ms_p50": round(search_ms, 2),
         "misses": misses,
         "misses_held_out": held_misses,
         "misses_held_out_2": fresh_misses,
+        "misses_own": own_misses,
     }
     print(f"catalog: {len(upstream)} upstream tools from {len(servers_used)} servers ({', '.join(servers_used)})")
     print(
@@ -165,8 +170,9 @@ async def main(out: Path | None, show_misses: bool) -> int:
     print(f"recall@{K} on {len(needs)} needs: {score:.2f} (bar >= {RECALL_BAR}); search p50 {search_ms:.1f} ms")
     print(f"recall@{K} on {len(held_out)} held-out needs (never tuned on): {held_score:.2f}")
     print(f"recall@{K} on {len(fresh)} fresh held-out needs (held_out_2, never tuned on): {fresh_score:.2f}")
+    print(f"recall@{K} on {len(own)} needs for the gateway's own unlisted tools: {own_score:.2f}")
     if show_misses:
-        for miss in misses + held_misses + fresh_misses:
+        for miss in misses + held_misses + fresh_misses + own_misses:
             print(f"  miss: {miss['need']!r}: expected {miss['expected']}, got {miss['got']}")
     if out is not None:
         await anyio.Path(out).write_text(json.dumps(figures, indent=2))

@@ -257,9 +257,10 @@ class GatewayHook(ToolHook):
         self.listing_ready.set()
 
     def tool_listing(self, upstream: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for extension in self.extensions:  # tool search lists itself instead of the upstream tools
-            upstream = extension.shown_upstream(upstream)
-        return [*upstream, *self.extra_tools()]
+        local = self.extra_tools()
+        for extension in self.extensions:  # tool search lists itself and a core instead of the rest
+            upstream, local = extension.shown_upstream(upstream), extension.shown_local(local)
+        return [*upstream, *local]
 
     def extra_tools(self) -> list[dict[str, Any]]:
         listed = [tool.definition() for tool in self.tools.values()]
@@ -511,6 +512,10 @@ class Extension:
 
     def shown_upstream(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The upstream tools a client is listed (tool search lists none)."""
+        return tools
+
+    def shown_local(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The gateway's own tools a client is listed (tool search lists a core; the rest are searched)."""
         return tools
 
     def skills(self) -> Sequence[Skill]:

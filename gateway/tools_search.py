@@ -2,7 +2,9 @@
 
 `SearchTools` decides, at each `tools/list`, whether the upstream tools are listed (`all`, or `auto`
 under the threshold) or replaced by the two search tools. The mode comes from `serve --tools`, else
-from the config's `"toolreel": {"tools": ...}` (so a hot reload can change it).
+from the config's `"toolreel": {"tools": ...}` (so a hot reload can change it). In search mode the
+gateway's own tools are cut to a core too (`CORE_TOOLS`, the first `LISTED_TEMPLATES` templates): the
+others are searched like the upstream tools, and every one stays callable by name.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from toolreel.core.skill import REEL_PREFIX
 from toolreel.gateway.hook import LocalCall
 from toolreel.gateway.management import Extension, GatewayHook, tool_result
 from toolreel.gateway.search import (
@@ -28,11 +31,17 @@ from toolreel.gateway.search import (
 )
 from toolreel.upstreams.hub import error_result
 
-__all__ = ["SearchTools"]
+__all__ = ["CORE_TOOLS", "LISTED_TEMPLATES", "SearchTools"]
 
 logger = logging.getLogger("toolreel.gateway")
 
 _READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+# The gateway's own tools an agent needs without searching (docs/decisions/tool-search.md): how its session
+# stands, saving it as a template, running one. A fixed few, so the listing does not grow with the product.
+CORE_TOOLS = frozenset(
+    {SEARCH_TOOL, CALL_TOOL, "toolreel__status", "toolreel__save_template", "toolreel__run_template"}
+)
+LISTED_TEMPLATES = 3  # `reel__*` tools listed in search mode (in the catalogue's order); the others are searched
 
 
 class SearchTools(Extension):
@@ -41,6 +50,7 @@ class SearchTools(Extension):
         self.override = override
         self._listing: list[dict[str, Any]] | None = None  # the hub's listing the caches below are of
         self._index: ToolIndex | None = None
+        self._hidden: list[dict[str, Any]] = []  # the gateway's own unlisted tools the index holds
         self._tokens = 0
 
     @property
@@ -63,13 +73,25 @@ class SearchTools(Extension):
 
     def index(self) -> ToolIndex:
         self._refresh()
-        if self._index is None:
-            self._index = ToolIndex(self._listing or [])
+        hidden = self._hidden_own()
+        if self._index is None or hidden != self._hidden:
+            self._hidden = hidden
+            self._index = ToolIndex([*(self._listing or []), *hidden])
         return self._index
+
+    def _hidden_own(self) -> list[dict[str, Any]]:
+        """The gateway's own tools that search mode does not list. Gathered from the hook's tools and the
+        other layers: this layer's own `listed` asks `searching`, and lists only core tools anyway."""
+        own = [tool.definition() for tool in self.hook.tools.values()]
+        own += [tool for layer in self.hook.extensions if layer is not self for tool in layer.listed()]
+        return _split_own(own)[1]
 
     # Extension ---------------------------------------------------------------------------
     def shown_upstream(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [] if self.searching() else tools
+
+    def shown_local(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return _split_own(tools)[0] if self.searching() else tools
 
     def listed(self) -> list[dict[str, Any]]:
         if not self.searching():
@@ -120,11 +142,30 @@ class SearchTools(Extension):
         for tool in self.hook.hub.listed_tools():
             server = self.hook.hub.server_of(str(tool.get("name", ""))) or "?"
             counts[server] = counts.get(server, 0) + 1
+        hidden = len(self._hidden_own())
+        if hidden:
+            counts["toolreel"] = hidden
         servers = ", ".join(f"{server} ({count})" for server, count in counts.items())
         return (
             f"Search the {sum(counts.values())} tools of the servers {servers}; they are not listed. "
             f"Returns the best matches with their input schemas; call one with {CALL_TOOL}."
         )
+
+
+def _split_own(tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The gateway's own tools as (listed in search mode, found by search)."""
+    shown: list[dict[str, Any]] = []
+    hidden: list[dict[str, Any]] = []
+    templates = 0
+    for tool in tools:
+        name = str(tool.get("name", ""))
+        if name.startswith(REEL_PREFIX):
+            templates += 1
+            listed = templates <= LISTED_TEMPLATES
+        else:
+            listed = name in CORE_TOOLS
+        (shown if listed else hidden).append(tool)
+    return shown, hidden
 
 
 def _call_definition() -> dict[str, Any]:

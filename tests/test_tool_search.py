@@ -29,6 +29,7 @@ from tests.gw import (
 from tests.inproc import gateway_in_process
 from toolreel.core.errors import ConfigError
 from toolreel.gateway.search import CALL_TOOL, SEARCH_TOOL, ToolIndex, count_tokens, unwrap
+from toolreel.gateway.tools_search import CORE_TOOLS
 from toolreel.upstreams.config import GatewayConfig, parse_config
 
 pytestmark = pytest.mark.anyio
@@ -268,8 +269,8 @@ async def test_auto_searches_only_past_the_threshold() -> None:
         async with gateway_in_process(_config("auto", searchThreshold=100)) as gw:
             await _ready(gw)
             large = await _names(gw)
-    assert "shop__create_user" in small and SEARCH_TOOL not in small
-    assert "shop__create_user" not in large and SEARCH_TOOL in large
+    assert {"shop__create_user", "toolreel__list_templates"} <= small and SEARCH_TOOL not in small
+    assert not {"shop__create_user", "toolreel__list_templates"} & large and SEARCH_TOOL in large
 
 
 @pytest.mark.slow
@@ -296,3 +297,32 @@ async def test_serve_refuses_an_unknown_tools_mode(tmp_path: Path) -> None:
     )
     assert process.returncode == 2
     assert "--tools" in process.stderr.decode() and "'all', 'search' or 'auto'" in process.stderr.decode()
+
+
+@pytest.mark.slow
+async def test_search_mode_lists_a_core_of_own_tools_and_finds_the_others() -> None:
+    """The listing stays small however many management tools and templates there are; an unlisted one is
+    found by search and works through call_tool and by name."""
+    with anyio.fail_after(90):
+        async with gateway_in_process(_config("search"), answers=False) as gw:
+            await _ready(gw)
+            first = await _names(gw)
+            assert not (await call(gw, "feat__add", {"a": 1, "b": 2})).is_error
+            for name in ("alpha", "bravo", "charlie", "delta"):
+                saved = await call(gw, "toolreel__save_template", {"name": name, "description": f"Add {name}."})
+                assert not saved.is_error, text_of(saved)
+            listed = await _names(gw)
+            hits = [hit["name"] for hit in await _search(gw, "list the saved templates")]
+            through = await call(gw, CALL_TOOL, {"name": "toolreel__list_templates", "arguments": {}})
+            direct = await call(gw, "toolreel__list_templates", {})
+            found = [hit["name"] for hit in await _search(gw, "add delta", limit=10)]
+            replay = await call(gw, CALL_TOOL, {"name": "reel__delta", "arguments": {}})
+    assert first == CORE_TOOLS  # no template yet, no upstream tool: the core alone
+    assert listed == CORE_TOOLS | {"reel__alpha", "reel__bravo", "reel__charlie"}  # templates past three searched
+    assert "toolreel__list_templates" in hits[:5]
+    for answer in (through, direct):
+        assert not answer.is_error, text_of(answer)
+        names = {t["name"] for t in (answer.structured_content or {})["templates"]}
+        assert names == {"alpha", "bravo", "charlie", "delta"}
+    assert "reel__delta" in found
+    assert not replay.is_error, text_of(replay)

@@ -105,6 +105,8 @@ def report(lines: list[dict[str, object]], top: int, elapsed: float | None) -> s
         f"longest unit a worker takes whole: {longest_name} ({longest.wall:.0f} s wall), against "
         f"{busy / max(1, len(workers)):.0f} s busy per worker",
     ]
+    failed = sorted({f"{line['test']} ({line['phase']})" for line in lines if line.get("outcome") == "failed"})
+    out += ["", f"failed: {len(failed)}", *failed]
     return "\n".join(out)
 
 

@@ -76,8 +76,15 @@ def _timed(item: pytest.Item, phase: str) -> Iterator[None]:
         yield
         return
     began, (own, kids), starts = time.perf_counter(), _cpu(), _started
+    outcome = "passed"
     try:
         yield
+    except pytest.skip.Exception:
+        outcome = "skipped"
+        raise
+    except BaseException:
+        outcome = "failed"
+        raise
     finally:
         wall, (own_now, kids_now) = time.perf_counter() - began, _cpu()
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -85,7 +92,7 @@ def _timed(item: pytest.Item, phase: str) -> Iterator[None]:
         test = item.nodeid.removesuffix(f"@{group}") if group else item.nodeid  # xdist's loadgroup suffix
         line = {"test": test, "phase": phase, "worker": worker, "group": group,
                 "wall": round(wall, 4), "cpu": round(own_now - own, 4), "children_cpu": round(kids_now - kids, 4),
-                "starts": _started - starts, "at": round(time.time(), 3)}  # fmt: skip
+                "starts": _started - starts, "outcome": outcome, "at": round(time.time(), 3)}  # fmt: skip
         with open(os.path.join(folder, f"{worker}.jsonl"), "a", encoding="utf-8") as out:
             out.write(json.dumps(line) + "\n")
 

@@ -3,12 +3,21 @@
 `store_url` runs a test once per backend; the PostgreSQL cluster starts once per session (once per xdist worker:
 tests/pg.py) and each test gets a fresh database in it. A test not marked `slow` may not start a process, so that
 `-m "not slow"` stays a quick loop: an audit hook refuses any process start while such a test sets up or runs.
+
+With `TOOLREEL_TEST_TIMES=DIR` each pytest process (each xdist worker) appends one JSON line per test phase to
+`DIR/<worker>.jsonl`: its wall time, the CPU time of the test process and of the processes it started and
+reaped, and how many processes it started. Those two last figures hardly move with other work on the machine,
+unlike wall time; `bench/suite.py` runs the suite this way and sums them per file, group and worker.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import resource
 import sys
+import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -21,10 +30,16 @@ _PROCESS_EVENTS = frozenset(
     {"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.exec", "os.spawn", "os.system"}
 )
 _fast_test: str | None = None  # the test not marked slow that is setting up or running, if any
+_started = 0  # processes started by this pytest process so far (for TOOLREEL_TEST_TIMES)
+TIMES_ENV = "TOOLREEL_TEST_TIMES"
 
 
 def _refuse_processes(event: str, args: tuple[object, ...]) -> None:
-    if _fast_test is not None and event in _PROCESS_EVENTS:
+    global _started
+    if event not in _PROCESS_EVENTS:
+        return
+    _started += 1
+    if _fast_test is not None:
         raise RuntimeError(
             f"{_fast_test} starts a process ({event} {args[:2]!r}) but is not marked slow: add "
             '`pytest.mark.slow` to it (or its module\'s pytestmark) so that `-m "not slow"` starts none'
@@ -47,15 +62,56 @@ def _guarded(item: pytest.Item) -> Iterator[None]:
         _fast_test = None
 
 
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process, and of the children it has reaped."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+@contextlib.contextmanager
+def _timed(item: pytest.Item, phase: str) -> Iterator[None]:
+    """With TOOLREEL_TEST_TIMES set, one JSON line per test phase (see the module's docstring)."""
+    folder = os.environ.get(TIMES_ENV)
+    if not folder:
+        yield
+        return
+    began, (own, kids), starts = time.perf_counter(), _cpu(), _started
+    outcome = "passed"
+    try:
+        yield
+    except pytest.skip.Exception:
+        outcome = "skipped"
+        raise
+    except BaseException:
+        outcome = "failed"
+        raise
+    finally:
+        wall, (own_now, kids_now) = time.perf_counter() - began, _cpu()
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        group = next((str(m.args[0]) for m in item.iter_markers("xdist_group") if m.args), None)
+        test = item.nodeid.removesuffix(f"@{group}") if group else item.nodeid  # xdist's loadgroup suffix
+        line = {"test": test, "phase": phase, "worker": worker, "group": group,
+                "wall": round(wall, 4), "cpu": round(own_now - own, 4), "children_cpu": round(kids_now - kids, 4),
+                "starts": _started - starts, "outcome": outcome, "at": round(time.time(), 3)}  # fmt: skip
+        with open(os.path.join(folder, f"{worker}.jsonl"), "a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    with _guarded(item):
+    with _timed(item, "setup"), _guarded(item):
         return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    with _guarded(item):
+    with _timed(item, "call"), _guarded(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    with _timed(item, "teardown"):
         return (yield)
 
 

@@ -82,6 +82,9 @@ VENV_BIN = Path(sys.executable).parent
 TOOLREEL = VENV_BIN / "toolreel"
 MODES = ("legacy", "auto")  # handshake era, and 2026-07-28 (the SDK fixtures speak it, so auto lands there)
 STOP_SECONDS = 10.0
+# How long a process may take to start listening: far more than it takes on a quiet machine (about a second),
+# since two workers and their servers on 2 busy cores start Python slowly. A passing test never waits it out.
+START_SECONDS = 120.0
 
 
 # --- configs and environments ------------------------------------------------------------------------------
@@ -544,7 +547,7 @@ async def http_gateway(
                 raise AssertionError(f"gateway exited with {gateway.process.returncode}: {gateway.stderr()[-2000:]}")
             return await _port_open(port)
 
-        await wait_until(ready, 30.0, f"the gateway to listen on 127.0.0.1:{port}")
+        await wait_until(ready, START_SECONDS, f"the gateway to listen on 127.0.0.1:{port}")
         yield HttpGateway(gateway, port)
     finally:
         with anyio.CancelScope(shield=True):

@@ -31,6 +31,7 @@ SMOKE: Final = {
     "record_lean.py": ["--calls", "10", "--rounds", "1"],
     "search.py": [],
     "startup.py": ["--runs", "1", "--executions", "20"],
+    "suite.py": ["--workers", "0", "--top", "3", "--", "tests/test_names.py", "-m", "not slow"],
     "templatize.py": ["--quick"],
     "ui.py": ["--steps", "20", "--renders", "1", "--pages", "10", "--seconds", "0.5"],
     "worlds.py": ["--only", "zones-standup-clocks"],

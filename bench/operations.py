@@ -10,7 +10,7 @@
 4. Several gateways, one store: a stateless-era (2026-07-28) client's recorded calls (features `echo`) to one
    `serve --http` on PostgreSQL, to the same behind a round-robin balancer, and to two behind it (one recording
    shared between them): p50 of sequential calls and calls/s at 8 in flight.
-Run: .venv/bin/python bench/operations.py [--quick]
+Run: .venv/bin/python bench/operations.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -332,21 +332,33 @@ async def _balanced_calls(tmp: Path, url: str, gateways: int, balancer: bool, co
         return statistics.median(samples), count / (time.perf_counter() - started)
 
 
-async def main(quick: bool) -> None:
+# (rounds, calls per round), hot-reload saves, queued runs, balanced calls: the measuring size, --quick, and
+# --smoke (only that every section still runs: the suite's smoke run, tests/test_bench_smoke.py)
+SIZES: dict[str, tuple[tuple[int, int], int, int, int]] = {
+    "full": ((4, 1000), 100, 200, 1000),
+    "quick": ((2, 500), 20, 100, 200),
+    "smoke": ((1, 20), 3, 10, 20),
+}
+
+
+async def main(size: str) -> None:
+    (rounds, per_round), saves, runs, calls = SIZES[size]
     with tempfile.TemporaryDirectory() as tmp:
-        await call_path(Path(tmp), 2 if quick else 4, 500 if quick else 1000)
-        await hot_reload(Path(tmp), 20 if quick else 100)
-        await queued_runs(Path(tmp), 100 if quick else 200)
-        await balanced(Path(tmp), 200 if quick else 1000)
+        await call_path(Path(tmp), rounds, per_round)
+        await hot_reload(Path(tmp), saves)
+        await queued_runs(Path(tmp), runs)
+        await balanced(Path(tmp), calls)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: that every section still runs")
     parser.add_argument("--balanced", action="store_true", help="only section 4 (several gateways, one store)")
     arguments = parser.parse_args()
+    chosen = "smoke" if arguments.smoke else "quick" if arguments.quick else "full"
     if arguments.balanced:
         with tempfile.TemporaryDirectory() as directory:
-            anyio.run(balanced, Path(directory), 200 if arguments.quick else 1000)
+            anyio.run(balanced, Path(directory), SIZES[chosen][3])
     else:
-        anyio.run(main, arguments.quick)
+        anyio.run(main, chosen)

@@ -24,7 +24,7 @@ SMOKE: Final = {
     "engine.py": ["--code"],
     "eras.py": ["--quick"],
     "loops.py": [],
-    "operations.py": ["--quick"],
+    "operations.py": ["--smoke"],
     "proxy.py": ["--calls", "10", "--rounds", "1"],
     "tasks.py": ["--quick"],
     "record.py": ["--calls", "10", "--rounds", "1"],

@@ -160,8 +160,6 @@ KNOWN_CIRCLES: dict[str, set[frozenset[str]]] = {
     "gateway": {
         frozenset({"front", "listen"}),
     },
-    # to untie: a step-host protocol the kinds call (`_script`, a step kind since, reaches `Run` as the others do)
-    "replayer": {frozenset({"_run", "_kinds", "_child", "_script"})},
 }
 
 

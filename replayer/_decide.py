@@ -2,21 +2,26 @@
 
 A step whose `when` is false, a `return`, and a ref that cannot resolve decide here without calling
 anything, so the run finishes them inline; any other step gets its resolved values and is launched.
+Refs resolve within the ref budget (`core.bounded_refs`): a JSONPath filter over a large output runs in
+a worker process, so a hostile filter fails its step with `ref_budget_exceeded` while the event loop
+(the run's other steps, the gateway's other clients) goes on.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 
-from toolreel.core.errors import RefError
+from toolreel.core.bounded_refs import Source, costly, resolve_bounded
+from toolreel.core.errors import RefBudgetError, RefError
 from toolreel.core.model import JSON, StepStatus
-from toolreel.core.refs import resolve
+from toolreel.core.refs import refs_in
 from toolreel.core.template import StepSpec, When
 from toolreel.replayer._policy import compare
 from toolreel.replayer._state import RunScope, StepState
 
-__all__ = ["Decided", "as_text", "prepare", "resolve_key"]
+__all__ = ["Decided", "as_text", "bounded", "needs_worker", "prepare", "ref_failure", "resolve_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,53 +33,97 @@ class Decided:
     error: str | None = None
 
 
-def prepare(state: StepState, scope: RunScope) -> Decided | None:
+async def prepare(state: StepState, scope: RunScope) -> Decided | None:
     """The step's end when it decides without calling anything, else None: launch it, with
     `state.args`, `state.items` and `state.key` resolved."""
     spec = state.spec
     field = "when"
     try:
-        if spec.when is not None and not holds(spec.when, scope):
+        if spec.when is not None and not await holds(spec.when, scope):
             return Decided(StepStatus.SKIPPED)
         if spec.has_return:
             field = "return"
-            return Decided(StepStatus.SUCCEEDED, output=resolve(spec.return_, scope))
+            return Decided(StepStatus.SUCCEEDED, output=await bounded(spec.return_, scope))
         if spec.approve is not None:
             field = "approve"
-            state.args = as_text(resolve(spec.approve, scope))
+            state.args = as_text(await bounded(spec.approve, scope))
         elif spec.for_each is not None:
             field = "for_each"
-            state.items = _as_list(resolve(spec.for_each, scope), spec.for_each)
+            state.items = _as_list(await bounded(spec.for_each, scope), spec.for_each)
         else:
             field = "input"
-            state.args = resolve(spec.input, scope) if spec.input is not None else {}
+            state.args = await bounded(spec.input, scope) if spec.input is not None else {}
             field = "idempotency_key"
-            state.key = resolve_key(spec, scope)
+            state.key = await resolve_key(spec, scope)
     except RefError as exc:
-        return Decided(StepStatus.FAILED, error=f"{field}: {exc}")
+        return Decided(StepStatus.FAILED, error=ref_failure(field, exc))
     return None
 
 
-def holds(when: When, scope: RunScope) -> bool:
-    if when.all:
-        return all(holds(part, scope) for part in when.all)
+def needs_worker(spec: StepSpec) -> bool:
+    """Whether deciding the step may run a costly ref (a JSONPath filter or descendant search): it is then
+    decided in a task of its own, so the steps ready beside it do not wait for its budget."""
+    values: list[JSON] = [spec.return_ if spec.has_return else None, spec.approve, spec.for_each, spec.input]
+    values.append(spec.idempotency_key)
+    pending = [spec.when] if spec.when is not None else []
+    while pending:
+        when = pending.pop()
+        values += [when.ref, when.value]
+        pending += [*when.all, *when.any, *([when.not_] if when.not_ is not None else [])]
+    return any(costly(ref) for ref in refs_in(values))
+
+
+def ref_failure(field: str, exc: RefError) -> str:
+    """A step's error for a ref of `field` that did not resolve; a spent budget leads with its code."""
+    if isinstance(exc, RefBudgetError):
+        return f"{exc.code}: {field}: {exc}"
+    return f"{field}: {exc}"
+
+
+async def holds(when: When, scope: RunScope) -> bool:
+    if when.all:  # short-circuits as `all` does: a part after a false one is not resolved
+        for part in when.all:
+            if not await holds(part, scope):
+                return False
+        return True
     if when.any:
-        return any(holds(part, scope) for part in when.any)
+        for part in when.any:
+            if await holds(part, scope):
+                return True
+        return False
     if when.not_ is not None:
-        return not holds(when.not_, scope)
+        return not await holds(when.not_, scope)
     try:
-        subject = resolve(when.ref, scope)
+        subject = await bounded(when.ref, scope)
     except RefError:
         if when.op != "exists":
             raise
         subject = None
-    return compare(when, subject, resolve(when.value, scope), exists=subject is not None)
+    return compare(when, subject, await bounded(when.value, scope), exists=subject is not None)
 
 
-def resolve_key(spec: StepSpec, scope: RunScope) -> str | None:
+async def resolve_key(spec: StepSpec, scope: RunScope) -> str | None:
     if spec.idempotency_key is None:
         return None
-    return as_text(resolve(spec.idempotency_key, scope))
+    return as_text(await bounded(spec.idempotency_key, scope))
+
+
+async def bounded(value: JSON, scope: RunScope) -> JSON:
+    """`core.refs.resolve(value, scope)` within the ref budget: on the loop when it is cheap (no filter, or
+    one over a small output), else in a worker process (RefBudgetError past the budget)."""
+    return await resolve_bounded(value, scope, partial(_source, scope))
+
+
+def _source(scope: RunScope, name: str) -> Source | None:
+    """A finished step's output as JSON bytes, for the worker to parse (and the budget to size); None for
+    one that cannot be read (the caller's `resolve` then says why)."""
+    if not scope.has_step(name):
+        return None
+    try:
+        value = scope.step_output(name)
+    except RefError:
+        return None
+    return json.loads, json.dumps(value, ensure_ascii=False).encode()
 
 
 def as_text(value: JSON) -> str:

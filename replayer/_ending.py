@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from toolreel.core.errors import RefError
 from toolreel.core.form import mismatch
 from toolreel.core.model import StepStatus
-from toolreel.core.refs import resolve
 from toolreel.core.template import Template
+from toolreel.replayer._decide import bounded
 from toolreel.replayer._state import Outcome, RunScope, StepState, StopReason
 
 __all__ = ["checked", "closing_note", "final_outcome"]
@@ -25,14 +25,14 @@ def closing_note(reason: StopReason, message: str) -> str:
     return f"cancelled: {message}" if message else "cancelled by request"
 
 
-def final_outcome(
+async def final_outcome(
     template: Template, scope: RunScope, steps: Mapping[str, StepState], order: Mapping[str, int]
 ) -> Outcome:
     """A run whose steps all finished: the template's `output`, else the last succeeded step's output,
     checked against `output_schema`."""
     if template.has_output:
         try:
-            return checked(template, Outcome("succeeded", output=resolve(template.output, scope)))
+            return checked(template, Outcome("succeeded", output=await bounded(template.output, scope)))
         except RefError as exc:
             return Outcome("failed", error=f"template {template.name!r}, field 'output': {exc}")
     done = [name for name, state in steps.items() if state.status == StepStatus.SUCCEEDED]

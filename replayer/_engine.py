@@ -334,6 +334,14 @@ class Engine:
                 self._background(execution.id)
         return started
 
+    async def wait(self, execution_id: str) -> Execution:
+        """The execution once its drive here ended, or (driven elsewhere) once it finished or paused."""
+        slot = self._active.get(execution_id)
+        if slot is not None:
+            await slot.done.wait()
+            return await self.get(execution_id)
+        return await self._wait_settled(execution_id)
+
     async def get(self, execution_id: str) -> Execution:
         return await self._thread(self.store.get_execution, execution_id)
 

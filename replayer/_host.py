@@ -16,7 +16,6 @@ import anyio
 from toolreel.core.caller import Approver, ToolCaller
 from toolreel.core.model import JSON, Execution, StepRecord
 from toolreel.core.store import Store
-from toolreel.core.template import StepSpec
 from toolreel.replayer._state import ChildRequest, RunScope, StepState, StopCause
 
 __all__ = ["RunContext", "StepHost"]
@@ -62,6 +61,8 @@ class StepHost(Protocol):
       queues them, `await host.commit(rows)` makes them durable and is False when the run stops being
       driven (the kind then returns at once).
     - Upstream calls hold a slot of `host.ctx.limiter`; waiting for a person or a child holds none.
+    - Refs a kind resolves itself (a for_each item's input) go through `_decide.bounded` (the ref budget:
+      a costly filter runs in a worker process, never on the event loop).
     - A kind never touches the run's fields: everything it may change goes through these methods.
     """
 
@@ -108,10 +109,6 @@ class StepHost(Protocol):
 
     def cancel_items(self, step: str, note: str) -> None:
         """Record the items of `step` still in flight as cancelled with `note`."""
-        ...
-
-    def resolve_key(self, spec: StepSpec, scope: RunScope) -> str | None:
-        """The step's idempotency key resolved in `scope` (None without one)."""
         ...
 
     def take_response(self, row: str) -> str | None:

@@ -19,11 +19,12 @@ from toolreel.core.errors import CodeError, CodeTimeout, RefError, UpstreamError
 from toolreel.core.form import check_answer, parse_answer_text
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.names import server_part
-from toolreel.core.refs import resolve, step_output
+from toolreel.core.refs import step_output
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
 from toolreel.core.template import StepSpec
 from toolreel.core.tool_digest import check_definition
 from toolreel.replayer._child import template_step
+from toolreel.replayer._decide import bounded, ref_failure, resolve_key
 from toolreel.replayer._host import StepHost
 from toolreel.replayer._policy import (
     NO_RETRY,
@@ -41,6 +42,7 @@ from toolreel.replayer._state import (
     StopReason,
     awaiting_of,
     error_output,
+    error_text,
     failed,
     succeeded,
 )
@@ -168,15 +170,9 @@ def _failed_attempt(spec: StepSpec, record: StepRecord, result: JSON, error: Ups
         if error.server and error.server not in message:
             message = f"server {error.server!r}: {message}"
         return failed(record, message)
-    return failed(record, f"tool {spec.tool} returned an error: {_error_text(result)}", result, is_error=True)
-
-
-def _error_text(result: JSON) -> str:
-    content = result.get("content") if isinstance(result, dict) else None
-    texts = [
-        str(item.get("text", "")) for item in content or [] if isinstance(item, dict) and item.get("type") == "text"
-    ]
-    return " ".join(texts).strip()[:2000] or "(no text)"
+    return failed(
+        record, f"tool {spec.tool} returned an error: {error_text(result) or '(no text)'}", result, is_error=True
+    )
 
 
 # ---------------------------------------------------------------------- approvals
@@ -310,10 +306,10 @@ async def _item(host: StepHost, state: StepState, index: int, item: JSON, progre
     spec = state.spec
     scope = host.scope.for_item(item, index)
     try:
-        args = resolve(spec.input, scope) if spec.input is not None else {}
-        key = host.resolve_key(spec, scope)
+        args = await bounded(spec.input, scope) if spec.input is not None else {}
+        key = await resolve_key(spec, scope)
     except RefError as exc:
-        return failed(host.begin_item(state, index, None, None), f"input: {exc}")
+        return failed(host.begin_item(state, index, None, None), ref_failure("input", exc))
     record = host.begin_item(state, index, args, key)
     if spec.template is not None:
         return await template_step(host, state, record, args, progress.stopping)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -25,7 +25,7 @@ from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatu
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.view import item_name
 from toolreel.replayer import _kinds
-from toolreel.replayer._decide import prepare, resolve_key
+from toolreel.replayer._decide import needs_worker, prepare
 from toolreel.replayer._ending import checked, closing_note, final_outcome
 from toolreel.replayer._host import RunContext
 from toolreel.replayer._inputs import secret_values
@@ -107,6 +107,7 @@ class Run:
         self._announcer = Announcer(self._journal, lambda record: self.running.get(record.name) is record)
         self.running: dict[str, StepRecord] = {}  # attempt rows in flight, by store name
         self._waiting: dict[str, StepRecord] = {}
+        self._deferred: set[str] = set()  # launched to be decided in their task (a costly ref: a worker's budget)
         self._stop: tuple[StopReason, str] | None = None
         self._cancel: anyio.CancelScope | None = None
         self._tg: TaskGroup | None = None
@@ -160,7 +161,7 @@ class Run:
                     self.submit(self._closing_rows())
                     self._journal.close()
         finally:
-            self.outcome = self._conclude()
+            self.outcome = await self._conclude()
         return self.outcome
 
     async def _write_loop(self) -> None:
@@ -178,13 +179,13 @@ class Run:
             with self._cancel:
                 async with anyio.create_task_group() as self._tg:
                     ready = [name for name, state in self._steps.items() if not state.finished and not state.blocked]
-                    rows, launch = self.advance(ready, ())
+                    rows, launch = await self.advance(ready, ())
                     if await self.commit(self._opening + rows):
                         self._launch(launch)
         if deadline_scope.cancelled_caught:
             self.stop(StopReason.DEADLINE, self._deadline_message())
 
-    def advance(self, ready: Iterable[str], finished: Iterable[str]) -> tuple[list[StepRecord], list[str]]:
+    async def advance(self, ready: Iterable[str], finished: Iterable[str]) -> tuple[list[StepRecord], list[str]]:
         """Unblock dependents of `finished`, start `ready` steps; steps that decide inline finish here
         (cascading). Returns the rows to commit and the steps to launch once they are durable."""
         rows: list[StepRecord] = []
@@ -203,7 +204,11 @@ class Run:
             if self._stop is not None:
                 continue
             state = self._steps[name]
-            decided = self._prepare(state)
+            if needs_worker(state.spec):
+                self._deferred.add(name)
+                launch.append(name)
+                continue
+            decided = await self._prepare(state)
             if decided is None:
                 self._begin(state)
                 launch.append(name)
@@ -213,7 +218,8 @@ class Run:
         if self._stop is not None and launch:
             # The cascade stopped the run (a failure, a return): steps begun in it never start.
             for name in launch:
-                del self.running[name]
+                self.running.pop(name, None)
+                self._deferred.discard(name)
             launch = []
         return rows, launch
 
@@ -241,7 +247,7 @@ class Run:
         }
         name = f"tools/call {spec.tool}" if spec.tool else f"toolreel.step {spec.name}"
         with tracing.span(name, attributes, kind="client" if spec.tool else "internal") as current:
-            record = await _kinds.execute(self, state, self.running[spec.name])
+            record = await self._execute(state)
             current.set_attribute("toolreel.step.status", record.status.value)
             if record.status == StepStatus.FAILED:
                 current.set_attribute("error.type", "tool_error" if record.is_error else "step_failed")
@@ -249,10 +255,14 @@ class Run:
 
     async def _run_step(self, name: str) -> str | None:
         state = self._steps[name]
+        if name in self._deferred:  # its refs may take a worker's budget: decided here, not in the cascade
+            decided = await self._prepare(state)
+            self._deferred.discard(name)
+            if decided is not None:
+                return await self._settled(name, decided)
+            self._begin(state)
         try:
-            record = await (
-                self._traced_step(state) if tracing.ENABLED else _kinds.execute(self, state, self.running[name])
-            )
+            record = await (self._traced_step(state) if tracing.ENABLED else self._execute(state))
         except Exception as exc:  # a bug in a step kind must fail the step, not the engine
             logger.exception("step %s of execution %s raised", name, self.execution_id)
             current = self.running.get(name)
@@ -264,8 +274,16 @@ class Run:
             self._waiting[name] = record
             await self.commit([record])
             return None
+        return await self._settled(name, record)
+
+    def _execute(self, state: StepState) -> Awaitable[StepRecord]:
+        return _kinds.execute(self, state, self.running[state.spec.name])
+
+    async def _settled(self, name: str, record: StepRecord) -> str | None:
+        """The step finished with `record`: its row and the rows of the steps it decides inline are
+        committed, the steps it unblocks launched; the first of them continues in this task."""
         rows = self.settle(name, record)
-        more, launch = self.advance((), (name,))
+        more, launch = await self.advance((), (name,))
         if not await self.commit(rows + more):
             return None
         if launch:
@@ -304,15 +322,12 @@ class Run:
 
     # ------------------------------------------------------------------ deciding a ready step
 
-    def _prepare(self, state: StepState) -> StepRecord | None:
+    async def _prepare(self, state: StepState) -> StepRecord | None:
         """A finished row when the step decides without calling anything, else None (launch it)."""
-        decided = prepare(state, self.scope)
+        decided = await prepare(state, self.scope)
         if decided is None:
             return None
         return self.row(state, decided.status, output=decided.output, resolved=decided.output, error=decided.error)
-
-    def resolve_key(self, spec: StepSpec, scope: RunScope) -> str | None:
-        return resolve_key(spec, scope)
 
     # ------------------------------------------------------------------ the step kinds' host
 
@@ -518,11 +533,11 @@ class Run:
         self.running.clear()
         if reason == StopReason.RETURN:
             for state in self._steps.values():
-                if not state.finished and not state.launched:
+                if not state.finished and (not state.launched or state.spec.name in self._deferred):
                     rows.append(self.row(state, StepStatus.SKIPPED))
         return rows
 
-    def _conclude(self) -> Outcome:
+    async def _conclude(self) -> Outcome:
         if self._journal.error is not None and self._stop is None:
             stale = isinstance(self._journal.error, StaleClaimError)
             self._stop = (StopReason.STALE if stale else StopReason.INTERRUPT, "")
@@ -531,7 +546,7 @@ class Run:
                 first = min(self._waiting.values(), key=lambda r: r.seq)
                 marker = awaiting_of(first) or {}
                 return Outcome("paused", prompt=marker.get("prompt"))
-            return final_outcome(self.template, self.scope, self._steps, self._order)
+            return await final_outcome(self.template, self.scope, self._steps, self._order)
         reason, message = self._stop
         if reason in (StopReason.STALE, StopReason.INTERRUPT):
             return Outcome("stale" if reason == StopReason.STALE else "interrupted", error=message)

@@ -29,7 +29,7 @@ from toolreel.core.script_sandbox import (
 )
 from toolreel.core.template import StepSpec
 from toolreel.replayer._host import StepHost
-from toolreel.replayer._state import failed, succeeded
+from toolreel.replayer._state import error_text, failed, succeeded
 
 __all__ = ["call_row_name", "script_step"]
 
@@ -86,7 +86,7 @@ class _Calls:
             answer = Answer(request.id, False, error=str(exc))
         else:
             if result.get("isError"):
-                text = _text(result)
+                text = error_text(result) or "the tool reported an error"
                 ended = failed(row, f"tool {request.name} returned an error: {text}", result, is_error=True)
                 answer = Answer(request.id, False, error=text)
             else:
@@ -112,8 +112,3 @@ class _Calls:
 
 def _bare(listed: str, server: str | None) -> str:
     return listed.removeprefix(f"{server}__") if server else listed
-
-
-def _text(result: dict[str, Any]) -> str:
-    texts = [c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict) and c.get("type") == "text"]
-    return " ".join(t for t in texts if t).strip()[:2000] or "the tool reported an error"

@@ -34,6 +34,7 @@ __all__ = [
     "build_states",
     "child_key",
     "error_output",
+    "error_text",
     "failed",
     "load_rows",
     "retry_of",
@@ -161,6 +162,13 @@ def error_output(record: StepRecord) -> JSON:
     `tool_error` when the tool answered with an error result, `step_failed` for any other cause."""
     code = TOOL_ERROR if record.is_error else STEP_FAILED
     return {"error": {"code": code, "message": record.error or str(record.status)}}
+
+
+def error_text(result: JSON) -> str:
+    """The text parts of a tool's error result, joined and cut to 2,000 characters ("" when it has none)."""
+    content = result.get("content") if isinstance(result, dict) else None
+    texts = [str(c.get("text", "")) for c in content or [] if isinstance(c, dict) and c.get("type") == "text"]
+    return " ".join(t for t in texts if t).strip()[:2000]
 
 
 def awaiting_of(record: StepRecord) -> Mapping[str, Any] | None:

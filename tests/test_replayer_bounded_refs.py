@@ -14,7 +14,8 @@ from tests.callers import harness, saved
 from toolreel.core.bounded_refs import REF_TIME_ENV
 from toolreel.core.model import ExecutionStatus, StepStatus
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+# One worker for the tests that load the ref workers: a 2-second filter beside the other's p99 bound would spoil it.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("ref_workers")]
 
 BUDGET = 2.0  # seconds a costly ref may take here
 ITEMS = 10_000  # with CLAUSES, over ten seconds of pure Python unbounded: several budgets

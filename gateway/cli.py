@@ -92,8 +92,8 @@ _EXECUTIONS = {
         "(or --from STEP) and everything downstream run; driven to its end in this process.",
     ),
     "signal": LazyCommand(
-        _REPLAYER,
-        "executions_commands",
+        "toolreel.replayer.signal_cli",
+        "signal_commands",
         "Send a signal to the step that waits for it, then drive the execution on in this process.",
     ),
     "prune": LazyCommand(

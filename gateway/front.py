@@ -8,8 +8,6 @@ routing of server-to-client requests, and notifications are keyed on.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import logging
 import time
 from collections.abc import Mapping
@@ -61,7 +59,7 @@ from toolreel.gateway.links import (
     send_quietly,
     span_attributes,
 )
-from toolreel.gateway.listen import Listen
+from toolreel.gateway.listen import Listen, UpstreamSubscriptions
 from toolreel.gateway.pinned import check_pinned
 from toolreel.gateway.questions import asking_through
 from toolreel.gateway.search import unwrap
@@ -113,7 +111,7 @@ class Front(ClientRouter):
         self.bus = InMemorySubscriptionBus()
         self._inflight: dict[Upstream, list[Call]] = {}  # by connection: a server's twin has its own
         self.exchanges = Exchanges()
-        self._subscribers: collections.Counter[str] = collections.Counter()
+        self.subscriptions = UpstreamSubscriptions(hub)
         self._tg: anyio.abc.TaskGroup | None = None
         self._settling = 0  # ticks left to give memory back after clients were let go
         self._extra_instructions = instructions
@@ -126,7 +124,7 @@ class Front(ClientRouter):
             "toolreel",
             version=__version__,
             instructions=INSTRUCTIONS,
-            on_subscriptions_listen=Listen(self),
+            on_subscriptions_listen=Listen(self.bus, self.subscriptions),
             # Aggregated lists change whenever an upstream does: never fresh for longer than now.
             cache_hints={method: CacheHint(ttl_ms=0) for method in get_args(CacheableMethod)},
         )
@@ -463,7 +461,7 @@ class Front(ClientRouter):
     async def _subscribe(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         link = self.link_for(ctx)
         if params.uri not in link.subscriptions:
-            await self.subscribe_upstream(params.uri)
+            await self.subscriptions.subscribe(params.uri)
             link.subscriptions.add(params.uri)
         return era_result(ctx, {})
 
@@ -471,30 +469,8 @@ class Front(ClientRouter):
         link = self.link_for(ctx)
         if params.uri in link.subscriptions:
             link.subscriptions.discard(params.uri)
-            await self.unsubscribe_upstream(params.uri)
+            await self.subscriptions.unsubscribe(params.uri)
         return era_result(ctx, {})
-
-    async def subscribe_upstream(self, uri: str) -> None:
-        """Upstream subscriptions are shared: one per URI while any client wants it."""
-        self._subscribers[uri] += 1
-        if self._subscribers[uri] == 1:
-            try:
-                upstream, own = self.hub.resource_route(uri)
-                await upstream.subscribe(own)
-            except UpstreamError as exc:
-                self._subscribers[uri] -= 1
-                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
-            except MCPError:
-                self._subscribers[uri] -= 1
-                raise
-
-    async def unsubscribe_upstream(self, uri: str) -> None:
-        self._subscribers[uri] -= 1
-        if self._subscribers[uri] <= 0:
-            del self._subscribers[uri]
-            with contextlib.suppress(UpstreamError, MCPError):
-                upstream, own = self.hub.resource_route(uri)
-                await upstream.unsubscribe(own)
 
     async def _get_prompt(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         route = self.hub.prompt_route(params.name)

@@ -1,28 +1,63 @@
-"""`subscriptions/listen` of the stateless era: the SDK's handler, plus the upstream subscriptions
-for the resources a stream asks to hear about."""
+"""Resource subscriptions: the upstream subscriptions clients share (one per URI while any client wants it),
+and `subscriptions/listen` of the stateless era (the SDK's handler, plus the upstream subscriptions for
+the resources a stream asks to hear about)."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.subscriptions import ListenHandler
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError
+
+from toolreel.core.errors import UpstreamError
 
 if TYPE_CHECKING:
-    from toolreel.gateway.front import Front
+    from toolreel.upstreams.hub import Hub
 
-__all__ = ["Listen"]
+__all__ = ["Listen", "UpstreamSubscriptions"]
+
+
+class UpstreamSubscriptions:
+    """Upstream resource subscriptions, shared: one per URI while any client (or listening stream) wants it."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self._subscribers: collections.Counter[str] = collections.Counter()
+
+    async def subscribe(self, uri: str) -> None:
+        self._subscribers[uri] += 1
+        if self._subscribers[uri] == 1:
+            try:
+                upstream, own = self.hub.resource_route(uri)
+                await upstream.subscribe(own)
+            except UpstreamError as exc:
+                self._subscribers[uri] -= 1
+                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+            except MCPError:
+                self._subscribers[uri] -= 1
+                raise
+
+    async def unsubscribe(self, uri: str) -> None:
+        self._subscribers[uri] -= 1
+        if self._subscribers[uri] <= 0:
+            del self._subscribers[uri]
+            with contextlib.suppress(UpstreamError, MCPError):
+                upstream, own = self.hub.resource_route(uri)
+                await upstream.unsubscribe(own)
 
 
 class Listen:
     """`subscriptions/listen` (stateless era): the SDK's handler, plus the upstream
     subscriptions for the resources the stream asks to hear about."""
 
-    def __init__(self, front: Front) -> None:
-        self.front = front
-        self.inner = ListenHandler(front.bus)
+    def __init__(self, bus: InMemorySubscriptionBus, upstream: UpstreamSubscriptions) -> None:
+        self.upstream = upstream
+        self.inner = ListenHandler(bus)
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
@@ -31,10 +66,10 @@ class Listen:
         subscribed: list[str] = []
         try:
             for uri in uris:
-                await self.front.subscribe_upstream(uri)
+                await self.upstream.subscribe(uri)
                 subscribed.append(uri)
             return await self.inner(ctx, params)
         finally:
             with anyio.CancelScope(shield=True):
                 for uri in subscribed:
-                    await self.front.unsubscribe_upstream(uri)
+                    await self.upstream.unsubscribe(uri)

@@ -14,7 +14,7 @@ servers started on demand, which stay up for later runs until the gateway stops.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -22,10 +22,10 @@ import anyio.abc
 import mcp_types as types
 
 from toolreel.core.caller import ToolCall
-from toolreel.core.errors import NotFoundError, UpstreamError
-from toolreel.upstreams.config import GatewayConfig, ServerConfig
+from toolreel.core.errors import UpstreamError
+from toolreel.upstreams.config import GatewayConfig
 from toolreel.upstreams.hub import ClientRouter, Hub
-from toolreel.upstreams.remembered import remembered_config
+from toolreel.upstreams.needed import TemplateLoader, remembered_servers, template_family
 from toolreel.upstreams.upstream import START_TIMEOUT, Upstream, UpstreamState
 
 if TYPE_CHECKING:
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from toolreel.core.template import Template
 
 __all__ = ["OnDemand"]
-
-TemplateLoader = Callable[[str, "int | None"], "Template"]
 
 
 class _Unlisted(ClientRouter):
@@ -118,7 +116,7 @@ class OnDemand:
         """Start the servers `template` (and its children) remember that neither the config nor an earlier
         run started; return once they serve. A ConfigError (a missing `${env:VAR}`) or UpstreamError names the
         template and the server."""
-        wanted = await anyio.to_thread.run_sync(_remembered, template, load)
+        wanted = await anyio.to_thread.run_sync(lambda: remembered_servers(template_family(template, load)))
         async with self._lock:
             known = {*self.hub.upstreams, *(name for hub in self._started for name in hub.upstreams)}
             missing = {name: entry for name, entry in wanted.items() if name not in known}
@@ -134,23 +132,3 @@ class OnDemand:
                 hub.apply(GatewayConfig(servers=()))  # stopped: the next run tries again
                 raise
             self._started.append(hub)
-
-
-def _remembered(template: Template, load: TemplateLoader) -> dict[str, tuple[str, ServerConfig]]:
-    """Server name -> (the template that remembers it, its config), for the template and its children;
-    where two remember a server of one name, the first met is kept (as `toolreel run` does)."""
-    found: dict[str, tuple[str, ServerConfig]] = {}
-    stack, seen = [template], set()
-    while stack:
-        each = stack.pop(0)
-        if each.name in seen:
-            continue
-        seen.add(each.name)
-        if each.servers:
-            for server in remembered_config(each.name, each.servers).servers:
-                found.setdefault(server.name, (each.name, server))
-        for spec in each.steps:
-            if spec.template is not None and spec.template not in seen:
-                with contextlib.suppress(NotFoundError):  # the run reports a missing child in its step
-                    stack.append(load(spec.template, spec.template_version))
-    return found

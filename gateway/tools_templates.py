@@ -10,21 +10,24 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolreel.core.errors import NotFoundError, StoreError, TemplateError
-from toolreel.core.model import StepRecord, TemplateDraft
+from toolreel.core.errors import NotFoundError, TemplateError
+from toolreel.core.model import StepRecord
 from toolreel.core.names import prefixed_name, server_part
-from toolreel.core.skill import Skill, reel_tool_name, served_skills
+from toolreel.core.skill import Skill
 from toolreel.gateway import save_form
+from toolreel.gateway.catalogue import Catalogue, reel_tool
 from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook, ManagementTool, tool_result
 from toolreel.gateway.script_templates import ScriptWork, script_template, script_work, verify_script
+from toolreel.ui import SaveRequest, save_reviewed
 
 if TYPE_CHECKING:
+    from toolreel.core.store import Store
     from toolreel.core.template import Template
     from toolreel.templatizer import TemplatizeResult
 
@@ -35,104 +38,19 @@ logger = logging.getLogger("toolreel.gateway")
 REFRESH_SECONDS = 5.0
 
 
-def reel_tool(template: Template) -> dict[str, Any] | None:
-    """The `reel__<name>` tool of a template, or None when the name cannot be a tool name."""
-    name = reel_tool_name(template.name)
-    if name is None:
-        return None
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for key, spec in template.inputs.items():
-        if spec.secret:  # never passed through the LLM: read from the input's default source
-            continue
-        prop: dict[str, Any] = {}
-        if spec.type:
-            prop["type"] = spec.type
-        if spec.description:
-            prop["description"] = spec.description
-        if spec.has_default:
-            prop["default"] = spec.default
-        prop.update(spec.constraints())  # enum, pattern, minimum, maximum: the caller sees what is accepted
-        properties[key] = prop
-        if spec.required:
-            required.append(key)
-    return {
-        "name": name,
-        "description": template.description or f"Replay the template {template.name!r} in auto mode.",
-        "inputSchema": {"type": "object", "properties": properties, "required": required},
-    }
+class _Handlers:
+    """The catalogue's MCP tools: arguments in, the tool's answer out, over `Catalogue`."""
 
-
-class _Catalogue:
-    def __init__(self, hook: GatewayHook) -> None:
+    def __init__(self, hook: GatewayHook, catalogue: Catalogue) -> None:
         self.hook = hook
-        self.listed: list[dict[str, Any]] = []
-        self.skills: list[Skill] = []
-        self._failing = False  # the last refresh could not read the store
+        self.catalogue = catalogue
 
     @property
-    def store(self) -> Any:
+    def store(self) -> Store:
         return self.hook.store
 
-    def _current(self) -> tuple[list[dict[str, Any]], list[Skill]]:
-        from toolreel.core.template_io import stored_template
-
-        tools, templates = [], []
-        for record in self.store.list_templates():
-            try:
-                template = stored_template(record)
-            except TemplateError:
-                continue  # a stored template this version cannot read is not offered as a tool
-            templates.append(template)
-            tool = reel_tool(template)
-            if tool is not None:
-                tools.append(tool)
-        return tools, served_skills(templates)
-
     async def refresh(self) -> None:
-        tools, skills = await anyio.to_thread.run_sync(self._current)
-        changed = frozenset({"tools"} if tools != self.listed else set()) | (
-            {"resources"} if skills != self.skills else set()
-        )
-        self.listed, self.skills = tools, skills
-        if changed:
-            self.hook.hub.router.lists_changed(changed)
-
-    @contextlib.asynccontextmanager
-    async def service(self) -> AsyncIterator[None]:
-        try:
-            self.listed, self.skills = await anyio.to_thread.run_sync(self._current)
-        except StoreError as exc:  # a store outage degrades the gateway, it never ends it: the poll retries
-            self._failing = True
-            logger.warning("the template list cannot be read (%s); retrying every %g s", exc, REFRESH_SECONDS)
-        else:
-            if self.hook.listing_ready.is_set() and self.listed:
-                # clients listed before the store opened
-                self.hook.hub.router.lists_changed(frozenset({"tools", "resources"}))
-        self.hook.listing_ready.set()  # a first tools/list waiting for the templates may answer now
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._poll)
-            yield
-            tg.cancel_scope.cancel()
-
-    async def _poll(self) -> None:
-        while True:
-            await anyio.sleep(REFRESH_SECONDS)
-            await self._refresh_logged()
-
-    async def _refresh_logged(self) -> None:
-        """A refresh that outlives the store: while it cannot be read, the last listing stays and
-        the failure is said once (a store outage degrades the gateway, it never ends it)."""
-        try:
-            await self.refresh()
-        except StoreError as exc:
-            if not self._failing:
-                logger.warning("the template list cannot be refreshed (%s); retrying every %g s", exc, REFRESH_SECONDS)
-            self._failing = True
-            return
-        if self._failing:
-            logger.warning("the template list is refreshed again")
-        self._failing = False
+        await self.catalogue.refresh()
 
     # tools ---------------------------------------------------------------------------------
     async def save(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
@@ -271,19 +189,8 @@ class _Catalogue:
         return _answer(summary(result, verification, saved=headline, note=note), detail)
 
     def _save_checked(self, template: Template, definition: dict[str, Any], arguments: dict[str, Any]) -> Any:
-        from toolreel.core.template_io import check_template_cycles
-
-        check_template_cycles(template, self._lookup)
         sources = tuple(arguments.get("execution_ids") or ())
-        return self.store.save_template(TemplateDraft(template.name, definition, template.description, sources))
-
-    def _lookup(self, name: str) -> Template | None:
-        from toolreel.core.template_io import stored_template
-
-        try:
-            return stored_template(self.store.get_template(name))
-        except NotFoundError:
-            return None
+        return save_reviewed(self.store, SaveRequest(template.name, definition, template.description, sources))
 
     async def _recordings(self, arguments: dict[str, Any], link: ClientLink) -> list[Sequence[StepRecord]]:
         await self.hook.recorder.writer.flush()
@@ -308,8 +215,7 @@ class _Catalogue:
         return recordings
 
     async def list(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
-        await self.hook.ready_store()
-        records = await anyio.to_thread.run_sync(self.store.list_templates)
+        records = await self.catalogue.list()
         items = [
             {
                 "name": r.name,
@@ -325,19 +231,15 @@ class _Catalogue:
         return tool_result({"templates": items})
 
     async def get(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
-        name = str(arguments.get("name", ""))
         version = arguments.get("version")
-        await self.hook.ready_store()
-        record = await anyio.to_thread.run_sync(self.store.get_template, name, version)
+        record = await self.catalogue.get(str(arguments.get("name", "")), version)
         return tool_result(
             {"name": record.name, "version": record.version, "hash": record.hash, "template": dict(record.definition)}
         )
 
     async def delete(self, arguments: dict[str, Any], ctx: Any, link: ClientLink) -> dict[str, Any]:
         name = str(arguments.get("name", ""))
-        await self.hook.ready_store()
-        count = await anyio.to_thread.run_sync(self.store.delete_template, name)
-        await self.refresh()
+        count = await self.catalogue.delete(name)
         return tool_result({"deleted": name, "versions": count})
 
 
@@ -345,7 +247,7 @@ class _Draft:
     """The templatizer's arguments of one save, so that it can run again with other inputs."""
 
     def __init__(
-        self, catalogue: _Catalogue, recordings: list[Sequence[StepRecord]], arguments: dict[str, Any], name: str
+        self, catalogue: _Handlers, recordings: list[Sequence[StepRecord]], arguments: dict[str, Any], name: str
     ) -> None:
         self.recordings = recordings
         self.options: dict[str, Any] = {
@@ -395,7 +297,8 @@ class TemplateTools(Extension):
     """The catalogue's management tools, and one `reel__<name>` tool per saved template."""
 
     def __init__(self, hook: GatewayHook) -> None:
-        self.catalogue = _Catalogue(hook)
+        self.catalogue = Catalogue(hook)
+        self.handlers = _Handlers(hook, self.catalogue)
 
     def listed(self) -> list[dict[str, Any]]:
         return self.catalogue.listed
@@ -407,7 +310,7 @@ class TemplateTools(Extension):
         return self.catalogue.service()
 
     def tools(self) -> tuple[ManagementTool, ...]:
-        catalogue = self.catalogue
+        catalogue = self.handlers
         name_prop = {"name": {"type": "string"}}
         return (
             ManagementTool(

@@ -1,44 +1,45 @@
-"""The web view's actions in a gateway: through the gateway's own management tools.
+"""The web view's actions in a gateway: a thin adapter over the typed services every front uses.
 
-Runs go to the gateway's engine and upstreams (`toolreel__run_template` with `wait: false`),
-cancel and resume likewise; resuming drives the run in a task group of the gateway's (a page
-that goes away must not cancel the run it resumed). Templates are saved as the person reviewed
-them, then offered as `reel__<name>` like any other.
+Runs go to the gateway's `Runs` (its engine and upstreams), started without waiting; resuming and
+retrying drive the run in a task group of the gateway's (a page that goes away must not cancel the run
+it resumed). Templates are saved through the `Catalogue` as the person reviewed them, then offered as
+`reel__<name>` like any other.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.abc
 
 from toolreel.core.errors import ExecutionError
-from toolreel.gateway.hook import LocalCall
-from toolreel.gateway.links import ClientLink
 from toolreel.gateway.management import Extension, GatewayHook
-from toolreel.ui import RunRequest, SaveRequest, save_reviewed
+from toolreel.gateway.runs import RetryRun, StartRun
+from toolreel.gateway.tools_runs import RunTools
+from toolreel.gateway.tools_templates import TemplateTools
+from toolreel.ui import RunRequest, SaveRequest
 
 if TYPE_CHECKING:
-    from toolreel.core.model import TemplateRecord
+    from toolreel.core.model import Execution, TemplateRecord
     from toolreel.core.store import Store
 
 __all__ = ["GatewayUiBackend"]
 
-LINK_KEY = "toolreel web view"
 QUICK_ANSWER = 1.0  # seconds a resume is awaited, so that a refusal reaches the page as an error
 
 
 class GatewayUiBackend(Extension):
-    """The web view's actions, through the gateway's own management tools; a layer of the hook, for
-    the task group its resumed runs live in."""
+    """The web view's actions over the gateway's `Runs` and `Catalogue`; a layer of the hook, for the task
+    group its resumed runs live in. The page is no MCP client: approvals of runs it starts pause (no
+    client can be asked), and are answered from the page."""
 
     def __init__(self, hook: GatewayHook) -> None:
         self.hook = hook
-        # The page is a client of its own: approvals it starts pause (a page cannot be elicited).
-        self.link = ClientLink(key=LINK_KEY)
+        self.runs = _layer(hook, RunTools).runs
+        self.catalogue = _layer(hook, TemplateTools).catalogue
         self._tg: anyio.abc.TaskGroup | None = None
         self._up = anyio.Event()
         hook.extend(self)
@@ -64,33 +65,24 @@ class GatewayUiBackend(Extension):
         await self.hook.recorder.writer.flush()
 
     async def save_template(self, request: SaveRequest) -> TemplateRecord:
-        store = await self.store()
-        record: TemplateRecord = await anyio.to_thread.run_sync(save_reviewed, store, request)
-        return record
+        return await self.catalogue.save(request)
 
     async def run_template(self, request: RunRequest) -> str:
-        arguments: dict[str, Any] = {"name": request.name, "inputs": dict(request.inputs), "wait": False}
-        if request.version is not None:
-            arguments["version"] = request.version
-        answer = await self._call("toolreel__run_template", arguments)
-        return str(answer["execution_id"])
+        execution = await self.runs.start(StartRun(request.name, request.inputs, request.version, wait=False))
+        return execution.id
 
     async def cancel(self, execution_id: str) -> None:
-        await self._call("toolreel__cancel_execution", {"id": execution_id})
+        await self.runs.cancel(execution_id)
 
     async def resume(self, execution_id: str, response: str | None) -> None:
-        arguments: dict[str, Any] = {"id": execution_id}
-        if response is not None:
-            arguments["response"] = response
-        await self._drive("toolreel__resume_execution", arguments)
+        await self._drive(execution_id, lambda: self.runs.resume(execution_id, response))
 
     async def retry(self, execution_id: str) -> None:
-        await self._drive("toolreel__retry_execution", {"id": execution_id})
+        await self._drive(execution_id, lambda: self.runs.retry(RetryRun(execution_id)))
 
-    async def _drive(self, tool: str, arguments: dict[str, Any]) -> None:
+    async def _drive(self, execution_id: str, drive_run: Callable[[], Awaitable[Execution]]) -> None:
         """Resume or retry in the gateway's task group (the page may go away), awaited briefly so that a
         refusal reaches the page as an error."""
-        execution_id = arguments["id"]
         await self.store()
         with anyio.move_on_after(30.0):
             await self._up.wait()
@@ -101,7 +93,7 @@ class GatewayUiBackend(Extension):
 
         async def drive() -> None:
             try:
-                await self._call(tool, arguments)
+                await drive_run()
             except ExecutionError as exc:
                 outcome.append(exc)
             finally:
@@ -113,12 +105,13 @@ class GatewayUiBackend(Extension):
         if outcome:
             raise outcome[0]
 
-    async def _call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        result = await self.hook.call_local(LocalCall(tool, arguments, self.link))
-        if result is None:  # pragma: no cover - the tools are installed with the hook
-            raise ExecutionError(f"{tool} is not available in this gateway")
-        if result.get("isError"):
-            text = " ".join(str(item.get("text", "")) for item in result.get("content") or [])
-            raise ExecutionError(text or f"{tool} failed")
-        structured: dict[str, Any] = result.get("structuredContent") or {}
-        return structured
+
+_L = TypeVar("_L", bound=Extension)
+
+
+def _layer(hook: GatewayHook, kind: type[_L]) -> _L:
+    """The hook's layer of `kind` (the assembly adds one of each)."""
+    for extension in hook.extensions:
+        if isinstance(extension, kind):
+            return extension
+    raise ExecutionError(f"this gateway has no {kind.__name__}: the web view needs the template and run layers")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolreel.core.errors import RefError, StoreError
+from toolreel.core.errors import RefBudgetError, RefError, StoreError
 from toolreel.core.model import (
     JSON,
     Execution,
@@ -72,7 +72,11 @@ class SharedRecordings:
         read_again = True  # a ref may name a step another gateway made: read once more before refusing it
         for _ in range(CLAIM_TRIES):
             try:
-                live = session.begin(server, tool, arguments, shown)
+                # a JSONPath filter resolves off the loop, within the ref budget, as on an unshared store
+                resolved = await session.resolve_costly(arguments)
+                live = session.begin(server, tool, arguments, shown, resolved)
+            except RefBudgetError:
+                raise  # spent: reading the others' steps again would not make it cheaper
             except RefError:
                 if not read_again:
                     raise

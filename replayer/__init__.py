@@ -5,6 +5,7 @@
                                                                      # already run is returned, not run again
         engine.run(id, progress=None) -> Execution                   # drive to the end or a pause
         engine.run_template(template, inputs, wait=True, deadline=None, progress=None) -> Execution
+        engine.wait(id) -> Execution                                 # once finished or paused
         engine.cancel(id) -> Execution                               # `cancelled` within 1 s, from any process
         engine.resume(id, response=None, progress=None) -> Execution # paused (yes/no, or JSON fields) or interrupted
         engine.retry(id, from_step=None, inputs=None) -> Execution   # failed/cancelled: same id, attempt + 1

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -20,6 +19,7 @@ import anyio.to_thread
 from toolreel.core.errors import NotFoundError, ToolreelError
 from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord, StepStatus
 from toolreel.core.store import Store
+from toolreel.replayer._host import StepHost
 from toolreel.replayer._ledger import child_execution_id
 from toolreel.replayer._policy import (
     CHILD_TIMEOUT,
@@ -29,10 +29,17 @@ from toolreel.replayer._policy import (
     retry_delay,
     should_retry,
 )
-from toolreel.replayer._state import AWAITING, DUE, ELAPSED, ChildRequest, StepState, StopCause, failed, succeeded
-
-if TYPE_CHECKING:
-    from toolreel.replayer._run import Run
+from toolreel.replayer._state import (
+    AWAITING,
+    DUE,
+    ELAPSED,
+    ChildRequest,
+    StepState,
+    StopCause,
+    StopReason,
+    failed,
+    succeeded,
+)
 
 __all__ = ["template_step"]
 
@@ -44,75 +51,78 @@ def _no_cause() -> StopCause | None:
 
 
 async def template_step(
-    run: Run, state: StepState, record: StepRecord, args: JSON, stopping: Callable[[], StopCause | None] = _no_cause
+    host: StepHost,
+    state: StepState,
+    record: StepRecord,
+    args: JSON,
+    stopping: Callable[[], StopCause | None] = _no_cause,
 ) -> StepRecord:
     """Run a template step (or one for_each item of it) to its final row, retrying per its policy.
     `stopping` says why the step itself is being stopped, if it is (a for_each sibling failed)."""
     policy = state.spec.retry or NO_RETRY
     attempt = 1  # attempts in this drive, as for tool steps: a re-run after a crash spends no retry
     while True:
-        ended, kind = await _attempt(run, state, record, args, stopping)
+        ended, kind = await _attempt(host, state, record, args, stopping)
         if ended.status != StepStatus.FAILED or not should_retry(policy, attempt, kind):
             return ended
-        run.running.pop(record.name, None)  # ended: its start row must not be announced after this
-        run.failures[record.name] = run.failures.get(record.name, 0) + 1
+        host.end_attempt(ended)  # ended: its start row must not be announced after this
+        host.count_failure(record.name)
         # Durable before the retry's child exists: a resumed parent counts failed rows to find its child.
-        await run.commit([ended])
+        await host.commit(())
         attempt += 1
         await anyio.sleep(retry_delay(policy, attempt))
-        record = run.next_attempt(record)
-        run.submit([record])
+        record = host.next_attempt(record)
 
 
 async def _attempt(
-    run: Run, state: StepState, record: StepRecord, args: JSON, stopping: Callable[[], StopCause | None]
+    host: StepHost, state: StepState, record: StepRecord, args: JSON, stopping: Callable[[], StopCause | None]
 ) -> Attempt:
     spec = state.spec
-    response = None
-    if run.answer_for == record.name and run.response is not None:
-        response, run.response = run.response, None
-    number = run.failures.get(record.name, 0) + 1
-    spent = run.elapsed.pop(record.name, 0.0)  # a resumed attempt keeps what it used before its pause
+    response = host.take_response(record.name)
+    number = host.failed_attempts(record.name) + 1
+    spent = host.take_elapsed(record.name)  # a resumed attempt keeps what it used before its pause
     budget = max(spec.timeout - spent, 0.0) if spec.timeout else math.inf
     begun = anyio.current_time()
     with anyio.CancelScope(deadline=begun + budget) as timer:
         request = ChildRequest(
-            parent=run.execution,
-            ancestry=run.ancestry,
+            parent=host.execution,
+            ancestry=host.ancestry,
             step=spec,
             store_name=record.name,
             inputs=args,
             response=response,
-            parent_reason=partial(_cause, run, timer, _timeout_note(run, record.name, spec.timeout or 0.0), stopping),
+            parent_reason=partial(_cause, host, timer, _timeout_note(host, record.name, spec.timeout or 0.0), stopping),
             number=number,
         )
         try:
-            child = await run.ctx.run_child(request)
+            child = await host.ctx.run_child(request)
         except ToolreelError as exc:
             return failed(record, f"template {spec.template!r}: {exc}"), child_start_failure_kind(exc)
     if timer.cancelled_caught:
-        return await _timed_out(run, record, request, spec.timeout or 0.0)
+        return await _timed_out(host, record, request, spec.timeout or 0.0)
     return _ended(record, child, spent + anyio.current_time() - begun)
 
 
-def _cause(run: Run, timer: anyio.CancelScope, note: str, stopping: Callable[[], StopCause | None]) -> StopCause | None:
+def _cause(
+    host: StepHost, timer: anyio.CancelScope, note: str, stopping: Callable[[], StopCause | None]
+) -> StopCause | None:
     """What a child cancelled from outside records: this step's timeout, why the step is stopped, else
     why the parent stops (None: the process is shutting down, and the child is resumed later)."""
     if timer.cancel_called:
-        return ("timeout", note)
-    return stopping() or run.stop_cause()
+        return (StopReason.TIMEOUT, note)
+    return stopping() or host.stop_cause()
 
 
-def _timeout_note(run: Run, name: str, seconds: float) -> str:
-    return f"{CHILD_TIMEOUT} {seconds:g} s passed (step {name} of execution {run.execution_id})"
+def _timeout_note(host: StepHost, name: str, seconds: float) -> str:
+    return f"{CHILD_TIMEOUT} {seconds:g} s passed (step {name} of execution {host.execution_id})"
 
 
-async def _timed_out(run: Run, record: StepRecord, request: ChildRequest, seconds: float) -> Attempt:
-    child_id = child_execution_id(run.execution_id, request.key)
-    note = f"cancelled: {_timeout_note(run, record.name, seconds)}"
+async def _timed_out(host: StepHost, record: StepRecord, request: ChildRequest, seconds: float) -> Attempt:
+    child_id = child_execution_id(host.execution_id, request.key)
+    note = f"cancelled: {_timeout_note(host, record.name, seconds)}"
     # Driven here, the child recorded its cancellation as it unwound; one driven by another process (or
     # cut off before its drive began) is cancelled in the store, where its driver sees it.
-    await anyio.to_thread.run_sync(partial(_cancel_unfinished, run.ctx.store, child_id, note))
+    await anyio.to_thread.run_sync(partial(_cancel_unfinished, host.ctx.store, child_id, note))
     error = (
         f"template {request.step.template!r} of step {record.name} ran past the step's timeout of {seconds:g} s; "
         f"its child execution {child_id} was cancelled"

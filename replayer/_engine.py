@@ -25,14 +25,12 @@ from anyio.abc import TaskGroup
 
 from toolreel.core import tracing
 from toolreel.core.caller import Approver, ProgressFn, Sampler, ToolCaller
-from toolreel.core.errors import ExecutionError, NotFoundError, StoreError, TemplateError, ToolreelError
-from toolreel.core.model import JSON, Execution, ExecutionMode, ExecutionStatus, StepRecord, new_id
-from toolreel.core.secrets import REDACTED
+from toolreel.core.errors import ExecutionError, StoreError, ToolreelError
+from toolreel.core.model import JSON, Execution, ExecutionStatus, StepRecord
 from toolreel.core.store import Store
 from toolreel.core.template import Template
-from toolreel.core.template_io import parse_template
 from toolreel.core.view import execution_view
-from toolreel.replayer._inputs import bind_inputs, read_secret, redact_inputs
+from toolreel.replayer._host import RunContext
 from toolreel.replayer._ledger import (
     MAX_DEPTH,
     ClaimedElsewhere,
@@ -42,7 +40,8 @@ from toolreel.replayer._ledger import (
     definition_hash,
     load_template,
 )
-from toolreel.replayer._llm import LLMSettings
+from toolreel.replayer._llm_settings import LLMSettings
+from toolreel.replayer._origins import Origins, TemplateLoader
 from toolreel.replayer._retry import (
     RetryRequest,
     check_execution_id,
@@ -50,15 +49,14 @@ from toolreel.replayer._retry import (
     existing_run,
     reset_for_retry,
 )
-from toolreel.replayer._run import Run, RunContext
+from toolreel.replayer._run import Run
 from toolreel.replayer._signals import signal_target
-from toolreel.replayer._state import ChildRequest, Outcome, StopCause, signs_in
+from toolreel.replayer._state import ChildRequest, Outcome, StopCause, StopReason, signs_in
 
 __all__ = ["MAX_DEPTH", "Engine", "TemplateLoader", "child_execution_id", "definition_hash", "load_template"]
 
 logger = logging.getLogger("toolreel.replayer")
 
-TemplateLoader = Callable[[str, "int | None"], Template]
 _T = TypeVar("_T")
 _CANCEL_WAIT = 1.0  # how long `cancel` waits for a driver to record the cancellation
 _LEASE_MARGIN = 0.5  # seconds past a lease before claiming again (clocks of two processes)
@@ -67,13 +65,13 @@ _POLL_BATCH = 50
 
 @dataclass(eq=False)
 class _Slot:
-    """An execution driven by this engine right now."""
+    """An execution driven by this engine right now: its run once built, a stop asked for before that."""
 
     run: Run | None = None
-    requested: str | None = None  # a stop asked for before the run was built
+    requested: StopReason | None = None  # a stop asked for before the run was built
     done: anyio.Event = field(default_factory=anyio.Event)
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: StopReason) -> None:
         if self.run is not None:
             self.run.stop(reason)
         elif self.requested is None:
@@ -111,7 +109,8 @@ class Engine:
         self.lease_seconds = lease_seconds
         self._ledger = Ledger(store, self.owner, lease_seconds)
         self._approver = approver
-        self._loader = template_loader or partial(load_template, store)
+        loader = template_loader or partial(load_template, store)
+        self._origins = Origins(store, caller, owner=self.owner, lease_seconds=lease_seconds, loader=loader)
         self._poll_interval = poll_interval
         self._ctx = RunContext(
             store=store,
@@ -128,9 +127,6 @@ class Engine:
             llm=llm,
         )
         self._active: dict[str, _Slot] = {}
-        self._inputs: dict[str, Mapping[str, JSON]] = {}  # in clear, for runs started here (secrets)
-        self._unsaved: dict[str, Template] = {}  # templates run without being saved, by execution id
-        self._clear: dict[str, dict[str, JSON]] = {}  # outputs stored redacted, by execution id and step row
         self._signals: dict[str, dict[str, JSON]] = {}  # signals being delivered, by execution id and name
         self._tg: TaskGroup | None = None
 
@@ -158,7 +154,7 @@ class Engine:
         with anyio.move_on_after(grace):
             await self._all_done()
         for slot in list(self._active.values()):
-            slot.stop("interrupt")
+            slot.stop(StopReason.INTERRUPT)
         with anyio.CancelScope(shield=True), anyio.move_on_after(10):
             await self._all_done()
 
@@ -191,7 +187,7 @@ class Engine:
         given = {**inputs, **(secrets or {})}
         try:
             execution = await self._thread(
-                partial(self._create, template, given, deadline=deadline, execution_id=execution_id)
+                partial(self._origins.create, template, given, deadline=deadline, execution_id=execution_id)
             )
         except StoreError:
             if execution_id is not None and await self._thread(existing_run, self.store, template.name, execution_id):
@@ -212,11 +208,11 @@ class Engine:
         inputs first. Drives it to its end like `resume`."""
         execution = await self.get(execution_id)
         check_retryable(execution)
-        template = await self._thread(self._template_of, execution)
-        request = RetryRequest(execution_id, template, from_step, inputs or {}, self._inputs.get(execution_id))
+        template = await self._thread(self._origins.template_of, execution)
+        request = RetryRequest(execution_id, template, from_step, inputs or {}, self._origins.inputs.get(execution_id))
         _, bound = await self._thread(reset_for_retry, self._ledger, request)
         if bound is not None:
-            self._inputs[execution_id] = bound
+            self._origins.inputs[execution_id] = bound
         return await self._drive(execution_id, progress=progress, parent_reason=_exit_reason(True))
 
     async def enqueue(
@@ -235,7 +231,7 @@ class Engine:
         ):
             return execution_id
         execution = await self._thread(
-            partial(self._create, template, inputs, deadline=deadline, queued=True, execution_id=execution_id)
+            partial(self._origins.create, template, inputs, deadline=deadline, queued=True, execution_id=execution_id)
         )
         return execution.id
 
@@ -272,7 +268,7 @@ class Engine:
         """Cancel: no step starts any more, in-flight calls are cancelled upstream; `cancelled` within a second."""
         slot = self._active.get(execution_id)
         if slot is not None:
-            slot.stop("cancel")
+            slot.stop(StopReason.CANCEL)
             with anyio.move_on_after(_CANCEL_WAIT):
                 await slot.done.wait()
             return await self.get(execution_id)
@@ -303,7 +299,7 @@ class Engine:
         while execution.parent_id is not None:
             execution = await self.get(execution.parent_id)
         Ledger.check_resumable(execution, response, can_ask=self._approver is not None)
-        await self._thread(self._template_of, execution)
+        await self._thread(self._origins.template_of, execution)
         waited = 0.0
         while True:
             try:
@@ -359,6 +355,14 @@ class Engine:
                 self._background(execution.id, wake=execution.status == ExecutionStatus.PAUSED)
         return started
 
+    async def wait(self, execution_id: str) -> Execution:
+        """The execution once its drive here ended, or (driven elsewhere) once it finished or paused."""
+        slot = self._active.get(execution_id)
+        if slot is not None:
+            await slot.done.wait()
+            return await self.get(execution_id)
+        return await self._wait_settled(execution_id)
+
     async def get(self, execution_id: str) -> Execution:
         return await self._thread(self.store.get_execution, execution_id)
 
@@ -370,94 +374,12 @@ class Engine:
 
     # ------------------------------------------------------------------ creating
 
-    def _create(
-        self,
-        template: Template,
-        inputs: Mapping[str, Any],
-        *,
-        deadline: float | None,
-        execution_id: str | None = None,
-        parent: Execution | None = None,
-        parent_step: str | None = None,
-        queued: bool = False,
-    ) -> Execution:
-        bound = bind_inputs(template, inputs)
-        execution = self._new_execution(template, bound, deadline, execution_id, parent, parent_step, queued)
-        self.store.create_execution(execution)
-        if queued:
-            return execution
-        self._inputs[execution.id] = bound
-        if execution.template_version is None:
-            self._unsaved[execution.id] = template
-        return execution
-
     def scheduled_execution(
         self, template: Template, inputs: Mapping[str, Any], *, schedule: str, execution_id: str
     ) -> Execution:
         """The pending execution of one tick of `schedule`, not stored yet (`Store.start_tick` stores it
         once per tick); inputs are checked against the template as it is now."""
-        bound = bind_inputs(template, inputs)
-        execution = self._new_execution(template, bound, None, execution_id, queued=True)
-        return execution.replace(schedule=schedule)
-
-    def _new_execution(
-        self,
-        template: Template,
-        bound: Mapping[str, Any],
-        deadline: float | None,
-        execution_id: str | None = None,
-        parent: Execution | None = None,
-        parent_step: str | None = None,
-        queued: bool = False,
-    ) -> Execution:
-        if not queued:
-            self._check_tools(template)
-        digest = definition_hash(template)
-        version = template.version if template.version is not None else self._saved_version(template, digest)
-        if queued and version is None:
-            raise ExecutionError(
-                f"template {template.name!r} is not saved: a queued run is driven by another process, which loads "
-                "it from the store; save it first (toolreel templates import FILE)"
-            )
-        now = time.time()
-        return Execution(
-            id=execution_id or new_id(),
-            mode=ExecutionMode.AUTO,
-            status=ExecutionStatus.PENDING,
-            created_at=now,
-            updated_at=now,
-            template=template.name,
-            template_version=version,
-            template_hash=digest,
-            inputs=redact_inputs(template, bound),
-            parent_id=parent.id if parent else None,
-            parent_step=parent_step,
-            depth=parent.depth + 1 if parent else 0,
-            deadline=deadline,
-            # ours from birth (no worker takes it before `run` claims it properly), unless queued
-            claimed_by=None if queued else self.owner,
-            lease_until=None if queued else now + self.lease_seconds,
-        )
-
-    def _check_tools(self, template: Template) -> None:
-        for spec in template.steps:
-            if spec.tool is not None and self.caller.server_of(spec.tool) is None:
-                raise TemplateError(
-                    f"no upstream server lists tool {spec.tool!r} (is its server in the config, and running?)",
-                    template=template.name,
-                    step=spec.name,
-                    field="tool",
-                )
-
-    def _saved_version(self, template: Template, digest: str) -> int | None:
-        """The stored version with this very definition, so a crash can be recovered by loading it."""
-        try:
-            record = self.store.get_template(template.name)
-        except NotFoundError:
-            return None
-        if record.hash == digest or definition_hash(parse_template(record.definition)) == digest:
-            return record.version
-        return None
+        return self._origins.scheduled_execution(template, inputs, schedule=schedule, execution_id=execution_id)
 
     # ------------------------------------------------------------------ driving
 
@@ -518,7 +440,7 @@ class Engine:
             ):
                 return await self._thread(self._ledger.release, execution)
             try:
-                template, inputs = await self._thread(self._prepare, execution)
+                template, inputs = await self._thread(self._origins.prepare, execution)
             except ExecutionError as exc:
                 return await self._thread(self._ledger.conclude, execution, Outcome("failed", error=str(exc)))
             records = await self._thread(partial(self.store.get_steps, execution_id, all_attempts=True))
@@ -536,12 +458,12 @@ class Engine:
             response=response,
             progress=progress,
             parent_reason=parent_reason,
-            clear=self._clear.setdefault(execution_id, {}),
+            clear=self._origins.clear.setdefault(execution_id, {}),
             signals=self._signals.get(execution_id),
         )
         slot.run = run
         if slot.requested is not None or execution.status == ExecutionStatus.CANCELLED:
-            run.stop(slot.requested or "cancel")
+            run.stop(slot.requested or StopReason.CANCEL)
         try:
             if tracing.ENABLED:
                 await _traced_drive(run, execution)
@@ -552,51 +474,10 @@ class Engine:
                 outcome = run.outcome or Outcome("interrupted")
                 final = await self._thread(self._ledger.conclude, execution, outcome, run.redact)
                 if final.status.finished:
-                    self._forget(execution_id)
+                    self._origins.forget(execution_id)
         if outcome.kind != final.status:
             return final
         return final.replace(output=outcome.output, error=outcome.error, prompt=outcome.prompt)  # in clear
-
-    def _prepare(self, execution: Execution) -> tuple[Template, Mapping[str, JSON]]:
-        template = self._template_of(execution)
-        inputs: Mapping[str, JSON] = self._inputs.get(execution.id) or execution.inputs or {}
-        inputs = _reread_secrets(template, inputs)
-        hidden = [name for name, spec in template.inputs.items() if spec.secret and inputs.get(name) == REDACTED]
-        if hidden:
-            raise ExecutionError(
-                f"execution {execution.id}: secret input(s) {', '.join(hidden)} are never stored and this process "
-                "does not hold them, so it cannot go on; give them a default source in the template "
-                "(`secret: {env: VAR}`), or run the template again",
-                execution_id=execution.id,
-            )
-        return template, inputs
-
-    def _template_of(self, execution: Execution) -> Template:
-        if execution.id in self._unsaved:
-            template = self._unsaved[execution.id]
-        elif execution.template is None or execution.template_version is None:
-            raise ExecutionError(
-                f"execution {execution.id} ran template {execution.template!r} without saving it, and this process "
-                "does not hold it: it cannot be resumed here (save templates to make their runs recoverable)",
-                execution_id=execution.id,
-            )
-        else:
-            try:
-                template = self._loader(execution.template, execution.template_version)
-            except NotFoundError as exc:
-                raise ExecutionError(
-                    f"execution {execution.id} cannot be resumed: {exc}", execution_id=execution.id
-                ) from exc
-        digest = definition_hash(template)
-        if execution.template_hash and digest != execution.template_hash:
-            raise ExecutionError(
-                f"execution {execution.id} started with template {execution.template!r} version "
-                f"{execution.template_version} (definition hash {execution.template_hash[:12]}), but that version "
-                f"now has hash {digest[:12]}: it was deleted and saved again. Resuming could run other steps than "
-                "the ones already done; run the template again instead",
-                execution_id=execution.id,
-            )
-        return template
 
     # ------------------------------------------------------------------ children
 
@@ -612,7 +493,7 @@ class Engine:
                 f"the limit is {MAX_DEPTH} ({' -> '.join(request.ancestry)})"
             )
         child_id = child_execution_id(request.parent.id, request.key)
-        child = await self._thread(self._child_execution, request, child_id)
+        child = await self._thread(self._origins.child_execution, request, child_id)
         if child_id in self._active:
             await self._active[child_id].done.wait()
             return await self.get(child_id)
@@ -631,25 +512,6 @@ class Engine:
             )
         except ClaimedElsewhere:
             return await self._wait_settled(child_id)
-
-    def _child_execution(self, request: ChildRequest, child_id: str) -> Execution:
-        try:
-            return self.store.get_execution(child_id)
-        except NotFoundError:
-            pass
-        assert request.step.template is not None
-        template = self._loader(request.step.template, request.step.template_version)
-        inputs = request.inputs if request.inputs is not None else {}
-        if not isinstance(inputs, dict):
-            raise ExecutionError(f"input resolved to {type(inputs).__name__}, not an object of template inputs")
-        return self._create(
-            template,
-            inputs,
-            deadline=request.parent.deadline,
-            execution_id=child_id,
-            parent=request.parent,
-            parent_step=request.store_name,
-        )
 
     async def _until_released(self, execution_id: str) -> None:
         # Another process holds the claim: only polling the store can tell when it let go.
@@ -700,12 +562,6 @@ class Engine:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _forget(self, execution_id: str) -> None:
-        """What this process held for a run that can no longer be resumed."""
-        self._inputs.pop(execution_id, None)
-        self._unsaved.pop(execution_id, None)
-        self._clear.pop(execution_id, None)
-
     async def _all_done(self) -> None:
         while self._active:
             await next(iter(self._active.values())).done.wait()
@@ -716,7 +572,7 @@ class Engine:
 
 
 def _exit_reason(cancel: bool) -> Callable[[], StopCause | None]:
-    cause: StopCause | None = ("cancel", "") if cancel else None
+    cause: StopCause | None = (StopReason.CANCEL, "") if cancel else None
     return lambda: cause
 
 
@@ -724,20 +580,6 @@ def _due(execution: Execution) -> bool:
     """A paused execution whose wait (a time, an approval's timeout) is due: unclaimed, its lease is its wake."""
     wakes = execution.lease_until if execution.claimed_by is None else None
     return execution.status == ExecutionStatus.PAUSED and wakes is not None and wakes <= time.time()
-
-
-def _reread_secrets(template: Template, inputs: Mapping[str, JSON]) -> Mapping[str, JSON]:
-    """A stored run's secrets are redacted: those with a default source are read again where it is
-    driven (a worker, a resume), so queued and interrupted runs go on without ever storing them."""
-    out: dict[str, JSON] | None = None
-    for name, spec in template.inputs.items():
-        if spec.secret_source is not None and inputs.get(name) == REDACTED:
-            out = dict(inputs) if out is None else out
-            try:
-                out[name] = read_secret(spec.secret_source)
-            except ValueError:
-                continue  # left redacted: the caller names it as missing
-    return inputs if out is None else out
 
 
 async def _traced_drive(run: Run, execution: Execution) -> None:

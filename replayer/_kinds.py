@@ -10,7 +10,7 @@ import logging
 import math
 import time
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -20,11 +20,13 @@ from toolreel.core.errors import CodeError, CodeTimeout, RefError, UpstreamError
 from toolreel.core.form import check_answer, parse_answer_text
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.names import server_part
-from toolreel.core.refs import resolve, step_output
+from toolreel.core.refs import step_output
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
 from toolreel.core.template import StepSpec
 from toolreel.core.tool_digest import check_definition
 from toolreel.replayer._child import template_step
+from toolreel.replayer._decide import bounded, ref_failure, resolve_key
+from toolreel.replayer._host import StepHost
 from toolreel.replayer._llm import llm_step
 from toolreel.replayer._policy import (
     NO_RETRY,
@@ -41,16 +43,15 @@ from toolreel.replayer._state import (
     SIGN_IN_NEEDED,
     StepState,
     StopCause,
+    StopReason,
     awaiting_of,
     error_output,
+    error_text,
     failed,
     sign_in_pause,
     succeeded,
 )
 from toolreel.replayer._wait import approval_due, approval_timed_out, wait_step
-
-if TYPE_CHECKING:
-    from toolreel.replayer._run import Run
 
 __all__ = ["execute"]
 
@@ -60,30 +61,30 @@ logger = logging.getLogger("toolreel.replayer")
 _TIMEOUT_GRACE = 1.0
 
 
-async def execute(run: Run, state: StepState) -> StepRecord:
+async def execute(host: StepHost, state: StepState, record: StepRecord) -> StepRecord:
+    """Run the launched step `state` (its `running` row is `record`) by its kind: see `StepHost`."""
     spec = state.spec
-    record = run.running[spec.name]
     if spec.approve is not None:
-        return await _approve(run, state, record)
+        return await _approve(host, state, record)
     if spec.wait is not None:
-        return await wait_step(run, state, record)
+        return await wait_step(host, state, record)
     if spec.llm is not None:
-        return await llm_step(run, state, record)
+        return await llm_step(host, state, record)
     if spec.for_each is not None:
-        return await _for_each(run, state, record)
+        return await _for_each(host, state, record)
     if spec.template is not None:
-        return await template_step(run, state, record, state.args)
+        return await template_step(host, state, record, state.args)
     if spec.code is not None:
-        return await _code(run, spec, record, state.args)
+        return await _code(host, spec, record, state.args)
     if spec.script is not None:
-        return await script_step(run, spec, record, state.args)
-    return await _tool(run, spec, record, state.args, state.key)
+        return await script_step(host, spec, record, state.args)
+    return await _tool(host, spec, record, state.args, state.key)
 
 
 # ---------------------------------------------------------------------- code
 
 
-async def _code(run: Run, spec: StepSpec, record: StepRecord, value: JSON) -> StepRecord:
+async def _code(host: StepHost, spec: StepSpec, record: StepRecord, value: JSON) -> StepRecord:
     """The script in a worker thread (a busy one never holds up the event loop); retried like a tool call
     on `timeout` when the policy says so."""
     assert spec.code is not None
@@ -93,7 +94,7 @@ async def _code(run: Run, spec: StepSpec, record: StepRecord, value: JSON) -> St
     while True:
         try:
             output = await anyio.to_thread.run_sync(
-                partial(run_code, spec.code, value, limits), abandon_on_cancel=True, limiter=run.ctx.code_lane
+                partial(run_code, spec.code, value, limits), abandon_on_cancel=True, limiter=host.ctx.code_lane
             )
         except CodeError as exc:
             ended = failed(record, f"code: {exc}")
@@ -102,64 +103,62 @@ async def _code(run: Run, spec: StepSpec, record: StepRecord, value: JSON) -> St
             return succeeded(record, output)
         if not should_retry(policy, attempt, kind):
             return ended
-        run.running.pop(record.name, None)
-        run.submit([ended])
+        host.end_attempt(ended)
         attempt += 1
         await anyio.sleep(retry_delay(policy, attempt))
-        record = run.next_attempt(record)
-        run.submit([record])
+        record = host.next_attempt(record)
 
 
 # ---------------------------------------------------------------------- tool calls
 
 
-async def _tool(run: Run, spec: StepSpec, record: StepRecord, args: JSON, key: str | None) -> StepRecord:
+async def _tool(host: StepHost, spec: StepSpec, record: StepRecord, args: JSON, key: str | None) -> StepRecord:
     if not isinstance(args, dict):
         return failed(record, f"input: resolved to {type(args).__name__}, not an object of tool arguments")
-    changed = check_definition(run.ctx.caller, spec.name, spec.tool, spec.tool_digest)
+    changed = check_definition(host.ctx.caller, spec.name, spec.tool, spec.tool_digest)
     if changed is not None:  # stopped before calling a tool that may no longer mean what it did
         return failed(record, changed)
     stored_key = None
     if key is not None:
-        stored_key = idempotency_store_key(key, scope=spec.idempotency_scope, execution_id=run.execution_id)
-        stored = await anyio.to_thread.run_sync(partial(run.ctx.store.get_idempotent, stored_key, now=time.time()))
+        stored_key = idempotency_store_key(key, scope=spec.idempotency_scope, execution_id=host.execution_id)
+        stored = await anyio.to_thread.run_sync(partial(host.ctx.store.get_idempotent, stored_key, now=time.time()))
         if stored is not None:
             return succeeded(record, step_output(stored), stored)  # the stored result: not called again
     policy = spec.retry or NO_RETRY
     attempt = 1  # attempts in this drive: a re-run after a crash does not spend the retry budget
     while True:
-        result, error = await _call(run, spec, args)
+        result, error = await _call(host, spec, args)
         if error is None and result is not None and not result.get("isError"):
             if stored_key is not None:
-                await _remember(run, spec, stored_key, result)
+                await _remember(host, spec, stored_key, result)
             return succeeded(record, step_output(result), result)
         if error is not None and error.code == SIGN_IN_NEEDED:  # only a person can go on: wait, unsent
             return sign_in_pause(record, error.server or "", str(error), getattr(error, "command", ""))
         ended = _failed_attempt(spec, record, result, error)
         if not should_retry(policy, attempt, attempt_failure_kind(error, is_error=error is None)):
             return ended
-        run.running.pop(record.name, None)  # ended: its start row must not be announced after this
-        run.submit([ended])
+        host.end_attempt(ended)  # ended: its start row must not be announced after this
         attempt += 1
         await anyio.sleep(retry_delay(policy, attempt))
-        record = run.next_attempt(record)
-        run.submit([record])
+        record = host.next_attempt(record)
 
 
-async def _call(run: Run, spec: StepSpec, args: dict[str, Any]) -> tuple[dict[str, Any] | None, UpstreamError | None]:
+async def _call(
+    host: StepHost, spec: StepSpec, args: dict[str, Any]
+) -> tuple[dict[str, Any] | None, UpstreamError | None]:
     assert spec.tool is not None
     timeout = spec.timeout
     backstop = anyio.fail_after(timeout + _TIMEOUT_GRACE) if timeout else contextlib.nullcontext()
-    limiter = run.ctx.limiter
+    limiter = host.ctx.limiter
     try:
         limiter.acquire_nowait()  # a free slot: no trip through the event loop
     except anyio.WouldBlock:
         await limiter.acquire()
     try:
         with backstop:
-            return await run.ctx.caller.call_tool(ToolCall(spec.tool, args, timeout)), None
+            return await host.ctx.caller.call_tool(ToolCall(spec.tool, args, timeout)), None
     except TimeoutError:
-        server = run.ctx.caller.server_of(spec.tool) or server_part(spec.tool)
+        server = host.ctx.caller.server_of(spec.tool) or server_part(spec.tool)
         return None, UpstreamTimeout(server=server, tool=spec.tool, seconds=timeout or 0.0, step=spec.name)
     except UpstreamTimeout as exc:
         if timeout:  # the step's own timeout was the limit (it replaces the server's)
@@ -172,9 +171,9 @@ async def _call(run: Run, spec: StepSpec, args: dict[str, Any]) -> tuple[dict[st
         limiter.release()
 
 
-async def _remember(run: Run, spec: StepSpec, key: str, result: dict[str, Any]) -> None:
+async def _remember(host: StepHost, spec: StepSpec, key: str, result: dict[str, Any]) -> None:
     expires = time.time() + spec.idempotency_ttl if spec.idempotency_ttl else None
-    await anyio.to_thread.run_sync(partial(run.ctx.store.put_idempotent, key, result, expires_at=expires))
+    await anyio.to_thread.run_sync(partial(host.ctx.store.put_idempotent, key, result, expires_at=expires))
 
 
 def _failed_attempt(spec: StepSpec, record: StepRecord, result: JSON, error: UpstreamError | None) -> StepRecord:
@@ -183,33 +182,26 @@ def _failed_attempt(spec: StepSpec, record: StepRecord, result: JSON, error: Ups
         if error.server and error.server not in message:
             message = f"server {error.server!r}: {message}"
         return failed(record, message)
-    return failed(record, f"tool {spec.tool} returned an error: {_error_text(result)}", result, is_error=True)
-
-
-def _error_text(result: JSON) -> str:
-    content = result.get("content") if isinstance(result, dict) else None
-    texts = [
-        str(item.get("text", "")) for item in content or [] if isinstance(item, dict) and item.get("type") == "text"
-    ]
-    return " ".join(texts).strip()[:2000] or "(no text)"
+    return failed(
+        record, f"tool {spec.tool} returned an error: {error_text(result) or '(no text)'}", result, is_error=True
+    )
 
 
 # ---------------------------------------------------------------------- approvals
 
 
-async def _approve(run: Run, state: StepState, record: StepRecord) -> StepRecord:
+async def _approve(host: StepHost, state: StepState, record: StepRecord) -> StepRecord:
     prompt = str(state.args)
     form = state.spec.approve_schema
-    due = approval_due(run, state.spec, record.name)
+    due = approval_due(host, state.spec, record.name)
     if isinstance(form, dict):
-        return await _ask_for_data(run, state, record, prompt, form, due)
-    response: str | None = None
+        return await _ask_for_data(host, state, record, prompt, form, due)
     answer: bool | None = None
-    if run.answer_for == state.spec.name and run.response is not None:
-        response, run.response = run.response, None
+    response = host.take_response(state.spec.name)
+    if response is not None:
         answer = parse_answer(response)
-    elif run.ctx.approver is not None:
-        asked = await _ask(run, prompt, None, due)
+    elif host.ctx.approver is not None:
+        asked = await _ask(host, prompt, None, due)
         if asked is _TIMED_OUT:
             return approval_timed_out(state.spec, record, prompt)
         answer = asked if isinstance(asked, bool) or asked is None else True
@@ -232,16 +224,16 @@ def _pause(state: StepState, record: StepRecord, prompt: str, shown: JSON, due: 
 
 
 async def _ask_for_data(
-    run: Run, state: StepState, record: StepRecord, message: str, form: dict[str, Any], due: float | None
+    host: StepHost, state: StepState, record: StepRecord, message: str, form: dict[str, Any], due: float | None
 ) -> StepRecord:
     """An approval that asks for fields: the checked answer is the step's output. A bad answer from a
     client leaves the step waiting (a `--response` is checked before the run resumes)."""
     answer: dict[str, JSON] | bool | None = None
-    if run.answer_for == state.spec.name and run.response is not None:
-        response, run.response = run.response, None
+    response = host.take_response(state.spec.name)
+    if response is not None:
         answer = parse_answer_text(form, response)
-    elif run.ctx.approver is not None:
-        asked = await _ask(run, message, form, due)
+    elif host.ctx.approver is not None:
+        asked = await _ask(host, message, form, due)
         if asked is _TIMED_OUT:
             return approval_timed_out(state.spec, record, message)
         answer = asked if not isinstance(asked, _TimedOut) else None
@@ -251,7 +243,7 @@ async def _ask_for_data(
             except ValueError as exc:
                 logger.warning(
                     "execution %s: step %s: the answer was refused (%s); it pauses",
-                    run.execution_id,
+                    host.execution_id,
                     state.spec.name,
                     exc,
                 )
@@ -271,20 +263,20 @@ _TIMED_OUT = _TimedOut()
 
 
 async def _ask(
-    run: Run, prompt: str, form: dict[str, Any] | None, due: float | None
+    host: StepHost, prompt: str, form: dict[str, Any] | None, due: float | None
 ) -> dict[str, JSON] | bool | _TimedOut | None:
-    assert run.ctx.approver is not None
+    assert host.ctx.approver is not None
     left = due - time.time() if due is not None else math.inf
     if left <= 0:
         return _TIMED_OUT
     try:
         with anyio.move_on_after(left) as asking:
             if form is None:
-                return await run.ctx.approver.approve(prompt)
-            return await run.ctx.approver.approve(prompt, form)
+                return await host.ctx.approver.approve(prompt)
+            return await host.ctx.approver.approve(prompt, form)
     except Exception:  # the person's client went away: nobody can be asked now, so the run pauses
         logger.warning(
-            "execution %s: asking for approval failed; the execution pauses", run.execution_id, exc_info=True
+            "execution %s: asking for approval failed; the execution pauses", host.execution_id, exc_info=True
         )
         return None
     return _TIMED_OUT if asking.cancelled_caught else None
@@ -308,24 +300,24 @@ class _Items:
         are cancelled (not left to be resumed)."""
         if self.failure is None:
             return None
-        return ("cancel", f"item {self.failure[0]} of the parent's for_each step failed")
+        return (StopReason.CANCEL, f"item {self.failure[0]} of the parent's for_each step failed")
 
 
-async def _for_each(run: Run, state: StepState, record: StepRecord) -> StepRecord:
+async def _for_each(host: StepHost, state: StepState, record: StepRecord) -> StepRecord:
     spec = state.spec
     items = state.items or []
     progress = _Items(len(items))
-    limiter = anyio.CapacityLimiter(max(1, spec.concurrency or run.ctx.max_concurrency))
+    limiter = anyio.CapacityLimiter(max(1, spec.concurrency or host.ctx.max_concurrency))
     with progress.scope:
         async with anyio.create_task_group() as tg:
             for index, item in enumerate(items):
                 if index in state.item_outputs:
                     progress.outputs[index] = state.item_outputs[index]
                 else:
-                    tg.start_soon(_one_item, run, state, index, item, limiter, progress)
+                    tg.start_soon(_one_item, host, state, index, item, limiter, progress)
     if progress.failure is not None:
         index, error = progress.failure
-        _cancel_items(run, spec.name, f"cancelled: item {index} of step {spec.name} failed")
+        host.cancel_items(spec.name, f"cancelled: item {index} of step {spec.name} failed")
         return failed(record, f"item {index} failed: {error}")
     if progress.waiting:
         first = min(progress.waiting)
@@ -335,12 +327,11 @@ async def _for_each(run: Run, state: StepState, record: StepRecord) -> StepRecor
 
 
 async def _one_item(
-    run: Run, state: StepState, index: int, item: JSON, limiter: anyio.CapacityLimiter, progress: _Items
+    host: StepHost, state: StepState, index: int, item: JSON, limiter: anyio.CapacityLimiter, progress: _Items
 ) -> None:
     async with limiter:
-        record = await _item(run, state, index, item, progress)
-    run.running.pop(record.name, None)
-    run.submit([record])
+        record = await _item(host, state, index, item, progress)
+    host.end_attempt(record)
     marker = awaiting_of(record)
     if record.status == StepStatus.SUCCEEDED:
         progress.outputs[index] = record.output
@@ -356,24 +347,17 @@ async def _one_item(
         progress.scope.cancel()
 
 
-async def _item(run: Run, state: StepState, index: int, item: JSON, progress: _Items) -> StepRecord:
+async def _item(host: StepHost, state: StepState, index: int, item: JSON, progress: _Items) -> StepRecord:
     spec = state.spec
-    scope = run.scope.for_item(item, index)
+    scope = host.scope.for_item(item, index)
     try:
-        args = resolve(spec.input, scope) if spec.input is not None else {}
-        key = run.resolve_key(spec, scope)
+        args = await bounded(spec.input, scope) if spec.input is not None else {}
+        key = await resolve_key(spec, scope)
     except RefError as exc:
-        return failed(run.begin_item(state, index, None, None), f"input: {exc}")
-    record = run.begin_item(state, index, args, key)
+        return failed(host.begin_item(state, index, None, None), ref_failure("input", exc))
+    record = host.begin_item(state, index, args, key)
     if spec.template is not None:
-        return await template_step(run, state, record, args, progress.stopping)
+        return await template_step(host, state, record, args, progress.stopping)
     if spec.code is not None:
-        return await _code(run, spec, record, args)
-    return await _tool(run, spec, record, args, key)
-
-
-def _cancel_items(run: Run, step: str, note: str) -> None:
-    prefix = f"{step}["
-    cut = [name for name in run.running if name.startswith(prefix)]
-    now = time.time()
-    run.submit([run.running.pop(name).replace(status=StepStatus.CANCELLED, ended_at=now, error=note) for name in cut])
+        return await _code(host, spec, record, args)
+    return await _tool(host, spec, record, args, key)

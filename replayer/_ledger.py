@@ -29,7 +29,7 @@ from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template, template_hash, template_to_dict
 from toolreel.replayer._owners import gone_here
 from toolreel.replayer._policy import parse_answer
-from toolreel.replayer._state import DUE, Outcome, awaiting_of, child_key, signs_in
+from toolreel.replayer._state import DUE, Outcome, StopReason, awaiting_of, child_key, signs_in
 
 __all__ = [
     "MAX_DEPTH",
@@ -226,7 +226,7 @@ class Ledger:
                 execution_id=execution.id,
             )
 
-    def stops_among(self, fences: Mapping[str, int]) -> dict[str, str]:
+    def stops_among(self, fences: Mapping[str, int]) -> dict[str, StopReason]:
         """Executions driven here (id -> the fence of our claim) that must stop: `cancel` when another
         process cancelled them, `stale` when another process claimed them (our lease lapsed)."""
         stops = {}
@@ -236,9 +236,9 @@ class Ledger:
             except NotFoundError:
                 continue
             if current.status == ExecutionStatus.CANCELLED:
-                stops[execution_id] = "cancel"
+                stops[execution_id] = StopReason.CANCEL
             elif current.fence != fence:
-                stops[execution_id] = "stale"
+                stops[execution_id] = StopReason.STALE
         return stops
 
     def write_rows(self, rows: Sequence[StepRecord], fence: int) -> None:

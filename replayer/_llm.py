@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from toolreel.core.caller import ModelAnswer
 from toolreel.core.form import mismatch
 from toolreel.core.model import JSON, StepRecord
+from toolreel.replayer._llm_settings import LLMSettings
 from toolreel.replayer._state import AWAITING, StepState, failed, succeeded
 
 if TYPE_CHECKING:
-    from toolreel.replayer._run import Run
+    from toolreel.replayer._host import StepHost
 
 __all__ = ["NO_MODEL", "LLMSettings", "llm_step"]
 
@@ -33,37 +32,18 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
 _DEFAULT_TIMEOUT = 120.0
 
 
-@dataclass(frozen=True, slots=True)
-class LLMSettings:
-    """How `llm` steps are answered in this process."""
-
-    mode: Literal["live", "recorded"] = "live"
-    url: str | None = None  # an OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1
-    key: str | None = None
-    model: str | None = None
-
-    @classmethod
-    def from_env(cls, mode: Literal["live", "recorded"] = "live") -> LLMSettings:
-        return cls(
-            mode=mode,
-            url=os.environ.get("TOOLREEL_LLM_URL") or None,
-            key=os.environ.get("TOOLREEL_LLM_KEY") or None,
-            model=os.environ.get("TOOLREEL_LLM_MODEL") or None,
-        )
-
-
-async def llm_step(run: Run, state: StepState, record: StepRecord) -> StepRecord:
+async def llm_step(host: StepHost, state: StepState, record: StepRecord) -> StepRecord:
     spec = state.spec.llm
     assert spec is not None
     prompt = str(state.args)
-    settings = run.ctx.llm
+    settings = host.ctx.llm
     if settings.mode == "recorded":
         if not spec.has_recorded:
             return failed(record, f"{INVALID}: the run pins recorded answers (--llm recorded) and this step has none")
         answer: ModelAnswer | None = ModelAnswer(_text(spec.recorded), None, "recorded")
     else:
         try:
-            answer = await _ask(run, prompt, spec.max_tokens, spec.schema, state.spec.timeout)
+            answer = await _ask(host, prompt, spec.max_tokens, spec.schema, state.spec.timeout)
         except _EndpointError as exc:
             return failed(record, f"llm: the model endpoint {settings.url} failed: {exc}")
     if answer is None:
@@ -83,20 +63,20 @@ async def llm_step(run: Run, state: StepState, record: StepRecord) -> StepRecord
     return succeeded(record, value, result)
 
 
-async def _ask(run: Run, prompt: str, max_tokens: int, schema: JSON, timeout: float | None) -> ModelAnswer | None:
+async def _ask(host: StepHost, prompt: str, max_tokens: int, schema: JSON, timeout: float | None) -> ModelAnswer | None:
     asked = prompt
     if schema is not None:
         asked += "\n\nAnswer with JSON only, matching this JSON Schema:\n" + json.dumps(schema)
-    sampler = run.ctx.sampler
+    sampler = host.ctx.sampler
     if sampler is not None:
         try:
             answer = await sampler.sample(asked, max_tokens=max_tokens)
         except Exception:  # the client went away: try the endpoint, else pause
-            logger.warning("execution %s: sampling failed", run.execution_id, exc_info=True)
+            logger.warning("execution %s: sampling failed", host.execution_id, exc_info=True)
             answer = None
         if answer is not None:
             return answer
-    settings = run.ctx.llm
+    settings = host.ctx.llm
     if settings.url is None:
         return None
     return await _endpoint(settings, asked, max_tokens, schema, timeout or _DEFAULT_TIMEOUT)

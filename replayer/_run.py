@@ -9,45 +9,41 @@ deadline, in-flight steps are cancelled (their upstream calls with them) and rec
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
 from toolreel.core import tracing
-from toolreel.core.caller import Approver, ProgressFn, Sampler, ToolCaller
-from toolreel.core.errors import RefError, StaleClaimError, StoreError
-from toolreel.core.form import mismatch
+from toolreel.core.caller import ProgressFn
+from toolreel.core.errors import StaleClaimError, StoreError
 from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatus
-from toolreel.core.refs import resolve
-from toolreel.core.store import Store
-from toolreel.core.template import StepSpec, Template, When
+from toolreel.core.template import StepSpec, Template
 from toolreel.core.view import item_name
-from toolreel.replayer import _kinds, _switch, _wait
+from toolreel.replayer import _kinds
+from toolreel.replayer._decide import needs_worker, prepare
+from toolreel.replayer._ending import checked, closing_note, final_outcome
+from toolreel.replayer._host import RunContext
 from toolreel.replayer._inputs import secret_values
 from toolreel.replayer._journal import Announcer, Journal, small_rows
-from toolreel.replayer._llm import LLMSettings
-from toolreel.replayer._policy import compare
 from toolreel.replayer._state import (
     DUE,
-    ChildRequest,
     Outcome,
     RunScope,
     StepState,
     StopCause,
+    StopReason,
     awaiting_of,
     build_states,
     failed,
     load_rows,
 )
 
-__all__ = ["Run", "RunContext"]
+__all__ = ["Run", "RunContext"]  # RunContext lives in _host: re-exported for the engine
 
 logger = logging.getLogger("toolreel.replayer")
 
@@ -66,36 +62,21 @@ _KINDS = {
 # Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
 # parent's template step ran past its timeout).
 _CHILD_REASON = {
-    "cancel": "cancel",
-    "failed": "cancel",
-    "return": "cancel",
-    "deadline": "deadline",
-    "timeout": "cancel",
+    StopReason.CANCEL: StopReason.CANCEL,
+    StopReason.FAILED: StopReason.CANCEL,
+    StopReason.RETURN: StopReason.CANCEL,
+    StopReason.DEADLINE: StopReason.DEADLINE,
+    StopReason.TIMEOUT: StopReason.CANCEL,
 }
 
 
-@dataclass(frozen=True, slots=True)
-class RunContext:
-    """What every run of one engine shares."""
-
-    store: Store
-    caller: ToolCaller
-    limiter: anyio.CapacityLimiter
-    max_concurrency: int
-    approver: Approver | None
-    write_rows: Callable[[Sequence[StepRecord], int], None]
-    write_rows_now: Callable[[Sequence[StepRecord], int], bool] | None
-    run_child: Callable[[ChildRequest], Awaitable[Execution]]
-    observer: Callable[[StepRecord], None] | None = None
-    secret_values: tuple[str, ...] = ()
-    sampler: Sampler | None = None  # asks the model of the client that started the run (`llm` steps)
-    llm: LLMSettings = field(default_factory=LLMSettings)
-    # Code steps take turns: the sandbox's time limit counts the process's CPU time, so two scripts
-    # running at once would spend each other's budget.
-    code_lane: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
-
-
 class Run:
+    """One drive of one claimed execution, in this process: the step graph in memory, its scheduling
+    (a step launches the moment its last dependency finishes), its rows on their way to the store, and
+    how it ends. It is the `StepHost` of the step kinds it launches (`_kinds.execute`), which reach it
+    only through that protocol. Built and driven by the `Engine` (`drive()` once); `stop()` may be
+    called from anywhere (the engine's heartbeat, a cancel): the first reason wins."""
+
     def __init__(
         self,
         ctx: RunContext,
@@ -131,7 +112,8 @@ class Run:
         self._announcer = Announcer(self._journal, lambda record: self.running.get(record.name) is record)
         self.running: dict[str, StepRecord] = {}  # attempt rows in flight, by store name
         self._waiting: dict[str, StepRecord] = {}
-        self._stop: tuple[str, str] | None = None
+        self._deferred: set[str] = set()  # launched to be decided in their task (a costly ref: a worker's budget)
+        self._stop: tuple[StopReason, str] | None = None
         self._cancel: anyio.CancelScope | None = None
         self._tg: TaskGroup | None = None
         self._returned: JSON = None
@@ -164,10 +146,10 @@ class Run:
         """This process claimed the execution again (its lease had lapsed): write with the new fence."""
         self.execution = self.execution.replace(fence=claimed.fence)
 
-    def stop(self, reason: str, message: str = "") -> None:
-        """End the run early: `cancel`, `failed`, `return`, `deadline`, `interrupt` or `stale`. First reason wins."""
+    def stop(self, reason: StopReason | str, message: str = "") -> None:
+        """End the run early (a `StopReason`, or its value). The first reason wins."""
         if self._stop is None:
-            self._stop = (reason, message)
+            self._stop = (StopReason(reason), message)
         if self._cancel is not None:
             self._cancel.cancel()
 
@@ -186,7 +168,7 @@ class Run:
                     self.submit(self._closing_rows())
                     self._journal.close()
         finally:
-            self.outcome = self._conclude()
+            self.outcome = await self._conclude()
         return self.outcome
 
     async def _write_loop(self) -> None:
@@ -206,13 +188,13 @@ class Run:
                     ready = [name for name, state in self._steps.items() if not state.finished and state.ready]
                     for name in ready:
                         self._steps[name].readied = True
-                    rows, launch = self.advance(ready, ())
+                    rows, launch = await self.advance(ready, ())
                     if await self.commit(self._opening + rows):
                         self._launch(launch)
         if deadline_scope.cancelled_caught:
-            self.stop("deadline", self._deadline_message())
+            self.stop(StopReason.DEADLINE, self._deadline_message())
 
-    def advance(self, ready: Iterable[str], finished: Iterable[str]) -> tuple[list[StepRecord], list[str]]:
+    async def advance(self, ready: Iterable[str], finished: Iterable[str]) -> tuple[list[StepRecord], list[str]]:
         """Unblock dependents of `finished`, start `ready` steps; steps that decide inline finish here
         (cascading). Returns the rows to commit and the steps to launch once they are durable."""
         rows: list[StepRecord] = []
@@ -233,7 +215,11 @@ class Run:
             if self._stop is not None:
                 continue
             state = self._steps[name]
-            decided = self._prepare(state)
+            if needs_worker(state.spec):
+                self._deferred.add(name)
+                launch.append(name)
+                continue
+            decided = await self._prepare(state)
             if decided is None:
                 self._begin(state)
                 launch.append(name)
@@ -243,7 +229,8 @@ class Run:
         if self._stop is not None and launch:
             # The cascade stopped the run (a failure, a return): steps begun in it never start.
             for name in launch:
-                del self.running[name]
+                self.running.pop(name, None)
+                self._deferred.discard(name)
             launch = []
         return rows, launch
 
@@ -271,7 +258,7 @@ class Run:
         }
         name = f"tools/call {spec.tool}" if spec.tool else f"toolreel.step {spec.name}"
         with tracing.span(name, attributes, kind="client" if spec.tool else "internal") as current:
-            record = await _kinds.execute(self, state)
+            record = await self._execute(state)
             current.set_attribute("toolreel.step.status", record.status.value)
             if record.status == StepStatus.FAILED:
                 current.set_attribute("error.type", "tool_error" if record.is_error else "step_failed")
@@ -279,8 +266,14 @@ class Run:
 
     async def _run_step(self, name: str) -> str | None:
         state = self._steps[name]
+        if name in self._deferred:  # its refs may take a worker's budget: decided here, not in the cascade
+            decided = await self._prepare(state)
+            self._deferred.discard(name)
+            if decided is not None:
+                return await self._settled(name, decided)
+            self._begin(state)
         try:
-            record = await (self._traced_step(state) if tracing.ENABLED else _kinds.execute(self, state))
+            record = await (self._traced_step(state) if tracing.ENABLED else self._execute(state))
         except Exception as exc:  # a bug in a step kind must fail the step, not the engine
             logger.exception("step %s of execution %s raised", name, self.execution_id)
             current = self.running.get(name)
@@ -292,8 +285,16 @@ class Run:
             self._waiting[name] = record
             await self.commit([record])
             return None
+        return await self._settled(name, record)
+
+    def _execute(self, state: StepState) -> Awaitable[StepRecord]:
+        return _kinds.execute(self, state, self.running[state.spec.name])
+
+    async def _settled(self, name: str, record: StepRecord) -> str | None:
+        """The step finished with `record`: its row and the rows of the steps it decides inline are
+        committed, the steps it unblocks launched; the first of them continues in this task."""
         rows = self.settle(name, record)
-        more, launch = self.advance((), (name,))
+        more, launch = await self.advance((), (name,))
         if not await self.commit(rows + more):
             return None
         if launch:
@@ -311,10 +312,10 @@ class Run:
         rows = [record]
         if record.status == StepStatus.FAILED and not state.spec.include_failed and state.spec.on_error != "continue":
             rows += self._fail_dependents(name, record.error or "failed")
-            self.stop("failed", f"step {name} failed: {record.error}")
+            self.stop(StopReason.FAILED, f"step {name} failed: {record.error}")
         elif state.spec.has_return and record.status == StepStatus.SUCCEEDED:
             self._returned = record.output
-            self.stop("return", f"step {name} returned")
+            self.stop(StopReason.RETURN, f"step {name} returned")
         return rows
 
     def _fail_dependents(self, name: str, error: str) -> list[StepRecord]:
@@ -332,74 +333,50 @@ class Run:
 
     # ------------------------------------------------------------------ deciding a ready step
 
-    def _prepare(self, state: StepState) -> StepRecord | None:
+    async def _prepare(self, state: StepState) -> StepRecord | None:
         """A finished row when the step decides without calling anything, else None (launch it)."""
-        spec = state.spec
-        field = "when"
-        try:
-            if not self._in_chosen_branch(spec) or not self._quorum(state):
-                return self.row(state, StepStatus.SKIPPED)
-            if spec.when is not None and not self._holds(spec.when):
-                return self.row(state, StepStatus.SKIPPED)
-            if spec.switch is not None:
-                field = "switch"
-                picked = _switch.pick(spec.switch, self.scope)
-                return self.row(state, StepStatus.SUCCEEDED, output=picked, resolved=picked)
-            if spec.has_return:
-                field = "return"
-                value = resolve(spec.return_, self.scope)
-                return self.row(state, StepStatus.SUCCEEDED, output=value, resolved=value)
-            if spec.approve is not None:
-                field = "approve"
-                state.args = _as_text(resolve(spec.approve, self.scope))
-            elif spec.llm is not None:
-                field = "llm.prompt"
-                state.args = _as_text(resolve(spec.llm.prompt, self.scope))
-            elif spec.wait is not None:
-                field = "wait.until"
-                state.args = _wait.wait_args(spec.wait, self.scope)
-            elif spec.for_each is not None:
-                field = "for_each"
-                state.items = _as_list(resolve(spec.for_each, self.scope), spec.for_each)
-            else:
-                field = "input"
-                state.args = resolve(spec.input, self.scope) if spec.input is not None else {}
-                field = "idempotency_key"
-                state.key = self.resolve_key(spec, self.scope)
-        except RefError as exc:
-            return self.row(state, StepStatus.FAILED, error=f"{field}: {exc}")
-        return None
-
-    def _in_chosen_branch(self, spec: StepSpec) -> bool:
-        if spec.branch is None:
-            return True
-        switch, index = spec.branch
-        return _switch.chose(self._steps[switch].output, index)
-
-    def _quorum(self, state: StepState) -> bool:
-        """A join whose dependencies all finished without enough of them succeeding is skipped."""
-        need = state.spec.wait_for
-        return need is None or state.arrived >= need
-
-    def _holds(self, when: When) -> bool:
-        if when.all:
-            return all(self._holds(part) for part in when.all)
-        if when.any:
-            return any(self._holds(part) for part in when.any)
-        if when.not_ is not None:
-            return not self._holds(when.not_)
-        try:
-            subject = resolve(when.ref, self.scope)
-        except RefError:
-            if when.op != "exists":
-                raise
-            subject = None
-        return compare(when, subject, resolve(when.value, self.scope), exists=subject is not None)
-
-    def resolve_key(self, spec: StepSpec, scope: RunScope) -> str | None:
-        if spec.idempotency_key is None:
+        decided = await prepare(state, self.scope, self._steps)
+        if decided is None:
             return None
-        return _as_text(resolve(spec.idempotency_key, scope))
+        return self.row(state, decided.status, output=decided.output, resolved=decided.output, error=decided.error)
+
+    # ------------------------------------------------------------------ the step kinds' host
+
+    def take_response(self, row: str) -> str | None:
+        if self.answer_for != row or self.response is None:
+            return None
+        response, self.response = self.response, None
+        return response
+
+    def failed_attempts(self, row: str) -> int:
+        return self.failures.get(row, 0)
+
+    def count_failure(self, row: str) -> None:
+        self.failures[row] = self.failures.get(row, 0) + 1
+
+    def take_elapsed(self, row: str) -> float:
+        return self.elapsed.pop(row, 0.0)
+
+    def take_due(self, row: str) -> float | None:
+        return self.due.pop(row, None)
+
+    def has_signal(self, name: str) -> bool:
+        return name in self.signals
+
+    def take_signal(self, name: str) -> JSON:
+        return self.signals.pop(name)
+
+    def end_attempt(self, ended: StepRecord) -> None:
+        self.running.pop(ended.name, None)  # ended: its start row must not be announced after this
+        self.submit([ended])
+
+    def cancel_items(self, step: str, note: str) -> None:
+        prefix = f"{step}["
+        cut = [name for name in self.running if name.startswith(prefix)]
+        now = time.time()
+        self.submit(
+            [self.running.pop(name).replace(status=StepStatus.CANCELLED, ended_at=now, error=note) for name in cut]
+        )
 
     # ------------------------------------------------------------------ rows
 
@@ -497,6 +474,7 @@ class Run:
             error=None,
         )
         self.running[record.name] = again
+        self.submit([again])
         return again
 
     # ------------------------------------------------------------------ durability
@@ -514,13 +492,13 @@ class Run:
         try:
             await self._journal.wait(self._journal.submit(()))
         except StaleClaimError as exc:
-            self.stop("stale", str(exc))
+            self.stop(StopReason.STALE, str(exc))
             return False
         except StoreError as exc:
             logger.error(
                 "execution %s: the store refused a write, this process stops driving it: %s", self.execution_id, exc
             )
-            self.stop("interrupt", str(exc))
+            self.stop(StopReason.INTERRUPT, str(exc))
             return False
         return True
 
@@ -557,7 +535,7 @@ class Run:
         if self._stop is not None:
             return
         cause = self._parent_reason() if self._parent_reason else None
-        reason = _CHILD_REASON.get(cause[0], "interrupt") if cause else "interrupt"
+        reason = _CHILD_REASON.get(cause[0], StopReason.INTERRUPT) if cause else StopReason.INTERRUPT
         if cause is not None and cause[1]:
             message = cause[1]
         elif self.execution.parent_id is None:
@@ -567,66 +545,44 @@ class Run:
         self._stop = (reason, message)
 
     def _closing_rows(self) -> list[StepRecord]:
-        if self._stop is None or self._stop[0] in ("interrupt", "stale"):
+        if self._stop is None or self._stop[0] in (StopReason.INTERRUPT, StopReason.STALE):
             return []
         reason, message = self._stop
         now = time.time()
-        note = _closing_note(reason, message)
+        note = closing_note(reason, message)
         rows = [r.replace(status=StepStatus.CANCELLED, ended_at=now, error=note) for r in self.running.values()]
         rows += [r.replace(status=StepStatus.CANCELLED, ended_at=now, error=note) for r in self._waiting.values()]
         self.running.clear()
-        if reason == "return":
+        if reason == StopReason.RETURN:
             for state in self._steps.values():
-                if not state.finished and not state.launched:
+                if not state.finished and (not state.launched or state.spec.name in self._deferred):
                     rows.append(self.row(state, StepStatus.SKIPPED))
         return rows
 
-    def _conclude(self) -> Outcome:
+    async def _conclude(self) -> Outcome:
         if self._journal.error is not None and self._stop is None:
-            self._stop = ("stale" if isinstance(self._journal.error, StaleClaimError) else "interrupt", "")
-        reason, message = self._stop or ("", "")
-        if reason in ("stale", "interrupt"):
-            return Outcome("stale" if reason == "stale" else "interrupted", error=message)
-        if reason == "cancel":
+            stale = isinstance(self._journal.error, StaleClaimError)
+            self._stop = (StopReason.STALE if stale else StopReason.INTERRUPT, "")
+        if self._stop is None:
+            if self._waiting:
+                first = min(self._waiting.values(), key=lambda r: r.seq)
+                marker = awaiting_of(first) or {}
+                return Outcome("paused", prompt=marker.get("prompt"), wake=self._wake())
+            return await final_outcome(self.template, self.scope, self._steps, self._order)
+        reason, message = self._stop
+        if reason in (StopReason.STALE, StopReason.INTERRUPT):
+            return Outcome("stale" if reason == StopReason.STALE else "interrupted", error=message)
+        if reason == StopReason.CANCEL:
             return Outcome("cancelled", error=f"cancelled: {message}" if message else "cancelled by request")
-        if reason in ("deadline", "failed"):
-            return Outcome("failed", error=message)
-        if reason == "return":
-            return self._checked(Outcome("succeeded", output=self._returned))
-        if self._waiting:
-            first = min(self._waiting.values(), key=lambda r: r.seq)
-            marker = awaiting_of(first) or {}
-            return Outcome("paused", prompt=marker.get("prompt"), wake=self._wake())
-        return self._checked(self._final_output())
+        if reason == StopReason.RETURN:
+            return checked(self.template, Outcome("succeeded", output=self._returned))
+        return Outcome("failed", error=message)  # deadline, failed
 
     def _wake(self) -> float | None:
         """When the earliest waiting step stops waiting on its own (a time, an approval's timeout)."""
         markers = [awaiting_of(row) or {} for row in self._waiting.values()]
         dues = [float(due) for marker in markers if isinstance(due := marker.get(DUE), int | float)]
         return min(dues, default=None)
-
-    def _checked(self, outcome: Outcome) -> Outcome:
-        """A succeeded outcome whose output does not match the template's `output_schema` fails the run."""
-        schema = self.template.output_schema
-        if outcome.kind != "succeeded" or schema is None:
-            return outcome
-        problem = mismatch(schema, outcome.output)
-        if problem is None:
-            return outcome
-        return Outcome(
-            "failed",
-            error=f"template {self.template.name!r}, field 'output_schema': the output does not match it {problem}",
-        )
-
-    def _final_output(self) -> Outcome:
-        if self.template.has_output:
-            try:
-                return Outcome("succeeded", output=resolve(self.template.output, self.scope))
-            except RefError as exc:
-                return Outcome("failed", error=f"template {self.template.name!r}, field 'output': {exc}")
-        done = [name for name, state in self._steps.items() if state.status == StepStatus.SUCCEEDED]
-        last = max(done, key=lambda name: self._order.get(name, -1), default=None)
-        return Outcome("succeeded", output=self._steps[last].output if last else None)
 
     def _deadline(self) -> float:
         if self.execution.deadline is None:
@@ -645,25 +601,3 @@ class Run:
         except Exception:  # a client that went away must not fail the run
             logger.warning("execution %s: progress callback failed; no more progress is sent", self.execution_id)
             self._progress = None
-
-
-def _closing_note(reason: str, message: str) -> str:
-    if reason == "deadline":
-        return "deadline_exceeded: cancelled when the execution's deadline passed"
-    if reason == "return":
-        return f"cancelled: {message}, which ends the execution"
-    if reason == "failed":
-        return f"cancelled: {message}"
-    return f"cancelled: {message}" if message else "cancelled by request"
-
-
-def _as_text(value: JSON) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _as_list(value: JSON, ref: str) -> list[JSON]:
-    if value is None:  # a skipped step gives null: nothing to iterate
-        return []
-    if not isinstance(value, list):
-        raise RefError(f"`{ref}` gave {type(value).__name__}, not a list to iterate", ref=ref)
-    return value

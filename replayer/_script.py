@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio.to_thread
 
@@ -28,10 +28,8 @@ from toolreel.core.script_sandbox import (
     ScriptLimits,
 )
 from toolreel.core.template import StepSpec
-from toolreel.replayer._state import failed, succeeded
-
-if TYPE_CHECKING:
-    from toolreel.replayer._run import Run
+from toolreel.replayer._host import StepHost
+from toolreel.replayer._state import error_text, failed, succeeded
 
 __all__ = ["call_row_name", "script_step"]
 
@@ -43,7 +41,7 @@ def call_row_name(step: str, index: int) -> str:
     return f"{step}.{index + 1}"
 
 
-async def script_step(run: Run, spec: StepSpec, record: StepRecord, value: JSON) -> StepRecord:
+async def script_step(host: StepHost, spec: StepSpec, record: StepRecord, value: JSON) -> StepRecord:
     assert spec.script is not None
     if value is not None and not isinstance(value, dict):
         return failed(record, f"input: resolved to {type(value).__name__}, not an object for the script")
@@ -52,9 +50,9 @@ async def script_step(run: Run, spec: StepSpec, record: StepRecord, value: JSON)
         memory_mb=spec.memory_mb or DEFAULT_SCRIPT_MEMORY_MB,
         max_calls=spec.max_calls if spec.max_calls is not None else DEFAULT_MAX_CALLS,
     )
-    rows = await anyio.to_thread.run_sync(partial(run.ctx.store.get_steps, run.execution_id))
+    rows = await anyio.to_thread.run_sync(partial(host.ctx.store.get_steps, host.execution_id))
     journal = {row.name: row for row in rows if row.name.startswith(f"{spec.name}.") and answered(row)}
-    calls = _Calls(run, spec, journal)
+    calls = _Calls(host, spec, journal)
     finished = await drive_script(spec.script, value or {}, limits, calls.call)
     result = {"logs": list(finished.logs), "calls": calls.made}
     if finished.error is not None:
@@ -63,8 +61,8 @@ async def script_step(run: Run, spec: StepSpec, record: StepRecord, value: JSON)
 
 
 class _Calls:
-    def __init__(self, run: Run, spec: StepSpec, journal: dict[str, StepRecord]) -> None:
-        self.run, self.spec, self.journal = run, spec, journal
+    def __init__(self, host: StepHost, spec: StepSpec, journal: dict[str, StepRecord]) -> None:
+        self.host, self.spec, self.journal = host, spec, journal
         self.made = 0
 
     async def call(self, index: int, request: Request) -> Answer | CodeError:
@@ -73,14 +71,14 @@ class _Calls:
         done = self.journal.get(name)
         if done is not None:
             return answer_from_journal(done, request, index)
-        run = self.run
-        server = run.ctx.caller.server_of(request.name)
+        host = self.host
+        server = host.ctx.caller.server_of(request.name)
         row = StepRecord(
-            execution_id=run.execution_id, name=name, seq=run.next_seq(), kind=StepKind.TOOL,
+            execution_id=host.execution_id, name=name, seq=host.next_seq(), kind=StepKind.TOOL,
             status=StepStatus.RUNNING, server=server, tool=_bare(request.name, server), input=request.arguments,
             resolved_input=request.arguments, started_at=time.time(),
         )  # fmt: skip
-        run.submit([row])
+        host.submit([row])
         try:
             result = await self._call(request)
         except UpstreamError as exc:
@@ -88,13 +86,13 @@ class _Calls:
             answer = Answer(request.id, False, error=str(exc))
         else:
             if result.get("isError"):
-                text = _text(result)
+                text = error_text(result) or "the tool reported an error"
                 ended = failed(row, f"tool {request.name} returned an error: {text}", result, is_error=True)
                 answer = Answer(request.id, False, error=text)
             else:
                 output = step_output(result)
                 ended, answer = succeeded(row, output, result), Answer(request.id, True, output)
-        if not await run.commit([ended]):  # durable before the script hears of it
+        if not await host.commit([ended]):  # durable before the script hears of it
             return CodeError("script_cancelled: the execution stopped being driven here")
         return answer
 
@@ -104,7 +102,7 @@ class _Calls:
         delay = _FIRST_DELAY
         while True:
             try:
-                return await self.run.ctx.caller.call_tool(ToolCall(request.name, request.arguments))
+                return await self.host.ctx.caller.call_tool(ToolCall(request.name, request.arguments))
             except UpstreamError as exc:
                 if not exc.transient or delay > _LAST_DELAY:
                     raise
@@ -114,8 +112,3 @@ class _Calls:
 
 def _bare(listed: str, server: str | None) -> str:
     return listed.removeprefix(f"{server}__") if server else listed
-
-
-def _text(result: dict[str, Any]) -> str:
-    texts = [c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict) and c.get("type") == "text"]
-    return " ".join(t for t in texts if t).strip()[:2000] or "the tool reported an error"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 from toolreel.core.errors import RefError
@@ -30,10 +31,12 @@ __all__ = [
     "RunScope",
     "StepState",
     "StopCause",
+    "StopReason",
     "awaiting_of",
     "build_states",
     "child_key",
     "error_output",
+    "error_text",
     "failed",
     "load_rows",
     "retry_of",
@@ -60,7 +63,20 @@ RETRY = "retry"
 
 OutcomeKind = Literal["succeeded", "failed", "cancelled", "paused", "interrupted", "stale"]
 
-StopCause = tuple[str, str]
+
+class StopReason(StrEnum):
+    """Why a run stops before its steps ran out. The first reason given wins."""
+
+    CANCEL = "cancel"  # asked by a person or client, or a parent/sibling stopping
+    FAILED = "failed"  # a step failed (not `include_failed`, not `on_error: continue`)
+    RETURN = "return"  # a `return` step gave the output
+    DEADLINE = "deadline"  # the execution's deadline passed
+    TIMEOUT = "timeout"  # a parent's `template` step ran past its timeout (a child's cause only)
+    INTERRUPT = "interrupt"  # this process stops driving (shutdown, store refused a write): resumable
+    STALE = "stale"  # another process claimed the execution: this one lets go
+
+
+StopCause = tuple[StopReason, str]
 """Why a run stops: (reason, message). What a child asks its parent when it is cancelled from outside;
 the reason `timeout` (the parent step's timeout passed) comes with the message the child records."""
 
@@ -99,6 +115,8 @@ class ChildRequest:
 
 @dataclass(slots=True)
 class StepState:
+    """One step of a run in memory: its place in the graph, what it resolved to, how it finished."""
+
     spec: StepSpec
     deps: frozenset[str]
     dependents: list[str] = field(default_factory=list)
@@ -185,6 +203,13 @@ def sign_in_pause(record: StepRecord, server: str, message: str, command: str) -
 def signs_in(prompt: JSON) -> bool:
     """A pause's prompt asks for a sign-in, not an answer."""
     return isinstance(prompt, Mapping) and prompt.get("reason") == SIGN_IN_NEEDED
+
+
+def error_text(result: JSON) -> str:
+    """The text parts of a tool's error result, joined and cut to 2,000 characters ("" when it has none)."""
+    content = result.get("content") if isinstance(result, dict) else None
+    texts = [str(c.get("text", "")) for c in content or [] if isinstance(c, dict) and c.get("type") == "text"]
+    return " ".join(t for t in texts if t).strip()[:2000]
 
 
 def awaiting_of(record: StepRecord) -> Mapping[str, Any] | None:

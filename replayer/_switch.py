@@ -3,26 +3,27 @@ which case was chosen, and every step of the other branches is skipped when its 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON
-from toolreel.core.refs import Scope, resolve
 from toolreel.core.template import DEFAULT_CASE, SwitchSpec
 from toolreel.replayer._policy import compare
 
 __all__ = ["chose", "pick"]
 
 
-def pick(switch: SwitchSpec, scope: Scope) -> dict[str, JSON]:
+async def pick(switch: SwitchSpec, resolve: Callable[[JSON], Awaitable[JSON]]) -> dict[str, JSON]:
     """`{case: INDEX | "default" | null, value: V}`: the first case whose test of the value holds, else the
-    default (null when there is none: no branch runs)."""
+    default (null when there is none: no branch runs). `resolve`: the run's bounded resolver."""
     try:
-        value = resolve(switch.ref, scope)
+        value = await resolve(switch.ref)
     except RefError:
         if not any(case.when.op == "exists" for case in switch.cases):
             raise
         value = None
     for index, case in enumerate(switch.cases):
-        if compare(case.when, value, resolve(case.when.value, scope), exists=value is not None):
+        if compare(case.when, value, await resolve(case.when.value), exists=value is not None):
             return {"case": index, "value": value}
     return {"case": "default" if switch.default else None, "value": value}
 

@@ -10,6 +10,7 @@ delivered by `Engine.signal`, which drives the execution with the signal's data 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -17,13 +18,12 @@ import anyio
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord
-from toolreel.core.refs import resolve
 from toolreel.core.template import StepSpec, WaitSpec
 from toolreel.core.template_schema import format_duration, parse_time
-from toolreel.replayer._state import AWAITING, DUE, RunScope, StepState, failed, succeeded
+from toolreel.replayer._state import AWAITING, DUE, StepState, failed, succeeded
 
 if TYPE_CHECKING:
-    from toolreel.replayer._run import Run
+    from toolreel.replayer._host import StepHost
 
 __all__ = [
     "SHORT_WAIT",
@@ -35,6 +35,8 @@ __all__ = [
     "wait_step",
 ]
 
+Resolver = Callable[[JSON], Awaitable[JSON]]
+
 SHORT_WAIT = 1.0
 """Seconds: a wait this short is waited in the drive (pausing and waking again would cost more)."""
 
@@ -44,28 +46,28 @@ def clock(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def wait_args(wait: WaitSpec, scope: RunScope) -> dict[str, JSON]:
+async def wait_args(wait: WaitSpec, resolve: Resolver) -> dict[str, JSON]:
     """The resolved wait: `{for: seconds}`, `{until: epoch}` or `{signal: name}`; a ref to something that is
-    not a time raises a RefError (the step fails naming its field)."""
+    not a time raises a RefError (the step fails naming its field). `resolve`: the run's bounded resolver."""
     if wait.for_ is not None:
         return {"for": wait.for_}
     if wait.signal is not None:
         return {"signal": wait.signal}
     assert wait.until is not None
-    value = resolve(wait.until, scope)
+    value = await resolve(wait.until)
     try:
         return {"until": parse_time(value)}
     except ValueError as exc:
         raise RefError(f"`{wait.until}` gave {value!r}: {exc}", ref=wait.until) from None
 
 
-async def wait_step(run: Run, state: StepState, record: StepRecord) -> StepRecord:
+async def wait_step(host: StepHost, state: StepState, record: StepRecord) -> StepRecord:
     wait = state.spec.wait
     assert wait is not None
     if wait.signal is not None:
-        return _signal(run, wait.signal, wait.schema, record)
+        return _signal(host, wait.signal, wait.schema, record)
     args: dict[str, Any] = state.args if isinstance(state.args, dict) else {}
-    due = run.due.pop(record.name, None)  # a resumed wait keeps the time it was due at
+    due = host.take_due(record.name)  # a resumed wait keeps the time it was due at
     if due is None:
         due = float(args["until"]) if "until" in args else time.time() + float(args["for"])
     left = due - time.time()
@@ -76,9 +78,9 @@ async def wait_step(run: Run, state: StepState, record: StepRecord) -> StepRecor
     return succeeded(record, {"until": clock(due)})
 
 
-def _signal(run: Run, name: str, schema: JSON, record: StepRecord) -> StepRecord:
-    if name in run.signals:
-        return succeeded(record, run.signals.pop(name))  # checked against the schema before it was sent
+def _signal(host: StepHost, name: str, schema: JSON, record: StepRecord) -> StepRecord:
+    if host.has_signal(name):
+        return succeeded(record, host.take_signal(name))  # checked against the schema before it was sent
     prompt: dict[str, JSON] = {"signal": name, "message": f"step {record.name} waits for signal {name!r}"}
     if schema is not None:
         prompt["schema"] = schema
@@ -97,9 +99,9 @@ def signal_waits(result: JSON) -> str | None:
 # ---------------------------------------------------------------------- approval timeouts
 
 
-def approval_due(run: Run, spec: StepSpec, name: str) -> float | None:
+def approval_due(host: StepHost, spec: StepSpec, name: str) -> float | None:
     """When an approval stops waiting: kept from its first wait (a resume does not restart the clock)."""
-    due = run.due.pop(name, None)
+    due = host.take_due(name)
     if due is None and spec.approve_timeout is not None:
         due = time.time() + spec.approve_timeout
     return due

@@ -21,9 +21,6 @@ from typing import Annotated, Any, TypeVar
 import anyio
 import anyio.to_thread
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
 
 from toolreel._cli import USAGE, DbOption, JsonOption, fail
 from toolreel.core import tracing
@@ -34,26 +31,25 @@ from toolreel.core.errors import (
     TemplateError,
     ToolreelError,
 )
-from toolreel.core.model import Execution, ExecutionStatus, StepRecord
-from toolreel.core.names import prefixed_name, server_part
+from toolreel.core.model import Execution, StepRecord
+from toolreel.core.names import server_part
 from toolreel.core.retention import parse_age, retaining
 from toolreel.core.secrets import redact_logs
 from toolreel.core.store import Store, check_statuses, open_store, riding_out
 from toolreel.core.template import Template
 from toolreel.core.template_io import stored_template, template_text
-from toolreel.core.view import execution_view
 from toolreel.core.yaml_bounded import load_yaml
+from toolreel.replayer._cli_view import LiveView, report
 from toolreel.replayer._engine import Engine, load_template
 from toolreel.replayer._inputs import parse_cli_value, parse_secret_option, read_secret, refuse_given_secrets
 from toolreel.replayer._ledger import ClaimedElsewhere
-from toolreel.replayer._llm import LLMSettings
+from toolreel.replayer._llm_settings import LLMSettings
 from toolreel.replayer._retry import check_retryable
-from toolreel.replayer._state import awaiting_of, signs_in
 from toolreel.replayer._worker import Worker
 from toolreel.upstreams.auth import follow_store
-from toolreel.upstreams.config import GatewayConfig, ServerConfig, load_config
+from toolreel.upstreams.config import GatewayConfig, load_config
 from toolreel.upstreams.hub import Hub, open_upstreams
-from toolreel.upstreams.remembered import remembered_config
+from toolreel.upstreams.needed import config_for, remembered_servers, template_family
 from toolreel.upstreams.upstream import UpstreamState
 
 __all__ = ["executions_commands", "register", "retain_age"]
@@ -66,7 +62,6 @@ LeaseOption = Annotated[float, typer.Option("--lease-seconds", help="Claim lease
 RetainOption = Annotated[
     str | None, typer.Option("--retain", help="Prune finished executions older than this (30d, 12h), hourly.")
 ]
-_EXIT = {ExecutionStatus.SUCCEEDED: 0, ExecutionStatus.PAUSED: 3}
 _T = TypeVar("_T")
 
 
@@ -84,9 +79,6 @@ def executions_commands(group: typer.Typer) -> None:
     group.command("resume")(resume)
     group.command("retry")(retry)
     group.command("prune")(prune)
-    from toolreel.replayer._cli_signal import signal as signal_command  # it builds on this module
-
-    group.command("signal")(signal_command)
 
 
 # ---------------------------------------------------------------------- commands
@@ -130,7 +122,7 @@ def run(
         template = await _thread(_load, store, name, version)
         given = _read_inputs(template, inputs or [], inputs_file)
         secrets = _read_secrets(template, secret or [])
-        view = None if json_out else _LiveView()
+        view = None if json_out else LiveView()
         settings = LLMSettings.from_env("recorded" if llm == "recorded" else "live")
         async with _engine(store, config, template, max_concurrency, lease_seconds, view, settings) as engine:
             try:
@@ -141,7 +133,7 @@ def run(
                 raise _Usage(str(exc)) from exc
             return await _watch(engine, execution_id, view, lambda: _run_once(engine, execution_id))
 
-    _report(*_main(db, main), json_out)
+    report(*_main(db, main), json_out)
 
 
 def _detach(
@@ -199,11 +191,11 @@ def resume(
         template = None
         if execution.template is not None and execution.template_version is not None:
             template = await _thread(_load, store, execution.template, execution.template_version)
-        view = None if json_out else _LiveView()
+        view = None if json_out else LiveView()
         async with _engine(store, config, template, max_concurrency, 15.0, view) as engine:
             return await _watch(engine, execution_id, view, lambda: engine.resume(execution_id, response))
 
-    _report(*_main(db, main), json_out)
+    report(*_main(db, main), json_out)
 
 
 def retry(
@@ -230,12 +222,12 @@ def retry(
             raise _Usage(f"execution {execution_id} is not a run of a saved template: there is nothing to retry")
         template = await _thread(_load, store, execution.template, execution.template_version)
         given = _read_inputs(template, inputs or [], None)
-        view = None if json_out else _LiveView()
+        view = None if json_out else LiveView()
         async with _engine(store, config, template, max_concurrency, 15.0, view) as engine:
             retried = partial(engine.retry, execution_id, from_step=from_step, inputs=given)
             return await _watch(engine, execution_id, view, retried)
 
-    _report(*_main(db, main), json_out)
+    report(*_main(db, main), json_out)
 
 
 async def _run_once(engine: Engine, execution_id: str) -> Execution:
@@ -255,7 +247,7 @@ def cancel(execution_id: Annotated[str, typer.Argument()], json_out: JsonOption 
         return execution, await _thread(store.get_steps, execution_id)
 
     execution, steps = _main(db, main)
-    _report(execution, steps, json_out, exit_by_status=False)
+    report(execution, steps, json_out, exit_by_status=False)
 
 
 def worker(
@@ -337,7 +329,7 @@ async def _engine(
     template: Template | None,
     max_concurrency: int,
     lease_seconds: float,
-    view: _LiveView | None,
+    view: LiveView | None,
     llm: LLMSettings | None = None,
 ) -> AsyncIterator[Engine]:
     upstreams = await _thread(_upstreams_config, store, config, template)
@@ -382,7 +374,7 @@ def _check_started(hub: Hub, template: Template) -> None:
 async def _watch(
     engine: Engine,
     execution_id: str,
-    view: _LiveView | None,
+    view: LiveView | None,
     drive: Callable[[], Awaitable[Execution]],
 ) -> tuple[Execution, list[StepRecord]]:
     """Drive with the live view on stderr; SIGINT cancels the execution, SIGTERM interrupts it."""
@@ -420,40 +412,6 @@ async def _stop_on_signal(stop: anyio.Event) -> None:
 
 def _claimed(execution_id: str) -> None:
     typer.echo(f"toolreel worker: driving {execution_id}", err=True)
-
-
-class _LiveView:
-    """The steps of the execution being run on stderr, shown from its first step row on."""
-
-    def __init__(self) -> None:
-        self.execution_id: str | None = None
-        self.rows: dict[str, StepRecord] = {}
-        self._console = Console(stderr=True)
-        self._live: Live | None = None
-
-    def observe(self, record: StepRecord) -> None:
-        if record.execution_id != self.execution_id:
-            return
-        self.rows[record.name] = record
-        if self._live is None:
-            self._live = Live(get_renderable=self.table, console=self._console, refresh_per_second=8)
-            self._live.start()
-
-    def close(self) -> None:
-        if self._live is not None:
-            self._live.stop()
-            if not self._console.is_terminal:
-                self._console.print()  # the last render ends without a line break off a terminal
-
-    def table(self) -> Table:
-        table = Table("step", "tool", "status", "attempt", "seconds", title=f"execution {self.execution_id}")
-        now = time.time()
-        for record in sorted(self.rows.values(), key=lambda r: r.seq):
-            took = (record.ended_at or now) - (record.started_at or now)
-            tool = prefixed_name(record.server, record.tool) or record.kind
-            status = "waiting" if awaiting_of(record) is not None else str(record.status)
-            table.add_row(record.name, tool, status, str(record.attempt), f"{took:.2f}")
-        return table
 
 
 def _no_upstreams() -> Hub:
@@ -516,55 +474,20 @@ def _upstreams_config(store: Store, path: Path | None, template: Template | None
     """The config's servers, only those the template (and its child templates) call when one is given;
     with no config, the servers the template (a worker: every saved template) remembers."""
     source = path or (Path(os.environ["TOOLREEL_CONFIG"]) if os.environ.get("TOOLREEL_CONFIG") else None)
-    if source is None:
-        try:
-            return _remembered(store, template)
-        except ToolreelError as exc:
-            raise _Usage(str(exc)) from exc
+    family = template_family(template, partial(load_template, store)) if template is not None else None
     try:
+        if source is None:
+            found = remembered_servers(family or _all_saved(store), None if family else _skipping)
+            return GatewayConfig(servers=tuple(server for _, server in found.values()), source=None)
         config = load_config(source)
     except ToolreelError as exc:
         raise _Usage(str(exc)) from exc
-    if template is None:
-        return config
-    needed = _servers_called(store, template)
-    if needed is None:
-        return config  # a script's code names its tools: every server is started
-    kept = tuple(server for server in config.servers if server.name in needed)
-    if {server.name for server in kept} != needed:
-        return config  # a tool with another prefix: start everything, the run names what is missing
-    return GatewayConfig(servers=kept, source=config.source)
+    return config if family is None else config_for(config, family)
 
 
-def _remembered(store: Store, template: Template | None) -> GatewayConfig:
-    """Every server remembered by the template and its children (or by every saved template); where two
-    templates remember a server of the same name differently, the first one met is kept."""
-    templates = _family(store, template) if template is not None else _all_saved(store)
-    servers: dict[str, ServerConfig] = {}
-    for each in templates:
-        try:
-            remembered = remembered_config(each.name, each.servers)
-        except ConfigError as exc:
-            if template is not None:
-                raise
-            # A worker serves every template: one whose servers cannot start must not stop the others.
-            typer.echo(f"toolreel worker: skipping the servers of a template: {exc}", err=True)
-            continue
-        for server in remembered.servers:
-            servers.setdefault(server.name, server)
-    return GatewayConfig(servers=tuple(servers.values()), source=None)
-
-
-def _family(store: Store, template: Template, seen: frozenset[str] = frozenset()) -> list[Template]:
-    family = [template]
-    for spec in template.steps:
-        if spec.template is not None and spec.template not in seen:
-            try:
-                child = load_template(store, spec.template, spec.template_version)
-            except NotFoundError:
-                continue  # the run reports it where it matters, in the step
-            family += _family(store, child, seen | {template.name})
-    return family
+def _skipping(exc: ConfigError) -> None:
+    # A worker serves every template: one whose servers cannot start must not stop the others.
+    typer.echo(f"toolreel worker: skipping the servers of a template: {exc}", err=True)
 
 
 def _all_saved(store: Store) -> list[Template]:
@@ -575,18 +498,6 @@ def _all_saved(store: Store) -> list[Template]:
         except TemplateError:
             continue  # a template this version cannot read is reported when it is run, not here
     return saved
-
-
-def _servers_called(store: Store, template: Template) -> set[str] | None:
-    """The servers of the tool steps; a script step calls the servers its template remembers, or any (None)."""
-    needed: set[str] = set()
-    for member in _family(store, template):
-        if any(spec.script is not None for spec in member.steps):
-            if not member.servers:
-                return None
-            needed.update(member.servers)
-        needed.update(server_part(spec.tool) for spec in member.steps if spec.tool)
-    return needed
 
 
 def _main(db: str | None, body: Callable[[Store], Awaitable[_T]]) -> _T:
@@ -619,59 +530,6 @@ def _unwrap(exc: BaseException) -> BaseException:
         ours = [e for e in exc.exceptions if isinstance(_unwrap(e), _Usage | ToolreelError)]
         exc = _unwrap(ours[0]) if ours else exc.exceptions[0]
     return exc
-
-
-def _report(execution: Execution, steps: list[StepRecord], json_out: bool, *, exit_by_status: bool = True) -> None:
-    if json_out:
-        typer.echo(json.dumps(execution_view(execution, steps), ensure_ascii=False, indent=2))
-    else:
-        _human(execution)
-    if exit_by_status:
-        raise typer.Exit(_EXIT.get(execution.status, 1))
-
-
-def _human(execution: Execution) -> None:
-    line = f"execution {execution.id} {execution.status}"
-    if execution.status == ExecutionStatus.SUCCEEDED:
-        typer.echo(line, err=True)
-        typer.echo(json.dumps(execution.output, ensure_ascii=False, indent=2))
-    elif execution.status == ExecutionStatus.PAUSED:
-        prompt = execution.prompt
-        if signs_in(prompt):
-            assert isinstance(prompt, dict)
-            typer.echo(f"{line}: {prompt.get('message')}", err=True)
-            typer.echo(f"then go on with: toolreel executions resume {execution.id}", err=True)
-        elif isinstance(prompt, dict) and ("signal" in prompt or "llm" in prompt or prompt.get("wait") == "time"):
-            typer.echo(f"{line}: {prompt.get('message')}", err=True)
-            if "llm" in prompt:
-                typer.echo(f"then: toolreel executions resume {execution.id}", err=True)
-            elif "signal" in prompt:
-                name = prompt["signal"]
-                typer.echo(f"send it with: toolreel executions signal {execution.id} {name} --data JSON", err=True)
-            else:
-                typer.echo("a worker or gateway sharing the store drives it on then", err=True)
-        elif isinstance(prompt, dict):
-            typer.echo(f"{line}: {prompt.get('message')}", err=True)
-            example = json.dumps(_example_answer(prompt.get("schema")))
-            typer.echo(f"answer with: toolreel executions resume {execution.id} --response '{example}'", err=True)
-        else:
-            typer.echo(f"{line}: {prompt}", err=True)
-            typer.echo(f"answer with: toolreel executions resume {execution.id} --response yes|no", err=True)
-    elif execution.status == ExecutionStatus.RUNNING:
-        typer.echo(f"{line}: interrupted; resume it with: toolreel executions resume {execution.id}", err=True)
-    else:
-        typer.echo(f"{line}: {execution.error}", err=True)
-
-
-_EXAMPLES: dict[str, Any] = {"string": "...", "number": 0, "integer": 0, "boolean": True}
-
-
-def _example_answer(form: Any) -> dict[str, Any]:
-    """An answer of the right shape to show a person (an enum's first choice for a string)."""
-    properties = form.get("properties", {}) if isinstance(form, dict) else {}
-    return {
-        name: (spec.get("enum") or [_EXAMPLES.get(spec.get("type"), "...")])[0] for name, spec in properties.items()
-    }
 
 
 async def _thread(func: Callable[..., _T], *args: Any) -> _T:

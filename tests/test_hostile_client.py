@@ -16,7 +16,8 @@ from tests.gw import fixture_entry, gateway_env, http_gateway, text_of, write_co
 from toolreel.core.model import TemplateDraft
 from toolreel.core.store import open_store
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+# One worker for the tests that load the ref workers: a 2-second filter beside the other's p99 bound would spoil it.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("ref_workers")]
 
 BUDGET = 2.0  # seconds a costly ref may take here (TOOLREEL_REF_TIME_LIMIT)
 ITEMS = 100_000

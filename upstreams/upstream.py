@@ -45,11 +45,13 @@ from toolreel import __version__
 from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError, UpstreamTimeout
 from toolreel.upstreams import prespawn
+from toolreel.upstreams.answers import HTTP_ABANDONED, SERVER_ERROR_META, ServerErrorAnswer
 from toolreel.upstreams.auth import SignInNeeded, sign_in_error, signed_in
 from toolreel.upstreams.config import ServerConfig
 from toolreel.upstreams.stdio_upstream import ConnectionLost, FastLane, open_stdio_upstream
 
-__all__ = ["Bridge", "Listing", "ServerErrorAnswer", "Upstream", "UpstreamState"]
+# ServerErrorAnswer and SERVER_ERROR_META live in `answers`; named here too, where callers met them first.
+__all__ = ["SERVER_ERROR_META", "Bridge", "Listing", "ServerErrorAnswer", "Upstream", "UpstreamState"]
 
 logger = logging.getLogger("toolreel.upstream")
 
@@ -58,51 +60,11 @@ START_TIMEOUT = 30.0  # spawn + initialize + listings
 STDERR_TAIL = 2000
 MAX_MESSAGE = 256 * 1024 * 1024  # the largest message taken from an HTTP upstream (stdio: the same per line)
 SETTLE_LIMIT = 0.5  # seconds a response waits for the logs read before it
-SERVER_ERROR_META = "toolreel/server_error"
-_CLIENT_ACTS_ON = frozenset(
-    {
-        # JSON-RPC's own "invalid request" (the SDK's answer when a request cannot be served on this transport,
-        # e.g. a server that can only push its question to a stateless-era client): the protocol's, not the tool's
-        types.INVALID_REQUEST,
-        types.HEADER_MISMATCH,
-        types.MISSING_REQUIRED_CLIENT_CAPABILITY,
-        types.UNSUPPORTED_PROTOCOL_VERSION,
-        types.URL_ELICITATION_REQUIRED,
-    }
-)
 INPUT_ROUNDS = 10  # InputRequiredResult rounds per request, as the SDK's own client allows
 _ResultT = TypeVar("_ResultT", bound=BaseModel)
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
-# What the SDK's HTTP client says when it gives up on a request's stream (it answers the call itself,
-# with -32000): a transport loss, like the dispatcher's "Connection closed" once the stream has ended.
-_HTTP_ABANDONED = ("SSE stream ", "server answered a request with 202")
 AskFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Puts a server's request (elicitation, sampling, roots) to the client a call came from."""
-
-
-class ServerErrorAnswer(MCPError):
-    """A server's own JSON-RPC error answer to a request: neither a transport loss nor a timeout. Still an
-    MCPError, so it passes to the client as it came for listings, resources and prompts; a tools/call
-    turns it into the tool error the agent, the recording and `retry_on: [tool_error]` see."""
-
-    def __init__(self, server: str, error: types.ErrorData) -> None:
-        super().__init__(error.code, error.message, error.data)
-        self.server = server
-
-    @property
-    def for_the_client(self) -> bool:
-        """An error MCP defines for the client to act on (a capability it lacks, a URL to open, a header or
-        version to fix): passed on as the error it is, not turned into a tool's failure."""
-        return self.code in _CLIENT_ACTS_ON
-
-    def tool_result(self, tool: str) -> dict[str, Any]:
-        """The answer as an `isError` result, its code, message and data kept (`_meta["toolreel/server_error"]`)."""
-        error = self.error
-        detail: dict[str, Any] = {"server": self.server, "code": error.code, "message": error.message}
-        if error.data is not None:
-            detail["data"] = error.data
-        text = f"server {self.server!r}, tool {tool!r}: error {error.code}: {error.message}"
-        return {"content": [{"type": "text", "text": text}], "isError": True, "_meta": {SERVER_ERROR_META: detail}}
 
 
 class _HandshakeRefused(Exception):
@@ -289,7 +251,7 @@ class Upstream:
             return False
         if self._lost is not None and self._lost.is_set():
             return True
-        return bool(self.config.url) and exc.error.message.startswith(_HTTP_ABANDONED)
+        return bool(self.config.url) and exc.error.message.startswith(HTTP_ABANDONED)
 
     def _options(
         self, limit: float, on_progress: ProgressFn | None, extra: dict[str, str] | None = None

@@ -10,11 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, inspect, select, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from toolreel.core.errors import SchemaVersionError
 from toolreel.core.store._engine import Database
+from toolreel.core.store._insert import insert_for
 from toolreel.core.store._tables import META, METADATA
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "upgrade"]
@@ -98,7 +97,7 @@ def read_version(conn: Connection) -> int:
 
 
 def write_version(conn: Connection, version: int, *, sqlite: bool) -> None:
-    insert = sqlite_insert(META) if sqlite else pg_insert(META)
+    insert = insert_for(sqlite)(META)
     stmt = insert.values(key=_VERSION_KEY, value=str(version))
     conn.execute(stmt.on_conflict_do_update(index_elements=[META.c.key], set_={"value": stmt.excluded.value}))
 

@@ -12,10 +12,9 @@ import hashlib
 from typing import Any
 
 from sqlalchemy import Connection, func, or_, select, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from toolreel.core.model import Execution, ExecutionMode, StepClaim, StepRecord
+from toolreel.core.store._insert import insert_for
 from toolreel.core.store._rows import execution_from_row, step_from_row
 from toolreel.core.store._tables import EXECUTIONS, STEPS
 
@@ -55,7 +54,7 @@ def claim_step_row(conn: Connection, row: dict[str, Any], after_seq: int, *, sql
     last = int(
         conn.execute(select(func.coalesce(func.max(S.seq), 0)).where(S.execution_id == execution_id)).scalar_one()
     )
-    insert = sqlite_insert(STEPS) if sqlite else pg_insert(STEPS)
+    insert = insert_for(sqlite)(STEPS)
     statement = insert.values({**row, "seq": last + 1}).on_conflict_do_nothing(
         index_elements=[S.execution_id, S.name, S.attempt]
     )

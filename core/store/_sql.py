@@ -18,8 +18,6 @@ from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, Integer, and_, bindparam, cast, exists, func, or_, select, tuple_, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import ArgumentError, IntegrityError
 from sqlalchemy.sql.dml import Insert
 
@@ -38,6 +36,7 @@ from toolreel.core.schedule import Schedule
 from toolreel.core.secrets import Redactor
 from toolreel.core.store import _schedules
 from toolreel.core.store._engine import Database
+from toolreel.core.store._insert import insert_for
 from toolreel.core.store._migrate import upgrade
 from toolreel.core.store._paths import display_url, normalize_url, resolve_url
 from toolreel.core.store._prune import PRUNABLE, PruneReport, prune
@@ -110,7 +109,7 @@ class SQLStore:
         self._prepare_statements()
 
     def _prepare_statements(self) -> None:
-        insert = sqlite_insert if self._db.is_sqlite else pg_insert
+        insert = insert_for(self._db.is_sqlite)
         step_key = [S.execution_id, S.name, S.attempt]
         self._upsert_step = _upsert(insert(STEPS), step_key)
         fenced = insert(STEPS).from_select(list(STEPS.c), _if_fence_holds(typed=not self._db.is_sqlite))

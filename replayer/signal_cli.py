@@ -11,20 +11,24 @@ from toolreel._cli import DbOption, JsonOption, fail
 from toolreel.core.errors import SignalError
 from toolreel.core.model import JSON, Execution, StepRecord
 from toolreel.core.store import Store
+from toolreel.replayer._cli_view import LiveView, report
 from toolreel.replayer.cli import (
     ConcurrencyOption,
     ConfigOption,
     _engine,
-    _LiveView,
     _load,
     _main,
-    _report,
     _thread,
     _Usage,
     _watch,
 )
 
-__all__ = ["signal"]
+__all__ = ["signal", "signal_commands"]
+
+
+def signal_commands(group: typer.Typer) -> None:
+    """`executions signal`, added to the executions group beside `replayer.cli.executions_commands`."""
+    group.command("signal")(signal)
 
 
 def signal(
@@ -46,7 +50,7 @@ def signal(
         template = None
         if execution.template is not None and execution.template_version is not None:
             template = await _thread(_load, store, execution.template, execution.template_version)
-        view = None if json_out else _LiveView()
+        view = None if json_out else LiveView()
         async with _engine(store, config, template, max_concurrency, 15.0, view) as engine:
 
             async def deliver() -> Execution:
@@ -57,7 +61,7 @@ def signal(
 
             return await _watch(engine, execution_id, view, deliver)
 
-    _report(*_main(db, main), json_out)
+    report(*_main(db, main), json_out)
 
 
 def _parse_data(data: str | None) -> JSON:

@@ -25,6 +25,7 @@ SMOKE: Final = {
     "eras.py": ["--quick"],
     "loops.py": [],
     "operations.py": ["--smoke"],
+    "parallel.py": ["--calls", "2"],
     "proxy.py": ["--quick", "--calls", "10", "--rounds", "1"],
     "tasks.py": ["--quick"],
     "record.py": ["--quick", "--calls", "10", "--rounds", "1"],
@@ -34,7 +35,7 @@ SMOKE: Final = {
     "suite.py": ["--workers", "0", "--top", "3", "--", "tests/test_names.py", "-m", "not slow"],
     "templatize.py": ["--quick"],
     "ui.py": ["--steps", "20", "--renders", "1", "--pages", "10", "--seconds", "0.5"],
-    "worlds.py": ["--only", "zones-standup-clocks"],
+    "worlds.py": ["--set", "worlds", "--only", "zones-standup-clocks"],
 }
 HELPERS: Final = {
     "_common.py",

@@ -104,8 +104,18 @@ def test_upper_case() -> None:
 
 
 def test_join_of_a_field_over_a_list() -> None:
-    function, evidence = transform_of(session_with({"skus": "apple, bread, cheese"}), "report_1", "$.skus")
-    assert function == "join" and "`sku` of every item" in evidence
+    """A text listing a field of every item (the folding's join of a whole list, or a transform) follows the
+    list: on other orders it lists theirs."""
+    session = session_with({"skus": "apple, bread, cheese"})
+    result = templatize([session.steps], name="t")
+    assert replayed(session, result) == {s.name: s.resolved_input for s in session.steps}
+    report = result.template.step("report_1")
+    assert isinstance(report.input, dict) and str(report.input["skus"]).startswith("{{@")
+    join = result.template.step(str(report.input["skus"]).removeprefix("{{@").removesuffix("}}"))
+    assert join.code is not None
+    others = [{"sku": sku, "amount": 1.0} for sku in ("pear", "milk")]
+    scope = MappingScope(steps={"list_orders_1": {"orders": others}})
+    assert run_code(join.code, resolve(join.input, scope)) == "pear, milk"
 
 
 def test_join_of_two_fields() -> None:

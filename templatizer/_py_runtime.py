@@ -5,7 +5,9 @@ run their JavaScript in the same sandbox library toolreel uses (`quickjs-ng`), w
 clock, no randomness), so they give the same output for the same input. Script steps (Code Mode) run with
 toolreel's own glue: the script's tool calls are queued as requests, which the program makes with its
 clients and answers, until the script returns. Approvals are asked on the
-terminal, or answered yes by `--yes`; an approval refused ends the program, as it fails a run.
+terminal, or answered yes by `--yes`; an approval refused ends the program, as it fails a run. Wait steps
+sleep; a signal's data and an llm step's answer are given on the command line, else read on the terminal
+or asked of the OpenAI-compatible endpoint toolreel asks, and checked against the step's JSON Schema.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from typing import Final
 from toolreel.core.sandbox import PRELUDE
 from toolreel.core.script_sandbox import SCRIPT_PRELUDE, SCRIPT_START
 
-__all__ = ["APPROVE_RUNTIME", "code_runtime", "script_runtime"]
+__all__ = [
+    "APPROVE_RUNTIME",
+    "GIVEN_RUNTIME",
+    "LLM_RUNTIME",
+    "SIGNAL_RUNTIME",
+    "WAIT_RUNTIME",
+    "code_runtime",
+    "script_runtime",
+]
 
 _YES_WORDS: Final = (
     "yes",
@@ -154,3 +164,122 @@ async def _answer(clients: dict[str, Client], ident: int, name: str, arguments: 
     return [ident, True, _output(result)]
 '''
     )
+
+
+WAIT_RUNTIME: Final = r'''
+
+def _epoch(when: Any) -> float:
+    """A time as toolreel takes it: ISO 8601 with its zone, or epoch seconds."""
+    if isinstance(when, int | float) and not isinstance(when, bool):
+        return float(when)
+    try:
+        moment = datetime.fromisoformat(when) if isinstance(when, str) else None
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise SystemExit(f"a wait step needs a time in ISO 8601 with its zone, or epoch seconds; got {when!r}")
+    return moment.timestamp()
+
+
+async def _wait(due: float) -> dict[str, Any]:
+    """A wait step: sleeps until `due` (epoch seconds; a time already past does not wait)."""
+    await anyio.sleep(max(due - time.time(), 0.0))
+    return {"until": datetime.fromtimestamp(due, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")}
+'''
+
+# Given answers (`--signal NAME=JSON`, `--llm-answer STEP=JSON`) and the JSON Schema check they share.
+GIVEN_RUNTIME: Final = r'''
+
+_GIVEN: dict[str, dict[str, Any]] = {"signal": {}, "llm": {}}  # filled from the command line by main()
+
+
+def _given(option: str, pairs: list[str]) -> dict[str, Any]:
+    """`NAME=JSON` options as a mapping; a malformed one ends the program naming it."""
+    given: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        try:
+            given[name] = json.loads(text) if sep and name else None
+        except ValueError:
+            raise SystemExit(f"{option} {pair!r}: the part after = is not JSON") from None
+        if not sep or not name:
+            raise SystemExit(f"{option} {pair!r}: write it NAME=JSON")
+    return given
+
+
+def _check(schema: Any, value: Any, what: str) -> Any:
+    """`value` if it matches the JSON Schema `schema` (the jsonschema package, as toolreel checks), else exit."""
+    if isinstance(schema, dict):
+        jsonschema: Any = importlib.import_module("jsonschema")
+        problem = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
+        if problem is not None:
+            where = "/".join(str(part) for part in problem.absolute_path) or "(the whole value)"
+            raise SystemExit(f"{what} does not match its schema at {where}: {problem.message}")
+    return value
+'''
+
+SIGNAL_RUNTIME: Final = r'''
+
+def _signal(step: str, name: str, schema: Any) -> Any:
+    """A wait for a signal: its data from --signal NAME=JSON, else read as JSON on the terminal."""
+    if name in _GIVEN["signal"]:
+        data = _GIVEN["signal"][name]
+    else:
+        sys.stderr.write(f"step {step} waits for signal {name!r}: its data as JSON (schema: {json.dumps(schema)})\n> ")
+        sys.stderr.flush()
+        line = sys.stdin.readline()
+        if not line:
+            raise SystemExit(f"step {step} waits for signal {name!r}: give --signal {name}=JSON or its data on stdin")
+        try:
+            data = json.loads(line)
+        except ValueError:
+            raise SystemExit(f"the data of signal {name!r} is not JSON: {line.strip()!r}") from None
+    return _check(schema, data, f"the data of signal {name!r}")
+'''
+
+LLM_RUNTIME: Final = r'''
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+async def _llm(step: str, prompt: str, schema: Any, max_tokens: int, timeout: float) -> Any:
+    """An llm step: the answer from --llm-answer STEP=JSON, else from the OpenAI-compatible endpoint in
+    TOOLREEL_LLM_URL (key TOOLREEL_LLM_KEY, model TOOLREEL_LLM_MODEL); parsed and checked with a schema."""
+    if step in _GIVEN["llm"]:
+        given = _GIVEN["llm"][step]
+        text = given if isinstance(given, str) else json.dumps(given, ensure_ascii=False)
+    else:
+        text = await _ask_model(step, prompt, schema, max_tokens, timeout)
+    if schema is None:
+        return text
+    fenced = _FENCE.match(text)
+    try:
+        value = json.loads(fenced.group(1) if fenced else text)
+    except ValueError:
+        raise SystemExit(f"llm_answer_invalid: the answer of step {step} is not JSON: {text[:300]!r}") from None
+    return _check(schema, value, f"llm_answer_invalid: the answer of step {step}")
+
+
+async def _ask_model(step: str, prompt: str, schema: Any, max_tokens: int, timeout: float) -> str:
+    url = os.environ.get("TOOLREEL_LLM_URL")
+    if not url:
+        raise SystemExit(f"step {step} needs a model: set TOOLREEL_LLM_URL or give --llm-answer {step}=JSON")
+    if schema is not None:
+        prompt += "\n\nAnswer with JSON only, matching this JSON Schema:\n" + json.dumps(schema)
+    model = os.environ.get("TOOLREEL_LLM_MODEL") or "default"
+    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens}
+    if schema is not None:
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+    key = os.environ.get("TOOLREEL_LLM_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            response = await client.post(url.rstrip("/") + "/chat/completions", json=body, headers=headers)
+            response.raise_for_status()
+            text = response.json()["choices"][0]["message"]["content"]
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise SystemExit(f"llm: the model endpoint {url} failed: {exc or type(exc).__name__}") from None
+    if not isinstance(text, str):
+        raise SystemExit(f"llm: the model endpoint {url} answered {type(text).__name__}, not text")
+    return text
+'''

@@ -4,9 +4,12 @@ The program makes the template's tool calls itself, in the template's order: inp
 options, each step's output a variable named after the step, `for_each` a loop, `when` an `if`, a retry
 policy a small loop, a code step its JavaScript in the same QuickJS sandbox, an approval a question on the
 terminal (or `--yes`), a `template` step a call of a function exported from the child template, a script
-step its code with toolreel's glue, the program making its tool calls. It embeds the servers the templates
+step its code with toolreel's glue, the program making its tool calls, a `switch` an if/elif/else with
+its branches' steps inside, a `wait` a sleep (or a signal's data, from `--signal` or the terminal), an `llm`
+step a request to the OpenAI-compatible endpoint toolreel asks (or `--llm-answer`). It embeds the servers the templates
 remember (`--config PATH` takes a client config's instead). What it cannot write faithfully (JSONPath refs)
-is refused with an error naming the ref, rather than written half-right.
+and joins whose steps could run at once) is refused with an error naming them, rather than written
+half-right. A join over the branches of one switch (at most one of them runs) is an `if` on the case.
 """
 
 from __future__ import annotations
@@ -29,8 +32,16 @@ from toolreel.core.errors import TemplateError
 from toolreel.core.refs import parse_ref
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT
 from toolreel.core.script_sandbox import DEFAULT_MAX_CALLS, DEFAULT_SCRIPT_MEMORY_MB, DEFAULT_SCRIPT_TIMEOUT
-from toolreel.core.template import StepSpec, Template, When
-from toolreel.templatizer._py_runtime import APPROVE_RUNTIME, code_runtime, script_runtime
+from toolreel.core.template import DEFAULT_CASE, StepSpec, Template, When
+from toolreel.templatizer._py_runtime import (
+    APPROVE_RUNTIME,
+    GIVEN_RUNTIME,
+    LLM_RUNTIME,
+    SIGNAL_RUNTIME,
+    WAIT_RUNTIME,
+    code_runtime,
+    script_runtime,
+)
 
 __all__ = ["Loader", "python_program"]
 
@@ -111,21 +122,26 @@ def python_program(template: Template, loader: Loader | None = None) -> str:
     gives the templates that `template` steps run (each becomes a function of the program)."""
     family = _family(template, loader)
     kinds = {step.kind for member in family for step in member.steps}
+    signals = any(step.wait is not None and step.wait.signal for member in family for step in member.steps)
+    waits = any(step.wait is not None and not step.wait.signal for member in family for step in member.steps)
     lines = [
         f'"""{_docstring(template, family[1:], code=bool(kinds & {"code", "script"}))}"""',
         "",
         "from __future__ import annotations",
         "",
         "import argparse",
-        *(["import importlib"] if kinds & {"code", "script"} else []),
+        *(["import importlib"] if kinds & {"code", "script", "llm"} or signals else []),
         "import json",
         "import os",
         "import re",
         "import sys",
+        *(["import time"] if waits else []),
         "from contextlib import AsyncExitStack",
+        *(["from datetime import UTC, datetime"] if waits else []),
         "from typing import Any",
         "",
         "import anyio",
+        *(["import httpx"] if "llm" in kinds else []),
         "from mcp import Client",
         "from mcp.client.stdio import StdioServerParameters",
         "",
@@ -135,10 +151,14 @@ def python_program(template: Template, loader: Loader | None = None) -> str:
         *([code_runtime()] if kinds & {"code", "script"} else []),
         *([script_runtime()] if "script" in kinds else []),
         *([APPROVE_RUNTIME] if "approve" in kinds else []),
+        *([WAIT_RUNTIME] if waits else []),
+        *([GIVEN_RUNTIME] if "llm" in kinds or signals else []),
+        *([SIGNAL_RUNTIME] if signals else []),
+        *([LLM_RUNTIME] if "llm" in kinds else []),
     ]
     for index, member in enumerate(family):
         lines += ["", "", *_function(member, "run" if index == 0 else _function_name(member.name), child=index > 0)]
-    lines += ["", "", *_main(template, approvals="approve" in kinds)]
+    lines += ["", "", *_main(template, approvals="approve" in kinds, signals=signals, llm="llm" in kinds)]
     return "\n".join(lines) + "\n"
 
 
@@ -195,7 +215,8 @@ def _function(template: Template, name: str, *, child: bool) -> list[str]:
             f"for name, entry in servers.items() if {wanted}}}"
         )
     for step in template.steps:
-        lines.extend("        " + line if line else "" for line in _step_code(step, names))
+        if step.branch is None:  # a branch's steps are written inside their switch
+            lines.extend("        " + line if line else "" for line in _step_code(step, names))
     lines.append(f"        return {_value(template.output, names) if template.has_output else names.last}")
     return lines
 
@@ -211,13 +232,22 @@ class _Names:
             self.steps[step.name] = name
         self.last = self.steps[template.steps[-1].name] if template.steps else "None"
         values: list[Any] = [template.output] if template.has_output else []
+        self.specs = {step.name: step for step in template.steps}
         for step in template.steps:
-            values += [step.input, step.return_, step.approve, step.for_each]
-            if step.when is not None:
-                values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
+            values += _read_values(step)
         self.read = ref_roots(values) - RESERVED_ROOTS
+        self.joins = {step.name: _join(step, self.specs) for step in template.steps if step.wait_for is not None}
+        self.read |= {switch for switch, _ in self.joins.values()}
         if not template.has_output and template.steps:
             self.read.add(template.steps[-1].name)
+
+    def branch(self, switch: str, index: int) -> list[StepSpec]:
+        return [step for step in self.specs.values() if step.branch == (switch, index)]
+
+    def nested(self, switch: str) -> list[StepSpec]:
+        """Every step inside the switch's branches, at any depth."""
+        inside = [step for step in self.specs.values() if step.branch is not None and step.branch[0] == switch]
+        return inside + [deeper for step in inside if step.switch is not None for deeper in self.nested(step.name)]
 
     def server(self, name: str) -> str:
         return "server_" + "".join(c if c.isalnum() else "_" for c in name)
@@ -225,8 +255,47 @@ class _Names:
 
 _TAKEN: Final = frozenset(
     {"inputs", "servers", "stack", "item", "index", "run", "main", "json", "os", "re", "sys", "yes", "importlib"}
-    | {"clients"}
+    | {"clients", "time", "datetime", "httpx", "anyio", "UTC"}
 )
+
+
+def _read_values(step: StepSpec) -> list[Any]:
+    """The step's fields that may hold refs."""
+    values: list[Any] = [step.input, step.return_, step.approve, step.for_each]
+    if step.when is not None:
+        values += [part for leaf in step.when.leaves() for part in (leaf.ref, leaf.value)]
+    if step.switch is not None:
+        values += [step.switch.ref, *(case.when.value for case in step.switch.cases)]
+    if step.wait is not None:
+        values.append(step.wait.until)
+    if step.llm is not None:
+        values.append(step.llm.prompt)
+    return values
+
+
+def _join(step: StepSpec, specs: Mapping[str, StepSpec]) -> tuple[str, tuple[int, ...]]:
+    """A join the program can write in order: over steps in different branches of one switch, none with its
+    own condition (so the join's steps never run at once, and one succeeded exactly when its branch was
+    chosen). (the switch, the cases whose branch holds one of them)."""
+    counted = step.depends_on or tuple(sorted(ref_roots(_read_values(step)) - RESERVED_ROOTS))
+    branches = [specs[name].branch if name in specs else None for name in counted]
+    switches = {branch[0] for branch in branches if branch is not None}
+    cases = [branch[1] for branch in branches if branch is not None]
+    plain = all(specs[name].when is None and specs[name].on_error == "fail_fast" for name in counted if name in specs)
+    if (
+        None in branches
+        or len(switches) != 1
+        or len(set(cases)) != len(cases)
+        or not plain
+        or step.wait_for != 1
+        or specs[next(iter(switches))].branch is not None
+    ):
+        raise TemplateError(
+            f"templates export --as python: step {step.name!r} joins (wait_for) steps that can run at once; "
+            "the export writes a join only over the branches of one switch (`wait_for: any`): "
+            "run it with `toolreel run` or export it --as skill"
+        )
+    return next(iter(switches)), tuple(sorted(cases))
 
 
 def _docstring(template: Template, children: list[Template], *, code: bool) -> str:
@@ -260,11 +329,18 @@ def _used_servers(template: Template) -> set[str]:
     return {step.tool.split("__", 1)[0] for step in template.steps if step.tool and "__" in step.tool}
 
 
-def _step_code(step: StepSpec, names: _Names) -> list[str]:
+def _step_code(step: StepSpec, names: _Names, *, hoisted: bool = False) -> list[str]:
+    """The step's lines; `hoisted`: its variable is declared already (a step in a switch's branch)."""
     var = names.steps[step.name]
     read = step.name in names.read
     if step.kind == "return":
         code = [f"return {_value(step.return_, names)}"]
+    elif step.kind == "switch":
+        if step.for_each is not None:
+            raise TemplateError(
+                f"templates export --as python: switch {step.name!r} runs for_each, which it cannot write"
+            )
+        declared, code = _switch_code(step, names, hoisted=hoisted, typed=step.when is None)
     else:
         call = _call_expr(step, names)
         if step.for_each is None:
@@ -272,12 +348,51 @@ def _step_code(step: StepSpec, names: _Names) -> list[str]:
         else:
             items = _ref_value(step.for_each, names)
             loop = f"for index, item in enumerate({items}):" if "index" in call else f"for item in {items}:"
-            code = [f"{var}: list[Any] = []", loop, f"    {var}.append({call})"] if read else [loop, f"    {call}"]
-    if step.when is not None:
-        code = [f"if {_condition(step.when, names)}:", *("    " + line for line in code)]
-        if read:
+            start = f"{var} = []" if hoisted else f"{var}: list[Any] = []"
+            code = [start, loop, f"    {var}.append({call})"] if read else [loop, f"    {call}"]
+    tests = [_condition(step.when, names)] if step.when is not None else []
+    if step.name in names.joins:  # as the run does it: the join runs once one of its steps succeeded
+        switch, cases = names.joins[step.name]
+        chosen = [("default" if case == DEFAULT_CASE else case) for case in sorted(cases, key=lambda c: c < 0)]
+        held = f"== {chosen[0]!r}" if len(chosen) == 1 else f"in {tuple(chosen)!r}"
+        tests.insert(0, f"{names.steps[switch]}['case'] {held}")
+    if tests:
+        code = [f"if {' and '.join(tests)}:", *("    " + line for line in code)]
+        if read and not hoisted:
             code.insert(0, f"{var}: Any = None  # skipped unless the condition holds")
+    if step.kind == "switch":
+        code = declared + code  # its branches' variables are declared before any condition
     return [f"# {step.name}", *code]
+
+
+def _switch_code(step: StepSpec, names: _Names, *, hoisted: bool, typed: bool) -> tuple[list[str], list[str]]:
+    """(declarations, if/elif/else over the cases, each holding its branch's steps): the steps of the branches
+    not taken stay None. `typed`: the switch's own variable is declared here (not by its condition)."""
+    switch = step.switch
+    assert switch is not None
+    var, read = names.steps[step.name], step.name in names.read
+    code = (
+        []
+        if hoisted
+        else [f"{names.steps[s.name]}: Any = None" for s in names.nested(step.name) if s.name in names.read]
+    )
+    if code:
+        code.insert(0, "# the steps of the branches not taken are skipped: None")
+    if read and typed and not hoisted:
+        code.append(f"{var}: dict[str, Any]  # which case held, and the value tested")
+    declared, code = code, []
+    value = _ref_value(switch.ref, names)
+    arms = [(_condition(case.when, names), index) for index, case in enumerate(switch.cases)]
+    if switch.default or read:
+        arms.append(("", DEFAULT_CASE))
+    for number, (test, index) in enumerate(arms):
+        code.append("else:" if not test else f"{'if' if number == 0 else 'elif'} {test}:")
+        chosen = ("default" if switch.default else None) if index == DEFAULT_CASE else index
+        body = [f"{var} = {{'case': {chosen!r}, 'value': {value}}}"] if read else []
+        for inner in names.branch(step.name, index):
+            body += _step_code(inner, names, hoisted=True)
+        code += ["    " + line if line else "" for line in body or ["pass"]]
+    return declared, code
 
 
 def _call_expr(step: StepSpec, names: _Names) -> str:
@@ -304,6 +419,16 @@ def _call_expr(step: StepSpec, names: _Names) -> str:
             step.max_calls if step.max_calls is not None else DEFAULT_MAX_CALLS,
         )
         return f"await _script({step.script!r}, {_value(step.input, names)}, clients, {bounds!r})"
+    if step.kind == "wait" and step.wait is not None:
+        wait = step.wait
+        if wait.signal is not None:
+            return f"_signal({step.name!r}, {wait.signal!r}, {wait.schema!r})"
+        due = f"time.time() + {wait.for_!r}" if wait.for_ is not None else f"_epoch({_string(wait.until or '', names)})"
+        return f"await _wait({due})"
+    if step.kind == "llm" and step.llm is not None:
+        llm = step.llm
+        asked = f"{_string(llm.prompt, names)}, {llm.schema!r}, {llm.max_tokens}, {step.timeout or 120.0!r}"
+        return f"await _llm({step.name!r}, {asked})"
     raise TemplateError(
         f"templates export --as python: step {step.name!r} of {step.kind!r} kind cannot be written as Python; "
         "run it with `toolreel run` or export it --as skill"
@@ -380,7 +505,7 @@ def _ref_expr(ref: Ref, names: _Names) -> str:
     return base + "".join(f"[{key!r}]" for key in keys)
 
 
-def _main(template: Template, *, approvals: bool) -> list[str]:
+def _main(template: Template, *, approvals: bool, signals: bool, llm: bool) -> list[str]:
     lines = [
         "def main() -> None:",
         f"    parser = argparse.ArgumentParser(description={template.name!r})",
@@ -389,6 +514,16 @@ def _main(template: Template, *, approvals: bool) -> list[str]:
     if approvals:
         lines.append(
             '    parser.add_argument("--yes", action="store_true", help="answer yes to every yes/no approval")'
+        )
+    if signals:
+        lines.append(
+            '    parser.add_argument("--signal", action="append", default=[], metavar="NAME=JSON", '
+            'help="the data of a signal a wait step waits for (else read on the terminal)")'
+        )
+    if llm:
+        lines.append(
+            '    parser.add_argument("--llm-answer", action="append", default=[], metavar="STEP=JSON", '
+            'help="the answer of an llm step (else asked of TOOLREEL_LLM_URL)")'
         )
     for key, spec in template.inputs.items():
         if spec.secret:  # never typed on a command line: read below from its source
@@ -410,8 +545,13 @@ def _main(template: Template, *, approvals: bool) -> list[str]:
         "        with open(args.config, encoding='utf-8') as file:",
         "            config = json.load(file)",
         '        servers = config.get("mcpServers") or config.get("servers") or {}',
-        "    inputs = {key: value for key, value in vars(args).items() if key not in ('config', 'yes')}",
+        "    given = ('config', 'yes', 'signal', 'llm_answer')",
+        "    inputs = {key: value for key, value in vars(args).items() if key not in given}",
     ]
+    if signals:
+        lines.append('    _GIVEN["signal"] = _given("--signal", args.signal)')
+    if llm:
+        lines.append('    _GIVEN["llm"] = _given("--llm-answer", args.llm_answer)')
     for key, spec in template.inputs.items():
         source = spec.secret_source
         if not spec.secret:

@@ -1,6 +1,7 @@
 """`templates export --as python` over every template of the user documentation and of the templatizer's
 corpus (each recording of fixtures/recordings templatized): each is written as a program that compiles and
-passes ruff and mypy --strict, or is refused naming what the export cannot write (a JSONPath ref). The
+passes ruff and mypy --strict, or is refused naming what the export cannot write (a JSONPath ref, a join of
+steps that can run at once). The
 programs' calls are compared with `toolreel run`'s in tests/test_skills.py."""
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ from toolreel.templatizer.to_python import python_program
 
 REPO = Path(__file__).resolve().parents[1]
 _BLOCK = re.compile(r"^```yaml\n(.*?)^```", re.S | re.M)
-# What the export refuses on purpose (docs/decisions/skills.md): nothing else may be refused.
-_REFUSED = re.compile(r"uses JSONPath, which the export does not translate")
+# What the export refuses on purpose (docs/decisions/skills.md): JSONPath refs, and joins whose steps could run
+# at once (a faithful join would need the run's scheduler); nothing else may be refused.
+_REFUSED = re.compile(
+    r"uses JSONPath, which the export does not translate|joins \(wait_for\) steps that can run at once"
+)
 
 
 def _templates() -> list[Template]:
@@ -56,7 +60,17 @@ def test_every_documented_and_corpus_template_exports_or_is_refused_for_a_stated
     for name, program in programs.items():
         compile(program, f"{name}.py", "exec")  # a SyntaxError names the template
     kinds = {step.kind for template in _templates() if template.name in programs for step in template.steps}
-    assert {"tool", "return", "code", "approve", "template", "script"} <= kinds  # every kind it writes is in the set
+    assert {
+        "tool",
+        "return",
+        "code",
+        "approve",
+        "template",
+        "script",
+        "switch",
+        "wait",
+        "llm",
+    } <= kinds  # every kind it writes is in the set
 
 
 @pytest.mark.slow

@@ -71,7 +71,6 @@ from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, ServerErrorAnswer,
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
 
 logger = logging.getLogger("toolreel.front")
-SETTLE_TICKS = 5  # memory is given back on this many idle checks after clients were let go
 
 INSTRUCTIONS = """\
 toolreel records every tool call as a step named <tool>_<n> (the tool name without its server prefix, \
@@ -113,7 +112,6 @@ class Front(ClientRouter):
         self.exchanges = Exchanges()
         self.subscriptions = UpstreamSubscriptions(hub)
         self._tg: anyio.abc.TaskGroup | None = None
-        self._settling = 0  # ticks left to give memory back after clients were let go
         self._extra_instructions = instructions
         self.server = self._build_server()
         self.hook.forward = self.call_as_client
@@ -159,9 +157,9 @@ class Front(ClientRouter):
             while True:  # clients that went quiet without closing are let go even when no new one comes
                 await anyio.sleep(max(1.0, IDLE_GROUP_SECONDS / 10))
                 self._expire_idle()
-                if self._settling:  # the SDK ends the sessions' transports on timers of its own, about now
-                    self._settling -= 1
-                    give_back()
+                # what clients that went away held is freed on timers of its own too (the SDK's transports, the
+                # store's writer): it goes back to the system on every idle check, not only when links expire
+                give_back()
 
     # links ------------------------------------------------------------------------------
     def link_for(self, ctx: ServerRequestContext[Any, Any]) -> ClientLink:
@@ -188,7 +186,6 @@ class Front(ClientRouter):
             self.forget(key)
         if idle:
             give_back()
-            self._settling = SETTLE_TICKS
 
     def forget(self, key: str) -> None:
         """The client of `key` is gone (an HTTP session deleted, a stateless group idle): its link

@@ -105,6 +105,10 @@ def auth_dir(db: str | None) -> Path:
     path = url.removeprefix("sqlite:///").split("?")[0] if url.startswith("sqlite:///") else ""
     if path and path != ":memory:":
         return Path(path).parent
+    return _user_data_dir()
+
+
+def _user_data_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("toolreel"))
@@ -182,7 +186,9 @@ def sign_in_place(db: str | None) -> SignInPlace:
 
         identity = f"db:{display_url(url)}"  # never the password
         digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-        return SignInPlace(identity, auth_dir(None) / f"toolreel-auth-{digest}.key", db=url)
+        # this host's own key (no shared TOOLREEL_AUTH_KEY) lives in its user data directory, whatever store
+        # this process followed before
+        return SignInPlace(identity, _user_data_dir() / f"toolreel-auth-{digest}.key", db=url)
     directory = auth_dir(db)
     return SignInPlace(f"tokens:{directory.resolve()}", directory / KEY_FILE, directory=directory)
 

@@ -17,7 +17,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from fixtures.recordings import BLIND_DIR, CORPUS_DIR, WORLDS_DIR, load_entry
+from fixtures.recordings import BLIND_DIR, CORPUS_DIR, WORLDS2_DIR, WORLDS_DIR, load_entry
 from fixtures.world import canonical
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,7 +147,11 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
     assert len(short) == 1 and short[0].startswith("missing call") and '"write"' in short[0]
 
 
-@pytest.mark.parametrize(("directory", "at_least"), [(WORLDS_DIR, 20), (BLIND_DIR, 24)], ids=["worlds", "blind"])
+@pytest.mark.parametrize(
+    ("directory", "at_least"),
+    [(WORLDS_DIR, 20), (WORLDS2_DIR, 24), (BLIND_DIR, 24)],
+    ids=["worlds", "worlds2", "blind"],
+)
 def test_the_world_sessions_are_loadable_and_each_has_a_changed_world(directory: Path, at_least: int) -> None:
     sessions = load_sessions(directory)
     assert len(sessions) >= at_least

@@ -53,11 +53,11 @@ async def _leave_a_session(http: httpx2.AsyncClient, url: str, index: int) -> No
 
 def _recorded_calls(db: Path) -> int:
     """Steps in the store: recorded calls the gateway's recorder process has written (and no longer holds)."""
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as store:
-        try:
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as store:
             return int(store.execute("select count(*) from steps").fetchone()[0])
-        except sqlite3.OperationalError:  # not created yet
-            return 0
+    except sqlite3.OperationalError:  # the recorder process has not created the file or its tables yet
+        return 0
 
 
 async def _saved(db: Path, count: int) -> None:

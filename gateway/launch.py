@@ -12,6 +12,7 @@ import contextlib
 import gc
 import importlib.util
 import sys
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,9 +33,54 @@ def main() -> None:
         for name in _REEXPORTING_PACKAGES:
             _defer_package_init(name)
         _load_for_good("toolreel.gateway.serve")
+    elif not argv or any(flag in argv for flag in _HELP_FLAGS):
+        _load_help_renderer()
     from toolreel.gateway.cli import main as run_cli
 
     run_cli()
+
+
+_HELP_FLAGS = ("--help", "-h")
+
+
+class _Markdown:
+    """Stands in for `rich.markdown.Markdown` in Typer's help renderer: making one makes the real one."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        from rich.markdown import Markdown
+
+        return Markdown(*args, **kwargs)
+
+
+class _Traceback:
+    """Stands in for `rich.traceback.Traceback` in Typer's help renderer: it only calls `from_exception`."""
+
+    @classmethod
+    def from_exception(cls, *args: Any, **kwargs: Any) -> Any:
+        from rich.traceback import Traceback
+
+        return Traceback.from_exception(*args, **kwargs)
+
+
+def _load_help_renderer() -> None:
+    """Typer's help renderer (`typer.rich_utils`) imports `rich.markdown` (and `markdown_it`) and
+    `rich.traceback` (and `rich.pretty`, `attrs`) when it loads, for help written in Markdown and for
+    pretty tracebacks: about a third of `toolreel --help`'s CPU, for neither (the help is Rich markup,
+    pretty exceptions are off). It is loaded here with stand-ins that load the real class when used;
+    the stand-ins leave `sys.modules` at once, so any other importer gets the real modules."""
+    if "typer.rich_utils" in sys.modules:
+        return
+    stand_ins = {"rich.markdown": ("Markdown", _Markdown), "rich.traceback": ("Traceback", _Traceback)}
+    placed = [name for name in stand_ins if name not in sys.modules]
+    for name in placed:
+        module = types.ModuleType(name)
+        setattr(module, *stand_ins[name])
+        sys.modules[name] = module
+    try:
+        importlib.import_module("typer.rich_utils")
+    finally:
+        for name in placed:
+            del sys.modules[name]
 
 
 def _load_for_good(module: str) -> None:

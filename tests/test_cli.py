@@ -4,10 +4,12 @@ import neither the MCP SDK nor the store, and what `--help` lists unloaded is ea
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 import typer
@@ -20,6 +22,8 @@ from toolreel.gateway import cli
 # What the commands' packages import and `--version` / `--help` must not (pydantic is not one: Typer
 # itself reads a command's parameters with it).
 HEAVY = ("mcp", "mcp_types", "sqlalchemy", "sqlmodel", "toolreel.replayer", "toolreel.upstreams")
+# What Typer's help renderer would import for Markdown help and pretty tracebacks, which toolreel uses neither of.
+HELP_UNUSED = ("markdown_it", "rich.markdown", "rich.traceback", "rich.pretty")
 
 
 def _first_paragraph(text: str | None) -> str:
@@ -61,7 +65,7 @@ def test_version_and_help_import_no_package_of_commands(argv: list[str]) -> None
             main()
         except SystemExit:
             pass
-        heavy = {HEAVY!r}
+        heavy = {(*HEAVY, *HELP_UNUSED)!r}
         print(json.dumps(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))))
     """
     done = subprocess.run(
@@ -69,3 +73,55 @@ def test_version_and_help_import_no_package_of_commands(argv: list[str]) -> None
     )
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert loaded == [], f"toolreel {' '.join(argv)} imported {loaded[:8]}"
+
+
+def _run_python(code: str, env: Mapping[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, **(env or {})},
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_help_renderers_stand_ins_build_the_real_rich_objects() -> None:
+    """`--help` loads Typer's renderer without `rich.markdown` / `rich.traceback`; what it would build with
+    them is still the real thing, and any other importer gets the real modules."""
+    code = """
+        import json, sys
+        sys.argv = ["toolreel", "--help"]
+        from toolreel.gateway.launch import _load_help_renderer
+        _load_help_renderer()
+        from typer import rich_utils
+        before = sorted(m for m in ("rich.markdown", "rich.traceback") if m in sys.modules)
+        made = rich_utils._make_rich_text(text="**bold**", style="", markup_mode="markdown")
+        try:
+            raise ValueError("boom")
+        except ValueError as exc:
+            trace = rich_utils.Traceback.from_exception(type(exc), exc, exc.__traceback__)
+        import rich.markdown, rich.traceback
+        print(json.dumps([before, type(made).__module__, type(made).__name__, type(trace).__module__,
+                          rich.markdown.Markdown.__module__, isinstance(made, rich.markdown.Markdown)]))
+    """
+    assert json.loads(_run_python(code)) == [[], "rich.markdown", "Markdown", "rich.traceback", "rich.markdown", True]
+
+
+@pytest.mark.slow
+def test_listing_executions_imports_no_orm(tmp_path: Path) -> None:
+    """The store is SQLAlchemy Core: a command that opens it loads neither the ORM nor SQLModel."""
+    code = """
+        import json, sys
+        sys.argv = ["toolreel", "executions", "list"]
+        from toolreel.gateway.launch import main
+        try:
+            main()
+        except SystemExit as exc:
+            assert not exc.code, exc.code
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith(("sqlalchemy.orm", "sqlmodel")))))
+    """
+    env = {"TOOLREEL_DB": f"sqlite:///{tmp_path / 'store.db'}"}
+    assert json.loads(_run_python(code, env)) == []

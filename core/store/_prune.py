@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Select, and_, delete, exists, func, not_, or_, select
+from sqlalchemy.orm import aliased
 
 from toolreel.core.model import ExecutionStatus
 from toolreel.core.store._engine import Database
@@ -104,7 +105,7 @@ def prune(
 
 
 def _candidates(before: float, statuses: Sequence[ExecutionStatus], kept: set[str]) -> Select[tuple[str]]:
-    parent = EXECUTIONS.alias()
+    parent = aliased(EXECUTIONS)
     recent_step = exists(select(S.execution_id).where(S.execution_id == E.id, S.started_at >= before))
     parent_going = exists(
         select(parent.c.id).where(parent.c.id == E.parent_id, parent.c.status.in_([s.value for s in _GOING]))

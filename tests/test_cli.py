@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Mapping
-from pathlib import Path
 
 import pytest
 import typer
@@ -108,20 +107,3 @@ def test_help_renderers_stand_ins_build_the_real_rich_objects() -> None:
                           rich.markdown.Markdown.__module__, isinstance(made, rich.markdown.Markdown)]))
     """
     assert json.loads(_run_python(code)) == [[], "rich.markdown", "Markdown", "rich.traceback", "rich.markdown", True]
-
-
-@pytest.mark.slow
-def test_listing_executions_imports_no_orm(tmp_path: Path) -> None:
-    """The store is SQLAlchemy Core: a command that opens it loads neither the ORM nor SQLModel."""
-    code = """
-        import json, sys
-        sys.argv = ["toolreel", "executions", "list"]
-        from toolreel.gateway.launch import main
-        try:
-            main()
-        except SystemExit as exc:
-            assert not exc.code, exc.code
-        print(json.dumps(sorted(m for m in sys.modules if m.startswith(("sqlalchemy.orm", "sqlmodel")))))
-    """
-    env = {"TOOLREEL_DB": f"sqlite:///{tmp_path / 'store.db'}"}
-    assert json.loads(_run_python(code, env)) == []

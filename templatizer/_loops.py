@@ -102,7 +102,7 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
         got = folding.resolved(base, 0)
         return len(got) if isinstance(got, list) else None
 
-    whole = [replace(u, input=_collapse(u.input, recorded_length)) for u in folding.units]
+    whole = [u if (c := _collapse(u.input, recorded_length)) is u.input else replace(u, input=c) for u in folding.units]
     taken = {u.name for u in whole} | {n for run in runs for n in run.steps} | {n for run in runs for n in run.outputs}
     whole = join_texts(whole, partial(_listed, folding), taken)
     notes = [note for unit in whole for note in _positional(unit, folding.loops)]
@@ -552,12 +552,18 @@ def _rewrite(value: JSON, rename: Mapping[str, str]) -> Any:
 def _collapse(value: JSON, length: Callable[[str], int | None]) -> JSON:
     """A list of refs to every element of one list in order (`[@l[0].id, @l[1].id]`) becomes `@l[*].id`:
     it then follows the list's length. `length(base)` is the list's length when recorded."""
+    # The value itself when nothing changes: copying every input of every step kept garbage-collector work
+    # growing faster than the recording.
     if isinstance(value, dict):
-        return {k: _collapse(v, length) for k, v in value.items()}
-    if not isinstance(value, list):
+        changed = {k: c for k, v in value.items() if (c := _collapse(v, length)) is not v}
+        return {**value, **changed} if changed else value
+    if not isinstance(value, list) or not value:
         return value
     whole = _whole_walk(value, length)
-    return whole if whole is not None else [_collapse(v, length) for v in value]
+    if whole is not None:
+        return whole
+    items = [_collapse(v, length) for v in value]
+    return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
 
 
 def _whole_walk(value: list[JSON], length: Callable[[str], int | None]) -> str | None:

@@ -21,6 +21,7 @@ from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
 from toolreel.core.template import InputSpec
+from toolreel.templatizer._affixes import around, built_around_item
 from toolreel.templatizer._conditions import join_texts
 from toolreel.templatizer._result import Loop, Unit, Unrolled
 from toolreel.templatizer._values import is_trivial, items_schema, same, strength
@@ -248,7 +249,21 @@ def _marked(value: JSON, lists: Mapping[str, list[JSON]]) -> JSON:
         return value
     plain = unescape_literal(value) if isinstance(value, str) else value
     found = [(name, i) for name, items in lists.items() for i, item in enumerate(items) if same(item, plain)]
-    return f"@input.{found[0][0]}[{found[0][1]}]" if len(found) == 1 else value
+    if len(found) == 1:
+        return f"@input.{found[0][0]}[{found[0][1]}]"
+    if found or not isinstance(value, str) or value.startswith("@"):
+        return value
+    # An element inside a text, between separators (`tenant:acme:flags` for `acme`): the text is built around it.
+    inside = [
+        (name, i, m)
+        for name, items in lists.items()
+        for i, item in enumerate(items)
+        if isinstance(item, str) and not is_trivial(item) and (m := around(value, item)) is not None
+    ]
+    if len(inside) != 1:
+        return value
+    name, i, (prefix, suffix) = inside[0]
+    return f"{prefix}{{{{@input.{name}[{i}]}}}}{suffix}"
 
 
 def _walkable(inputs: Sequence[JSON]) -> dict[str, list[int]]:
@@ -459,6 +474,7 @@ def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
         if not all(n in values for n in names):
             return None
         per_run.append([values[n] for n in names])
+    per_item, per_run = built_around_item(generalized[0], per_run)
     base = _NUMBERED_RE.sub("", names[0])
     name = _free(base if base.endswith("s") else f"{base}s", set(folding.table.specs))
     spec = InputSpec(
@@ -469,7 +485,7 @@ def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     over = f"@input.{name}"
     why = f"one input per call when recorded ({', '.join(names)}), now one list input"
     took = tuple((("@item", f"@input.{n}"),) for n in names)
-    return _Walk(over, generalized[0], why, (name, spec, per_run), tuple(names), elements=took)
+    return _Walk(over, per_item, why, (name, spec, per_run), tuple(names), elements=took)
 
 
 def _alone(members: Sequence[Unit], units: Sequence[Unit]) -> bool:

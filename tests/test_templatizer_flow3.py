@@ -57,3 +57,48 @@ def test_a_text_that_holds_the_element_with_no_separator_around_it_is_no_loop_ov
         s.call("hset", {"name": f"tenant{tenant}flags", "key": "k", "value": "on"}, "ok")
     result = templatize([s.steps], name="t", inputs={"tenants": TENANTS})
     assert all(step.for_each != "@input.tenants" for step in result.template.steps)
+
+
+def _deployments(states: list[str]) -> list[dict[str, object]]:
+    return [
+        {"uid": f"dpl_{i}8RkTq3WcYbA1nE5", "name": "web", "state": state, "created": 1795390000000 - i}
+        for i, state in enumerate(states)
+    ]
+
+
+def test_a_write_on_the_one_element_in_another_state_runs_only_in_that_state() -> None:
+    s = Session()
+    deployments = _deployments(["ERROR", "READY", "READY"])
+    s.call("list_deployments", {"project": "web", "limit": 3}, {"deployments": deployments})
+    s.call("redeploy", {"deploymentId": deployments[0]["uid"]}, {"id": "dpl_new", "state": "QUEUED"})
+    result = templatize([s.steps], name="t", read_only={"svc__list_deployments"})
+    redeploy = result.template.step("redeploy_1")
+    assert redeploy.input == {"deploymentId": "@list_deployments_1.deployments[0].uid"}
+    assert redeploy.when is not None
+    assert (redeploy.when.ref, redeploy.when.op, redeploy.when.value) == (
+        "@list_deployments_1.deployments[0].state",
+        "eq",
+        "ERROR",
+    )
+    assert ("redeploy_1", result.conditions[0][1]) == result.conditions[0]
+    assert "is \"ERROR\"" in result.conditions[0][1]
+    assert verify(result, [s.steps]).verified
+
+
+def test_no_state_condition_without_a_category_that_sets_the_element_apart() -> None:
+    for states in (["ERROR", "ERROR", "READY"], ["ERROR", "READY", "BUILDING"], ["ERROR", "READY"]):
+        s = Session()
+        deployments = _deployments(states)
+        s.call("list_deployments", {"project": "web"}, {"deployments": deployments})
+        s.call("redeploy", {"deploymentId": deployments[0]["uid"]}, {"id": "dpl_new"})
+        result = templatize([s.steps], name="t", read_only={"svc__list_deployments"})
+        assert result.template.step("redeploy_1").when is None, states
+
+
+def test_a_read_on_the_element_gets_no_state_condition() -> None:
+    s = Session()
+    deployments = _deployments(["ERROR", "READY", "READY"])
+    s.call("list_deployments", {"project": "web"}, {"deployments": deployments})
+    s.call("get_logs", {"deploymentId": deployments[0]["uid"]}, {"lines": []})
+    result = templatize([s.steps], name="t", read_only={"svc__list_deployments", "svc__get_logs"})
+    assert result.template.step("get_logs_1").when is None

@@ -206,7 +206,7 @@ def _infer_all(
 
 def _with_views(units: list[Unit], views: Sequence[View]) -> list[Unit]:
     """The units with each view's code step right after the step whose text it reads."""
-    after = {view.source: view for view in views}
+    after = {view.step: view for view in views}
     out: list[Unit] = []
     for unit in units:
         out.append(unit)

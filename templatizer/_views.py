@@ -11,6 +11,7 @@ such rows (a "No issues found." in another world) gives an empty list, not an er
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -32,7 +33,32 @@ VIEW_CODE: Final = r"""export default function(input) {
   const lines = String(input.text === null || input.text === undefined ? "" : input.text).split(/\r?\n/);
   if (input.shape === "table") return table(lines);
   if (input.shape === "pipes") return pipes(lines);
+  if (input.shape === "json") return embedded(lines);
   return sections(lines, input.level);
+}
+
+function embedded(lines) {
+  // The first of (at most 5) lines opening a JSON array or object that parses whole: on that line, or up to
+  // the first later line closing it at the same indentation (pretty-printed JSON). A few tries per text.
+  const opens = /^(\s*)(\[\s*(\{|$)|\{\s*("|$))/;
+  let tried = 0;
+  for (let i = 0; i < lines.length && tried < 5; i++) {
+    const open = opens.exec(lines[i]);
+    if (open === null) continue;
+    tried++;
+    let j = i;
+    if (!/[\]}]\s*$/.test(lines[i])) {
+      j = lines.findIndex((line, k) => k > i && line.startsWith(open[1]) && /^[\]}]/.test(line.slice(open[1].length)));
+      if (j < 0) continue;
+    }
+    try {
+      const found = JSON.parse(lines.slice(i, j + 1).join("\n"));
+      return Array.isArray(found) ? found : [found];
+    } catch (e) {
+      // not JSON after all: the next opening line
+    }
+  }
+  return [];
 }
 
 function table(lines) {
@@ -98,6 +124,9 @@ _HEADER_RE: Final = re.compile(r"^[A-Z][A-Z0-9 _%/().#-]*$")
 _RULE_RE: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$", re.MULTILINE)
 _HEADING_RE: Final = re.compile(r"^(#{1,6})\s+\S")
 _FIELD_RE: Final = re.compile(r"^\s*(?:[-*]\s+)?\*\*[^*]+?\*\*")
+# A line that opens JSON records inside prose (a database tool's rows between untrusted-data tags).
+_JSON_LINE_RE: Final = re.compile(r"^(\s*)(?:\[\s*(?:\{|$)|\{\s*(?:\"|$))", re.MULTILINE)
+_JSON_TRIES: Final = 5  # opening lines tried per text: a few parses, however long the text
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +135,7 @@ class View:
 
     name: str
     source: str
-    shape: str  # table | pipes | sections
+    shape: str  # table | pipes | sections | json
     level: int  # the heading level of a section per row (sections only)
     rows: tuple[JSON, ...]  # per recording (None where the step is absent)
 
@@ -114,25 +143,53 @@ class View:
     def input(self) -> JSON:
         return view_input(self.source, self.shape, self.level)
 
+    @property
+    def step(self) -> str:
+        """The step whose output holds the text (`source` may read one block of it: `find_1[1].text`)."""
+        return re.split(r"[.\[]", self.source, maxsplit=1)[0]
+
 
 def view_input(source: str, shape: str, level: int) -> JSON:
     return {"text": f"@{source}", "shape": shape, "level": level}
 
 
 def read_view(record: StepRecord, runs: Sequence[Run], taken: set[str]) -> View | None:
-    """The view of `record`'s text output when it reads as two or more fields per row, with one row at least."""
-    text = runs[0].outputs.get(record.name)
-    if not isinstance(text, str):
-        return None
-    shape = _shape(text)
-    if shape is None:
-        return None
-    rows = _rows(text, *shape)
-    if not isinstance(rows, list) or not rows:
-        return None
-    name = _free(f"{record.name}_rows", taken)
-    per_run = [rows] + [_rows(run.outputs.get(record.name), *shape) for run in runs[1:]]
-    return View(name, record.name, shape[0], shape[1], tuple(per_run))
+    """The view of `record`'s text output when it reads as two or more fields per row, with one row at least.
+    An output of several text blocks (`[{type: text, text}, ...]`) is read block by block: the first that
+    reads as rows is the view's text (`@step[1].text`)."""
+    output = runs[0].outputs.get(record.name)
+    for at, text in _texts(output):
+        shape = _shape(text)
+        if shape is None:
+            continue
+        rows = _rows(text, *shape)
+        if not isinstance(rows, list) or not rows:
+            continue
+        name = _free(f"{record.name}_rows", taken)
+        source = record.name if at is None else f"{record.name}[{at}].text"
+        others = [_rows(_text_at(run.outputs.get(record.name), at), *shape) for run in runs[1:]]
+        return View(name, source, shape[0], shape[1], (rows, *others))
+    return None
+
+
+def _texts(output: JSON) -> list[tuple[int | None, str]]:
+    if isinstance(output, str):
+        return [(None, output)]
+    if not isinstance(output, list):
+        return []
+    return [
+        (i, block["text"])
+        for i, block in enumerate(output)
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+    ]
+
+
+def _text_at(output: JSON, at: int | None) -> JSON:
+    if at is None:
+        return output
+    if isinstance(output, list) and at < len(output) and isinstance(output[at], dict):
+        return output[at].get("text")
+    return None
 
 
 def _shape(text: str) -> tuple[str, int] | None:
@@ -145,10 +202,45 @@ def _shape(text: str) -> tuple[str, int] | None:
         return "table", 0
     if "|" in body and _RULE_RE.search(body):
         return "pipes", 0
+    if _JSON_LINE_RE.search(body) and _embedded(body):
+        return "json", 0
     if "#" not in body or "**" not in body:
         return None
     level = _section_level([line for line in body.splitlines() if line.strip()])
     return ("sections", level) if level else None
+
+
+def _embedded(body: str) -> bool:
+    """Whether the view's script finds JSON records in `body`: the first of (at most 5) lines opening a JSON
+    array or object that parses whole, on that line or up to the first later line closing it at the same
+    indentation."""
+    lines = body.splitlines()
+    tried = 0
+    for i, line in enumerate(lines):
+        opened = _JSON_LINE_RE.match(line)
+        if opened is None:
+            continue
+        if tried == _JSON_TRIES:
+            return False
+        tried += 1
+        indent, j = opened.group(1), i
+        if not line.rstrip().endswith(("]", "}")):
+            j = next(
+                (
+                    k
+                    for k in range(i + 1, len(lines))
+                    if lines[k].startswith(indent) and lines[k][len(indent) :][:1] in ("]", "}")
+                ),
+                -1,
+            )
+            if j < 0:
+                continue
+        try:
+            json.loads("\n".join(lines[i : j + 1]))
+        except ValueError:
+            continue
+        return True
+    return False
 
 
 def _section_level(lines: Sequence[str]) -> int:

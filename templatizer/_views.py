@@ -11,6 +11,7 @@ such rows (a "No issues found." in another world) gives an empty list, not an er
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Sequence
@@ -40,7 +41,7 @@ VIEW_CODE: Final = r"""export default function(input) {
 function embedded(lines) {
   // The first of (at most 5) lines opening a JSON array or object that parses whole: on that line, or up to
   // the first later line closing it at the same indentation (pretty-printed JSON). A few tries per text.
-  const opens = /^(\s*)(\[\s*(\{|$)|\{\s*("|$))/;
+  const opens = /^(\s*)(\[\s*(\{|$)|\{\s*(["']|$))/;
   let tried = 0;
   for (let i = 0; i < lines.length && tried < 5; i++) {
     const open = opens.exec(lines[i]);
@@ -51,14 +52,54 @@ function embedded(lines) {
       j = lines.findIndex((line, k) => k > i && line.startsWith(open[1]) && /^[\]}]/.test(line.slice(open[1].length)));
       if (j < 0) continue;
     }
-    try {
-      const found = JSON.parse(lines.slice(i, j + 1).join("\n"));
-      return Array.isArray(found) ? found : [found];
-    } catch (e) {
-      // not JSON after all: the next opening line
+    const text = lines.slice(i, j + 1).join("\n");
+    for (const read of [JSON.parse, (t) => JSON.parse(pythonToJson(t))]) {
+      try {
+        const found = read(text);
+        return Array.isArray(found) ? found : [found];
+      } catch (e) {
+        // not JSON (nor a Python literal) after all: the next reading, or the next opening line
+      }
     }
   }
   return [];
+}
+
+function pythonToJson(text) {
+  // A Python literal of lists, dicts, strings, numbers, True/False/None (a `str(rows)` answer) as JSON.
+  let out = "";
+  for (let i = 0; i < text.length; ) {
+    const c = text[i];
+    if (c === "'" || c === '"') {
+      let value = "";
+      let k = i + 1;
+      for (; k < text.length && text[k] !== c; k++) {
+        if (text[k] === "\\" && k + 1 < text.length) {
+          k++;
+          const e = text[k];
+          const simple = { n: "\n", t: "\t", r: "\r", "0": "\0" };
+          if (e === "x" || e === "u") {
+            const width = e === "x" ? 2 : 4;
+            value += String.fromCharCode(parseInt(text.slice(k + 1, k + 1 + width), 16));
+            k += width;
+          } else value += e in simple ? simple[e] : e;
+        } else value += text[k];
+      }
+      if (k >= text.length) throw new Error("unterminated string");
+      out += JSON.stringify(value);
+      i = k + 1;
+      continue;
+    }
+    const word = /^(True|False|None)\b/.exec(text.slice(i, i + 5));
+    if (word !== null) {
+      out += { True: "true", False: "false", None: "null" }[word[1]];
+      i += word[1].length;
+      continue;
+    }
+    out += c;
+    i++;
+  }
+  return out;
 }
 
 function table(lines) {
@@ -125,7 +166,7 @@ _RULE_RE: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$
 _HEADING_RE: Final = re.compile(r"^(#{1,6})\s+\S")
 _FIELD_RE: Final = re.compile(r"^\s*(?:[-*]\s+)?\*\*[^*]+?\*\*")
 # A line that opens JSON records inside prose (a database tool's rows between untrusted-data tags).
-_JSON_LINE_RE: Final = re.compile(r"^(\s*)(?:\[\s*(?:\{|$)|\{\s*(?:\"|$))", re.MULTILINE)
+_JSON_LINE_RE: Final = re.compile(r"^(\s*)(?:\[\s*(?:\{|$)|\{\s*(?:[\"']|$))", re.MULTILINE)
 _JSON_TRIES: Final = 5  # opening lines tried per text: a few parses, however long the text
 
 
@@ -196,7 +237,8 @@ def _shape(text: str) -> tuple[str, int] | None:
     """Which parser the text calls for (cheap tests first: most outputs are not tables)."""
     body = text.strip()
     if "\n" not in body:
-        return None
+        # one line: only records printed whole (`str(rows)` of a SQL tool; JSON text was parsed already)
+        return ("json", 0) if _JSON_LINE_RE.match(body) and _embedded(body) else None
     names = re.findall(r"\S+(?: \S+)*", body.split("\n", 1)[0])
     if len(names) >= 2 and all(_HEADER_RE.match(name) for name in names):
         return "table", 0
@@ -235,12 +277,24 @@ def _embedded(body: str) -> bool:
             )
             if j < 0:
                 continue
-        try:
-            json.loads("\n".join(lines[i : j + 1]))
-        except ValueError:
-            continue
-        return True
+        if _parses("\n".join(lines[i : j + 1])):
+            return True
     return False
+
+
+def _parses(text: str) -> bool:
+    """JSON, or the Python literal a `str(rows)` answer prints (the script reads both)."""
+    try:
+        json.loads(text)
+    except ValueError:
+        pass
+    else:
+        return True
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _section_level(lines: Sequence[str]) -> int:

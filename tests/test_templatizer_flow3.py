@@ -145,3 +145,29 @@ def test_json_records_inside_text_read_the_same_in_the_script_and_when_saving() 
     # In another world: no records, or prose only: no rows, not an error.
     assert run_code(VIEW_CODE, {"text": UNTRUSTED.format(rows="[]"), "shape": "json", "level": 0}) == []
     assert run_code(VIEW_CODE, {"text": "No documents found.", "shape": "json", "level": 0}) == []
+
+
+def test_a_python_literal_of_rows_reads_as_rows_too() -> None:
+    rows = "[{'account': 'Kettle & Co', 'domain': 'kettle.coffee', 'seats': 3, 'active': True, 'note': None}]"
+    assert run_code(VIEW_CODE, {"text": f"Results:\n{rows}", "shape": "json", "level": 0}) == [
+        {"account": "Kettle & Co", "domain": "kettle.coffee", "seats": 3, "active": True, "note": None}
+    ]
+    quoted = "[{'q': 'it\\'s \"here\"', 'r': \"O'Neil\"}]"
+    assert run_code(VIEW_CODE, {"text": quoted, "shape": "json", "level": 0}) == [{"q": 'it\'s "here"', "r": "O'Neil"}]
+
+
+def test_a_loop_walks_the_rows_a_sql_tool_printed_as_a_python_literal() -> None:
+    s = Session()
+    accounts = [("Brightpath Labs", "brightpath.io"), ("Tallwave", "tallwave.co"), ("Kettle & Co", "kettle.coffee")]
+    printed = str([{"account_name": name, "domain": domain, "arr_usd": 48000} for name, domain in accounts])
+    s.call("execute_query", {"query": "SELECT account_name, domain, arr_usd FROM renewals"}, printed)
+    for name, domain in accounts:
+        s.call(
+            "search_companies",
+            {"domain": domain, "limit": 1},
+            {"results": [{"id": f"91200{len(name)}44", "name": name}]},
+        )
+    result = templatize([s.steps], name="t", read_only={"svc__execute_query", "svc__search_companies"})
+    loop = result.template.step("search_companies_each")
+    assert (loop.for_each, loop.input) == ("@execute_query_1_rows", {"domain": "@item.domain", "limit": 1})
+    assert verify(result, [s.steps]).verified

@@ -276,10 +276,13 @@ def _walkable(inputs: Sequence[JSON]) -> dict[str, list[int]]:
     # looking no further keeps a family of n calls linear.
     for base in dict.fromkeys(b for value in inputs[:2] for b in _bases(value)):
         found[base] = [_index_of(value, base) for value in inputs]
-    complete = {b: at for b, at in found.items() if None not in at}
+    # Anchors are lists every call walks, one distinct element each (not `@project[0]` taken by every call).
+    complete = {b: at for b, at in found.items() if None not in at and len(set(at)) == len(at)}
     out: dict[str, list[int]] = {}
     for base, at in found.items():
         if None in at:
+            if _INDEX_RE.search(base):
+                continue  # a list inside an element (`@each[0].results`): another call reads another element's
             anchor = next(
                 (a for a in complete.values() if all(x in (None, y) for x, y in zip(at, a, strict=True))), None
             )
@@ -384,6 +387,8 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
     if not isinstance(elements, list):
         return f"{base} is not a list"
     count = len(at)
+    if at and max(at) >= len(elements):
+        return f"the calls take elements {at} of {base}, which had {len(elements)} when recorded"
     if at == list(range(len(elements))):
         over, why = base, f"{count} calls when recorded, one per element"
     elif at != sorted(at):

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 from tests.test_templatizer import Session
+from toolreel.core.model import JSON
 from toolreel.core.sandbox import run_code
 from toolreel.templatizer import templatize, verify
 from toolreel.templatizer._affixes import around, split_affixes
+from toolreel.templatizer._loops import _walkable
 from toolreel.templatizer._views import VIEW_CODE
 
 TENANTS = ["acme", "globex", "initech"]
@@ -171,3 +173,14 @@ def test_a_loop_walks_the_rows_a_sql_tool_printed_as_a_python_literal() -> None:
     loop = result.template.step("search_companies_each")
     assert (loop.for_each, loop.input) == ("@execute_query_1_rows", {"domain": "@item.domain", "limit": 1})
     assert verify(result, [s.steps]).verified
+
+
+def test_a_call_naming_no_row_takes_the_row_walked_in_step_not_one_every_call_takes() -> None:
+    # Only the first call names a row (the others' values were left literal when recorded); every call takes
+    # `@project[0]`: the row index comes from the search results walked in step, one distinct element each.
+    calls: list[JSON] = [
+        {"p": "@project[0].gid", "n": "{{@rows[0].arr}} {{@search_each[0].results[0].id}}"},
+        {"p": "@project[0].gid", "n": "12 {{@search_each[1].results[0].id}}"},
+        {"p": "@project[0].gid", "n": "7 {{@search_each[2].results[0].id}}"},
+    ]
+    assert _walkable(calls) == {"@search_each": [0, 1, 2], "@rows": [0, 1, 2]}

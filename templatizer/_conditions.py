@@ -172,6 +172,7 @@ def _free(base: str, taken: set[str]) -> str:
 
 # `@step.path[n]` then the field read of that element (`.uid`): a step ref taking one element by position.
 _ELEMENT_RE: Final = re.compile(r"^(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[(\d+)\]\.")
+_INDEXED_RE: Final = re.compile(r"@[A-Za-z_][\w.-]*\[\d+\]\.")
 _MIN_STATE: Final = 0.4  # a state is a word (`strength` of `ERROR`, `failed`: 0.45), not an empty or one-letter flag
 
 
@@ -185,9 +186,10 @@ def guard_on_state(
     no condition (nothing tells why the agent acted)."""
     guards: list[Guard] = []
     steps: list[StepSpec] = []
+    scope = MappingScope(steps=dict(outputs), inputs={})  # once: a copy per step would grow with the recording
     for step in template.steps:
         if step.tool is not None and step.tool not in read_only and step.when is None and step.for_each is None:
-            found = _state_of(step.input, outputs)
+            found = _state_of(step.input, scope)
             if found is not None:
                 guards.append(Guard(step.name, found[0], found[1]))
                 step = replace(step, when=When(ref=found[0], op="eq", value=found[1]))
@@ -197,13 +199,15 @@ def guard_on_state(
     return parse_template(template_to_dict(replace(template, steps=tuple(steps)))), guards
 
 
-def _state_of(value: JSON, outputs: Mapping[str, JSON]) -> tuple[str, JSON] | None:
+def _state_of(value: JSON, scope: MappingScope) -> tuple[str, JSON] | None:
+    if not any(_INDEXED_RE.search(text) for text in _strings(value)):
+        return None  # most steps: no element taken by position (a cheap test before parsing refs)
     for ref in refs_in(value):
         m = _ELEMENT_RE.match(ref.text)
         if m is None:
             continue
         try:
-            listed = resolve(m.group(1), MappingScope(steps=dict(outputs), inputs={}))
+            listed = resolve(m.group(1), scope)
         except RefError:
             continue
         at = int(m.group(2))
@@ -231,3 +235,13 @@ def _setting_apart(element: dict[str, JSON], others: list[JSON]) -> str | None:
             continue  # a version, a date or a count: it changes from one run to the next by itself
         found.append((strength(mine), key))
     return max(found)[1] if found else None
+
+
+def _strings(value: JSON) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _strings(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _strings(v)]
+    return []

@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
+from toolreel.core.errors import RefError
 from toolreel.core.model import JSON
-from toolreel.core.refs import refs_in
+from toolreel.core.refs import MappingScope, refs_in, resolve
 from toolreel.core.template import StepSpec, Template, When
 from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._values import strength
 
 if TYPE_CHECKING:
     from toolreel.templatizer._result import Unit
 
-__all__ = ["JOIN_CODE", "Guard", "guard_writes", "join_texts"]
+__all__ = ["JOIN_CODE", "Guard", "guard_on_state", "guard_writes", "join_texts"]
 
 JOIN_CODE: Final = """export default function(input) {
   const at = (value) => input.path.reduce((v, key) => (v === null || v === undefined ? v : v[key]), value);
@@ -39,6 +41,7 @@ _PIECE_RE: Final = re.compile(
 )
 # What separates the elements of a list written out: "A, B", "A; B", lines, "A | B"; "A and B" says two things.
 _SEPARATORS: Final = frozenset({",", ";", "|", "/", ""})
+_KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EVERY_RE: Final = re.compile(r"^@(?!input\b|item\b|index\b)([A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[\*\]")
 
 
@@ -48,9 +51,15 @@ class Guard:
 
     step: str
     over: str
+    value: JSON = None  # a state the element had (`ERROR`), when the step runs only in that state
 
     @property
     def why(self) -> str:
+        if self.value is not None:
+            return (
+                f"{self.step} runs only when {self.over} is {json.dumps(self.value)} (the element it acts on was the "
+                "only one in that state when recorded)"
+            )
         return f"{self.step} runs only when {self.over} has elements (it lists every one of them)"
 
 
@@ -159,3 +168,80 @@ def _free(base: str, taken: set[str]) -> str:
     while f"{base}_{n}" in taken:
         n += 1
     return f"{base}_{n}"
+
+
+# `@step.path[n]` then the field read of that element (`.uid`): a step ref taking one element by position.
+_ELEMENT_RE: Final = re.compile(r"^(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[(\d+)\]\.")
+_INDEXED_RE: Final = re.compile(r"@[A-Za-z_][\w.-]*\[\d+\]\.")
+_MIN_STATE: Final = 0.4  # a state is a word (`strength` of `ERROR`, `failed`: 0.45), not an empty or one-letter flag
+
+
+def guard_on_state(
+    template: Template, read_only: Collection[str], outputs: Mapping[str, JSON]
+) -> tuple[Template, list[Guard]]:
+    """A call that may write and acts on one element of a list (`@l.items[0].uid`) whose category field sets
+    it apart from every other element, while those share a value there (one `ERROR` among `READY`s), gets
+    `when: {ref: <that field>, eq: <its value>}`: the agent acted because of that state; where the element
+    is in the others' state, a careful agent leaves it alone. One element, or no field that sets it apart:
+    no condition (nothing tells why the agent acted)."""
+    guards: list[Guard] = []
+    steps: list[StepSpec] = []
+    scope = MappingScope(steps=dict(outputs), inputs={})  # once: a copy per step would grow with the recording
+    for step in template.steps:
+        if step.tool is not None and step.tool not in read_only and step.when is None and step.for_each is None:
+            found = _state_of(step.input, scope)
+            if found is not None:
+                guards.append(Guard(step.name, found[0], found[1]))
+                step = replace(step, when=When(ref=found[0], op="eq", value=found[1]))
+        steps.append(step)
+    if not guards:
+        return template, []
+    return parse_template(template_to_dict(replace(template, steps=tuple(steps)))), guards
+
+
+def _state_of(value: JSON, scope: MappingScope) -> tuple[str, JSON] | None:
+    if not any(_INDEXED_RE.search(text) for text in _strings(value)):
+        return None  # most steps: no element taken by position (a cheap test before parsing refs)
+    for ref in refs_in(value):
+        m = _ELEMENT_RE.match(ref.text)
+        if m is None:
+            continue
+        try:
+            listed = resolve(m.group(1), scope)
+        except RefError:
+            continue
+        at = int(m.group(2))
+        if not isinstance(listed, list) or at >= len(listed) or not isinstance(listed[at], dict):
+            continue
+        field = _setting_apart(listed[at], [e for i, e in enumerate(listed) if i != at])
+        if field is not None:
+            return f"{m.group(1)}[{at}].{field}", listed[at][field]
+    return None
+
+
+def _setting_apart(element: dict[str, JSON], others: list[JSON]) -> str | None:
+    """The field whose word value is the element's alone, while two other elements at least share one value
+    there (a category, not an id); the strongest word when several do."""
+    if len(others) < 2 or not all(isinstance(o, dict) for o in others):
+        return None
+    found: list[tuple[float, str]] = []
+    for key, mine in element.items():
+        if not isinstance(mine, str) or not _KEY_RE.fullmatch(key) or strength(mine) < _MIN_STATE:
+            continue
+        theirs = [o.get(key) for o in others if isinstance(o, dict)]
+        if not all(isinstance(t, str) for t in theirs) or mine in theirs or len(set(theirs)) == len(theirs):
+            continue
+        if any(c.isdigit() for c in mine):
+            continue  # a version, a date or a count: it changes from one run to the next by itself
+        found.append((strength(mine), key))
+    return max(found)[1] if found else None
+
+
+def _strings(value: JSON) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _strings(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _strings(v)]
+    return []

@@ -21,6 +21,7 @@ from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
 from toolreel.core.template import InputSpec
+from toolreel.templatizer._affixes import around, built_around_item
 from toolreel.templatizer._conditions import join_texts
 from toolreel.templatizer._result import Loop, Unit, Unrolled
 from toolreel.templatizer._values import is_trivial, items_schema, same, strength
@@ -102,7 +103,7 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
         got = folding.resolved(base, 0)
         return len(got) if isinstance(got, list) else None
 
-    whole = [replace(u, input=_collapse(u.input, recorded_length)) for u in folding.units]
+    whole = [u if (c := _collapse(u.input, recorded_length)) is u.input else replace(u, input=c) for u in folding.units]
     taken = {u.name for u in whole} | {n for run in runs for n in run.steps} | {n for run in runs for n in run.outputs}
     whole = join_texts(whole, partial(_listed, folding), taken)
     notes = [note for unit in whole for note in _positional(unit, folding.loops)]
@@ -248,7 +249,21 @@ def _marked(value: JSON, lists: Mapping[str, list[JSON]]) -> JSON:
         return value
     plain = unescape_literal(value) if isinstance(value, str) else value
     found = [(name, i) for name, items in lists.items() for i, item in enumerate(items) if same(item, plain)]
-    return f"@input.{found[0][0]}[{found[0][1]}]" if len(found) == 1 else value
+    if len(found) == 1:
+        return f"@input.{found[0][0]}[{found[0][1]}]"
+    if found or not isinstance(value, str) or value.startswith("@"):
+        return value
+    # An element inside a text, between separators (`tenant:acme:flags` for `acme`): the text is built around it.
+    inside = [
+        (name, i, m)
+        for name, items in lists.items()
+        for i, item in enumerate(items)
+        if isinstance(item, str) and not is_trivial(item) and (m := around(value, item)) is not None
+    ]
+    if len(inside) != 1:
+        return value
+    name, i, (prefix, suffix) = inside[0]
+    return f"{prefix}{{{{@input.{name}[{i}]}}}}{suffix}"
 
 
 def _walkable(inputs: Sequence[JSON]) -> dict[str, list[int]]:
@@ -261,10 +276,13 @@ def _walkable(inputs: Sequence[JSON]) -> dict[str, list[int]]:
     # looking no further keeps a family of n calls linear.
     for base in dict.fromkeys(b for value in inputs[:2] for b in _bases(value)):
         found[base] = [_index_of(value, base) for value in inputs]
-    complete = {b: at for b, at in found.items() if None not in at}
+    # Anchors are lists every call walks, one distinct element each (not `@project[0]` taken by every call).
+    complete = {b: at for b, at in found.items() if None not in at and len(set(at)) == len(at)}
     out: dict[str, list[int]] = {}
     for base, at in found.items():
         if None in at:
+            if _INDEX_RE.search(base):
+                continue  # a list inside an element (`@each[0].results`): another call reads another element's
             anchor = next(
                 (a for a in complete.values() if all(x in (None, y) for x, y in zip(at, a, strict=True))), None
             )
@@ -369,6 +387,8 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
     if not isinstance(elements, list):
         return f"{base} is not a list"
     count = len(at)
+    if at and max(at) >= len(elements):
+        return f"the calls take elements {at} of {base}, which had {len(elements)} when recorded"
     if at == list(range(len(elements))):
         over, why = base, f"{count} calls when recorded, one per element"
     elif at != sorted(at):
@@ -459,6 +479,7 @@ def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
         if not all(n in values for n in names):
             return None
         per_run.append([values[n] for n in names])
+    per_item, per_run = built_around_item(generalized[0], per_run)
     base = _NUMBERED_RE.sub("", names[0])
     name = _free(base if base.endswith("s") else f"{base}s", set(folding.table.specs))
     spec = InputSpec(
@@ -469,7 +490,7 @@ def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     over = f"@input.{name}"
     why = f"one input per call when recorded ({', '.join(names)}), now one list input"
     took = tuple((("@item", f"@input.{n}"),) for n in names)
-    return _Walk(over, generalized[0], why, (name, spec, per_run), tuple(names), elements=took)
+    return _Walk(over, per_item, why, (name, spec, per_run), tuple(names), elements=took)
 
 
 def _alone(members: Sequence[Unit], units: Sequence[Unit]) -> bool:
@@ -552,12 +573,18 @@ def _rewrite(value: JSON, rename: Mapping[str, str]) -> Any:
 def _collapse(value: JSON, length: Callable[[str], int | None]) -> JSON:
     """A list of refs to every element of one list in order (`[@l[0].id, @l[1].id]`) becomes `@l[*].id`:
     it then follows the list's length. `length(base)` is the list's length when recorded."""
+    # The value itself when nothing changes: copying every input of every step kept garbage-collector work
+    # growing faster than the recording.
     if isinstance(value, dict):
-        return {k: _collapse(v, length) for k, v in value.items()}
-    if not isinstance(value, list):
+        changed = {k: c for k, v in value.items() if (c := _collapse(v, length)) is not v}
+        return {**value, **changed} if changed else value
+    if not isinstance(value, list) or not value:
         return value
     whole = _whole_walk(value, length)
-    return whole if whole is not None else [_collapse(v, length) for v in value]
+    if whole is not None:
+        return whole
+    items = [_collapse(v, length) for v in value]
+    return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
 
 
 def _whole_walk(value: list[JSON], length: Callable[[str], int | None]) -> str | None:

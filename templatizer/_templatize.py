@@ -20,7 +20,7 @@ from toolreel.core.secrets import REDACTED
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._capture import propose_captures
-from toolreel.templatizer._conditions import guard_writes
+from toolreel.templatizer._conditions import guard_on_state, guard_writes
 from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import StepInferrer, StepResult, literal
@@ -91,6 +91,8 @@ def templatize(
     template, picks = drop_unused_picks(template, picks)
     template, _ = drop_unread(template, {view.name for view in views})
     template, guards = guard_writes(template, reads)
+    template, states = guard_on_state(template, reads, runs[0].outputs)
+    guards += states
     template = _without_unused_code(template)
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [lit for res in chosen for lit in res.literals]
@@ -204,7 +206,7 @@ def _infer_all(
 
 def _with_views(units: list[Unit], views: Sequence[View]) -> list[Unit]:
     """The units with each view's code step right after the step whose text it reads."""
-    after = {view.source: view for view in views}
+    after = {view.step: view for view in views}
     out: list[Unit] = []
     for unit in units:
         out.append(unit)

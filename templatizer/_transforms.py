@@ -18,7 +18,7 @@ import re
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Final, TypeGuard
+from typing import Final, TypeGuard, cast
 
 from toolreel.core.errors import CodeError, RefError
 from toolreel.core.model import JSON, StepRecord
@@ -273,25 +273,44 @@ class _Found:
 class _Pool:
     """Candidates of the outputs seen so far, by value and family. A family keeps at most two different
     explanations of one value (two already make it ambiguous), so each output is expanded once and a
-    lookup costs the same however long the recording."""
+    lookup costs the same however long the recording.
+
+    A kept candidate is stored flat, as its plain fields in one tuple per value (the data it reads is kept
+    once per source): a tuple of strings and numbers leaves the garbage collector's lists, so its full passes,
+    which grow with what is alive, do not rescan every explanation of every output seen so far (they made a
+    recording twice as long cost more than twice as much)."""
 
     def __init__(self) -> None:
-        self._by_value: dict[tuple[tuple[str, JSON], str], list[Candidate]] = {}
+        # per (value, family): function, value, source, params of each kept candidate, one after the other
+        self._by_value: dict[tuple[tuple[str, JSON], str], tuple[JSON | tuple[str, ...], ...]] = {}
+        self._data: dict[str, JSON] = {}
 
     def add(self, step: str, output: JSON) -> None:
         for candidate in candidates_in(step, output):
             key = _value_key(candidate.value)
             if key is None:
                 continue
-            kept = self._by_value.setdefault((key, _family(candidate.function)), [])
+            slot = (key, _family(candidate.function))
+            flat = self._by_value.get(slot, ())
+            kept = self._candidates(flat)
             if len(kept) < 2 and not any(_same_explanation(other, candidate) for other in kept):
-                kept.append(candidate)
+                self._data.setdefault(candidate.source, candidate.data)
+                c = candidate
+                self._by_value[slot] = (*flat, c.function, c.value, c.source, c.params)
 
     def equal_to(self, value: JSON, families: frozenset[str]) -> list[Candidate]:
         key = _value_key(value)
         if key is None:
             return []
-        return [c for family in sorted(families) for c in self._by_value.get((key, family), [])]
+        return [c for family in sorted(families) for c in self._candidates(self._by_value.get((key, family), ()))]
+
+    def _candidates(self, flat: tuple[JSON | tuple[str, ...], ...]) -> list[Candidate]:
+        out = []
+        for at in range(0, len(flat), 4):
+            function, value, source, params = flat[at : at + 4]
+            assert isinstance(function, str) and isinstance(source, str) and isinstance(params, tuple)
+            out.append(Candidate(function, cast(JSON, value), source, params, self._data[source]))
+        return out
 
 
 def _same_explanation(a: Candidate, b: Candidate) -> bool:

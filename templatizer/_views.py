@@ -11,6 +11,8 @@ such rows (a "No issues found." in another world) gives an empty list, not an er
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -32,7 +34,72 @@ VIEW_CODE: Final = r"""export default function(input) {
   const lines = String(input.text === null || input.text === undefined ? "" : input.text).split(/\r?\n/);
   if (input.shape === "table") return table(lines);
   if (input.shape === "pipes") return pipes(lines);
+  if (input.shape === "json") return embedded(lines);
   return sections(lines, input.level);
+}
+
+function embedded(lines) {
+  // The first of (at most 5) lines opening a JSON array or object that parses whole: on that line, or up to
+  // the first later line closing it at the same indentation (pretty-printed JSON). A few tries per text.
+  const opens = /^(\s*)(\[\s*(\{|$)|\{\s*(["']|$))/;
+  let tried = 0;
+  for (let i = 0; i < lines.length && tried < 5; i++) {
+    const open = opens.exec(lines[i]);
+    if (open === null) continue;
+    tried++;
+    let j = i;
+    if (!/[\]}]\s*$/.test(lines[i])) {
+      j = lines.findIndex((line, k) => k > i && line.startsWith(open[1]) && /^[\]}]/.test(line.slice(open[1].length)));
+      if (j < 0) continue;
+    }
+    const text = lines.slice(i, j + 1).join("\n");
+    for (const read of [JSON.parse, (t) => JSON.parse(pythonToJson(t))]) {
+      try {
+        const found = read(text);
+        return Array.isArray(found) ? found : [found];
+      } catch (e) {
+        // not JSON (nor a Python literal) after all: the next reading, or the next opening line
+      }
+    }
+  }
+  return [];
+}
+
+function pythonToJson(text) {
+  // A Python literal of lists, dicts, strings, numbers, True/False/None (a `str(rows)` answer) as JSON.
+  let out = "";
+  for (let i = 0; i < text.length; ) {
+    const c = text[i];
+    if (c === "'" || c === '"') {
+      let value = "";
+      let k = i + 1;
+      for (; k < text.length && text[k] !== c; k++) {
+        if (text[k] === "\\" && k + 1 < text.length) {
+          k++;
+          const e = text[k];
+          const simple = { n: "\n", t: "\t", r: "\r", "0": "\0" };
+          if (e === "x" || e === "u") {
+            const width = e === "x" ? 2 : 4;
+            value += String.fromCharCode(parseInt(text.slice(k + 1, k + 1 + width), 16));
+            k += width;
+          } else value += e in simple ? simple[e] : e;
+        } else value += text[k];
+      }
+      if (k >= text.length) throw new Error("unterminated string");
+      out += JSON.stringify(value);
+      i = k + 1;
+      continue;
+    }
+    const word = /^(True|False|None)\b/.exec(text.slice(i, i + 5));
+    if (word !== null) {
+      out += { True: "true", False: "false", None: "null" }[word[1]];
+      i += word[1].length;
+      continue;
+    }
+    out += c;
+    i++;
+  }
+  return out;
 }
 
 function table(lines) {
@@ -98,6 +165,9 @@ _HEADER_RE: Final = re.compile(r"^[A-Z][A-Z0-9 _%/().#-]*$")
 _RULE_RE: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$", re.MULTILINE)
 _HEADING_RE: Final = re.compile(r"^(#{1,6})\s+\S")
 _FIELD_RE: Final = re.compile(r"^\s*(?:[-*]\s+)?\*\*[^*]+?\*\*")
+# A line that opens JSON records inside prose (a database tool's rows between untrusted-data tags).
+_JSON_LINE_RE: Final = re.compile(r"^(\s*)(?:\[\s*(?:\{|$)|\{\s*(?:[\"']|$))", re.MULTILINE)
+_JSON_TRIES: Final = 5  # opening lines tried per text: a few parses, however long the text
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +176,7 @@ class View:
 
     name: str
     source: str
-    shape: str  # table | pipes | sections
+    shape: str  # table | pipes | sections | json
     level: int  # the heading level of a section per row (sections only)
     rows: tuple[JSON, ...]  # per recording (None where the step is absent)
 
@@ -114,41 +184,117 @@ class View:
     def input(self) -> JSON:
         return view_input(self.source, self.shape, self.level)
 
+    @property
+    def step(self) -> str:
+        """The step whose output holds the text (`source` may read one block of it: `find_1[1].text`)."""
+        return re.split(r"[.\[]", self.source, maxsplit=1)[0]
+
 
 def view_input(source: str, shape: str, level: int) -> JSON:
     return {"text": f"@{source}", "shape": shape, "level": level}
 
 
 def read_view(record: StepRecord, runs: Sequence[Run], taken: set[str]) -> View | None:
-    """The view of `record`'s text output when it reads as two or more fields per row, with one row at least."""
-    text = runs[0].outputs.get(record.name)
-    if not isinstance(text, str):
-        return None
-    shape = _shape(text)
-    if shape is None:
-        return None
-    rows = _rows(text, *shape)
-    if not isinstance(rows, list) or not rows:
-        return None
-    name = _free(f"{record.name}_rows", taken)
-    per_run = [rows] + [_rows(run.outputs.get(record.name), *shape) for run in runs[1:]]
-    return View(name, record.name, shape[0], shape[1], tuple(per_run))
+    """The view of `record`'s text output when it reads as two or more fields per row, with one row at least.
+    An output of several text blocks (`[{type: text, text}, ...]`) is read block by block: the first that
+    reads as rows is the view's text (`@step[1].text`)."""
+    output = runs[0].outputs.get(record.name)
+    for at, text in _texts(output):
+        shape = _shape(text)
+        if shape is None:
+            continue
+        rows = _rows(text, *shape)
+        if not isinstance(rows, list) or not rows:
+            continue
+        name = _free(f"{record.name}_rows", taken)
+        source = record.name if at is None else f"{record.name}[{at}].text"
+        others = [_rows(_text_at(run.outputs.get(record.name), at), *shape) for run in runs[1:]]
+        return View(name, source, shape[0], shape[1], (rows, *others))
+    return None
+
+
+def _texts(output: JSON) -> list[tuple[int | None, str]]:
+    if isinstance(output, str):
+        return [(None, output)]
+    if not isinstance(output, list):
+        return []
+    return [
+        (i, block["text"])
+        for i, block in enumerate(output)
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+    ]
+
+
+def _text_at(output: JSON, at: int | None) -> JSON:
+    if at is None:
+        return output
+    if isinstance(output, list) and at < len(output) and isinstance(output[at], dict):
+        return output[at].get("text")
+    return None
 
 
 def _shape(text: str) -> tuple[str, int] | None:
     """Which parser the text calls for (cheap tests first: most outputs are not tables)."""
     body = text.strip()
     if "\n" not in body:
-        return None
+        # one line: only records printed whole (`str(rows)` of a SQL tool; JSON text was parsed already)
+        return ("json", 0) if _JSON_LINE_RE.match(body) and _embedded(body) else None
     names = re.findall(r"\S+(?: \S+)*", body.split("\n", 1)[0])
     if len(names) >= 2 and all(_HEADER_RE.match(name) for name in names):
         return "table", 0
     if "|" in body and _RULE_RE.search(body):
         return "pipes", 0
+    if _JSON_LINE_RE.search(body) and _embedded(body):
+        return "json", 0
     if "#" not in body or "**" not in body:
         return None
     level = _section_level([line for line in body.splitlines() if line.strip()])
     return ("sections", level) if level else None
+
+
+def _embedded(body: str) -> bool:
+    """Whether the view's script finds JSON records in `body`: the first of (at most 5) lines opening a JSON
+    array or object that parses whole, on that line or up to the first later line closing it at the same
+    indentation."""
+    lines = body.splitlines()
+    tried = 0
+    for i, line in enumerate(lines):
+        opened = _JSON_LINE_RE.match(line)
+        if opened is None:
+            continue
+        if tried == _JSON_TRIES:
+            return False
+        tried += 1
+        indent, j = opened.group(1), i
+        if not line.rstrip().endswith(("]", "}")):
+            j = next(
+                (
+                    k
+                    for k in range(i + 1, len(lines))
+                    if lines[k].startswith(indent) and lines[k][len(indent) :][:1] in ("]", "}")
+                ),
+                -1,
+            )
+            if j < 0:
+                continue
+        if _parses("\n".join(lines[i : j + 1])):
+            return True
+    return False
+
+
+def _parses(text: str) -> bool:
+    """JSON, or the Python literal a `str(rows)` answer prints (the script reads both)."""
+    try:
+        json.loads(text)
+    except ValueError:
+        pass
+    else:
+        return True
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _section_level(lines: Sequence[str]) -> int:

@@ -167,6 +167,7 @@ class Unexplained:
     tool: str = ""  # the listed name (`server__tool`), to find the parameter's schema
     of: int = 0  # an element of a list: the list's length
     flag: str = ""  # a value of a command line's flag (`--bucket`): judged and named by the flag
+    reads: bool = False  # the step's tool is annotated read-only
 
     @property
     def named(self) -> Keys:
@@ -181,6 +182,7 @@ def likely_inputs(
     taken: set[str],
     schemas: Schemas | None = None,
     produced: Callable[[str, str], bool] = lambda text, step: False,
+    read_before: Callable[[str, str], bool] = lambda text, step: False,
 ) -> tuple[list[LikelyInput], list[StayedLiteral]]:
     """Group unexplained literals by value and weigh each from evidence (`_evidence`): the chosen ones are
     likely inputs, the thin ones likely inputs proposed unticked, the rest stay literal (and those that
@@ -190,6 +192,8 @@ def likely_inputs(
     of Team Falcon"` beside `"Team Falcon"`) is not proposed itself: with those inputs named it becomes a
     string built on them. So is a sentence holding a version number no output gave (`Release 2026.11.3 is
     live`): the version is the input (`produced(text, step)`: some output before that step holds the text).
+    A word or a text of words that were all in outputs before the call, though no output held it whole
+    (`read_before(text, step)`: an element's label read out of a snapshot) was composed from what the servers said.
     """
     lists, literals = _whole_lists(literals, schemas or {})
     literals = [flag for lit in literals for flag in _command_flags(lit)]
@@ -200,7 +204,8 @@ def likely_inputs(
     stayed: list[StayedLiteral] = []
     texts_by_step = _texts_by_step(literals)
     for key, uses in list(by_value.items()):
-        judgement = _in_context(_judge(uses, schemas or {}), uses, texts_by_step)
+        judged_alone = _read(_judge(uses, schemas or {}), uses, read_before)
+        judgement = _in_context(judged_alone, uses, texts_by_step)
         if judgement.score < THIN:
             del by_value[key]
             if judgement.score >= _LOOKED_VARIABLE or judgement.reasons[0].startswith("the tool"):
@@ -235,7 +240,12 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
     schema = param_schema(schemas.get(first.tool), first.keys)
     steps = len({lit.step for lit in uses})
     if isinstance(first.value, str):
-        judged = judge_text(first.value, first.named, schema if not first.flag else None, steps)
+        writes = not all(lit.reads for lit in uses)
+        tool_schema = schemas.get(first.tool) if not first.flag else None
+        optional = _optional(tool_schema, first.keys)
+        judged = judge_text(
+            first.value, first.named, schema if not first.flag else None, steps, writes=writes, optional=optional
+        )
         if first.flag and not _plain_word(first.value) and 0 < judged.score < CHOSEN:
             return Judgement(min(CHOSEN, judged.score + 0.1), (*judged.reasons, f"the value of --{first.flag}"))
         return judged
@@ -245,6 +255,14 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
     if _number_chosen(first.value, tokens):
         return Judgement(0.8, ("a number no output holds, not a count or a setting",))
     return Judgement(0.0, ("a count, a round setting or a knob",))
+
+
+def _optional(schema: Mapping[str, Any] | None, keys: Keys) -> bool:
+    """A top-level parameter the tool's schema leaves out of the `required` list it gives."""
+    if schema is None or len(keys) != 1 or not isinstance(keys[0], str):
+        return False
+    required = schema.get("required")
+    return isinstance(required, list) and bool(required) and keys[0] not in required
 
 
 def _whole_lists(
@@ -283,7 +301,9 @@ def _command_flags(literal: Unexplained) -> list[Unexplained]:
     if not isinstance(value, str) or "\n" in value or not _COMMAND_RE.match(value):
         return [literal]
     flags = [
-        Unexplained(literal.step, literal.keys, m.group(2).strip("\"'"), literal.tool, flag=m.group(1))
+        Unexplained(
+            literal.step, literal.keys, m.group(2).strip("\"'"), literal.tool, flag=m.group(1), reads=literal.reads
+        )
         for m in _FLAG_RE.finditer(value)
     ]
     return flags or [literal]
@@ -327,6 +347,26 @@ def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mappin
 
 _BOILERPLATE_CAP: Final = 0.45
 _REPEATS: Final = 3
+_WORDS_RE: Final = re.compile(r"^[^\W\d_]+(?:[,:;]?\s+[^\W_]+)*[.!?]?$")  # words only: no id, path or number
+
+
+def _read(
+    judgement: Judgement,
+    uses: Sequence[Unexplained],
+    read_before: Callable[[str, str], bool],
+) -> Judgement:
+    """A word, or a text of words, all of which were in outputs before the call that sends it: composed out
+    of what the servers said (a label and a role read out of a snapshot, a status or a field name read out of
+    a schema), not typed by the user. Capped at proposed-unticked. Identifiers with digits or separators
+    (`checkout-api`) are left out: a server echoes the entity names the user works on; so is a text that an
+    earlier output holds whole (a team's name in the teams' listing): picking one of the listed is a choice."""
+    value = uses[0].value
+    if judgement.score < THIN or not isinstance(value, str) or not _WORDS_RE.match(value.strip()):
+        return judgement
+    if not all(read_before(value, lit.step) for lit in uses):
+        return judgement
+    why = "every word of it was in an earlier output: composed from what a server said"
+    return Judgement(min(judgement.score, _BOILERPLATE_CAP), (*judgement.reasons, why))
 
 
 def _carried_value(value: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
 
 from toolreel.core.errors import RefError, TemplateError
@@ -33,6 +33,7 @@ from toolreel.templatizer._runs import Run, named_in_runs
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, put_at, same
 from toolreel.templatizer._views import VIEW_CODE, View, drop_unread, read_view
+from toolreel.templatizer._wording import OutputWords
 
 MANAGEMENT_SERVER = "toolreel"
 
@@ -93,9 +94,9 @@ def templatize(
     template, guards = guard_writes(template, reads)
     template = _without_unused_code(template)
     chosen = [results[r.name] for r in kept if r.name in names]
-    literals = [lit for res in chosen for lit in res.literals]
+    literals = [dataclasses.replace(lit, reads=lit.tool in reads) for res in chosen for lit in res.literals]
     likely, stayed = (
-        likely_inputs(literals, set(template.inputs), schemas, partial(_produced, runs[0]))
+        likely_inputs(literals, set(template.inputs), schemas, partial(_produced, runs[0]), _read_before(runs[0]))
         if len(runs) == 1
         else ([], [])
     )
@@ -153,6 +154,11 @@ def _select(recording: Sequence[StepRecord], include_failed: bool) -> tuple[list
 def _run(recording: Sequence[StepRecord], include_failed: bool) -> Run:
     kept, _ = _select(recording, include_failed)
     return Run(steps={r.name: r for r in kept}, outputs={r.name: r.output for r in kept if _ok(r)})
+
+
+def _read_before(run: Run) -> Callable[[str, str], bool]:
+    words = OutputWords(run.outputs, {name: record.seq for name, record in run.steps.items()})
+    return words.read_before
 
 
 def _produced(run: Run, text: str, step: str) -> bool:

@@ -1,0 +1,97 @@
+"""Inputs weighed from evidence, third pass: words read before the call, machine-made ids sent by writes,
+phone numbers, parameters the tool does not require, and format phrases in a parameter's description."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.test_templatizer import Session
+from toolreel.core.model import JSON
+from toolreel.templatizer import TemplatizeResult, templatize
+from toolreel.templatizer._evidence import is_machine_id, judge_text
+from toolreel.templatizer._wording import OutputWords
+
+_SNAPSHOT = (
+    '- textbox "Subject" [ref=e9]\n- textbox "Describe the problem" [ref=e13]\n- button "Submit request" [ref=e17]'
+)
+
+
+def ticked(result: TemplatizeResult) -> dict[str, JSON]:
+    return {likely.name: likely.value for likely in result.likely_inputs if likely.ticked}
+
+
+def proposed(result: TemplatizeResult) -> dict[str, JSON]:
+    return {likely.name: likely.value for likely in result.likely_inputs if not likely.ticked}
+
+
+def test_an_element_label_composed_of_words_read_in_a_snapshot_is_no_input() -> None:
+    s = Session()
+    s.call("browser_navigate", {"url": "https://partners.example/support/new"}, _SNAPSHOT)
+    s.call("browser_type", {"element": "Subject textbox", "ref": "e9", "text": "Invoice 4471 is overdue"}, "ok")
+    result = templatize([s.steps], name="t")
+    assert "Subject textbox" not in ticked(result).values()
+    assert "Subject textbox" in proposed(result).values()  # thin: proposed, never applied by a plain save
+    assert "Invoice 4471 is overdue" in ticked(result).values()  # words the user typed stay an input
+
+
+def test_a_name_searched_for_and_found_is_still_the_user_s_choice() -> None:
+    s = Session()
+    s.call("list_projects", {}, [{"name": "web"}, {"name": "platform tools"}])
+    s.call("search_teams", {"query": "Web Platform"}, [{"id": "t-1", "name": "Web Platform"}])
+    assert "Web Platform" in ticked(templatize([s.steps], name="t")).values()
+
+
+def test_a_name_written_as_is_in_an_earlier_listing_is_not_capped() -> None:
+    outputs: dict[str, JSON] = {"a": "Teams:\n- Web Platform\n- Billing", "b": None}
+    words = OutputWords(outputs, {"a": 1, "b": 2})
+    assert not words.read_before("Web Platform", "b")  # a pick among what was read
+    assert words.read_before("Platform Web", "b")  # the same words, composed
+    assert not words.read_before("Platform Web", "a")  # not before the output that holds them
+
+
+def test_words_are_read_from_keys_and_values_not_from_escapes() -> None:
+    words = OutputWords({"a": {"Status": "Ready\nNot started"}, "b": None}, {"a": 1, "b": 2})
+    assert words.read_before("Status Not started", "b")
+    assert not words.read_before("nnot", "b")
+
+
+def test_a_uuid_a_write_sends_is_where_it_goes_the_same_uuid_a_read_sends_may_be_chosen() -> None:
+    db = "c7d8e9f0-1a2b-4c3d-8e4f-5a6b7c8d9e0f"
+    write = judge_text(db, ("parent", "database_id"), None, 1, writes=True)
+    read = judge_text(db, ("database_id",), None, 1, writes=False)
+    assert write.thin and not write.chosen
+    assert read.score > write.score
+
+
+def test_machine_ids_are_long_random_keys_not_names_or_short_ids() -> None:
+    assert is_machine_id("AC3f5e0a7c9b2d4e6f8a1b3c5d7e9f0a2b")
+    assert is_machine_id("5e1b0c3a-7d2f-4e8a-b6c1-0f9a8d7e6c54")
+    assert not is_machine_id("cus_Q8x7LmN2vR")  # a customer id a person pastes
+    assert not is_machine_id("238904127731")  # digits only: a folder number
+    assert not is_machine_id("acme-build-artifacts")
+
+
+_SMS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "To": {"type": "string", "description": "The recipient's phone number in E.164 format"},
+        "From": {"type": "string", "description": "The sender's phone number (E.164)"},
+        "Body": {"type": "string", "description": "The text content of the outgoing message."},
+    },
+    "required": ["To"],
+}
+
+
+def test_a_required_phone_number_is_chosen_an_optional_one_is_proposed() -> None:
+    s = Session()
+    s.call("send_sms", {"To": "+819012345678", "From": "+14155550142", "Body": "Running late"}, {"sid": "SM1"})
+    result = templatize([s.steps], name="t", schemas={"svc__send_sms": _SMS})
+    assert ticked(result)["to"] == "+819012345678"
+    assert proposed(result)["from"] == "+14155550142"
+
+
+def test_a_format_phrase_describes_the_value_not_a_setting() -> None:
+    schema = {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"}
+    assert judge_text("09:30", ("time",), schema, 1).chosen
+    setting = {"type": "string", "description": "The output format"}
+    assert not judge_text("markdown", ("output",), setting, 1).chosen

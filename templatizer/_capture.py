@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Final
 
@@ -24,11 +24,11 @@ from toolreel.core.model import JSON, StepRecord
 from toolreel.core.refs import is_ref, refs_in, resolve
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
-from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._patterns import fits, patterns
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run
-from toolreel.templatizer._values import Keys, get_at, json_path, put_at, strength, walk
+from toolreel.templatizer._values import Keys, get_at, json_path, strength, walk
 
 __all__ = ["Capture", "propose_captures"]
 
@@ -498,46 +498,14 @@ def _with_placeholder(text: str, piece: str, step: str) -> str | None:
 
 
 def _rewritten(template: Template, found: Sequence[Capture]) -> tuple[Template, tuple[Inference, ...]]:
-    taken = {step.name for step in template.steps}
-    inserted: dict[str, list[StepSpec]] = {}
-    inputs: dict[str, JSON] = {step.name: step.input for step in template.steps}
-    inferences = []
-    made: dict[tuple[str, str], str] = {}  # one step per extraction: the same value read twice is one read
-    for item in found:
-        name = made.get((item.source, item.code), "")
-        fresh = not name
-        if fresh:
-            n = 1
-            while f"extract_{n}" in taken:
-                n += 1
-            name = made[item.source, item.code] = f"extract_{n}"
-            taken.add(name)
-            inserted.setdefault(item.step, []).append(StepSpec(name=name, code=item.code, input={"text": item.source}))
-        if item.piece:
-            _, current = get_at(inputs[item.step], item.keys)
-            text = _with_placeholder(current, str(item.recorded), name) if isinstance(current, str) else None
-            if text is None:
-                if fresh:
-                    taken.discard(name)
-                    del made[item.source, item.code]
-                    inserted[item.step].pop()
-                continue
-            inputs[item.step] = put_at(inputs[item.step], item.keys, text)
-        else:
-            inputs[item.step] = put_at(inputs[item.step], item.keys, f"@{name}")
-        evidence = (
+    return with_code_steps(template, [_read(item) for item in found], _with_placeholder)
+
+
+def _read(item: Capture) -> CodeRead:
+    def why(name: str) -> str:
+        return (
             f"{item.recorded!r} is no earlier value but is read out of the text {item.source} "
             f"(pattern {item.pattern!r}); the code step {name} reproduces it from the recording"
         )
-        _, held = get_at(inputs[item.step], item.keys)
-        ref = held if item.piece and isinstance(held, str) else f"@{name}"
-        inferences.append(Inference(item.step, json_path(item.keys), ref, "high", 0.9, evidence, "transform"))
-    steps: list[StepSpec] = []
-    for step in template.steps:
-        steps += inserted.get(step.name, [])
-        steps.append(replace(step, input=inputs[step.name]))
-    read = [[s.input, s.for_each, [leaf.ref for leaf in s.when.leaves()] if s.when else None] for s in steps]
-    used = {ref.path.split(".")[0] for ref in refs_in(read) if ref.root == "input" and ref.path}
-    kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
-    rewritten = replace(template, steps=tuple(steps), inputs=kept_inputs)
-    return parse_template(template_to_dict(rewritten)), tuple(inferences)
+
+    return CodeRead(item.step, item.keys, item.recorded, item.code, {"text": item.source}, "extract", why, item.piece)

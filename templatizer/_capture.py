@@ -249,18 +249,29 @@ def _labelled_in(label: str, value: str, texts: _Texts) -> bool:
 
 
 def _same_label(fragment: str, match: re.Match[str], texts: _Texts) -> bool:
-    """A number too short to be evidence alone, after the same word in the argument and in an earlier text
-    (`week 48` and `Week 48`): the agent copied it with its label."""
+    """A number too short to be evidence alone, labelled by the same word in the argument and in an earlier
+    text: right before it in both (`week 48` and `Week 48`), or the word that labels it in the earlier text
+    (a JSON key, `"signups": 42`) named earlier on the argument's line (`Signups today so far: 42`). The agent
+    copied it with its label."""
     piece = match.group(0)
-    mine = _LABEL_BEFORE_RE.search(fragment[: match.start()])
+    before = fragment[: match.start()]
+    mine = _LABEL_BEFORE_RE.search(before)
     if not piece.isdigit() or mine is None:
         return False
+    line = {word.lower() for word in _WORD_RE.findall(before[before.rfind("\n") + 1 :])}
     for held in texts.holding(piece):
         start = _position(held.text, piece)
         theirs = _LABEL_BEFORE_RE.search(held.text[:start]) if start is not None else None
-        if theirs is not None and theirs.group(1).lower() == mine.group(1).lower():
+        if theirs is None:
+            continue
+        label = theirs.group(1).lower()
+        if label == mine.group(1).lower() or (len(label) >= _LABEL_MIN and label in line):
             return True
     return False
+
+
+_WORD_RE: Final = re.compile(r"[A-Za-z]{2,}")
+_LABEL_MIN: Final = 4  # a label named anywhere on the line must be a real word, not `id` or `no`
 
 
 _SEPARATORS: Final = (", and ", " and ", ", ", ",", "; ", " & ")

@@ -30,6 +30,7 @@ from toolreel.templatizer._values import (
     strength,
     type_name,
 )
+from toolreel.templatizer._wording import OutputWords
 
 _SETTING_RE: Final = re.compile(r"^[a-z0-9]+(?:[_.:-][a-z0-9]+)*$")
 # Keys whose numbers tune how a tool works (how many, how long, which page, how deep) rather than
@@ -182,7 +183,7 @@ def likely_inputs(
     taken: set[str],
     schemas: Schemas | None = None,
     produced: Callable[[str, str], bool] = lambda text, step: False,
-    read_before: Callable[[str, str], bool] = lambda text, step: False,
+    words: OutputWords | None = None,
 ) -> tuple[list[LikelyInput], list[StayedLiteral]]:
     """Group unexplained literals by value and weigh each from evidence (`_evidence`): the chosen ones are
     likely inputs, the thin ones likely inputs proposed unticked, the rest stay literal (and those that
@@ -192,8 +193,8 @@ def likely_inputs(
     of Team Falcon"` beside `"Team Falcon"`) is not proposed itself: with those inputs named it becomes a
     string built on them. So is a sentence holding a version number no output gave (`Release 2026.11.3 is
     live`): the version is the input (`produced(text, step)`: some output before that step holds the text).
-    A word or a text of words that were all in outputs before the call, though no output held it whole
-    (`read_before(text, step)`: an element's label read out of a snapshot) was composed from what the servers said.
+    A word or a text of words that were all in outputs before the call (`words`: an element's label read out of
+    a snapshot) was composed from what the servers said; a field name of the call's own answer names the data.
     """
     lists, literals = _whole_lists(literals, schemas or {})
     literals = [flag for lit in literals for flag in _command_flags(lit)]
@@ -204,7 +205,7 @@ def likely_inputs(
     stayed: list[StayedLiteral] = []
     texts_by_step = _texts_by_step(literals)
     for key, uses in list(by_value.items()):
-        judged_alone = _read(_judge(uses, schemas or {}), uses, read_before)
+        judged_alone = _read(_judge(uses, schemas or {}), uses, words)
         judgement = _in_context(judged_alone, uses, texts_by_step)
         if judgement.score < THIN:
             del by_value[key]
@@ -353,19 +354,22 @@ _WORDS_RE: Final = re.compile(r"^[^\W\d_]+(?:[,:;]?\s+[^\W_]+)*[.!?]?$")  # word
 def _read(
     judgement: Judgement,
     uses: Sequence[Unexplained],
-    read_before: Callable[[str, str], bool],
+    words: OutputWords | None,
 ) -> Judgement:
-    """A word, or a text of words, all of which were in outputs before the call that sends it: composed out
-    of what the servers said (a label and a role read out of a snapshot, a status or a field name read out of
-    a schema), not typed by the user. Capped at proposed-unticked. Identifiers with digits or separators
-    (`checkout-api`) are left out: a server echoes the entity names the user works on; so is a text that an
-    earlier output holds whole (a team's name in the teams' listing): picking one of the listed is a choice."""
+    """Capped at proposed-unticked: a field name of the call's own answer (`propertyName: "email"` beside
+    `properties.email`: which data the call reads), and a word or a text of words all of which were in outputs
+    before the call (`OutputWords.read_before`: a label and a role read out of a snapshot), composed out of what
+    the servers said. Identifiers with digits or separators (`checkout-api`) are left out of the second: a
+    server echoes the entity names the user works on."""
     value = uses[0].value
-    if judgement.score < THIN or not isinstance(value, str) or not _WORDS_RE.match(value.strip()):
+    if words is None or judgement.score < THIN or not isinstance(value, str):
         return judgement
-    if not all(read_before(value, lit.step) for lit in uses):
+    if all(words.names_field(value, lit.step) for lit in uses):
+        why = "a field name of the call's own answer: it names which data the call reads"
+    elif _WORDS_RE.match(value.strip()) and all(words.read_before(value, lit.step) for lit in uses):
+        why = "every word of it was in an earlier output: composed from what a server said"
+    else:
         return judgement
-    why = "every word of it was in an earlier output: composed from what a server said"
     return Judgement(min(judgement.score, _BOILERPLATE_CAP), (*judgement.reasons, why))
 
 

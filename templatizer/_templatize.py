@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import partial
 
 from toolreel.core.errors import RefError, TemplateError
@@ -96,7 +96,7 @@ def templatize(
     chosen = [results[r.name] for r in kept if r.name in names]
     literals = [dataclasses.replace(lit, reads=lit.tool in reads) for res in chosen for lit in res.literals]
     likely, stayed = (
-        likely_inputs(literals, set(template.inputs), schemas, partial(_produced, runs[0]), _read_before(runs[0]))
+        likely_inputs(literals, set(template.inputs), schemas, partial(_produced, runs[0]), _words(runs[0]))
         if len(runs) == 1
         else ([], [])
     )
@@ -156,9 +156,8 @@ def _run(recording: Sequence[StepRecord], include_failed: bool) -> Run:
     return Run(steps={r.name: r for r in kept}, outputs={r.name: r.output for r in kept if _ok(r)})
 
 
-def _read_before(run: Run) -> Callable[[str, str], bool]:
-    words = OutputWords(run.outputs, {name: record.seq for name, record in run.steps.items()})
-    return words.read_before
+def _words(run: Run) -> OutputWords:
+    return OutputWords(run.outputs, {name: record.seq for name, record in run.steps.items()})
 
 
 def _produced(run: Run, text: str, step: str) -> bool:

@@ -50,6 +50,11 @@ class OutputWords:
             self._first = first
         return self._first
 
+    def names_field(self, text: str, step: str) -> bool:
+        """`text` is a key of an object in the output of `step` itself: the call names a field of the data it
+        answers with (`propertyName: "email"` and `properties.email`, a filter on `Status`)."""
+        return any(text in keys for keys in _keys(self._outputs.get(step)))
+
     def read_before(self, text: str, step: str) -> bool:
         """Every significant word of `text` (one at least) was in an output recorded before `step`."""
         words = words_of(text)
@@ -76,3 +81,14 @@ def _texts(value: JSON) -> Iterator[str]:
             yield from _texts(item)
     elif value is not None:
         yield str(value)
+
+
+def _keys(value: JSON) -> Iterator[Mapping[str, JSON]]:
+    """Every object of an output (its keys are looked up)."""
+    if isinstance(value, Mapping):
+        yield value
+        for item in value.values():
+            yield from _keys(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _keys(item)

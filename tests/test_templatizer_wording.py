@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.test_templatizer import Session
+from tests.test_templatizer import Session, inputs_of
 from toolreel.core.model import JSON
 from toolreel.templatizer import TemplatizeResult, templatize
 from toolreel.templatizer._evidence import is_machine_id, judge_text
@@ -95,3 +95,65 @@ def test_a_format_phrase_describes_the_value_not_a_setting() -> None:
     assert judge_text("09:30", ("time",), schema, 1).chosen
     setting = {"type": "string", "description": "The output format"}
     assert not judge_text("markdown", ("output",), setting, 1).chosen
+
+
+def test_a_field_name_of_the_call_s_own_answer_is_no_input() -> None:
+    s = Session()
+    s.call(
+        "search_objects",
+        {"propertyName": "email", "value": "jordan.lee@brightpath.io"},
+        {"results": [{"id": "51234001", "properties": {"email": "jordan.lee@brightpath.io", "firstname": "Jordan"}}]},
+    )
+    result = templatize([s.steps], name="t")
+    assert "email" not in ticked(result).values()
+    assert "jordan.lee@brightpath.io" in ticked(result).values()
+
+
+_CONTACT = {"results": [{"id": "51234001", "properties": {"firstname": "Jordan", "lastname": "Lee", "stage": "lead"}}]}
+
+
+def test_two_fields_of_one_record_side_by_side_are_that_record_and_the_note_after_them_the_user_s() -> None:
+    s = Session()
+    s.call("search_contacts", {"email": "jordan.lee@brightpath.io"}, _CONTACT)
+    body = "Call with Jordan Lee: renewal moves to Q1, wants SSO quote"
+    s.call("create_note", {"contact": "51234001", "body": body}, {"id": 9})
+    first = templatize([s.steps], name="t")
+    assert ticked(first).get("body") == "renewal moves to Q1, wants SSO quote"
+    saved = templatize([s.steps], name="t", inputs=ticked(first))
+    written = inputs_of(saved)["create_note_1"]
+    assert isinstance(written, dict)
+    assert written["body"] == (
+        "Call with {{@search_contacts_1.results[0].properties.firstname}} "
+        "{{@search_contacts_1.results[0].properties.lastname}}: {{@input.body}}"
+    )
+
+
+def test_a_lone_short_word_equal_to_a_field_stays_literal() -> None:
+    s = Session()
+    s.call("search_contacts", {"email": "jordan.lee@brightpath.io"}, _CONTACT)
+    s.call("create_note", {"contact": "51234001", "body": "Met Lee at the fair"}, {"id": 9})
+    written = inputs_of(templatize([s.steps], name="t"))["create_note_1"]
+    assert isinstance(written, dict) and "{{" not in str(written["body"])
+
+
+_SQL_ANSWER = (
+    'Below is the result of the SQL query.\n\n<untrusted-data-1a2b>\n[{"signups": 42}]\n</untrusted-data-1a2b>\n'
+)
+
+
+def test_a_short_count_is_read_out_of_text_when_the_sentence_names_its_label() -> None:
+    s = Session()
+    s.call("execute_sql", {"query": "select count(*) as signups from users"}, _SQL_ANSWER)
+    s.call("send_sms", {"to": "+447700900431", "body": "Signups today so far: 42"}, {"sid": "SM1"})
+    result = templatize([s.steps], name="t")
+    written = inputs_of(result)["send_sms_1"]
+    assert isinstance(written, dict) and written["body"] == "Signups today so far: {{@extract_1}}"
+    assert "Signups today so far: 42" not in ticked(result).values()
+
+
+def test_a_short_count_beside_another_label_stays_literal() -> None:
+    s = Session()
+    s.call("execute_sql", {"query": "select count(*) as signups from users"}, _SQL_ANSWER)
+    s.call("send_sms", {"to": "+447700900431", "body": "Answer: 42"}, {"sid": "SM1"})
+    written = inputs_of(templatize([s.steps], name="t"))["send_sms_1"]
+    assert isinstance(written, dict) and written["body"] == "Answer: 42"

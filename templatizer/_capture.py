@@ -25,7 +25,7 @@ from toolreel.core.refs import is_ref, refs_in, resolve
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
-from toolreel.templatizer._patterns import fits, patterns
+from toolreel.templatizer._patterns import fits, line_patterns, patterns
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run
 from toolreel.templatizer._values import Keys, get_at, json_path, strength, walk
@@ -194,7 +194,61 @@ def _find(record: StepRecord, spec: StepSpec, texts: _Texts, runs: Sequence[Run]
                 yield capture
                 continue
         if found and isinstance(leaf, str) and isinstance(recorded, str) and not is_ref(leaf):
+            named = _named_line(record.name, keys, recorded, _beside(spec.input, keys), texts, runs, sent)
+            if named is not None:
+                yield named
+                continue
             yield from _pieces(record.name, keys, leaf, texts, runs, sent)
+
+
+_SHORT_ID_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$")
+_LABEL_WORD_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
+
+
+def _beside(arguments: JSON, keys: Keys) -> list[str]:
+    """The words of the call's other literal string arguments (`Subject textbox` beside `ref: "e9"`)."""
+    out: list[str] = []
+    for other, leaf in walk(arguments):
+        if other != keys and isinstance(leaf, str) and not is_ref(leaf) and not refs_in(leaf):
+            out += [w for w in _LABEL_WORD_RE.findall(leaf) if w not in out]
+    return out
+
+
+def _named_line(
+    step: str, keys: Keys, recorded: str, beside: Sequence[str], texts: _Texts, runs: Sequence[Run], sent: _Sent
+) -> Capture | None:
+    """A short value too weak to be evidence alone (`e9`), read off the line of an earlier text that a word of
+    the call's other argument names (`textbox "Subject" [ref=e9]` beside `element: "Subject textbox"`): the
+    agent found the line by that word, so the next run reads the value on the line that word names."""
+    if not beside or strength(recorded) >= _MIN_STRENGTH or not _SHORT_ID_RE.match(recorded):
+        return None
+    for held in texts.holding(recorded):
+        if any(t.order <= held.order for t in sent.holding(recorded, whole=True)):
+            continue  # the agent had sent it before: an echo
+        for start in _delimited_at(held.text, recorded):
+            line_start = held.text.rfind("\n", 0, start) + 1
+            line_end = held.text.find("\n", start)
+            line = held.text[line_start : line_end if line_end >= 0 else len(held.text)]
+            for word in beside:
+                for pattern in line_patterns(held.text, start, recorded, word) if _has_word(line, word) else ():
+                    if fits(pattern, held.text, start, recorded):
+                        source = f"@{held.step}{json_path(held.keys)[1:]}"
+                        capture = Capture(step, keys, recorded, source, pattern, False)
+                        if _reproduces(capture, runs):
+                            return capture
+    return None
+
+
+def _delimited_at(text: str, value: str) -> Iterator[int]:
+    start = text.find(value)
+    while start >= 0:
+        if _delimited(text, start, value):
+            yield start
+        start = text.find(value, start + 1)
+
+
+def _has_word(line: str, word: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", line) is not None
 
 
 def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run], sent: _Sent) -> Iterator[Capture]:

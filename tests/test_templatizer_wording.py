@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.test_templatizer import Session, inputs_of
 from toolreel.core.model import JSON
+from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.templatizer import TemplatizeResult, templatize
 from toolreel.templatizer._evidence import is_machine_id, judge_text
 from toolreel.templatizer._wording import OutputWords
@@ -157,3 +158,26 @@ def test_a_short_count_beside_another_label_stays_literal() -> None:
     s.call("send_sms", {"to": "+447700900431", "body": "Answer: 42"}, {"sid": "SM1"})
     written = inputs_of(templatize([s.steps], name="t"))["send_sms_1"]
     assert isinstance(written, dict) and written["body"] == "Answer: 42"
+
+
+def test_a_short_ref_is_read_off_the_line_the_call_s_other_argument_names() -> None:
+    s = Session()
+    s.call("browser_navigate", {"url": "https://partners.example/support/new"}, _SNAPSHOT)
+    s.call("browser_type", {"element": "Describe the problem textbox", "ref": "e13", "text": "Pallet 7731"}, "ok")
+    result = templatize([s.steps], name="t")
+    written = inputs_of(result)["browser_type_1"]
+    assert isinstance(written, dict) and written["ref"] == "@extract_1"
+    code = next(step.code for step in result.template.steps if step.name == "extract_1")
+    assert code is not None and "Describe" in code  # the line its label names, not the first textbox's line
+    moved = (
+        '- button "Submit request" [ref=e21]\n- textbox "Describe the problem" [ref=e30]\n- textbox "Subject" [ref=e9]'
+    )
+    assert run_code(code, {"text": moved}, CodeLimits()) == "e30"
+
+
+def test_a_short_value_on_no_line_the_call_names_stays_literal() -> None:
+    s = Session()
+    s.call("browser_navigate", {"url": "https://partners.example/support/new"}, _SNAPSHOT)
+    s.call("browser_type", {"element": "Notes field", "ref": "e13", "text": "Pallet 7731"}, "ok")
+    written = inputs_of(templatize([s.steps], name="t"))["browser_type_1"]
+    assert isinstance(written, dict) and written["ref"] == "e13"

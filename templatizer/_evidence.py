@@ -35,6 +35,15 @@ _QUERY_LANG_RE: Final = re.compile(
 # Upper-case connectives beside a comparison (`project = PAY AND status = "To Do"`): JQL, Lucene, a filter.
 _FILTER_RE: Final = re.compile(
     r"\w\s*(?:=|!=|~|<=?|>=?)\s*\S.*\s(?:AND|OR|ORDER BY)\s|\s(?:AND|OR)\s.*\w\s*(?:=|!=|~)\s*\S"
+    r"|[\w.]+:\S.*\s(?:AND|OR|NOT)\s|\s(?:AND|OR|NOT)\s.*[\w.]+:\S"  # Lucene, KQL: `service:"api" AND code:500`
+)
+# A label selector (`{service="api",code=~"5.."}`) of PromQL, LogQL, or a metrics query.
+_SELECTOR_RE: Final = re.compile(r"\w\{\s*\w+\s*(?:=|!=|=~|!~)\s*\"[^\"]*\"")
+# A time relative to the run (`now-1h`, `-24h`, `14d`, `in 2 days`, `tomorrow`): the same words every run.
+_RELATIVE_RE: Final = re.compile(
+    r"^(?:now(?:[+-]\d+[smhdwMy])*(?:/[smhdwMy])?|[+-]?\d+(?:s|m|h|d|w|mo|y)|in \d+ (?:minute|hour|day|week|month)s?|"
+    r"(?:tomorrow|yesterday|tonight)|(?:next|last|this) (?:week|month|year|monday|tuesday|wednesday|thursday|friday))$",
+    re.IGNORECASE,
 )
 _QUERY_CAP: Final = 0.45  # whatever the key or the description says: proposed unticked at most
 _CERTAIN: Final = 0.95  # free text the tool describes as a subject is the user's, required or not
@@ -136,6 +145,8 @@ def judge_text(
         reasons.append("the tool does not require it (a weak signal)")
     if is_query(text):  # a description saying "search query" says what it is, not that it varies
         return Judgement(min(score, _QUERY_CAP), (*reasons, "a query's syntax is part of the task"))
+    if _PATTERN_RE.search(text) and " " not in text:  # `logs-http-*`: which names the task matches, like a query
+        return Judgement(min(score, _QUERY_CAP), (*reasons, "a pattern's wildcards are part of the task"))
     if writes and is_machine_id(text):  # nobody types it: it names where a write goes (a database, an account)
         why = "a machine-made id (a UUID, a long random key) that no output gave, sent by a write: where it goes"
         return Judgement(min(score, _QUERY_CAP), (*reasons, why))
@@ -164,10 +175,13 @@ def is_machine_id(text: str) -> bool:
 
 
 def is_query(text: str) -> bool:
-    """Query syntax (`is:unresolved assignee:me`) or a statement of a query language (SQL, JQL)."""
+    """Query syntax (`is:unresolved assignee:me`), a statement of a query language (SQL, JQL), or an expression
+    selecting series by their labels (PromQL, LogQL: `rate(http_requests_total{service="api"}[5m])`)."""
     if _URL_RE.match(text):
         return False
-    return bool(_QUERY_RE.match(text) or (" " in text and (_QUERY_LANG_RE.search(text) or _FILTER_RE.search(text))))
+    if _QUERY_RE.match(text) or _SELECTOR_RE.search(text):
+        return True
+    return " " in text and bool(_QUERY_LANG_RE.search(text) or _FILTER_RE.search(text))
 
 
 def _schema_fixed(value: JSON, schema: Mapping[str, Any] | None) -> str | None:
@@ -210,6 +224,8 @@ def _shape(text: str) -> tuple[float, list[str]]:
         return 0.7, ["a phone number (E.164): whom the call reaches"]
     if _URL_RE.match(text) or (text.startswith("/") and " " not in text):
         return 0.75, ["a path or URL"]
+    if _RELATIVE_RE.match(text):
+        return 0.2, ["a time relative to the run (`now-1h`, `in 2 days`): the same words on every run"]
     if " " in text:
         return (0.8, ["free text"]) if len(text.split()) >= 2 else (0.5, ["a short text"])
     if text.lower() in _KEYWORDS:

@@ -158,6 +158,8 @@ class StepInferrer:
             note = _note_after(value, chosen) if isinstance(value, str) and isinstance(chosen, str) else None
             if note is not None:  # `Call with {{first}} {{last}}: <note>`: the note may be the user's
                 self.result.literals.append(Unexplained(self.record.name, keys, note, tool))
+            elif isinstance(value, str) and isinstance(chosen, str) and "{{" in chosen:  # a version inside may be
+                self.result.literals.append(Unexplained(self.record.name, keys, value, tool, built=True))
             return chosen
         if _may_be_chosen(value, cands):
             self.result.literals.append(Unexplained(self.record.name, keys, value, tool, self._list_size(keys)))

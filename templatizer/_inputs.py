@@ -16,7 +16,7 @@ from typing import Any, Final
 from toolreel.core.model import JSON
 from toolreel.core.secrets import is_secret_key
 from toolreel.core.template import InputSpec
-from toolreel.templatizer._evidence import CHOSEN, THIN, Judgement, judge_text, param_schema
+from toolreel.templatizer._evidence import CHOSEN, THIN, Judgement, is_query, judge_text, param_schema
 from toolreel.templatizer._result import LikelyInput, StayedLiteral
 from toolreel.templatizer._values import (
     Keys,
@@ -169,6 +169,8 @@ class Unexplained:
     of: int = 0  # an element of a list: the list's length
     flag: str = ""  # a value of a command line's flag (`--bucket`): judged and named by the flag
     reads: bool = False  # the step's tool is annotated read-only
+    in_query: bool = False  # a value inside a query's text (`service.name:"checkout-api"`), named by its field
+    built: bool = False  # a text already built on earlier outputs: only a value inside it may be an input
 
     @property
     def named(self) -> Keys:
@@ -196,8 +198,11 @@ def likely_inputs(
     A word or a text of words that were all in outputs before the call (`words`: an element's label read out of
     a snapshot) was composed from what the servers said; a field name of the call's own answer names the data.
     """
+    built = [lit for lit in literals if lit.built]
+    literals = [lit for lit in literals if not lit.built]
     lists, literals = _whole_lists(literals, schemas or {})
     literals = [flag for lit in literals for flag in _command_flags(lit)]
+    literals += [value for lit in literals for value in _query_values(lit)]
     by_value: dict[tuple[str, str], list[Unexplained]] = {}
     for literal in literals:
         by_value.setdefault((type(literal.value).__name__, str(literal.value)), []).append(literal)
@@ -226,9 +231,17 @@ def likely_inputs(
         by_value.pop(key, None)
         why = f"a version number inside {holders[0].value!r} that no output gave: the text is built on it"
         found.append(_likely(names.fresh("version"), version, holders, why))
+    known = {str(item.value) for item in found} | {text for _, text in by_value}
+    for version, holders in _versions_in_built(built, produced):
+        if version not in known:
+            known.add(version)
+            why = f"a version number inside {holders[0].value!r} that no output gave: the text is built on it"
+            found.append(_likely(names.fresh("version"), version, holders, why))
     for key, uses in by_value.items():
         judgement = judged[key]
-        name = names.fresh(snake(last_key(uses[0].named) or "value"))
+        # Named by a key of its own; an element of a list (`tags[1]`) is better named by a query's field.
+        named_by = next((lit for lit in uses if isinstance(lit.named[-1:] and lit.named[-1], str)), uses[0])
+        name = names.fresh(snake(last_key(named_by.named) or "value"))
         found.append(_likely(name, uses[0].value, uses, _why(uses, judgement), ticked=judgement.chosen))
     return found, stayed
 
@@ -247,7 +260,10 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
         judged = judge_text(
             first.value, first.named, schema if not first.flag else None, steps, writes=writes, optional=optional
         )
-        if first.flag and not _plain_word(first.value) and 0 < judged.score < CHOSEN:
+        if first.in_query and all(lit.in_query for lit in uses):  # chosen only if carried elsewhere (_in_context)
+            why = f"a value the query selects by ({first.flag})"
+            return Judgement(min(judged.score, _BOILERPLATE_CAP), (*judged.reasons, why))
+        if first.flag and not first.in_query and not _plain_word(first.value) and 0 < judged.score < CHOSEN:
             return Judgement(min(CHOSEN, judged.score + 0.1), (*judged.reasons, f"the value of --{first.flag}"))
         return judged
     tokens = set(key_tokens(last_key(first.keys) or ""))
@@ -310,11 +326,37 @@ def _command_flags(literal: Unexplained) -> list[Unexplained]:
     return flags or [literal]
 
 
+_TEXT_RE: Final = re.compile(r"[\s/=:{}()\"']")  # a sentence, a path, a query, an expression
+
+
+# `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax).
+_QUERY_VALUE_RE: Final = re.compile(
+    r"(?<![\w.])([A-Za-z_][\w.]*)\s*(?::|=|==|~)\s*(?:\"([^\"]{2,60})\"|'([^']{2,60})'|([^\s\"'()\[\]{},:=]{2,60}))"
+)
+
+
+def _query_values(literal: Unexplained) -> list[Unexplained]:
+    """The values a query selects by (`service.name:"checkout-api"`, `space = "ENG"`): each a candidate of its
+    own, named by its field and weighed without the query's description; the query is built on the chosen ones.
+    Plain lower-case words (`type:ticket`, `is:unresolved`) are the query's vocabulary, left in it."""
+    value = literal.value
+    if not isinstance(value, str) or not is_query(value):
+        return []
+    out: list[Unexplained] = []
+    for match in _QUERY_VALUE_RE.finditer(value):
+        found = next(group for group in match.groups()[1:] if group is not None)
+        if _plain_word(found) or found.isdigit() or found == value or " " in found:
+            continue
+        field = match.group(1).split(".")[-1]
+        out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+    return out
+
+
 def _texts_by_step(literals: Sequence[Unexplained]) -> dict[str, list[str]]:
-    """The longer literal texts (a sentence, a query, a URL, a command) of each step."""
+    """The longer literal texts (a sentence, a query or an expression, a URL, a command) of each step."""
     out: dict[str, list[str]] = {}
     for lit in literals:
-        if isinstance(lit.value, str) and (" " in lit.value.strip() or "/" in lit.value):
+        if isinstance(lit.value, str) and _TEXT_RE.search(lit.value.strip()):
             out.setdefault(lit.step, []).append(lit.value)
     return out
 
@@ -330,14 +372,15 @@ def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mappin
     value = uses[0].value
     if not isinstance(value, str):
         return judgement
-    steps = {lit.step for lit in uses}
+    whole = {lit.step for lit in uses if not lit.in_query}
+    steps = whole or {lit.step for lit in uses}  # beside a whole use, a query holding it is a text it is carried into
     tools = [lit.tool for lit in uses if lit.tool]
     repeated = len(steps) >= 2 and len(set(tools)) == 1 and len(tools) == len(uses)
     wording = len(value.split()) >= 2 or len(steps) >= _REPEATS  # a sentence twice; a date or a name thrice
     if repeated and wording and judgement.score >= THIN:
         why = f"the same value in {len(steps)} calls of {tools[0]}: a fixed part of a repeated action"
         return Judgement(min(judgement.score, _BOILERPLATE_CAP), (*judgement.reasons, why))
-    if judgement.score >= CHOSEN or not _carried_value(value):
+    if judgement.score >= CHOSEN or not _carried_value(value) or is_query(value):
         return judgement
     carriers = [step for step, held in texts.items() if step not in steps and any(_holds_word(t, value) for t in held)]
     if carriers:
@@ -422,6 +465,22 @@ def _versions_inside(
         if len(versions) == 1 and not produced(next(iter(versions)), uses[0].step):
             out.append(((kind, text), versions.pop(), uses))
     return out
+
+
+def _versions_in_built(
+    built: Sequence[Unexplained], produced: Callable[[str, str], bool]
+) -> list[tuple[str, list[Unexplained]]]:
+    """A version (`v2.14.0`, as written) inside a text that other parts of already come from outputs."""
+    out: dict[str, list[Unexplained]] = {}
+    for lit in built:
+        if not isinstance(lit.value, str):
+            continue
+        found = {m.group(0): m.group(1) for m in _VERSION_RE.finditer(lit.value)}
+        if len(found) == 1:
+            written, bare = next(iter(found.items()))
+            if not produced(bare, lit.step):
+                out.setdefault(written, []).append(lit)
+    return list(out.items())
 
 
 def _inside_urls(by_value: Mapping[tuple[str, str], Sequence[Unexplained]]) -> list[tuple[str, str]]:

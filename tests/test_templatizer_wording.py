@@ -181,3 +181,40 @@ def test_a_short_value_on_no_line_the_call_names_stays_literal() -> None:
     s.call("browser_type", {"element": "Notes field", "ref": "e13", "text": "Pallet 7731"}, "ok")
     written = inputs_of(templatize([s.steps], name="t"))["browser_type_1"]
     assert isinstance(written, dict) and written["ref"] == "e13"
+
+
+def test_a_value_a_query_selects_by_and_a_message_repeats_is_the_input_both_are_built_on() -> None:
+    s = Session()
+    s.call("search", {"index": "logs-http-*", "query": 'service.name:"checkout-api" AND code:[500 TO 599]'}, "23")
+    s.call("send_message", {"channel": "ops", "message": "checkout-api failed 23 times"}, "ok")
+    first = templatize([s.steps], name="t")
+    assert ticked(first) == {"name": "checkout-api"}  # the index pattern and the query stay literal
+    written = inputs_of(templatize([s.steps], name="t", inputs=ticked(first)))
+    assert written["search_1"] == {
+        "index": "logs-http-*",
+        "query": 'service.name:"{{@input.name}}" AND code:[500 TO 599]',
+    }
+
+
+def test_a_value_only_a_query_holds_is_proposed_not_applied() -> None:
+    s = Session()
+    s.call("get_products", {"query": "sku:CPS-01", "limit": 1}, {"products": []})
+    result = templatize([s.steps], name="t")
+    assert "CPS-01" in proposed(result).values() and "CPS-01" not in ticked(result).values()
+
+
+def test_series_selectors_and_relative_times_are_part_of_the_task() -> None:
+    assert not judge_text('sum(rate(http_requests_total{service="api",code=~"5.."}[5m]))', ("expr",), None, 1).chosen
+    for relative in ("now-1h", "in 2 days", "tomorrow", "14d"):
+        assert not judge_text(relative, ("due_string",), None, 1).thin, relative
+    assert judge_text("2026-11-27", ("due_date",), None, 1).chosen
+
+
+def test_a_version_inside_a_text_built_on_an_output_is_the_input() -> None:
+    s = Session()
+    s.call("query", {"expr": "errors"}, [{"value": [1795400400.0, "0.42"]}])
+    s.call("annotate", {"text": "Deploying v2.14.0; 5xx rate before: 0.42/s"}, {"id": 1})
+    first = templatize([s.steps], name="t")
+    assert ticked(first) == {"version": "v2.14.0"}
+    written = inputs_of(templatize([s.steps], name="t", inputs=ticked(first)))["annotate_1"]
+    assert written == {"text": "Deploying {{@input.version}}; 5xx rate before: {{@query_1[0].value[1]}}/s"}

@@ -119,22 +119,31 @@ class _Renderings:
 
 
 # Times and numeric dates inside a sentence: `08:15`, `26/11/2026` (the words around them are the agent's).
-_PIECE_RE: Final = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?|\d{1,2}[/.]\d{1,2}[/.]\d{4}|\d{4}/\d{2}/\d{2}")
+_PIECE_RE: Final = re.compile(
+    r"\d{1,2}:\d{2}(?::\d{2})?|\d{1,2}[/.]\d{1,2}[/.]\d{4}|\d{4}/\d{2}/\d{2}"
+    rf"|(?:{'|'.join(_DAYS)})"  # a weekday: only beside a number the same clock renders
+)
 _IN_TEXT_RE: Final = re.compile(rf"(?<![\w:/.])(?:{_PIECE_RE.pattern})(?![\w:/]|\.\d)")
 
 
 def _pieces(
     record: StepRecord, keys: Keys, value: str, renderings: _Renderings, earlier: Sequence[StepRecord]
 ) -> Iterator[_Found]:
-    """Each time or date inside a sentence that exactly one earlier date-time renders."""
+    """Each time or date inside a sentence that exactly one earlier date-time renders; a piece that several
+    render (`Friday` of both clocks of a conversion) is read from the one that renders another piece of the same
+    sentence (`23:30` of the target's clock): the parts of one sentence come from one record."""
     if " " not in value.strip():
         return
-    for match in _IN_TEXT_RE.finditer(value):
-        piece = match.group(0)
-        sources = {source for source, _ in renderings.by_piece.get(piece, [])}
-        if len(sources) == 1 and not _sent(piece, earlier):
-            source, fmt = renderings.by_piece[piece][-1]
-            yield _Found(record.name, keys, piece, source, fmt, piece=True)
+    pieces = [match.group(0) for match in _IN_TEXT_RE.finditer(value)]
+    pieces = [piece for piece in pieces if not _sent(piece, earlier)]
+    options = {piece: {source: fmt for source, fmt in renderings.by_piece.get(piece, [])} for piece in pieces}
+    sure = {next(iter(found)) for piece, found in options.items() if len(found) == 1 and piece[0].isdigit()}
+    for piece in pieces:
+        found = options[piece]
+        beside = [source for source in found if source in sure]
+        if (len(found) == 1 and piece[0].isdigit()) or len(beside) == 1:
+            source = next(iter(found)) if len(found) == 1 else beside[0]
+            yield _Found(record.name, keys, piece, source, found[source], piece=True)
 
 
 def _literals(spec: StepSpec, record: StepRecord) -> Iterator[tuple[Keys, str]]:

@@ -218,3 +218,24 @@ def test_a_version_inside_a_text_built_on_an_output_is_the_input() -> None:
     assert ticked(first) == {"version": "v2.14.0"}
     written = inputs_of(templatize([s.steps], name="t", inputs=ticked(first)))["annotate_1"]
     assert written == {"text": "Deploying {{@input.version}}; 5xx rate before: {{@query_1[0].value[1]}}/s"}
+
+
+_CONVERTED = {
+    "source": {"timezone": "America/New_York", "datetime": "2026-11-27T09:30:00-05:00", "day_of_week": "Friday"},
+    "target": {"timezone": "Asia/Tokyo", "datetime": "2026-11-27T23:30:00+09:00", "day_of_week": "Friday"},
+}
+
+
+def test_a_weekday_both_clocks_render_is_read_from_the_clock_of_the_time_beside_it() -> None:
+    s = Session()
+    s.call(
+        "convert_time",
+        {"source_timezone": "America/New_York", "time": "09:30", "target_timezone": "Asia/Tokyo"},
+        _CONVERTED,
+    )
+    s.call("send_sms", {"to": "+819012345678", "body": "Our call is on Friday at 23:30 your time."}, {"sid": "SM1"})
+    result = templatize([s.steps], name="t")
+    codes = {step.name: step for step in result.template.steps if step.code}
+    assert {str(step.input) for step in codes.values()} == {"{'text': '@convert_time_1.target.datetime'}"}
+    written = inputs_of(result)["send_sms_1"]
+    assert isinstance(written, dict) and "Friday" not in str(written["body"]) and "23:30" not in str(written["body"])

@@ -380,8 +380,14 @@ def _all_matches(pattern: str, text: str) -> list[str]:
 
 
 def _piece_strength(piece: str) -> float:
-    """A run of digits weighs as the number it writes (`48213907` bytes is as telling as an id)."""
+    """A run of digits weighs as the number it writes (`48213907` bytes is as telling as an id); a version
+    (`v3.5.1`, three numbers) as an id: a release named in prose is read from the page that lists it."""
+    if _VERSION_RE.fullmatch(piece):
+        return _GLUED_STRENGTH
     return strength(int(piece)) if piece.isdigit() and not piece.startswith("0") else strength(piece)
+
+
+_VERSION_RE: Final = re.compile(r"[vV]?\d+\.\d+\.\d+")
 
 
 def _apart(text: str, start: int, end: int) -> bool:

@@ -229,6 +229,11 @@ def likely_inputs(
         by_value.pop(key, None)
     for key, version, holders in _versions_inside(by_value, produced):
         by_value.pop(key, None)
+        if version is None:  # an output gave it: the text is read out of that output, not typed
+            stayed += [
+                _stayed(lit, "it holds a version an earlier output gave: built on that output") for lit in holders
+            ]
+            continue
         why = f"a version number inside {holders[0].value!r} that no output gave: the text is built on it"
         found.append(_likely(names.fresh("version"), version, holders, why))
     known = {str(item.value) for item in found} | {text for _, text in by_value}
@@ -455,15 +460,17 @@ _VERSION_RE: Final = re.compile(r"(?<![\w.])[vV]?(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z
 
 def _versions_inside(
     by_value: Mapping[tuple[str, str], Sequence[Unexplained]], produced: Callable[[str, str], bool]
-) -> list[tuple[tuple[str, str], str, Sequence[Unexplained]]]:
-    """Texts (a sentence, a JSON fragment) holding one version number (`x.y.z`) that no earlier output holds."""
-    out: list[tuple[tuple[str, str], str, Sequence[Unexplained]]] = []
+) -> list[tuple[tuple[str, str], str | None, Sequence[Unexplained]]]:
+    """Texts (a sentence, a JSON fragment) holding one version number (`x.y.z`): with the version when no earlier
+    output holds it (the user's), with None when one does (the text is read out of that output)."""
+    out: list[tuple[tuple[str, str], str | None, Sequence[Unexplained]]] = []
     for (kind, text), uses in by_value.items():
         if kind != "str" or not (" " in text.strip() or '"' in text):
             continue
         versions = {m.group(1) for m in _VERSION_RE.finditer(text)}
-        if len(versions) == 1 and not produced(next(iter(versions)), uses[0].step):
-            out.append(((kind, text), versions.pop(), uses))
+        if len(versions) == 1:
+            version = versions.pop()
+            out.append(((kind, text), None if produced(version, uses[0].step) else version, uses))
     return out
 
 

@@ -239,3 +239,14 @@ def test_a_weekday_both_clocks_render_is_read_from_the_clock_of_the_time_beside_
     assert {str(step.input) for step in codes.values()} == {"{'text': '@convert_time_1.target.datetime'}"}
     written = inputs_of(result)["send_sms_1"]
     assert isinstance(written, dict) and "Friday" not in str(written["body"]) and "23:30" not in str(written["body"])
+
+
+def test_a_version_named_in_a_title_is_read_from_the_releases_page_that_listed_it() -> None:
+    s = Session()
+    page = "# Releases\n\n## v3.5.1\n\n2026-11-20\n\n- fixes\n\n## v3.5.0\n\n2026-10-02\n"
+    s.call("fetch", {"url": "https://github.com/grafana/loki/releases"}, page)
+    s.call("create_page", {"title": "Upgrade loki to v3.5.1"}, {"id": "p1"})
+    result = templatize([s.steps], name="t")
+    assert "Upgrade loki to v3.5.1" not in ticked(result).values()
+    written = inputs_of(result)["create_page_1"]
+    assert isinstance(written, dict) and written["title"] == "Upgrade loki to {{@extract_1}}"

@@ -305,14 +305,16 @@ def _labelled_in(label: str, value: str, texts: _Texts) -> bool:
 def _same_label(fragment: str, match: re.Match[str], texts: _Texts) -> bool:
     """A number too short to be evidence alone, labelled by the same word in the argument and in an earlier
     text: right before it in both (`week 48` and `Week 48`), or the word that labels it in the earlier text
-    (a JSON key, `"signups": 42`) named earlier on the argument's line (`Signups today so far: 42`). The agent
-    copied it with its label."""
+    (a JSON key, `"signups": 42`) named earlier on the argument's line when that line writes a labelled value
+    (`Signups today so far: 42`, not `the timeout to 30 s`). The agent copied it with its label."""
     piece = match.group(0)
     before = fragment[: match.start()]
     mine = _LABEL_BEFORE_RE.search(before)
     if not piece.isdigit() or mine is None:
         return False
-    line = {word.lower() for word in _WORD_RE.findall(before[before.rfind("\n") + 1 :])}
+    head = before[before.rfind("\n") + 1 :]
+    # Named anywhere on the line only when the line writes it as a labelled value (`Signups today so far: 42`).
+    line = {word.lower() for word in _WORD_RE.findall(head)} if _LABELLED_END_RE.search(head) else set()
     for held in texts.holding(piece):
         start = _position(held.text, piece)
         theirs = _LABEL_BEFORE_RE.search(held.text[:start]) if start is not None else None
@@ -325,6 +327,7 @@ def _same_label(fragment: str, match: re.Match[str], texts: _Texts) -> bool:
 
 
 _WORD_RE: Final = re.compile(r"[A-Za-z]{2,}")
+_LABELLED_END_RE: Final = re.compile(r"[A-Za-z][:=]\s*$")
 _LABEL_MIN: Final = 4  # a label named anywhere on the line must be a real word, not `id` or `no`
 
 

@@ -396,6 +396,9 @@ def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mappin
 
 _BOILERPLATE_CAP: Final = 0.45
 _REPEATS: Final = 3
+# A label is short (`Describe the problem textbox`); a longer text whose words were all read (a commit message
+# that sums up a diff) is still someone's wording of it.
+_LABEL_WORDS: Final = 4
 _WORDS_RE: Final = re.compile(r"^[^\W\d_]+(?:[,:;]?\s+[^\W_]+)*[.!?]?$")  # words only: no id, path or number
 
 
@@ -407,14 +410,18 @@ def _read(
     """Capped at proposed-unticked: a field name of the call's own answer (`propertyName: "email"` beside
     `properties.email`: which data the call reads), and a word or a text of words all of which were in outputs
     before the call (`OutputWords.read_before`: a label and a role read out of a snapshot), composed out of what
-    the servers said. Identifiers with digits or separators (`checkout-api`) are left out of the second: a
-    server echoes the entity names the user works on."""
+    the servers said, when it is as short as a label. Identifiers with digits or separators (`checkout-api`) are
+    left out of the second: a server echoes the entity names the user works on."""
     value = uses[0].value
     if words is None or judgement.score < THIN or not isinstance(value, str):
         return judgement
     if all(words.names_field(value, lit.step) for lit in uses):
         why = "a field name of the call's own answer: it names which data the call reads"
-    elif _WORDS_RE.match(value.strip()) and all(words.read_before(value, lit.step) for lit in uses):
+    elif (
+        _WORDS_RE.match(value.strip())
+        and len(value.split()) <= _LABEL_WORDS
+        and all(words.read_before(value, lit.step) for lit in uses)
+    ):
         why = "every word of it was in an earlier output: composed from what a server said"
     else:
         return judgement

@@ -250,3 +250,11 @@ def test_a_version_named_in_a_title_is_read_from_the_releases_page_that_listed_i
     assert "Upgrade loki to v3.5.1" not in ticked(result).values()
     written = inputs_of(result)["create_page_1"]
     assert isinstance(written, dict) and written["title"] == "Upgrade loki to {{@extract_1}}"
+
+
+def test_a_number_in_prose_is_not_read_by_a_label_elsewhere_on_the_line() -> None:
+    s = Session()
+    s.call("git_diff", {"repo_path": "/srv/app"}, "-LOGIN_TIMEOUT = 10\n+LOGIN_TIMEOUT = 30")
+    s.call("git_commit", {"repo_path": "/srv/app", "message": "Raise the login timeout to 30 s"}, "ok")
+    result = templatize([s.steps], name="t")
+    assert ticked(result)["message"] == "Raise the login timeout to 30 s"  # longer than a label: someone's wording

@@ -36,17 +36,23 @@ class OutputWords:
         self._outputs = outputs
         self._seqs = seqs  # steps without a seq (views derived from an output) are not read here
         self._first: dict[str, int] | None = None
-        self._texts: list[tuple[int, str]] = []
+        self._joined = ""  # every output text, in recording order, one per line: one scan per question
+        self._ends: list[tuple[int, int]] = []  # (seq, offset in `_joined` where that step's texts end)
 
     def _index(self) -> dict[str, int]:
         if self._first is None:
             first: dict[str, int] = {}
             recorded = [(self._seqs[name], output) for name, output in self._outputs.items() if name in self._seqs]
+            parts: list[str] = []
+            size = 0
             for seq, output in sorted(recorded, key=lambda item: item[0]):
                 for text in _texts(output):
-                    self._texts.append((seq, text))
+                    parts.append(text)
+                    size += len(text) + 1
                     for word in words_of(text):
                         first.setdefault(word, seq)
+                self._ends.append((seq, size))
+            self._joined = "\n".join(parts)
             self._first = first
         return self._first
 
@@ -67,7 +73,8 @@ class OutputWords:
         phrase = re.compile(rf"(?<!\w){re.escape(text)}(?!\w)")
         if any(phrase.search(held) for held in _texts(self._outputs.get(step))):
             return False  # the call found what it named (a team searched by its name): an entity, chosen
-        return not any(seq < before and phrase.search(held) for seq, held in self._texts)
+        end = max((offset for seq, offset in self._ends if seq < before), default=0)
+        return phrase.search(self._joined, 0, end) is None
 
 
 def _texts(value: JSON) -> Iterator[str]:

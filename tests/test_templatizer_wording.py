@@ -258,3 +258,15 @@ def test_a_number_in_prose_is_not_read_by_a_label_elsewhere_on_the_line() -> Non
     s.call("git_commit", {"repo_path": "/srv/app", "message": "Raise the login timeout to 30 s"}, "ok")
     result = templatize([s.steps], name="t")
     assert ticked(result)["message"] == "Raise the login timeout to 30 s"  # longer than a label: someone's wording
+
+
+def test_a_slug_inside_a_url_read_out_of_an_output_is_still_the_user_s() -> None:
+    s = Session()
+    status = "Status: failed\nWorkflow URL: https://app.ci.example/pipelines/gh/acme/ledger-api/1842/workflows/b7e1c2d4"
+    s.call("get_latest_pipeline_status", {"projectSlug": "gh/acme/ledger-api"}, status)
+    url = "https://app.ci.example/pipelines/gh/acme/ledger-api/1842/workflows/b7e1c2d4"
+    s.call("rerun_workflow", {"workflowURL": url}, "ok")
+    result = templatize([s.steps], name="t")
+    assert {item.value for item in result.likely_inputs} == {"gh/acme/ledger-api"}  # not explained away by the URL
+    written = inputs_of(result)["rerun_workflow_1"]
+    assert isinstance(written, dict) and written["workflowURL"] == "@extract_1"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Final
 
@@ -24,11 +24,11 @@ from toolreel.core.model import JSON, StepRecord
 from toolreel.core.refs import is_ref, refs_in, resolve
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
-from toolreel.core.template_io import parse_template, template_to_dict
-from toolreel.templatizer._patterns import fits, patterns
+from toolreel.templatizer._codesteps import CodeRead, with_code_steps
+from toolreel.templatizer._patterns import fits, line_patterns, patterns
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run
-from toolreel.templatizer._values import Keys, get_at, json_path, put_at, strength, walk
+from toolreel.templatizer._values import Keys, get_at, json_path, strength, walk
 
 __all__ = ["Capture", "propose_captures"]
 
@@ -194,7 +194,61 @@ def _find(record: StepRecord, spec: StepSpec, texts: _Texts, runs: Sequence[Run]
                 yield capture
                 continue
         if found and isinstance(leaf, str) and isinstance(recorded, str) and not is_ref(leaf):
+            named = _named_line(record.name, keys, recorded, _beside(spec.input, keys), texts, runs, sent)
+            if named is not None:
+                yield named
+                continue
             yield from _pieces(record.name, keys, leaf, texts, runs, sent)
+
+
+_SHORT_ID_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$")
+_LABEL_WORD_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
+
+
+def _beside(arguments: JSON, keys: Keys) -> list[str]:
+    """The words of the call's other literal string arguments (`Subject textbox` beside `ref: "e9"`)."""
+    out: list[str] = []
+    for other, leaf in walk(arguments):
+        if other != keys and isinstance(leaf, str) and not is_ref(leaf) and not refs_in(leaf):
+            out += [w for w in _LABEL_WORD_RE.findall(leaf) if w not in out]
+    return out
+
+
+def _named_line(
+    step: str, keys: Keys, recorded: str, beside: Sequence[str], texts: _Texts, runs: Sequence[Run], sent: _Sent
+) -> Capture | None:
+    """A short value too weak to be evidence alone (`e9`), read off the line of an earlier text that a word of
+    the call's other argument names (`textbox "Subject" [ref=e9]` beside `element: "Subject textbox"`): the
+    agent found the line by that word, so the next run reads the value on the line that word names."""
+    if not beside or strength(recorded) >= _MIN_STRENGTH or not _SHORT_ID_RE.match(recorded):
+        return None
+    for held in texts.holding(recorded):
+        if any(t.order <= held.order for t in sent.holding(recorded, whole=True)):
+            continue  # the agent had sent it before: an echo
+        for start in _delimited_at(held.text, recorded):
+            line_start = held.text.rfind("\n", 0, start) + 1
+            line_end = held.text.find("\n", start)
+            line = held.text[line_start : line_end if line_end >= 0 else len(held.text)]
+            for word in beside:
+                for pattern in line_patterns(held.text, start, recorded, word) if _has_word(line, word) else ():
+                    if fits(pattern, held.text, start, recorded):
+                        source = f"@{held.step}{json_path(held.keys)[1:]}"
+                        capture = Capture(step, keys, recorded, source, pattern, False)
+                        if _reproduces(capture, runs):
+                            return capture
+    return None
+
+
+def _delimited_at(text: str, value: str) -> Iterator[int]:
+    start = text.find(value)
+    while start >= 0:
+        if _delimited(text, start, value):
+            yield start
+        start = text.find(value, start + 1)
+
+
+def _has_word(line: str, word: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", line) is not None
 
 
 def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run], sent: _Sent) -> Iterator[Capture]:
@@ -249,18 +303,32 @@ def _labelled_in(label: str, value: str, texts: _Texts) -> bool:
 
 
 def _same_label(fragment: str, match: re.Match[str], texts: _Texts) -> bool:
-    """A number too short to be evidence alone, after the same word in the argument and in an earlier text
-    (`week 48` and `Week 48`): the agent copied it with its label."""
+    """A number too short to be evidence alone, labelled by the same word in the argument and in an earlier
+    text: right before it in both (`week 48` and `Week 48`), or the word that labels it in the earlier text
+    (a JSON key, `"signups": 42`) named earlier on the argument's line when that line writes a labelled value
+    (`Signups today so far: 42`, not `the timeout to 30 s`). The agent copied it with its label."""
     piece = match.group(0)
-    mine = _LABEL_BEFORE_RE.search(fragment[: match.start()])
+    before = fragment[: match.start()]
+    mine = _LABEL_BEFORE_RE.search(before)
     if not piece.isdigit() or mine is None:
         return False
+    head = before[before.rfind("\n") + 1 :]
+    # Named anywhere on the line only when the line writes it as a labelled value (`Signups today so far: 42`).
+    line = {word.lower() for word in _WORD_RE.findall(head)} if _LABELLED_END_RE.search(head) else set()
     for held in texts.holding(piece):
         start = _position(held.text, piece)
         theirs = _LABEL_BEFORE_RE.search(held.text[:start]) if start is not None else None
-        if theirs is not None and theirs.group(1).lower() == mine.group(1).lower():
+        if theirs is None:
+            continue
+        label = theirs.group(1).lower()
+        if label == mine.group(1).lower() or (len(label) >= _LABEL_MIN and label in line):
             return True
     return False
+
+
+_WORD_RE: Final = re.compile(r"[A-Za-z]{2,}")
+_LABELLED_END_RE: Final = re.compile(r"[A-Za-z][:=]\s*$")
+_LABEL_MIN: Final = 4  # a label named anywhere on the line must be a real word, not `id` or `no`
 
 
 _SEPARATORS: Final = (", and ", " and ", ", ", ",", "; ", " & ")
@@ -315,8 +383,14 @@ def _all_matches(pattern: str, text: str) -> list[str]:
 
 
 def _piece_strength(piece: str) -> float:
-    """A run of digits weighs as the number it writes (`48213907` bytes is as telling as an id)."""
+    """A run of digits weighs as the number it writes (`48213907` bytes is as telling as an id); a version
+    (`v3.5.1`, three numbers) as an id: a release named in prose is read from the page that lists it."""
+    if _VERSION_RE.fullmatch(piece):
+        return _GLUED_STRENGTH
     return strength(int(piece)) if piece.isdigit() and not piece.startswith("0") else strength(piece)
+
+
+_VERSION_RE: Final = re.compile(r"[vV]?\d+\.\d+\.\d+")
 
 
 def _apart(text: str, start: int, end: int) -> bool:
@@ -498,46 +572,14 @@ def _with_placeholder(text: str, piece: str, step: str) -> str | None:
 
 
 def _rewritten(template: Template, found: Sequence[Capture]) -> tuple[Template, tuple[Inference, ...]]:
-    taken = {step.name for step in template.steps}
-    inserted: dict[str, list[StepSpec]] = {}
-    inputs: dict[str, JSON] = {step.name: step.input for step in template.steps}
-    inferences = []
-    made: dict[tuple[str, str], str] = {}  # one step per extraction: the same value read twice is one read
-    for item in found:
-        name = made.get((item.source, item.code), "")
-        fresh = not name
-        if fresh:
-            n = 1
-            while f"extract_{n}" in taken:
-                n += 1
-            name = made[item.source, item.code] = f"extract_{n}"
-            taken.add(name)
-            inserted.setdefault(item.step, []).append(StepSpec(name=name, code=item.code, input={"text": item.source}))
-        if item.piece:
-            _, current = get_at(inputs[item.step], item.keys)
-            text = _with_placeholder(current, str(item.recorded), name) if isinstance(current, str) else None
-            if text is None:
-                if fresh:
-                    taken.discard(name)
-                    del made[item.source, item.code]
-                    inserted[item.step].pop()
-                continue
-            inputs[item.step] = put_at(inputs[item.step], item.keys, text)
-        else:
-            inputs[item.step] = put_at(inputs[item.step], item.keys, f"@{name}")
-        evidence = (
+    return with_code_steps(template, [_read(item) for item in found], _with_placeholder)
+
+
+def _read(item: Capture) -> CodeRead:
+    def why(name: str) -> str:
+        return (
             f"{item.recorded!r} is no earlier value but is read out of the text {item.source} "
             f"(pattern {item.pattern!r}); the code step {name} reproduces it from the recording"
         )
-        _, held = get_at(inputs[item.step], item.keys)
-        ref = held if item.piece and isinstance(held, str) else f"@{name}"
-        inferences.append(Inference(item.step, json_path(item.keys), ref, "high", 0.9, evidence, "transform"))
-    steps: list[StepSpec] = []
-    for step in template.steps:
-        steps += inserted.get(step.name, [])
-        steps.append(replace(step, input=inputs[step.name]))
-    read = [[s.input, s.for_each, [leaf.ref for leaf in s.when.leaves()] if s.when else None] for s in steps]
-    used = {ref.path.split(".")[0] for ref in refs_in(read) if ref.root == "input" and ref.path}
-    kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
-    rewritten = replace(template, steps=tuple(steps), inputs=kept_inputs)
-    return parse_template(template_to_dict(rewritten)), tuple(inferences)
+
+    return CodeRead(item.step, item.keys, item.recorded, item.code, {"text": item.source}, "extract", why, item.piece)

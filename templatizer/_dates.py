@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from toolreel.core.errors import CodeError, RefError
@@ -22,10 +22,10 @@ from toolreel.core.model import JSON, StepRecord
 from toolreel.core.refs import is_ref, refs_in, resolve
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
-from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run
-from toolreel.templatizer._values import Keys, get_at, json_path, put_at, walk
+from toolreel.templatizer._values import Keys, get_at, json_path, walk
 
 __all__ = ["FORMATS", "propose_dates", "render"]
 
@@ -119,22 +119,31 @@ class _Renderings:
 
 
 # Times and numeric dates inside a sentence: `08:15`, `26/11/2026` (the words around them are the agent's).
-_PIECE_RE: Final = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?|\d{1,2}[/.]\d{1,2}[/.]\d{4}|\d{4}/\d{2}/\d{2}")
+_PIECE_RE: Final = re.compile(
+    r"\d{1,2}:\d{2}(?::\d{2})?|\d{1,2}[/.]\d{1,2}[/.]\d{4}|\d{4}/\d{2}/\d{2}"
+    rf"|(?:{'|'.join(_DAYS)})"  # a weekday: only beside a number the same clock renders
+)
 _IN_TEXT_RE: Final = re.compile(rf"(?<![\w:/.])(?:{_PIECE_RE.pattern})(?![\w:/]|\.\d)")
 
 
 def _pieces(
     record: StepRecord, keys: Keys, value: str, renderings: _Renderings, earlier: Sequence[StepRecord]
 ) -> Iterator[_Found]:
-    """Each time or date inside a sentence that exactly one earlier date-time renders."""
+    """Each time or date inside a sentence that exactly one earlier date-time renders; a piece that several
+    render (`Friday` of both clocks of a conversion) is read from the one that renders another piece of the same
+    sentence (`23:30` of the target's clock): the parts of one sentence come from one record."""
     if " " not in value.strip():
         return
-    for match in _IN_TEXT_RE.finditer(value):
-        piece = match.group(0)
-        sources = {source for source, _ in renderings.by_piece.get(piece, [])}
-        if len(sources) == 1 and not _sent(piece, earlier):
-            source, fmt = renderings.by_piece[piece][-1]
-            yield _Found(record.name, keys, piece, source, fmt, piece=True)
+    pieces = [match.group(0) for match in _IN_TEXT_RE.finditer(value)]
+    pieces = [piece for piece in pieces if not _sent(piece, earlier)]
+    options = {piece: {source: fmt for source, fmt in renderings.by_piece.get(piece, [])} for piece in pieces}
+    sure = {next(iter(found)) for piece, found in options.items() if len(found) == 1 and piece[0].isdigit()}
+    for piece in pieces:
+        found = options[piece]
+        beside = [source for source in found if source in sure]
+        if (len(found) == 1 and piece[0].isdigit()) or len(beside) == 1:
+            source = next(iter(found)) if len(found) == 1 else beside[0]
+            yield _Found(record.name, keys, piece, source, found[source], piece=True)
 
 
 def _literals(spec: StepSpec, record: StepRecord) -> Iterator[tuple[Keys, str]]:
@@ -213,38 +222,16 @@ def _placed(text: str, piece: str, step: str) -> str | None:
 
 
 def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, tuple[Inference, ...]]:
-    taken = {step.name for step in template.steps}
-    inserted: dict[str, list[StepSpec]] = {}
-    inputs: dict[str, JSON] = {step.name: step.input for step in template.steps}
-    inferences = []
-    for item in found:
-        n = 1
-        while f"format_date_{n}" in taken:
-            n += 1
-        name = f"format_date_{n}"
-        taken.add(name)
-        inserted.setdefault(item.step, []).append(StepSpec(name=name, code=item.code, input={"text": item.source}))
-        if item.piece:
-            _, text = get_at(inputs[item.step], item.keys)
-            written = _placed(text, item.recorded, name) if isinstance(text, str) else None
-            if written is None:
-                inserted[item.step].pop()
-                continue
-            inputs[item.step] = put_at(inputs[item.step], item.keys, written)
-        else:
-            inputs[item.step] = put_at(inputs[item.step], item.keys, f"@{name}")
-        evidence = (
+    return with_code_steps(template, [_read(item) for item in found], _placed)
+
+
+def _read(item: _Found) -> CodeRead:
+    def why(name: str) -> str:
+        return (
             f"{item.recorded!r} is the date-time {item.source} written as {item.fmt!r}; "
             f"the code step {name} reproduces it from the recording"
         )
-        inferences.append(Inference(item.step, json_path(item.keys), f"@{name}", "high", 0.9, evidence, "transform"))
-    steps: list[StepSpec] = []
-    for step in template.steps:
-        steps += inserted.get(step.name, [])
-        steps.append(replace(step, input=inputs[step.name]))
-    read = [[s.input, s.for_each, [leaf.ref for leaf in s.when.leaves()] if s.when else None] for s in steps]
-    used = {ref.path.split(".")[0] for ref in refs_in(read) if ref.root == "input" and ref.path}
-    kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
-    return parse_template(template_to_dict(replace(template, steps=tuple(steps), inputs=kept_inputs))), tuple(
-        inferences
+
+    return CodeRead(
+        item.step, item.keys, item.recorded, item.code, {"text": item.source}, "format_date", why, item.piece
     )

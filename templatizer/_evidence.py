@@ -19,7 +19,7 @@ from typing import Any, Final
 from toolreel.core.model import JSON
 from toolreel.templatizer._values import Keys, key_tokens, last_key
 
-__all__ = ["CHOSEN", "THIN", "Judgement", "is_query", "judge_text", "param_schema"]
+__all__ = ["CHOSEN", "THIN", "Judgement", "is_machine_id", "is_query", "judge_text", "param_schema"]
 
 CHOSEN: Final = 0.6
 THIN: Final = 0.35
@@ -35,12 +35,23 @@ _QUERY_LANG_RE: Final = re.compile(
 # Upper-case connectives beside a comparison (`project = PAY AND status = "To Do"`): JQL, Lucene, a filter.
 _FILTER_RE: Final = re.compile(
     r"\w\s*(?:=|!=|~|<=?|>=?)\s*\S.*\s(?:AND|OR|ORDER BY)\s|\s(?:AND|OR)\s.*\w\s*(?:=|!=|~)\s*\S"
+    r"|[\w.]+:\S.*\s(?:AND|OR|NOT)\s|\s(?:AND|OR|NOT)\s.*[\w.]+:\S"  # Lucene, KQL: `service:"api" AND code:500`
+)
+# A label selector (`{service="api",code=~"5.."}`) of PromQL, LogQL, or a metrics query.
+_SELECTOR_RE: Final = re.compile(r"\w\{\s*\w+\s*(?:=|!=|=~|!~)\s*\"[^\"]*\"")
+# A time relative to the run (`now-1h`, `-24h`, `14d`, `in 2 days`, `tomorrow`): the same words every run.
+_RELATIVE_RE: Final = re.compile(
+    r"^(?:now(?:[+-]\d+[smhdwMy])*(?:/[smhdwMy])?|[+-]?\d+(?:s|m|h|d|w|mo|y)|in \d+ (?:minute|hour|day|week|month)s?|"
+    r"(?:tomorrow|yesterday|tonight)|(?:next|last|this) (?:week|month|year|monday|tuesday|wednesday|thursday|friday))$",
+    re.IGNORECASE,
 )
 _QUERY_CAP: Final = 0.45  # whatever the key or the description says: proposed unticked at most
+_CERTAIN: Final = 0.95  # free text the tool describes as a subject is the user's, required or not
 _WORD_RE: Final = re.compile(r"^[a-z]+$")
 _UPPER_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _EMAIL_RE: Final = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
 _URL_RE: Final = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
+_PHONE_RE: Final = re.compile(r"^\+[1-9]\d{6,14}$")
 _SLUG_RE: Final = re.compile(r"^[A-Za-z0-9]+(?:[-_./:][A-Za-z0-9]+)+$")
 _SUBJECT_FORMATS: Final = frozenset({"email", "uri", "url", "date", "date-time", "hostname", "uuid", "idn-email"})
 # What a parameter's description says a value is (weak: descriptions are written for models, loosely).
@@ -49,6 +60,7 @@ _SUBJECT_WORDS: Final = re.compile(
     r"channel|team|path|file|directory|query|search|text|body|message|content|email|user|customer|account)\b",
     re.IGNORECASE,
 )
+_SHAPE_PHRASE_RE: Final = re.compile(r"\b(?:in|as|using)\s+(?:an?\s+|the\s+)?[\w.:+-]+(?:\s+[\w.:+-]+)?\s+format\b")
 _SETTING_WORDS: Final = re.compile(
     r"\b(?:one of|sort|order|format|mode|direction|state|status|type|kind|level|default)\b", re.IGNORECASE
 )
@@ -68,6 +80,9 @@ _FILE_RE: Final = re.compile(r"^[\w./-]*\w\.[A-Za-z0-9]{1,5}$")
 _PATTERN_RE: Final = re.compile(r"[*?\[\]]")
 _ID_KEYS: Final = frozenset({"id", "ids", "key", "uid", "uuid", "gid"})
 _OPAQUE_ID_RE: Final = re.compile(r"^(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{6,}$")  # digits in it, six or more characters
+_UUID_RE: Final = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+_RANDOM_KEY_RE: Final = re.compile(r"^(?=[^_-]*[0-9])(?=[^_-]*[A-Za-z])[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)?$")
+_MACHINE_ID_MIN: Final = 16
 _SETTING_KEYS: Final = frozenset(
     {"type", "kind", "mode", "format", "sort", "order", "status", "state", "role", "level", "unit", "encoding"}
 )
@@ -105,8 +120,18 @@ def param_schema(schema: Mapping[str, Any] | None, keys: Keys) -> Mapping[str, A
     return node if isinstance(node, Mapping) else None
 
 
-def judge_text(value: str, keys: Keys, schema: Mapping[str, Any] | None, steps: int) -> Judgement:
-    """How likely a literal string is the user's per-run choice, with the evidence that says so."""
+def judge_text(
+    value: str,
+    keys: Keys,
+    schema: Mapping[str, Any] | None,
+    steps: int,
+    *,
+    writes: bool = True,
+    optional: bool = False,
+) -> Judgement:
+    """How likely a literal string is the user's per-run choice, with the evidence that says so. `writes`: some
+    call sending it may write (not annotated read-only); `optional`: the tool's schema lists the parameters it
+    requires, and not this one."""
     text = value.strip()
     if len(text) < 2:
         return Judgement(0.0, ("too short to be a choice",))
@@ -115,8 +140,16 @@ def judge_text(value: str, keys: Keys, schema: Mapping[str, Any] | None, steps: 
         return Judgement(0.0, (fixed,))
     score, reasons = _shape(text)
     score, reasons = _schema_hints(score, reasons, value, schema)
+    if optional and score < _CERTAIN:  # the tool works without it: as likely a setting the agent added
+        score -= 0.15
+        reasons.append("the tool does not require it (a weak signal)")
     if is_query(text):  # a description saying "search query" says what it is, not that it varies
         return Judgement(min(score, _QUERY_CAP), (*reasons, "a query's syntax is part of the task"))
+    if _PATTERN_RE.search(text) and " " not in text:  # `logs-http-*`: which names the task matches, like a query
+        return Judgement(min(score, _QUERY_CAP), (*reasons, "a pattern's wildcards are part of the task"))
+    if writes and is_machine_id(text):  # nobody types it: it names where a write goes (a database, an account)
+        why = "a machine-made id (a UUID, a long random key) that no output gave, sent by a write: where it goes"
+        return Judgement(min(score, _QUERY_CAP), (*reasons, why))
     head = key_tokens(last_key(keys) or "")[-1:]  # the head noun of a compound key: message_type is a type
     tokens = set(head)
     if tokens & _SUBJECT_KEYS:
@@ -134,11 +167,21 @@ def judge_text(value: str, keys: Keys, schema: Mapping[str, Any] | None, steps: 
     return Judgement(max(0.0, min(1.0, score)), tuple(reasons))
 
 
+def is_machine_id(text: str) -> bool:
+    """A UUID, or a random key of 16 characters or more mixing letters and digits (`AC3f5e0a...`)."""
+    if _UUID_RE.match(text):
+        return True
+    return len(text) >= _MACHINE_ID_MIN and bool(_RANDOM_KEY_RE.match(text))
+
+
 def is_query(text: str) -> bool:
-    """Query syntax (`is:unresolved assignee:me`) or a statement of a query language (SQL, JQL)."""
+    """Query syntax (`is:unresolved assignee:me`), a statement of a query language (SQL, JQL), or an expression
+    selecting series by their labels (PromQL, LogQL: `rate(http_requests_total{service="api"}[5m])`)."""
     if _URL_RE.match(text):
         return False
-    return bool(_QUERY_RE.match(text) or (" " in text and (_QUERY_LANG_RE.search(text) or _FILTER_RE.search(text))))
+    if _QUERY_RE.match(text) or _SELECTOR_RE.search(text):
+        return True
+    return " " in text and bool(_QUERY_LANG_RE.search(text) or _FILTER_RE.search(text))
 
 
 def _schema_fixed(value: JSON, schema: Mapping[str, Any] | None) -> str | None:
@@ -162,7 +205,8 @@ def _schema_hints(
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt in _SUBJECT_FORMATS:
         return score + 0.25, [*reasons, f"the tool's schema says it is a {fmt}"]
-    description = str(schema.get("description") or "")
+    # "in E.164 format", "in 24-hour format (HH:MM)": how the value is written, not a choice of format
+    description = _SHAPE_PHRASE_RE.sub(" ", str(schema.get("description") or ""))
     if _SETTING_WORDS.search(description) and not _SUBJECT_WORDS.search(description):
         return score - 0.15, [*reasons, f"the tool describes it as a setting ({description[:60]!r})"]
     if _SUBJECT_WORDS.search(description):
@@ -176,8 +220,12 @@ def _shape(text: str) -> tuple[float, list[str]]:
         return 0.4, ["query syntax (`is:unresolved`, SQL, JQL), usually fixed by the task"]
     if _EMAIL_RE.match(text):
         return 0.8, ["an email address"]
+    if _PHONE_RE.match(text):
+        return 0.7, ["a phone number (E.164): whom the call reaches"]
     if _URL_RE.match(text) or (text.startswith("/") and " " not in text):
         return 0.75, ["a path or URL"]
+    if _RELATIVE_RE.match(text):
+        return 0.2, ["a time relative to the run (`now-1h`, `in 2 days`): the same words on every run"]
     if " " in text:
         return (0.8, ["free text"]) if len(text.split()) >= 2 else (0.5, ["a short text"])
     if text.lower() in _KEYWORDS:

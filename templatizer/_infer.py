@@ -24,6 +24,7 @@ from toolreel.templatizer._inputs import InputTable, Unexplained
 from toolreel.templatizer._lockstep import lockstep_piece, lockstep_ref
 from toolreel.templatizer._result import HIGH, MEDIUM, Confidence, Inference, InferenceKind, confidence_of
 from toolreel.templatizer._runs import Run
+from toolreel.templatizer._siblings import sibling_pieces
 from toolreel.templatizer._values import (
     Keys,
     get_at,
@@ -152,10 +153,15 @@ class StepInferrer:
         if isinstance(value, str):
             cands += self._substrings(keys, value)
         chosen = self._decide(keys, value, cands, per_run, allow_input=True)
+        tool = f"{self.record.server}__{self.record.tool}" if self.record.server else self.record.tool or ""
         if chosen is not None:
+            note = _note_after(value, chosen) if isinstance(value, str) and isinstance(chosen, str) else None
+            if note is not None:  # `Call with {{first}} {{last}}: <note>`: the note may be the user's
+                self.result.literals.append(Unexplained(self.record.name, keys, note, tool))
+            elif isinstance(value, str) and isinstance(chosen, str) and "{{" in chosen:  # a version inside may be
+                self.result.literals.append(Unexplained(self.record.name, keys, value, tool, built=True))
             return chosen
         if _may_be_chosen(value, cands):
-            tool = f"{self.record.server}__{self.record.tool}" if self.record.server else self.record.tool or ""
             self.result.literals.append(Unexplained(self.record.name, keys, value, tool, self._list_size(keys)))
         return literal(value)
 
@@ -458,13 +464,22 @@ class StepInferrer:
                 for o in b.sample()
             ]
             found.append((start, end, text, scored))
+        siblings = sibling_pieces(
+            value, [(s, e, [c.value for _, c in sc]) for s, e, _, sc in found], self.runs[0].scope()
+        )
+        paired = {start for start, _, _ in siblings}
         by_step: dict[str, set[str]] = {}
         for _, _, text, scored in found:
             for step, _ in scored:
                 by_step.setdefault(step, set()).add(text)
-        pieces: list[_Piece] = []
-        evidence: list[str] = []
+        pieces: list[_Piece] = [_Piece(start, end, ref, HIGH) for start, end, ref in siblings]
+        evidence: list[str] = [
+            f"{value[start:end]!r} at [{start}:{end}] is {ref}, beside another field of the same record"
+            for start, end, ref in siblings
+        ]
         for start, end, text, scored in found:
+            if start in paired:
+                continue
             backers = {step for step, texts in by_step.items() if texts - {text}}
             best = max(_backed(scored, backers, floor=_BACKED_PIECE), key=lambda c: c.key)
             # With several recordings a weak piece (`#311`) is kept as a candidate: only one that gives every
@@ -588,6 +603,21 @@ def _tag(text: str, start: int, needle: str) -> bool:
         and text[start - 1] in "vV"
         and (start == 1 or not text[start - 2].isalnum())
     )
+
+
+_NOTE_RE: Final = re.compile(r"\}\}:[ \t]+([^{}\n]*\S)$")
+
+
+def _note_after(value: str, written: str) -> str | None:
+    """The free text after a record named by refs and a colon (`Call with {{@c.first}} {{@c.last}}: renewal moves
+    to Q1`): a note written about that record, a candidate input of its own (weighed like any other)."""
+    match = _NOTE_RE.search(written)
+    if match is None or len(match.group(1).split()) < _NOTE_WORDS or not value.endswith(match.group(1)):
+        return None
+    return match.group(1)
+
+
+_NOTE_WORDS: Final = 2
 
 
 def _non_overlapping(pieces: list[_Piece]) -> list[_Piece]:

@@ -16,7 +16,7 @@ from typing import Any, Final
 from toolreel.core.model import JSON
 from toolreel.core.secrets import is_secret_key
 from toolreel.core.template import InputSpec
-from toolreel.templatizer._evidence import CHOSEN, THIN, Judgement, judge_text, param_schema
+from toolreel.templatizer._evidence import CHOSEN, THIN, Judgement, is_query, judge_text, param_schema
 from toolreel.templatizer._result import LikelyInput, StayedLiteral
 from toolreel.templatizer._values import (
     Keys,
@@ -30,6 +30,7 @@ from toolreel.templatizer._values import (
     strength,
     type_name,
 )
+from toolreel.templatizer._wording import OutputWords
 
 _SETTING_RE: Final = re.compile(r"^[a-z0-9]+(?:[_.:-][a-z0-9]+)*$")
 # Keys whose numbers tune how a tool works (how many, how long, which page, how deep) rather than
@@ -167,6 +168,9 @@ class Unexplained:
     tool: str = ""  # the listed name (`server__tool`), to find the parameter's schema
     of: int = 0  # an element of a list: the list's length
     flag: str = ""  # a value of a command line's flag (`--bucket`): judged and named by the flag
+    reads: bool = False  # the step's tool is annotated read-only
+    in_query: bool = False  # a value inside a query's text (`service.name:"checkout-api"`), named by its field
+    built: bool = False  # a text already built on earlier outputs: only a value inside it may be an input
 
     @property
     def named(self) -> Keys:
@@ -181,6 +185,7 @@ def likely_inputs(
     taken: set[str],
     schemas: Schemas | None = None,
     produced: Callable[[str, str], bool] = lambda text, step: False,
+    words: OutputWords | None = None,
 ) -> tuple[list[LikelyInput], list[StayedLiteral]]:
     """Group unexplained literals by value and weigh each from evidence (`_evidence`): the chosen ones are
     likely inputs, the thin ones likely inputs proposed unticked, the rest stay literal (and those that
@@ -190,9 +195,14 @@ def likely_inputs(
     of Team Falcon"` beside `"Team Falcon"`) is not proposed itself: with those inputs named it becomes a
     string built on them. So is a sentence holding a version number no output gave (`Release 2026.11.3 is
     live`): the version is the input (`produced(text, step)`: some output before that step holds the text).
+    A word or a text of words that were all in outputs before the call (`words`: an element's label read out of
+    a snapshot) was composed from what the servers said; a field name of the call's own answer names the data.
     """
+    built = [lit for lit in literals if lit.built]
+    literals = [lit for lit in literals if not lit.built]
     lists, literals = _whole_lists(literals, schemas or {})
     literals = [flag for lit in literals for flag in _command_flags(lit)]
+    literals += [value for lit in literals for value in _query_values(lit)]
     by_value: dict[tuple[str, str], list[Unexplained]] = {}
     for literal in literals:
         by_value.setdefault((type(literal.value).__name__, str(literal.value)), []).append(literal)
@@ -200,7 +210,8 @@ def likely_inputs(
     stayed: list[StayedLiteral] = []
     texts_by_step = _texts_by_step(literals)
     for key, uses in list(by_value.items()):
-        judgement = _in_context(_judge(uses, schemas or {}), uses, texts_by_step)
+        judged_alone = _read(_judge(uses, schemas or {}), uses, words)
+        judgement = _in_context(judged_alone, uses, texts_by_step)
         if judgement.score < THIN:
             del by_value[key]
             if judgement.score >= _LOOKED_VARIABLE or judgement.reasons[0].startswith("the tool"):
@@ -218,11 +229,24 @@ def likely_inputs(
         by_value.pop(key, None)
     for key, version, holders in _versions_inside(by_value, produced):
         by_value.pop(key, None)
+        if version is None:  # an output gave it: the text is read out of that output, not typed
+            stayed += [
+                _stayed(lit, "it holds a version an earlier output gave: built on that output") for lit in holders
+            ]
+            continue
         why = f"a version number inside {holders[0].value!r} that no output gave: the text is built on it"
         found.append(_likely(names.fresh("version"), version, holders, why))
+    known = {str(item.value) for item in found} | {text for _, text in by_value}
+    for version, holders in _versions_in_built(built, produced):
+        if version not in known:
+            known.add(version)
+            why = f"a version number inside {holders[0].value!r} that no output gave: the text is built on it"
+            found.append(_likely(names.fresh("version"), version, holders, why))
     for key, uses in by_value.items():
         judgement = judged[key]
-        name = names.fresh(snake(last_key(uses[0].named) or "value"))
+        # Named by a key of its own; an element of a list (`tags[1]`) is better named by a query's field.
+        named_by = next((lit for lit in uses if isinstance(lit.named[-1:] and lit.named[-1], str)), uses[0])
+        name = names.fresh(snake(last_key(named_by.named) or "value"))
         found.append(_likely(name, uses[0].value, uses, _why(uses, judgement), ticked=judgement.chosen))
     return found, stayed
 
@@ -235,8 +259,16 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
     schema = param_schema(schemas.get(first.tool), first.keys)
     steps = len({lit.step for lit in uses})
     if isinstance(first.value, str):
-        judged = judge_text(first.value, first.named, schema if not first.flag else None, steps)
-        if first.flag and not _plain_word(first.value) and 0 < judged.score < CHOSEN:
+        writes = not all(lit.reads for lit in uses)
+        tool_schema = schemas.get(first.tool) if not first.flag else None
+        optional = _optional(tool_schema, first.keys)
+        judged = judge_text(
+            first.value, first.named, schema if not first.flag else None, steps, writes=writes, optional=optional
+        )
+        if first.in_query and all(lit.in_query for lit in uses):  # chosen only if carried elsewhere (_in_context)
+            why = f"a value the query selects by ({first.flag})"
+            return Judgement(min(judged.score, _BOILERPLATE_CAP), (*judged.reasons, why))
+        if first.flag and not first.in_query and not _plain_word(first.value) and 0 < judged.score < CHOSEN:
             return Judgement(min(CHOSEN, judged.score + 0.1), (*judged.reasons, f"the value of --{first.flag}"))
         return judged
     tokens = set(key_tokens(last_key(first.keys) or ""))
@@ -245,6 +277,14 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
     if _number_chosen(first.value, tokens):
         return Judgement(0.8, ("a number no output holds, not a count or a setting",))
     return Judgement(0.0, ("a count, a round setting or a knob",))
+
+
+def _optional(schema: Mapping[str, Any] | None, keys: Keys) -> bool:
+    """A top-level parameter the tool's schema leaves out of the `required` list it gives."""
+    if schema is None or len(keys) != 1 or not isinstance(keys[0], str):
+        return False
+    required = schema.get("required")
+    return isinstance(required, list) and bool(required) and keys[0] not in required
 
 
 def _whole_lists(
@@ -283,17 +323,45 @@ def _command_flags(literal: Unexplained) -> list[Unexplained]:
     if not isinstance(value, str) or "\n" in value or not _COMMAND_RE.match(value):
         return [literal]
     flags = [
-        Unexplained(literal.step, literal.keys, m.group(2).strip("\"'"), literal.tool, flag=m.group(1))
+        Unexplained(
+            literal.step, literal.keys, m.group(2).strip("\"'"), literal.tool, flag=m.group(1), reads=literal.reads
+        )
         for m in _FLAG_RE.finditer(value)
     ]
     return flags or [literal]
 
 
+_TEXT_RE: Final = re.compile(r"[\s/=:{}()\"']")  # a sentence, a path, a query, an expression
+
+
+# `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax).
+_QUERY_VALUE_RE: Final = re.compile(
+    r"(?<![\w.])([A-Za-z_][\w.]*)\s*(?::|=|==|~)\s*(?:\"([^\"]{2,60})\"|'([^']{2,60})'|([^\s\"'()\[\]{},:=]{2,60}))"
+)
+
+
+def _query_values(literal: Unexplained) -> list[Unexplained]:
+    """The values a query selects by (`service.name:"checkout-api"`, `space = "ENG"`): each a candidate of its
+    own, named by its field and weighed without the query's description; the query is built on the chosen ones.
+    Plain lower-case words (`type:ticket`, `is:unresolved`) are the query's vocabulary, left in it."""
+    value = literal.value
+    if not isinstance(value, str) or not is_query(value):
+        return []
+    out: list[Unexplained] = []
+    for match in _QUERY_VALUE_RE.finditer(value):
+        found = next(group for group in match.groups()[1:] if group is not None)
+        if _plain_word(found) or found.isdigit() or found == value or " " in found:
+            continue
+        field = match.group(1).split(".")[-1]
+        out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+    return out
+
+
 def _texts_by_step(literals: Sequence[Unexplained]) -> dict[str, list[str]]:
-    """The longer literal texts (a sentence, a query, a URL, a command) of each step."""
+    """The longer literal texts (a sentence, a query or an expression, a URL, a command) of each step."""
     out: dict[str, list[str]] = {}
     for lit in literals:
-        if isinstance(lit.value, str) and (" " in lit.value.strip() or "/" in lit.value):
+        if isinstance(lit.value, str) and _TEXT_RE.search(lit.value.strip()):
             out.setdefault(lit.step, []).append(lit.value)
     return out
 
@@ -309,14 +377,15 @@ def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mappin
     value = uses[0].value
     if not isinstance(value, str):
         return judgement
-    steps = {lit.step for lit in uses}
+    whole = {lit.step for lit in uses if not lit.in_query}
+    steps = whole or {lit.step for lit in uses}  # beside a whole use, a query holding it is a text it is carried into
     tools = [lit.tool for lit in uses if lit.tool]
     repeated = len(steps) >= 2 and len(set(tools)) == 1 and len(tools) == len(uses)
     wording = len(value.split()) >= 2 or len(steps) >= _REPEATS  # a sentence twice; a date or a name thrice
     if repeated and wording and judgement.score >= THIN:
         why = f"the same value in {len(steps)} calls of {tools[0]}: a fixed part of a repeated action"
         return Judgement(min(judgement.score, _BOILERPLATE_CAP), (*judgement.reasons, why))
-    if judgement.score >= CHOSEN or not _carried_value(value):
+    if judgement.score >= CHOSEN or not _carried_value(value) or is_query(value):
         return judgement
     carriers = [step for step, held in texts.items() if step not in steps and any(_holds_word(t, value) for t in held)]
     if carriers:
@@ -327,6 +396,36 @@ def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mappin
 
 _BOILERPLATE_CAP: Final = 0.45
 _REPEATS: Final = 3
+# A label is short (`Describe the problem textbox`); a longer text whose words were all read (a commit message
+# that sums up a diff) is still someone's wording of it.
+_LABEL_WORDS: Final = 4
+_WORDS_RE: Final = re.compile(r"^[^\W\d_]+(?:[,:;]?\s+[^\W_]+)*[.!?]?$")  # words only: no id, path or number
+
+
+def _read(
+    judgement: Judgement,
+    uses: Sequence[Unexplained],
+    words: OutputWords | None,
+) -> Judgement:
+    """Capped at proposed-unticked: a field name of the call's own answer (`propertyName: "email"` beside
+    `properties.email`: which data the call reads), and a word or a text of words all of which were in outputs
+    before the call (`OutputWords.read_before`: a label and a role read out of a snapshot), composed out of what
+    the servers said, when it is as short as a label. Identifiers with digits or separators (`checkout-api`) are
+    left out of the second: a server echoes the entity names the user works on."""
+    value = uses[0].value
+    if words is None or judgement.score < THIN or not isinstance(value, str):
+        return judgement
+    if all(words.names_field(value, lit.step) for lit in uses):
+        why = "a field name of the call's own answer: it names which data the call reads"
+    elif (
+        _WORDS_RE.match(value.strip())
+        and len(value.split()) <= _LABEL_WORDS
+        and all(words.read_before(value, lit.step) for lit in uses)
+    ):
+        why = "every word of it was in an earlier output: composed from what a server said"
+    else:
+        return judgement
+    return Judgement(min(judgement.score, _BOILERPLATE_CAP), (*judgement.reasons, why))
 
 
 def _carried_value(value: str) -> bool:
@@ -368,16 +467,34 @@ _VERSION_RE: Final = re.compile(r"(?<![\w.])[vV]?(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z
 
 def _versions_inside(
     by_value: Mapping[tuple[str, str], Sequence[Unexplained]], produced: Callable[[str, str], bool]
-) -> list[tuple[tuple[str, str], str, Sequence[Unexplained]]]:
-    """Texts (a sentence, a JSON fragment) holding one version number (`x.y.z`) that no earlier output holds."""
-    out: list[tuple[tuple[str, str], str, Sequence[Unexplained]]] = []
+) -> list[tuple[tuple[str, str], str | None, Sequence[Unexplained]]]:
+    """Texts (a sentence, a JSON fragment) holding one version number (`x.y.z`): with the version when no earlier
+    output holds it (the user's), with None when one does (the text is read out of that output)."""
+    out: list[tuple[tuple[str, str], str | None, Sequence[Unexplained]]] = []
     for (kind, text), uses in by_value.items():
         if kind != "str" or not (" " in text.strip() or '"' in text):
             continue
         versions = {m.group(1) for m in _VERSION_RE.finditer(text)}
-        if len(versions) == 1 and not produced(next(iter(versions)), uses[0].step):
-            out.append(((kind, text), versions.pop(), uses))
+        if len(versions) == 1:
+            version = versions.pop()
+            out.append(((kind, text), None if produced(version, uses[0].step) else version, uses))
     return out
+
+
+def _versions_in_built(
+    built: Sequence[Unexplained], produced: Callable[[str, str], bool]
+) -> list[tuple[str, list[Unexplained]]]:
+    """A version (`v2.14.0`, as written) inside a text that other parts of already come from outputs."""
+    out: dict[str, list[Unexplained]] = {}
+    for lit in built:
+        if not isinstance(lit.value, str):
+            continue
+        found = {m.group(0): m.group(1) for m in _VERSION_RE.finditer(lit.value)}
+        if len(found) == 1:
+            written, bare = next(iter(found.items()))
+            if not produced(bare, lit.step):
+                out.setdefault(written, []).append(lit)
+    return list(out.items())
 
 
 def _inside_urls(by_value: Mapping[tuple[str, str], Sequence[Unexplained]]) -> list[tuple[str, str]]:

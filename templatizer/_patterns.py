@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
-__all__ = ["context", "fits", "patterns", "shape", "words"]
+__all__ = ["context", "fits", "line_patterns", "patterns", "shape", "words"]
 
 _WORD_RE: Final = re.compile(r"[A-Za-z0-9]")
 _CONTEXT_WORDS: Final = 6  # tokens of context tried on each side, nearest first
@@ -82,6 +82,23 @@ def _line_patterns(text: str, start: int, group: str) -> Iterator[str]:
     ranked = [w for w in outside if w.group(0).isupper()] + [w for w in outside if not w.group(0).isupper()]
     for word in ranked:
         yield rf"(?:^|\n)[^\n]*?\b{context(word.group(0))}\b[^\n]*?{context(near)}{group}"
+
+
+def line_patterns(text: str, start: int, value: str, word: str) -> Iterator[str]:
+    """The value on the line that `word` names, before it (`textbox "Subject" [ref=e9]`) or after it
+    (`uid=1_5 textbox "Subject"`), with the tokens right beside the value as its label."""
+    group = f"({shape(value) or '.+?'})"
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    head = text[line_start:start]
+    tail = text[start + len(value) : line_end if line_end >= 0 else len(text)]
+    named = rf"\b{context(word)}\b"
+    near = "".join(reversed(words(head, reverse=True)[:_NEAR_TOKENS]))
+    if re.search(named, head[: len(head) - len(near)]):
+        yield rf"(?:^|\n)[^\n]*?{named}[^\n]*?{context(near)}{group}"
+    after = "".join(words(tail, reverse=False)[:_NEAR_TOKENS])
+    if re.search(named, tail[len(after) :]) or re.search(named, tail):
+        yield rf"(?:^|\n)[^\n]*?{context(near)}{group}{context(after)}[^\n]*?{named}"
 
 
 def _bracketed(line: str, at: int) -> bool:

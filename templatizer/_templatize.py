@@ -31,8 +31,9 @@ from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._runs import Run, named_in_runs
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
-from toolreel.templatizer._values import Keys, get_at, put_at, same
+from toolreel.templatizer._values import Keys, get_at, json_path, put_at, same
 from toolreel.templatizer._views import VIEW_CODE, View, drop_unread, read_view
+from toolreel.templatizer._wording import OutputWords
 
 MANAGEMENT_SERVER = "toolreel"
 
@@ -95,9 +96,17 @@ def templatize(
     guards += states
     template = _without_unused_code(template)
     chosen = [results[r.name] for r in kept if r.name in names]
-    literals = [lit for res in chosen for lit in res.literals]
+    # A literal a code step now computes whole is no candidate, nor does it explain another (a slug inside a URL
+    # that is read out of an output is the user's own again); a text with a computed part still holds the user's.
+    computed = {(inference.step, inference.input_path) for inference in transforms if "{{" not in str(inference.ref)}
+    literals = [
+        dataclasses.replace(lit, reads=lit.tool in reads)
+        for res in chosen
+        for lit in res.literals
+        if (lit.step, json_path(lit.keys)) not in computed
+    ]
     likely, stayed = (
-        likely_inputs(literals, set(template.inputs), schemas, partial(_produced, runs[0]))
+        likely_inputs(literals, set(template.inputs), schemas, partial(_produced, runs[0]), _words(runs[0]))
         if len(runs) == 1
         else ([], [])
     )
@@ -155,6 +164,10 @@ def _select(recording: Sequence[StepRecord], include_failed: bool) -> tuple[list
 def _run(recording: Sequence[StepRecord], include_failed: bool) -> Run:
     kept, _ = _select(recording, include_failed)
     return Run(steps={r.name: r for r in kept}, outputs={r.name: r.output for r in kept if _ok(r)})
+
+
+def _words(run: Run) -> OutputWords:
+    return OutputWords(run.outputs, {name: record.seq for name, record in run.steps.items()})
 
 
 def _produced(run: Run, text: str, step: str) -> bool:

@@ -16,7 +16,7 @@ import json
 import math
 import re
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, TypeGuard, cast
 
@@ -25,10 +25,10 @@ from toolreel.core.model import JSON, StepRecord
 from toolreel.core.refs import is_ref, refs_in, resolve
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
-from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._result import Inference, LikelyInput
 from toolreel.templatizer._runs import Run
-from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, put_at, strength, walk
+from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, strength, walk
 
 __all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]
 
@@ -414,35 +414,19 @@ def computed_elsewhere(likely: Sequence[LikelyInput], transforms: Sequence[Infer
 
 
 def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, tuple[Inference, ...]]:
-    taken = {step.name for step in template.steps}
-    inserted: dict[str, list[StepSpec]] = {}
-    inputs: dict[str, JSON] = {step.name: step.input for step in template.steps}
-    inferences = []
-    for item in found:
-        name = _free_name(f"calc_{item.candidate.function}", taken)
-        taken.add(name)
-        role = _INPUT_NAME[item.candidate.function]
-        inserted.setdefault(item.step, []).append(
-            StepSpec(name=name, code=item.candidate.code, input={role: item.candidate.source})
-        )
-        inputs[item.step] = put_at(inputs[item.step], item.keys, f"@{name}")
-        evidence = (
-            f"{item.recorded!r} is no earlier value but {item.candidate.what} {item.candidate.source} "
-            f"({item.candidate.function}); the code step {name} reproduces it from the recording"
-        )
-        inferences.append(Inference(item.step, json_path(item.keys), f"@{name}", "high", 0.9, evidence, "transform"))
-    steps: list[StepSpec] = []
-    for step in template.steps:
-        steps += inserted.get(step.name, [])
-        steps.append(replace(step, input=inputs[step.name]))
-    used = {ref.path.split(".")[0] for ref in refs_in([s.input for s in steps]) if ref.root == "input" and ref.path}
-    kept_inputs = {name: spec for name, spec in template.inputs.items() if name in used}
-    rewritten = replace(template, steps=tuple(steps), inputs=kept_inputs)
-    return parse_template(template_to_dict(rewritten)), tuple(inferences)
+    return with_code_steps(template, [_read(item) for item in found])
 
 
-def _free_name(base: str, taken: set[str]) -> str:
-    n = 1
-    while f"{base}_{n}" in taken:
-        n += 1
-    return f"{base}_{n}"
+def _read(item: _Found) -> CodeRead:
+    candidate = item.candidate
+
+    def why(name: str) -> str:
+        return (
+            f"{item.recorded!r} is no earlier value but {candidate.what} {candidate.source} "
+            f"({candidate.function}); the code step {name} reproduces it from the recording"
+        )
+
+    role = _INPUT_NAME[candidate.function]
+    return CodeRead(
+        item.step, item.keys, item.recorded, candidate.code, {role: candidate.source}, f"calc_{candidate.function}", why
+    )

@@ -96,10 +96,20 @@ class ClientLink:
     log_level: str | None = None  # set by logging/setLevel
     last_active: float = field(default_factory=time.monotonic)
     state: dict[str, Any] = field(default_factory=dict)  # per-client state of the layers above (recording)
+    _declared: tuple[types.ClientCapabilities | None, dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def modern(self) -> bool:
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    def declared(self) -> dict[str, Any]:
+        """The client's capabilities as the stateless era's `_meta` carries them (made once: every call sends them)."""
+        if self._declared is None or self._declared[0] is not self.capabilities:
+            dumped = (
+                self.capabilities.model_dump(by_alias=True, mode="json", exclude_none=True) if self.capabilities else {}
+            )
+            self._declared = (self.capabilities, dumped)
+        return self._declared[1]
 
     @property
     def owner(self) -> str:

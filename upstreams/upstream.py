@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import json
 import logging
 import os
 import tempfile
@@ -51,7 +52,15 @@ from toolreel.upstreams.config import ServerConfig
 from toolreel.upstreams.stdio_upstream import ConnectionLost, FastLane, open_stdio_upstream
 
 # ServerErrorAnswer and SERVER_ERROR_META live in `answers`; named here too, where callers met them first.
-__all__ = ["SERVER_ERROR_META", "Bridge", "Listing", "ServerErrorAnswer", "Upstream", "UpstreamState"]
+__all__ = [
+    "SERVER_ERROR_META",
+    "Bridge",
+    "Listing",
+    "ServerErrorAnswer",
+    "Upstream",
+    "UpstreamState",
+    "capabilities_key",
+]
 
 logger = logging.getLogger("toolreel.upstream")
 
@@ -65,6 +74,12 @@ _ResultT = TypeVar("_ResultT", bound=BaseModel)
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 AskFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Puts a server's request (elicitation, sampling, roots) to the client a call came from."""
+
+
+def capabilities_key(capabilities: types.ClientCapabilities | None) -> str:
+    """What a connection is told of its client at `initialize`, as a key: connections of equal keys are alike."""
+    declared = capabilities.model_dump(by_alias=True, mode="json", exclude_none=True) if capabilities else {}
+    return json.dumps(declared, sort_keys=True, separators=(",", ":"))
 
 
 class _HandshakeRefused(Exception):
@@ -121,6 +136,7 @@ class Upstream:
         self.instructions: str | None = None
         self.server_info: types.Implementation | None = None
         self.protocol_version: str | None = None
+        self.told_key = capabilities_key(None)  # the client capabilities this connection was told (capabilities_key)
         self._bridge = bridge
         self._session: ClientSession | None = None
         self._dispatcher: JSONRPCDispatcher[Any] | None = None
@@ -306,6 +322,7 @@ class Upstream:
             self._lost = lost
             read, write, lane = await stack.enter_async_context(self._transport(lost))
             capabilities = await self._bridge.client_capabilities()
+            self.told_key = capabilities_key(capabilities)
             dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
             session = await stack.enter_async_context(self._session_for(dispatcher, capabilities))
             with anyio.fail_after(START_TIMEOUT):

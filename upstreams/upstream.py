@@ -49,6 +49,7 @@ from toolreel.upstreams import prespawn
 from toolreel.upstreams.answers import HTTP_ABANDONED, SERVER_ERROR_META, ServerErrorAnswer
 from toolreel.upstreams.auth import SignInNeeded, sign_in_error, signed_in
 from toolreel.upstreams.config import ServerConfig
+from toolreel.upstreams.param_headers import ParamHeaders
 from toolreel.upstreams.stdio_upstream import ConnectionLost, FastLane, open_stdio_upstream
 
 # ServerErrorAnswer and SERVER_ERROR_META live in `answers`; named here too, where callers met them first.
@@ -147,6 +148,7 @@ class Upstream:
         self._logs_in_transit = 0  # logs read but not yet handed to the bridge
         self._logs_settled = anyio.Event()
         self._headers: dict[str, str] = {}
+        self._param_headers = ParamHeaders()
         self._stderr: IO[str] | None = None
         self._handshake_refused = False
         self._probe_unanswered = False  # a stdio server too slow for the probe: the handshake comes first
@@ -227,6 +229,8 @@ class Upstream:
         name = out.get(NAME_BEARING_METHODS.get(method, "taskId" if method.startswith("tasks/") else ""))
         if isinstance(name, str):
             headers[MCP_NAME_HEADER] = encode_header_value(name)
+            if method == "tools/call" and self.config.url:  # arguments the tool mirrors into headers (SEP-2243)
+                headers.update(self._param_headers.for_call(self.listing.tools, name, out.get("arguments")))
         for _ in range(INPUT_ROUNDS):
             result = await self._once(method, out, limit, on_progress, tool, headers)
             if result.get("resultType") != "input_required" or ask is None:

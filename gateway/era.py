@@ -25,7 +25,7 @@ from __future__ import annotations
 import mcp_types as types
 
 from toolreel.gateway.links import ClientLink
-from toolreel.upstreams.upstream import Upstream, capabilities_key
+from toolreel.upstreams.upstream import Upstream
 
 __all__ = ["can_be_asked", "takes_handshake_connection"]
 
@@ -44,4 +44,4 @@ def takes_handshake_connection(link: ClientLink, upstream: Upstream, *, lone_cli
     than the connection was told (never for the one client of a stdio gateway, whose capabilities it was told)."""
     if upstream.modern:
         return not link.modern and upstream.config.protocol == "auto" and can_be_asked(link.capabilities)
-    return not lone_client and capabilities_key(link.capabilities) != upstream.told_key
+    return not lone_client and link.told_key() != upstream.told_key

@@ -122,7 +122,9 @@ class Front(ClientRouter):
             "toolreel",
             version=__version__,
             instructions=INSTRUCTIONS,
-            on_subscriptions_listen=Listen(self.bus, self.subscriptions),
+            on_subscriptions_listen=Listen(
+                self.bus, self.subscriptions, tasks.read_task(self.hub, lambda: self.hook.execution_tasks())
+            ),
             # Aggregated lists change whenever an upstream does: never fresh for longer than now.
             cache_hints={method: CacheHint(ttl_ms=0) for method in get_args(CacheableMethod)},
         )

@@ -146,7 +146,7 @@ class Front(ClientRouter):
         server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
-        install_skills(server, self.hook.skills)
+        install_skills(server, self.hook.skills, self.hub)
         tasks.install(server, self.hub, lambda: self.hook.execution_tasks())
         server.middleware = [self._middleware]  # no tracing middleware on the hot path
         return server

@@ -5,6 +5,7 @@ skills (SEP-2640 `skills/list`, `skills/get`) listed beside the gateway's own un
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -12,6 +13,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from fixtures.apps import APP_URI, SKILL_URI
+from fixtures.servers import http_fixture
+from tests import conformance
 from tests.gw import fixture_entry, wait_until
 from tests.inproc import gateway_in_process
 from tests.test_skills import skills_request
@@ -83,3 +86,36 @@ async def test_two_servers_skills_are_listed_beside_the_gateways_own_and_do_not_
         with pytest.raises(MCPError) as unknown:
             await skills_request(gw, "skills/get", {"uri": outward("left", "skill://nothing/SKILL.md")})
         assert unknown.value.error.code == types.INVALID_PARAMS
+
+
+SKILL_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory")
+
+
+@pytest.mark.slow
+@pytest.mark.npm
+async def test_the_skills_scenarios_score_through_the_gateway_what_they_score_directly(tmp_path: Path) -> None:
+    """The conformance suite's `sep-2640-*` scenarios against `fixtures/apps.py` directly, then through `serve
+    --http` wrapping it and in aggregate mode (beside a second server), check by check."""
+    if (reason := conformance.missing_tools((conformance.SPEC_2026,))) is not None:
+        pytest.skip(reason)
+
+    async def scores(url: str, out: Path) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for scenario in SKILL_SCENARIOS:
+            run = await conformance.run_suite(
+                url, conformance.SPEC_2026, out / scenario, scenario=scenario, timeout=120, extension=True
+            )
+            found.update(run.statuses)
+        return found
+
+    async with http_fixture("apps") as url:
+        direct = await scores(url, tmp_path / "direct")
+    assert direct and {key: s for key, s in direct.items() if s == "FAILURE"} == {}
+    assert "sep-2640-skills-enumeration/sep-2640-skills-list-implemented" in direct
+    for mode in ("wrap", "aggregate"):
+        where = tmp_path / mode
+        where.mkdir()
+        async with conformance.toolreel_proxy("apps", aggregate_in=where if mode == "aggregate" else None) as url:
+            proxied = await scores(url, where / "runs")
+        assert conformance.compare(direct, proxied) == [], mode
+        assert proxied == direct, mode

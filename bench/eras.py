@@ -108,15 +108,28 @@ async def measure(targets: dict[str, str], calls: int, rounds: int, warm: int) -
     return samples
 
 
-def predicate_cost() -> float:
-    """Seconds per call of the routing rule itself, for a 2026-07-28 client (it answers at the first test)."""
+def predicate_costs() -> dict[str, float]:
+    """Seconds per call of the routing rule itself: for a 2026-07-28 client of a server spoken to in the stateless
+    era (it answers at its second test), and for a 2025-11-25 client of a server spoken to in the handshake era
+    (the capabilities it declared are compared with what the server's connection was told: a cached key)."""
+    import types as pytypes
+
+    import mcp_types as types
+
     from toolreel.gateway.era import takes_handshake_connection
     from toolreel.gateway.links import ClientLink
+    from toolreel.upstreams.upstream import capabilities_key
 
-    link = ClientLink(key="bench", protocol_version="2026-07-28")
-    upstream: Any = None  # not reached: a stateless-era client never takes the handshake-era connection
-    timer: Callable[[], Any] = lambda: takes_handshake_connection(link, upstream)  # noqa: E731
-    return min(timeit.repeat(timer, number=100_000, repeat=5)) / 100_000
+    modern = ClientLink(key="bench", protocol_version="2026-07-28")
+    stateless: Any = pytypes.SimpleNamespace(modern=True)  # the rule reads no more of it for such a client
+    caps = types.ClientCapabilities(sampling=types.SamplingCapability(), elicitation=types.ElicitationCapability())
+    legacy = ClientLink(key="bench", protocol_version="2025-11-25", capabilities=caps)
+    told: Any = pytypes.SimpleNamespace(modern=False, told_key=capabilities_key(caps))  # the rule reads these two
+    timers: dict[str, Callable[[], Any]] = {
+        "2026-07-28 client, stateless-era server": lambda: takes_handshake_connection(modern, stateless),
+        "2025-11-25 client, handshake-era server": lambda: takes_handshake_connection(legacy, told),
+    }
+    return {what: min(timeit.repeat(timer, number=100_000, repeat=5)) / 100_000 for what, timer in timers.items()}
 
 
 async def run(calls: int, rounds: int, warm: int) -> None:
@@ -131,7 +144,8 @@ async def run(calls: int, rounds: int, warm: int) -> None:
     print(f"\nhandshake-era client that can be asked vs one that cannot, through toolreel: {added * 1000:+.3f} ms p50")
     for kind in KINDS:
         print(f"gateway overhead, {kind}: {(p50['toolreel', kind] - p50['direct', kind]) * 1000:+.3f} ms p50")
-    print(f"routing rule per call (2026-07-28 client): {predicate_cost() * 1e9:.0f} ns")
+    for what, seconds in predicate_costs().items():
+        print(f"routing rule per call ({what}): {seconds * 1e9:.0f} ns")
 
 
 def main() -> None:

@@ -11,7 +11,13 @@ handshake-era connection from the start, where the server asks exactly as it wou
 
 Every other client stays on the stateless connection, which is faithful for it: a stateless-era
 client gets the server's `InputRequiredResult`s as they are, and a client that cannot be asked
-anything loses nothing there.
+anything loses nothing there (each request tells the server what its own client declared).
+
+A handshake-era connection tells the server its client's capabilities once, at `initialize`, and many
+clients share a gateway. So each handshake-era connection is told exactly what the clients whose calls
+take it declared: the server's own connection what the gateway's first client declared, and a client
+that declared otherwise (a capable one after a capability-less probe, or the reverse) takes a
+connection of the server told what it declared. Clients that declared alike share one.
 """
 
 from __future__ import annotations
@@ -31,10 +37,11 @@ def can_be_asked(capabilities: types.ClientCapabilities | None) -> bool:
     return any(c is not None for c in (capabilities.sampling, capabilities.elicitation, capabilities.roots))
 
 
-def takes_handshake_connection(link: ClientLink, upstream: Upstream) -> bool:
-    """Whether `link`'s requests to `upstream` go to the server's handshake-era connection: the client
-    speaks the handshake era and can be asked questions, and the server, spoken to in the stateless
-    era, speaks both (`protocol: auto`)."""
-    return (
-        not link.modern and upstream.modern and upstream.config.protocol == "auto" and can_be_asked(link.capabilities)
-    )
+def takes_handshake_connection(link: ClientLink, upstream: Upstream, *, lone_client: bool = False) -> bool:
+    """Whether `link`'s requests to `upstream` go to a handshake-era connection of their own (Hub.handshake_twin):
+    to a server spoken to in the stateless era that speaks both (`protocol: auto`), a handshake-era client that
+    can be asked questions; to a server spoken to in the handshake era, a client that declared other capabilities
+    than the connection was told (never for the one client of a stdio gateway, whose capabilities it was told)."""
+    if upstream.modern:
+        return not link.modern and upstream.config.protocol == "auto" and can_be_asked(link.capabilities)
+    return not lone_client and link.told_key() != upstream.told_key

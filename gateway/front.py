@@ -32,7 +32,7 @@ from mcp.shared.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
-from mcp_types import LOG_LEVEL_META_KEY
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -122,7 +122,9 @@ class Front(ClientRouter):
             "toolreel",
             version=__version__,
             instructions=INSTRUCTIONS,
-            on_subscriptions_listen=Listen(self.bus, self.subscriptions),
+            on_subscriptions_listen=Listen(
+                self.bus, self.subscriptions, tasks.read_task(self.hub, lambda: self.hook.execution_tasks())
+            ),
             # Aggregated lists change whenever an upstream does: never fresh for longer than now.
             cache_hints={method: CacheHint(ttl_ms=0) for method in get_args(CacheableMethod)},
         )
@@ -144,7 +146,7 @@ class Front(ClientRouter):
         server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
-        install_skills(server, self.hook.skills)
+        install_skills(server, self.hook.skills, self.hub)
         tasks.install(server, self.hub, lambda: self.hook.execution_tasks())
         server.middleware = [self._middleware]  # no tracing middleware on the hot path
         return server
@@ -241,8 +243,8 @@ class Front(ClientRouter):
         if self._tg is None:
             return
         for upstream in list(self.hub.upstreams.values()):
-            if takes_handshake_connection(link, upstream):
-                self._tg.start_soon(self.hub.handshake_twin, upstream)
+            if takes_handshake_connection(link, upstream, lone_client=self.hub.lone_client):
+                self._tg.start_soon(self.hub.handshake_twin, upstream, link.capabilities)
 
     def _instructions(self) -> str:
         parts = [u.instructions for u in self.hub.upstreams.values() if u.instructions]
@@ -372,10 +374,10 @@ class Front(ClientRouter):
             inflight.remove(entry)
 
     async def _connection_for(self, link: ClientLink, upstream: Upstream) -> Upstream:
-        """The connection `link`'s call to `upstream` takes (gateway.era): the server's handshake-era one for a
-        handshake-era client that can be asked questions, else the server's own."""
-        if takes_handshake_connection(link, upstream):
-            twin = await self.hub.handshake_twin(upstream)
+        """The connection `link`'s call to `upstream` takes (gateway.era): a handshake-era one told what the client
+        declared, where the server's own was not told that or cannot ask it; else the server's own."""
+        if takes_handshake_connection(link, upstream, lone_client=self.hub.lone_client):
+            twin = await self.hub.handshake_twin(upstream, link.capabilities)
             if twin is not None:
                 return twin
         return upstream
@@ -391,7 +393,10 @@ class Front(ClientRouter):
         ask = self._asker(link, ctx, exchange)
 
         # a handshake-era client hears every log unless it set a level: as that era's servers do
-        return {LOG_LEVEL_META_KEY: link.log_level or "debug"}, ask
+        envelope: dict[str, Any] = {LOG_LEVEL_META_KEY: link.log_level or "debug"}
+        if link.capabilities is not None:  # the server is told what this client declared, not the first client
+            envelope[CLIENT_CAPABILITIES_META_KEY] = link.declared()
+        return envelope, ask
 
     def _asker(self, link: ClientLink, ctx: Any, exchange: Exchange | None) -> AskFn:
         """Who puts a question to the calling client: its exchange (stateless era), else its session."""

@@ -24,6 +24,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LE
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from toolreel.gateway.exchange import Exchange
+from toolreel.upstreams.upstream import capabilities_key
 
 if TYPE_CHECKING:
     from toolreel.upstreams.upstream import AskFn, Upstream
@@ -96,10 +97,27 @@ class ClientLink:
     log_level: str | None = None  # set by logging/setLevel
     last_active: float = field(default_factory=time.monotonic)
     state: dict[str, Any] = field(default_factory=dict)  # per-client state of the layers above (recording)
+    _declared: tuple[types.ClientCapabilities | None, dict[str, Any]] | None = field(default=None, repr=False)
+    _told: tuple[types.ClientCapabilities | None, str] | None = field(default=None, repr=False)
 
     @property
     def modern(self) -> bool:
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    def told_key(self) -> str:
+        """`capabilities_key` of what the client declared (made once: the handshake-era routing asks on every call)."""
+        if self._told is None or self._told[0] is not self.capabilities:
+            self._told = (self.capabilities, capabilities_key(self.capabilities))
+        return self._told[1]
+
+    def declared(self) -> dict[str, Any]:
+        """The client's capabilities as the stateless era's `_meta` carries them (made once: every call sends them)."""
+        if self._declared is None or self._declared[0] is not self.capabilities:
+            dumped = (
+                self.capabilities.model_dump(by_alias=True, mode="json", exclude_none=True) if self.capabilities else {}
+            )
+            self._declared = (self.capabilities, dumped)
+        return self._declared[1]
 
     @property
     def owner(self) -> str:

@@ -1,6 +1,6 @@
 """Resource subscriptions: the upstream subscriptions clients share (one per URI while any client wants it),
 and `subscriptions/listen` of the stateless era (the SDK's handler, plus the upstream subscriptions for
-the resources a stream asks to hear about)."""
+the resources a stream asks to hear about; a stream that names tasks is served by gateway.task_notes)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from toolreel.core.errors import UpstreamError
+from toolreel.gateway.task_notes import ReadTask, listen_with_tasks, task_ids
 
 if TYPE_CHECKING:
     from toolreel.upstreams.hub import Hub
@@ -55,19 +56,24 @@ class Listen:
     """`subscriptions/listen` (stateless era): the SDK's handler, plus the upstream
     subscriptions for the resources the stream asks to hear about."""
 
-    def __init__(self, bus: InMemorySubscriptionBus, upstream: UpstreamSubscriptions) -> None:
+    def __init__(self, bus: InMemorySubscriptionBus, upstream: UpstreamSubscriptions, read_task: ReadTask) -> None:
         self.upstream = upstream
+        self.bus = bus
+        self.read_task = read_task
         self.inner = ListenHandler(bus)
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
         uris = list(params.notifications.resource_subscriptions or ())
+        handles = task_ids(params)
         subscribed: list[str] = []
         try:
             for uri in uris:
                 await self.upstream.subscribe(uri)
                 subscribed.append(uri)
+            if handles is not None:
+                return await listen_with_tasks(ctx, params, handles, self.bus, self.read_task)
             return await self.inner(ctx, params)
         finally:
             with anyio.CancelScope(shield=True):

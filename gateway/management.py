@@ -179,6 +179,7 @@ class GatewayHook(ToolHook):
             store = await self._open_until_done()
             self._store = store
             self.store_ready.set()
+            await self.hub.pins.keep_in(store)  # pinned tools' first-seen digests outlive the process
             for extension in self.extensions:
                 await stack.enter_async_context(extension.service())
             self.listing_ready.set()
@@ -188,8 +189,8 @@ class GatewayHook(ToolHook):
         """Return at once, unless a look at the store says it holds nothing to list or resume:
         then wait until something needs it (a step to record, a management tool, another
         process saving a template or starting a run), so an idle gateway never loads SQLAlchemy."""
-        if self._peek is None:
-            return
+        if self._peek is None or any(server.pin for server in self.hub.config.servers):
+            return  # a pinned server's calls are checked against the digests the store keeps
         look = await anyio.to_thread.run_sync(self._peek)
         if look is not None and not look.templates:
             self.listing_ready.set()  # no template to list: the first tools/list need not wait for the store

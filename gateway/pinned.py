@@ -24,8 +24,15 @@ _SCHEMA = {"type": "object", "properties": {}}
 async def check_pinned(pins: Pins, route: Route, listed: str, ask: AskFn | None) -> dict[str, Any] | None:
     """None when the call may go on; else the tool error that refuses it (nothing is sent)."""
     server, tool = route.upstream.name, route.name
+    if not route.upstream.config.pin:
+        return None
+    if not await pins.wait_loaded():
+        return error_result(
+            f"refused: tool {listed!r} of pinned server {server!r} is checked against the definitions the store keeps, "
+            "and the store is not open yet; nothing was sent. Try again once it is (toolreel__status says)."
+        )
     parts = pins.held(server, tool)
-    if parts is None or not route.upstream.config.pin:
+    if parts is None:
         return None
     now = pins.definition(server, tool) or {}
     shown = "; ".join(f"{part} is now {json.dumps(now.get(part), sort_keys=True)[:300]}" for part in parts)

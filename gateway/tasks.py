@@ -9,6 +9,9 @@ handle names the server it lives on, so no table of tasks is kept. A server that
 answers a `CreateTaskResult`, so for its tools nothing changes. The gateway's own tasks are runs of
 templates, under `execution/<id>` handles (`ExecutionTasks`, served by gateway.tools_runs from the store).
 
+Status notifications (`notifications/tasks`) are served by gateway.task_notes on a `subscriptions/listen` stream
+that names task handles, from `read_task` (what `tasks/get` answers on a handle).
+
 What the gateway decides itself, before any server sees the request: a client that did not declare the
 extension (for its session, or for this request under `_meta`) is refused with -32021; a handle that names
 no server of the gateway is -32602 (an unknown task); an `Mcp-Name` header that disagrees with
@@ -17,7 +20,7 @@ no server of the gateway is -32602 (an unknown task); an `Mcp-Name` header that 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
 
 import mcp_types as types
@@ -38,7 +41,9 @@ __all__ = [
     "check_routing_header",
     "declared",
     "install",
+    "missing_extension",
     "outward",
+    "read_task",
 ]
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
@@ -93,7 +98,7 @@ def outward(server: str, result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "taskId": f"{server}{_SEPARATOR}{task_id}"}
 
 
-def _missing_extension(method: str) -> MCPError:
+def missing_extension(method: str) -> MCPError:
     return MCPError(
         code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
         message=f"{method} needs the {TASKS_EXTENSION} extension: declare it in the client's capabilities",
@@ -118,20 +123,42 @@ def install(server: Server[Any], hub: Hub, executions: Callable[[], ExecutionTas
     async def relay(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
         method = ctx.method
         if not declared(ctx):
-            raise _missing_extension(method)
-        if params.taskId.startswith(EXECUTION_HANDLE):
-            return await _own(method, params, executions())
-        name, separator, task_id = params.taskId.partition(_SEPARATOR)
-        upstream = hub.upstreams.get(name) if separator else None
-        if upstream is None or not task_id:
-            raise _unknown(method, params.taskId)
-        forwarded: dict[str, Any] = {k: v for k, v in _wire(params).items() if k != "_meta"}
-        forwarded["taskId"] = task_id
-        result = await upstream.request(method, forwarded, envelope=client_envelope(ctx))
-        return outward(name, result)
+            raise missing_extension(method)
+        return await _handle(hub, executions, ctx, method, params)
 
     for method in sorted(TASK_METHODS):
         server.add_request_handler(method, TaskParams, relay)
+
+
+async def _handle(
+    hub: Hub,
+    executions: Callable[[], ExecutionTasks | None],
+    ctx: ServerRequestContext[Any, Any],
+    method: str,
+    params: TaskParams,
+) -> dict[str, Any]:
+    """`method` on a task handle: the gateway's own run (`execution/<id>`), or the server the handle names."""
+    if params.taskId.startswith(EXECUTION_HANDLE):
+        return await _own(method, params, executions())
+    name, separator, task_id = params.taskId.partition(_SEPARATOR)
+    upstream = hub.upstreams.get(name) if separator else None
+    if upstream is None or not task_id:
+        raise _unknown(method, params.taskId)
+    forwarded: dict[str, Any] = {k: v for k, v in _wire(params).items() if k != "_meta"}
+    forwarded["taskId"] = task_id
+    result = await upstream.request(method, forwarded, envelope=client_envelope(ctx))
+    return outward(name, result)
+
+
+def read_task(
+    hub: Hub, executions: Callable[[], ExecutionTasks | None]
+) -> Callable[[ServerRequestContext[Any, Any], str], Awaitable[dict[str, Any]]]:
+    """`tasks/get` on a handle, for whoever serves the client without its asking (status notifications)."""
+
+    async def read(ctx: ServerRequestContext[Any, Any], handle: str) -> dict[str, Any]:
+        return await _handle(hub, executions, ctx, "tasks/get", TaskParams(taskId=handle))
+
+    return read
 
 
 async def _own(method: str, params: TaskParams, executions: ExecutionTasks | None) -> dict[str, Any]:

@@ -64,3 +64,26 @@ async def test_an_unpinned_server_is_not_held(tmp_path: Path) -> None:
         after = await call(gw, "bank__transfer", {"amount": 2, "account": "b"})
         assert not after.is_error and gw.probe.elicitations == []
         assert (await status(gw))["pinned_changed"] == []
+
+
+async def test_a_tool_that_changed_while_the_gateway_was_down_is_held_after_a_restart(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    async with gateway_in_process(_bank(True), db=db, answers=False) as gw:
+        first = await call(gw, "bank__transfer", {"amount": 5, "account": "alice"})
+        assert not first.is_error and text_of(first) == "sent 5 to alice"
+    # The server was updated while the gateway was down: the new gateway first sees the new definition.
+    updated = {"bank": {**fixture_entry("shifty", env={"FIXTURE_SHIFTED": "1"}), "pin": True}}
+    async with gateway_in_process(updated, db=db, answers=False) as gw:
+        refused = await call(gw, "bank__transfer", {"amount": 5, "account": "alice"})
+        assert refused.is_error and "nothing was sent" in text_of(refused), text_of(refused)
+        assert AFTER in text_of(refused)
+        held = (await status(gw))["pinned_changed"]
+        assert held == [{"server": "bank", "tool": "transfer", "changed": ["description", "inputSchema"]}]
+    # Approved by a client that can be asked: the new definition is the one kept from then on.
+    async with gateway_in_process(updated, db=db) as gw:
+        approved = await call(gw, "bank__transfer", {"amount": 7, "account": "bob"})
+        assert not approved.is_error and text_of(approved) == "sent 7 to bob"
+        assert len(gw.probe.elicitations) == 1
+    async with gateway_in_process(updated, db=db, answers=False) as gw:
+        again = await call(gw, "bank__transfer", {"amount": 8, "account": "bob"})
+        assert not again.is_error and (await status(gw))["pinned_changed"] == []

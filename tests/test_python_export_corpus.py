@@ -2,7 +2,8 @@
 corpus (each recording of fixtures/recordings templatized): each is written as a program that compiles and
 passes ruff and mypy --strict, or is refused naming what the export cannot write (a JSONPath ref, a join of
 steps that can run at once). The
-programs' calls are compared with `toolreel run`'s in tests/test_skills.py."""
+programs' calls are compared with `toolreel run`'s in tests/test_skills.py (fixture templates) and
+tests/test_python_export_worlds.py (every corpus template, against world servers)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from toolreel.core.names import prefixed_name, split_name
 from toolreel.upstreams.config import GatewayConfig, ServerConfig
 from toolreel.upstreams.names import NameMapping, listed_name
 from toolreel.upstreams.pins import Pins
-from toolreel.upstreams.upstream import Listing, ServerErrorAnswer, Upstream, UpstreamState
+from toolreel.upstreams.upstream import Listing, ServerErrorAnswer, Upstream, UpstreamState, capabilities_key
 from toolreel.upstreams.uris import inward as inward_uri
 from toolreel.upstreams.uris import outward as outward_uri
 from toolreel.upstreams.uris import outward_tool
@@ -109,7 +109,8 @@ class Hub:
         self._scopes: dict[str, anyio.CancelScope] = {}  # per upstream: stopping one leaves the others be
         self.config_error: str | None = None  # a reloaded config that was refused (the running one is kept)
         self.reloads = 0
-        self._twins: dict[str, Upstream] = {}  # handshake-era connections, by server name (handshake_twin)
+        # handshake-era connections made for clients, by server and what they were told (handshake_twin)
+        self._twins: dict[tuple[str, str], Upstream] = {}
         self._twin_lock = anyio.Lock()
         self._state_changed = anyio.Event()  # set (and renewed) whenever an upstream changes state
         self.pins = Pins()  # definitions first seen of pinned servers' tools
@@ -214,33 +215,52 @@ class Hub:
         self._rebuild()
         self.router.lists_changed(frozenset({"tools"}))
 
-    async def handshake_twin(self, upstream: Upstream) -> Upstream | None:
-        """A second connection to a `protocol: auto` server spoken to in the stateless era, in the handshake
-        era: where a server that can only *push* its questions (sampling, elicitation, roots) can ask a
-        handshake-era client mid-call. Started on first need and kept; None if it cannot start."""
-        if self.lone_client or upstream.config.protocol != "auto" or not upstream.modern or self._tg is None:
+    async def handshake_twin(
+        self, upstream: Upstream, capabilities: types.ClientCapabilities | None
+    ) -> Upstream | None:
+        """A connection to `upstream`'s server in the handshake era, told `capabilities` at `initialize`
+        (gateway.era): where a server that can only *push* its questions (sampling, elicitation, roots) can
+        ask a handshake-era client mid-call, and where a server of the handshake era sees what the calling
+        client declared, not what the gateway's first client did. One per server and set of capabilities,
+        started on first need and kept; the server's own connection when it was told the same; None if it
+        cannot start."""
+        upstream = self.upstreams.get(upstream.name, upstream)  # a tool only a twin lists: the server's
+        key = capabilities_key(capabilities)
+        if not upstream.modern and upstream.told_key == key:
+            return upstream
+        if self.lone_client or self._tg is None or (upstream.modern and upstream.config.protocol != "auto"):
             return None
-        twin = self._twins.get(upstream.name)  # every call of such a client asks: no lock once it is ready
+        twin = self._twins.get((upstream.name, key))  # every call of such a client asks: no lock once it is ready
         if twin is not None and twin.state is UpstreamState.READY:
             return twin
         async with self._twin_lock:  # one being started: its starter holds the lock until it is up
-            twin = self._twins.get(upstream.name)
+            twin = self._twins.get((upstream.name, key))
             if twin is None:
-                twin = self._twins[upstream.name] = Upstream(
-                    dataclasses.replace(upstream.config, protocol="legacy"), self
+                told = _Told(self, capabilities or types.ClientCapabilities())
+                twin = self._twins[upstream.name, key] = Upstream(
+                    dataclasses.replace(upstream.config, protocol="legacy"), told
                 )
                 await self._tg.start(twin.serve)
         return twin if twin.state is UpstreamState.READY else None
 
     def _serving(self, upstream: Upstream) -> Upstream:
-        """The connection a run's call (no client's) takes: the server's handshake-era one once a client's
-        calls went there, so a replay meets the state those calls left (for a stdio server each connection
-        is a process of its own); else the server's own."""
-        twin = self._twins.get(upstream.name)
-        return twin if twin is not None and twin.state is UpstreamState.READY else upstream
+        """The connection a run's call (no client's) takes: for a server spoken to in the stateless era, its
+        handshake-era one once a client's calls went there, so a replay meets the state those calls left (for
+        a stdio server each connection is a process of its own); else the server's own."""
+        if not upstream.modern:
+            return upstream
+        for (name, _), twin in self._twins.items():
+            if name == upstream.name and twin.state is UpstreamState.READY:
+                return twin
+        return upstream
 
     def is_twin(self, upstream: Upstream) -> bool:
-        return self._twins.get(upstream.name) is upstream
+        return any(twin is upstream for twin in self._twins.values())
+
+    def connections_of(self, server: str) -> list[Upstream]:
+        """Every connection to `server`: its own, then the handshake-era ones made for clients (handshake_twin)."""
+        own = [self.upstreams[server]] if server in self.upstreams else []
+        return own + [twin for (name, _), twin in self._twins.items() if name == server]
 
     async def wait_settled(self, timeout: float) -> None:
         """Return once no upstream is starting (each is ready or failed), or after `timeout` seconds: unlike
@@ -489,6 +509,29 @@ class Hub:
             return exc.tool_result(route.name)
         except MCPError as exc:
             return error_result(f"server {route.upstream.name!r}, tool {route.name!r}: {exc.message}")
+
+
+class _Told:
+    """The bridge of a connection made for clients that declared `capabilities` (Hub.handshake_twin): it is told
+    those, and its server's traffic goes where the hub's own connections' does."""
+
+    def __init__(self, hub: Hub, capabilities: types.ClientCapabilities) -> None:
+        self._hub, self._capabilities = hub, capabilities
+
+    async def client_capabilities(self) -> types.ClientCapabilities:
+        return self._capabilities
+
+    def prefers_handshake(self) -> bool:
+        return True
+
+    async def upstream_request(self, upstream: Upstream, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._hub.upstream_request(upstream, method, params)
+
+    async def upstream_notification(self, upstream: Upstream, method: str, params: dict[str, Any] | None) -> None:
+        await self._hub.upstream_notification(upstream, method, params)
+
+    def upstream_changed(self, upstream: Upstream) -> None:
+        self._hub.upstream_changed(upstream)
 
 
 def _same_connection(old: ServerConfig, new: ServerConfig) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import json
 import logging
 import os
 import tempfile
@@ -48,10 +49,19 @@ from toolreel.upstreams import prespawn
 from toolreel.upstreams.answers import HTTP_ABANDONED, SERVER_ERROR_META, ServerErrorAnswer
 from toolreel.upstreams.auth import SignInNeeded, sign_in_error, signed_in
 from toolreel.upstreams.config import ServerConfig
+from toolreel.upstreams.param_headers import ParamHeaders
 from toolreel.upstreams.stdio_upstream import ConnectionLost, FastLane, open_stdio_upstream
 
 # ServerErrorAnswer and SERVER_ERROR_META live in `answers`; named here too, where callers met them first.
-__all__ = ["SERVER_ERROR_META", "Bridge", "Listing", "ServerErrorAnswer", "Upstream", "UpstreamState"]
+__all__ = [
+    "SERVER_ERROR_META",
+    "Bridge",
+    "Listing",
+    "ServerErrorAnswer",
+    "Upstream",
+    "UpstreamState",
+    "capabilities_key",
+]
 
 logger = logging.getLogger("toolreel.upstream")
 
@@ -65,6 +75,12 @@ _ResultT = TypeVar("_ResultT", bound=BaseModel)
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 AskFn = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Puts a server's request (elicitation, sampling, roots) to the client a call came from."""
+
+
+def capabilities_key(capabilities: types.ClientCapabilities | None) -> str:
+    """What a connection is told of its client at `initialize`, as a key: connections of equal keys are alike."""
+    declared = capabilities.model_dump(by_alias=True, mode="json", exclude_none=True) if capabilities else {}
+    return json.dumps(declared, sort_keys=True, separators=(",", ":"))
 
 
 class _HandshakeRefused(Exception):
@@ -121,6 +137,7 @@ class Upstream:
         self.instructions: str | None = None
         self.server_info: types.Implementation | None = None
         self.protocol_version: str | None = None
+        self.told_key = capabilities_key(None)  # the client capabilities this connection was told (capabilities_key)
         self._bridge = bridge
         self._session: ClientSession | None = None
         self._dispatcher: JSONRPCDispatcher[Any] | None = None
@@ -131,6 +148,7 @@ class Upstream:
         self._logs_in_transit = 0  # logs read but not yet handed to the bridge
         self._logs_settled = anyio.Event()
         self._headers: dict[str, str] = {}
+        self._param_headers = ParamHeaders()
         self._stderr: IO[str] | None = None
         self._handshake_refused = False
         self._probe_unanswered = False  # a stdio server too slow for the probe: the handshake comes first
@@ -211,6 +229,8 @@ class Upstream:
         name = out.get(NAME_BEARING_METHODS.get(method, "taskId" if method.startswith("tasks/") else ""))
         if isinstance(name, str):
             headers[MCP_NAME_HEADER] = encode_header_value(name)
+            if method == "tools/call" and self.config.url:  # arguments the tool mirrors into headers (SEP-2243)
+                headers.update(self._param_headers.for_call(self.listing.tools, name, out.get("arguments")))
         for _ in range(INPUT_ROUNDS):
             result = await self._once(method, out, limit, on_progress, tool, headers)
             if result.get("resultType") != "input_required" or ask is None:
@@ -306,6 +326,7 @@ class Upstream:
             self._lost = lost
             read, write, lane = await stack.enter_async_context(self._transport(lost))
             capabilities = await self._bridge.client_capabilities()
+            self.told_key = capabilities_key(capabilities)
             dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
             session = await stack.enter_async_context(self._session_for(dispatcher, capabilities))
             with anyio.fail_after(START_TIMEOUT):

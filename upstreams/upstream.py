@@ -43,9 +43,10 @@ from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError, UpstreamTimeout
 from toolreel.upstreams import prespawn
 from toolreel.upstreams.answers import HTTP_ABANDONED, SERVER_ERROR_META, ServerErrorAnswer
-from toolreel.upstreams.auth import SignInNeeded, sign_in_error, signed_in
+from toolreel.upstreams.auth import SignInNeeded
 from toolreel.upstreams.config import ServerConfig
 from toolreel.upstreams.http_transport import streamable_http, watched
+from toolreel.upstreams.sign_in import sign_in_error, signed_in
 from toolreel.upstreams.stdio_upstream import ConnectionLost, FastLane, open_stdio_upstream
 
 # ServerErrorAnswer and SERVER_ERROR_META live in `answers`; named here too, where callers met them first.

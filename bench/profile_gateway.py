@@ -47,6 +47,19 @@ def ours(func: tuple[str, int, str]) -> bool:
     return "/toolreel/" in func[0]
 
 
+def area(func: tuple[str, int, str]) -> str:
+    """Where a function's own time is counted: a toolreel module, a library, or the built-ins it calls."""
+    path, _, name = func
+    if path == "~":
+        return "orjson" if "orjson" in name else "built-ins (C: dict, isinstance, bytes, ...)"
+    if "/toolreel/" in path:
+        return "toolreel." + ".".join(Path(path.split("/toolreel/", 1)[1]).with_suffix("").parts)
+    for library in ("anyio", "json", "asyncio", "mcp", "pydantic", "contextlib"):
+        if f"/{library}/" in path or path.endswith(f"/{library}.py"):
+            return library
+    return Path(path).stem
+
+
 def summarize(path: Path, calls: int, top: int) -> str:
     stats: Any = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]  # {func: (cc, nc, tt, ct, callers)}
     busy = {f: v for f, v in stats.items() if v[1] >= calls / 2}
@@ -56,12 +69,18 @@ def summarize(path: Path, calls: int, top: int) -> str:
     def row(func: tuple[str, int, str], ncalls: int, seconds: float) -> list[str]:
         return [label(func), f"{ncalls / calls:.1f}", f"{seconds * per_call:.1f}", f"{seconds / total:.1%}"]
 
+    areas: dict[str, float] = {}
+    for func, values in stats.items():
+        areas[area(func)] = areas.get(area(func), 0.0) + values[2]
+    by_area = sorted(areas.items(), key=lambda item: -item[1])[:top]
+    area_rows = [[name, f"{seconds * per_call:.1f}", f"{seconds / total:.1%}"] for name, seconds in by_area]
     own = sorted(busy.items(), key=lambda item: -item[1][2])[:top]
     cumulative = sorted(((f, v) for f, v in busy.items() if ours(f)), key=lambda item: -item[1][3])[:top]
     header = ["function", "calls per call", "µs per call", "share"]
     return "\n\n".join(
         [
             f"profiled CPU: {total * per_call:.0f} µs per forwarded call (under cProfile)",
+            "own time by module\n" + table(["module", "µs per call", "share"], area_rows),
             "own time (tottime)\n" + table(header, [row(f, v[1], v[2]) for f, v in own]),
             "toolreel functions, including what they call (cumtime)\n"
             + table(header, [row(f, v[1], v[3]) for f, v in cumulative]),

@@ -3,8 +3,10 @@
 For server-everything `echo` and mcp-server-time `get_current_time`: sequential latency (p50/p90/p99) and
 throughput at 8 in flight, each round in fresh processes; a byte relay (bench/_relay.py) shows what the extra
 process alone costs on this machine; then gateway RSS with 5 idle upstreams and ready time against the slowest upstream.
-Prints everything, then the bars; exits 1 if a bar is missed. `--quick` for a short run.
-Run: .venv/bin/python bench/proxy.py [--quick]
+Prints everything, then the bars; exits 1 if a bar is missed. `--quick` for a short run. `--baseline BIN` adds
+a second gateway, another build's `toolreel` script (`toolreel (baseline)`), measured side by side: a change's
+before and after in one run. `--only echo|get_current_time` measures that workload alone (no 5-upstream part).
+Run: .venv/bin/python bench/proxy.py [--quick] [--baseline PATH/bin/toolreel] [--only WORKLOAD]
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ from mcp import ClientSession
 from mcp import types as mt
 
 # The bars.
-P50_BARS = {"echo": 2.0, "get_current_time": 1.3}
-THROUGHPUT_BAR = 0.5
+P50_BARS = {"echo": 1.3, "get_current_time": 1.3}
+THROUGHPUT_BAR = 0.9
 RSS_BAR_MB = 80.0
 READY_BAR_S = 0.3
 CALL_TIMEOUT = 60.0
@@ -74,6 +76,8 @@ class Plan:
     rounds: int
     warm: int
     ready_rounds: int
+    baseline: str | None = None  # another build's `toolreel`, measured beside this one
+    only: str | None = None  # one workload's label; then no 5-upstream part
 
     @property
     def per_round(self) -> int:
@@ -99,13 +103,16 @@ class Figures:
 # --- latency and throughput -------------------------------------------------------------------------------------
 
 
-def targets(work: Workload) -> tuple[dict[str, Command], dict[str, str]]:
+def targets(work: Workload, baseline: str | None) -> tuple[dict[str, Command], dict[str, str]]:
     """The commands to measure, and why a target is left out."""
     commands = {
         "direct": work.server,
         "byte relay": via_relay(work.server),
         "toolreel": via_toolreel(work.server, "--no-record"),
     }
+    if baseline is not None:
+        mine = via_toolreel(work.server, "--no-record")
+        commands["toolreel (baseline)"] = Command((baseline, *mine.argv[1:]), mine.env, mine.cwd)
     skipped: dict[str, str] = {}
     if (reason := fastmcp_missing()) is None:
         commands["fastmcp"] = via_fastmcp(work.server)
@@ -136,7 +143,7 @@ async def measure(work: Workload, plan: Plan, log: TextIO) -> tuple[dict[str, Fi
     """Every round starts every target afresh (as pyperf runs each sample in a fresh worker): a process keeps
     its CPU placement and memory layout for life, and two identical long-lived gateways measured up to 14%
     apart. Sequential calls take turns in short bursts; throughput is a block per target."""
-    commands, skipped = targets(work)
+    commands, skipped = targets(work, plan.baseline)
     figures = {label: Figures() for label in commands}
     for r in range(plan.rounds):
         async with contextlib.AsyncExitStack() as stack:
@@ -172,6 +179,12 @@ def workload_table(work: Workload, figures: dict[str, Figures], skipped: dict[st
     if "byte relay" in figures:
         relay = figures["byte relay"]
         lines.append(f"  toolreel / byte relay: p50 {figures['toolreel'].p50 / relay.p50:.2f}x")
+    if "toolreel (baseline)" in figures:
+        mine, before = figures["toolreel"], figures["toolreel (baseline)"]
+        lines.append(
+            f"  toolreel / baseline: p50 {mine.p50 / before.p50:.2f}x, "
+            f"calls/s {mine.calls_per_s / before.calls_per_s:.2f}x"
+        )
     lines += [f"{label}: unavailable ({reason})" for label, reason in skipped.items()]
     return "\n".join(lines)
 
@@ -350,8 +363,10 @@ async def run(plan: Plan, settle: float) -> int:
     log_path = Path(tempfile.gettempdir()) / f"toolreel-bench-proxy-{os.getpid()}.log"
     with log_path.open("w") as log:
         for work in (ECHO, GET_TIME):
-            await run_workload(bars, work, plan, log)
-        await run_five(bars, plan, log, settle)
+            if plan.only in (None, work.label):
+                await run_workload(bars, work, plan, log)
+        if plan.only is None:
+            await run_five(bars, plan, log, settle)
     print(f"\n(server and gateway stderr: {log_path})")
     print(bars.report())
     return 1 if bars.failed else 0
@@ -386,11 +401,14 @@ def parse(argv: list[str]) -> tuple[Plan, float]:
     parser.add_argument("--quick", action="store_true", help="a short run (fewer calls and rounds)")
     parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 4000)")
     parser.add_argument("--rounds", type=int, help="rounds, each in fresh processes (default 8)")
+    parser.add_argument("--baseline", help="another build's toolreel script, measured beside this one")
+    parser.add_argument("--only", choices=[ECHO.label, GET_TIME.label], help="this workload alone")
     args = parser.parse_args(argv)
+    extra = {"baseline": args.baseline, "only": args.only}
     if args.quick:
-        plan = Plan(calls=args.calls or 400, rounds=args.rounds or 2, warm=100, ready_rounds=1)
+        plan = Plan(calls=args.calls or 400, rounds=args.rounds or 2, warm=100, ready_rounds=1, **extra)
     else:
-        plan = Plan(calls=args.calls or 4000, rounds=args.rounds or 8, warm=500, ready_rounds=3)
+        plan = Plan(calls=args.calls or 4000, rounds=args.rounds or 8, warm=500, ready_rounds=3, **extra)
     return plan, (0.2 if args.quick else 1.0)
 
 

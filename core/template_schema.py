@@ -1,4 +1,4 @@
-"""The template file format at the edge: pydantic models, durations and the JSON Schema.
+"""The template file format at the edge: pydantic models and the JSON Schema (durations: `template_values`).
 
 `validate_shape(data)` checks field names and types (SPEC §7) and turns pydantic's errors
 into one `TemplateError` naming the template, step and field; `core.template_io` does the
@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
 from pydantic_core import ErrorDetails
 
-from toolreel.core._ref_regex import LinearRegexError, check_linear
 from toolreel.core.errors import TemplateError
 from toolreel.core.template import RetryOn, WhenOp
+from toolreel.core.template_values import Duration, check_constraints, format_duration, parse_duration, parse_time
 
 __all__ = [
     "INPUT_NAME_RE",
@@ -48,47 +47,9 @@ SCHEMA_ID = "https://toolreel.dev/schema/template.json"
 WHEN_OPS: tuple[WhenOp, ...] = ("eq", "neq", "gt", "gte", "lt", "lte", "in", "exists")
 TEMPLATE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 INPUT_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PATTERN = r"^\s*\d+(\.\d+)?\s*(ms|s|m|h)?\s*$"
 _SIGNAL_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
-def parse_duration(value: object) -> float:
-    """`30s`, `500ms`, `2m`, `1h`, or a number of seconds -> seconds (float)."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a duration like 30s, 500ms, 2m or a number of seconds, got {value!r}")
-    if isinstance(value, int | float):
-        if value < 0:
-            raise ValueError(f"a duration cannot be negative, got {value!r}")
-        return float(value)
-    match = _DURATION_RE.match(value) if isinstance(value, str) else None
-    if match is None:
-        raise ValueError(f"expected a duration like 30s, 500ms, 2m or a number of seconds, got {value!r}")
-    number, unit = match.group(1), match.group(2) or "s"
-    # Milliseconds divide (not multiply by 0.001) so that "300ms" is exactly 0.3.
-    return float(number) / 1000 if unit == "ms" else float(number) * _UNIT_SECONDS[unit]
-
-
-def format_duration(seconds: float) -> str | float:
-    """The shortest of `1h`, `2m`, `30s`, `500ms` that parses back to exactly `seconds`, else the number."""
-    for unit, factor in (("h", 3600), ("m", 60), ("s", 1)):
-        whole = round(seconds / factor)
-        if whole > 0 and parse_duration(f"{whole}{unit}") == seconds:
-            return f"{whole}{unit}"
-    millis = round(seconds * 1000)
-    if parse_duration(f"{millis}ms") == seconds:
-        return f"{millis}ms"
-    return seconds
-
-
-_DURATION_SCHEMA: dict[str, Any] = {
-    "anyOf": [
-        {"type": "string", "pattern": _DURATION_PATTERN, "examples": ["30s", "500ms", "2m"]},
-        {"type": "number", "minimum": 0},
-    ]
-}
-Duration = Annotated[float, BeforeValidator(parse_duration), WithJsonSchema(_DURATION_SCHEMA)]
 JsonAny = Annotated[Any, WithJsonSchema({})]
 
 
@@ -258,32 +219,6 @@ class WaitModel(_Strict):
         if self.until is not None and not self.until.startswith("@"):
             parse_time(self.until)
         return self
-
-
-def parse_time(value: object) -> float:
-    """An ISO 8601 time with a zone (`2026-12-01T09:00:00Z`, `...+01:00`), or epoch seconds -> epoch seconds."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    try:
-        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        raise ValueError(
-            f"expected a time in ISO 8601 with its zone, like 2026-12-01T09:00:00Z, or epoch seconds; got {value!r}"
-        )
-    return moment.timestamp()
-
-
-def check_constraints(pattern: str | None, minimum: float | None, maximum: float | None) -> None:
-    """Refuse a pattern that does not compile and a minimum above the maximum."""
-    if pattern is not None:
-        try:
-            check_linear(pattern)  # input patterns run on RE2, as ref regexes do: refused here, not at run time
-        except LinearRegexError as exc:
-            raise ValueError(f"`pattern` {exc}") from None
-    if minimum is not None and maximum is not None and minimum > maximum:
-        raise ValueError(f"`minimum` {minimum} is above `maximum` {maximum}")
 
 
 class WhenModel(_Strict):

@@ -21,14 +21,9 @@ import typer
 
 from toolreel._cli import DbOption, JsonOption, fail
 from toolreel.core.errors import ConfigError, ToolreelError
-from toolreel.upstreams.auth import (
-    OAuthSettings,
-    SecretTokens,
-    interactive_auth,
-    sign_in_place,
-    storage_name,
-)
+from toolreel.upstreams.auth import OAuthSettings, SecretTokens, sign_in_place, storage_name
 from toolreel.upstreams.config import ServerConfig, load_config
+from toolreel.upstreams.sign_in import interactive_auth
 
 __all__ = ["auth_app", "register"]
 

@@ -11,7 +11,17 @@ from toolreel.core.template import Template
 from toolreel.replayer._decide import bounded
 from toolreel.replayer._state import Outcome, RunScope, StepState, StopReason
 
-__all__ = ["checked", "closing_note", "final_outcome"]
+__all__ = ["CHILD_REASON", "checked", "closing_note", "final_outcome"]
+
+# Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
+# parent's template step ran past its timeout).
+CHILD_REASON = {
+    StopReason.CANCEL: StopReason.CANCEL,
+    StopReason.FAILED: StopReason.CANCEL,
+    StopReason.RETURN: StopReason.CANCEL,
+    StopReason.DEADLINE: StopReason.DEADLINE,
+    StopReason.TIMEOUT: StopReason.CANCEL,
+}
 
 
 def closing_note(reason: StopReason, message: str) -> str:

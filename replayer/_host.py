@@ -52,7 +52,7 @@ class StepHost(Protocol):
         async def my_kind(host: StepHost, state: StepState, record: StepRecord, value: JSON) -> StepRecord
 
     - `_kinds.execute` dispatches on the step's spec field to the kind; a new kind is a module of its own
-      with one such function, and one line in `execute` (and one in `_run._KINDS` for its `StepKind`).
+      with one such function, and one line in `execute` (and one in `_kinds.STEP_KINDS` for its `StepKind`).
     - `state.args` holds the step's resolved `input` (the prompt of an `approve`), `state.key` its resolved
       idempotency key; `record` is the step's `running` row, already announced.
     - The kind returns the step's final row: `_state.succeeded(record, output, result)` or

@@ -18,7 +18,7 @@ import anyio.to_thread
 from toolreel.core.caller import ToolCall
 from toolreel.core.errors import CodeError, CodeTimeout, RefError, UpstreamError, UpstreamTimeout
 from toolreel.core.form import check_answer, parse_answer_text
-from toolreel.core.model import JSON, StepRecord, StepStatus
+from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
 from toolreel.core.names import server_part
 from toolreel.core.refs import step_output
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
@@ -53,9 +53,22 @@ from toolreel.replayer._state import (
 )
 from toolreel.replayer._wait import approval_due, approval_timed_out, wait_step
 
-__all__ = ["execute"]
+__all__ = ["STEP_KINDS", "execute"]
 
 logger = logging.getLogger("toolreel.replayer")
+
+# A step spec's kind -> the kind its rows are stored with.
+STEP_KINDS = {
+    "tool": StepKind.TOOL,
+    "return": StepKind.RETURN,
+    "approve": StepKind.APPROVE,
+    "template": StepKind.TEMPLATE,
+    "code": StepKind.CODE,
+    "script": StepKind.SCRIPT,
+    "wait": StepKind.WAIT,
+    "switch": StepKind.SWITCH,
+    "llm": StepKind.LLM,
+}
 
 # The caller enforces a step's timeout and cancels upstream; this backstop only catches a caller that does not.
 _TIMEOUT_GRACE = 1.0

@@ -21,12 +21,12 @@ from anyio.abc import TaskGroup
 from toolreel.core import tracing
 from toolreel.core.caller import ProgressFn
 from toolreel.core.errors import StaleClaimError, StoreError
-from toolreel.core.model import JSON, Execution, StepKind, StepRecord, StepStatus
+from toolreel.core.model import JSON, Execution, StepRecord, StepStatus
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.view import item_name
 from toolreel.replayer import _kinds
 from toolreel.replayer._decide import needs_worker, prepare
-from toolreel.replayer._ending import checked, closing_note, final_outcome
+from toolreel.replayer._ending import CHILD_REASON, checked, closing_note, final_outcome
 from toolreel.replayer._host import RunContext
 from toolreel.replayer._inputs import secret_values
 from toolreel.replayer._journal import Announcer, Journal, small_rows
@@ -48,26 +48,6 @@ __all__ = ["Run", "RunContext"]  # RunContext lives in _host: re-exported for th
 logger = logging.getLogger("toolreel.replayer")
 
 _V = TypeVar("_V")
-_KINDS = {
-    "tool": StepKind.TOOL,
-    "return": StepKind.RETURN,
-    "approve": StepKind.APPROVE,
-    "template": StepKind.TEMPLATE,
-    "code": StepKind.CODE,
-    "script": StepKind.SCRIPT,
-    "wait": StepKind.WAIT,
-    "switch": StepKind.SWITCH,
-    "llm": StepKind.LLM,
-}
-# Why a run stopped early -> the child outcome when a parent stops for that reason (`timeout`: the
-# parent's template step ran past its timeout).
-_CHILD_REASON = {
-    StopReason.CANCEL: StopReason.CANCEL,
-    StopReason.FAILED: StopReason.CANCEL,
-    StopReason.RETURN: StopReason.CANCEL,
-    StopReason.DEADLINE: StopReason.DEADLINE,
-    StopReason.TIMEOUT: StopReason.CANCEL,
-}
 
 
 class Run:
@@ -397,7 +377,7 @@ class Run:
             execution_id=self.execution_id,
             name=store_name,
             seq=self.next_seq(),
-            kind=_KINDS[spec.kind],
+            kind=_kinds.STEP_KINDS[spec.kind],
             attempt=attempt,
             server=server,
             tool=tool,
@@ -535,7 +515,7 @@ class Run:
         if self._stop is not None:
             return
         cause = self._parent_reason() if self._parent_reason else None
-        reason = _CHILD_REASON.get(cause[0], StopReason.INTERRUPT) if cause else StopReason.INTERRUPT
+        reason = CHILD_REASON.get(cause[0], StopReason.INTERRUPT) if cause else StopReason.INTERRUPT
         if cause is not None and cause[1]:
             message = cause[1]
         elif self.execution.parent_id is None:

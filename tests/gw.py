@@ -35,6 +35,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import FileUrl
 
 from fixtures import servers
+from tests.procs import alive, cmdline, descendants, kill_quietly
 
 __all__ = [
     "MODES",
@@ -140,46 +141,6 @@ def npm_available() -> bool:
 # --- processes -----------------------------------------------------------------------------------------------
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid`, from /proc/<pid>/task/*/children."""
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        for children in Path(f"/proc/{current}/task").glob("*/children"):
-            try:
-                kids = [int(k) for k in children.read_text().split()]
-            except OSError:
-                continue
-            for kid in kids:
-                if kid not in found:
-                    found.append(kid)
-                    todo.append(kid)
-    return found
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting to be reaped has ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
-def _kill_quietly(pids: Sequence[int]) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-
-
 async def wait_until(predicate: Callable[[], bool | Awaitable[bool]], timeout: float, what: str) -> None:
     """Poll `predicate` until it holds; fail after `timeout` seconds naming `what`."""
     try:
@@ -227,13 +188,13 @@ class GatewayProcess:
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 await self.process.stdin.aclose()
         if await self.wait_exit(STOP_SECONDS) is None:
-            _kill_quietly([self.pid])
+            kill_quietly([self.pid])
             await self.wait_exit(STOP_SECONDS)
         self.reap_leftovers()
 
     def reap_leftovers(self) -> None:
         """Test hygiene only: kill children the gateway left (the lifecycle tests assert there are none)."""
-        _kill_quietly([pid for pid in self.children_seen if alive(pid)])
+        kill_quietly([pid for pid in self.children_seen if alive(pid)])
 
 
 async def spawn_gateway(
@@ -555,7 +516,7 @@ async def http_gateway(
             if gateway.process.returncode is None:
                 gateway.process.send_signal(signal.SIGTERM)
             if await gateway.wait_exit(STOP_SECONDS) is None:
-                _kill_quietly([gateway.pid])
+                kill_quietly([gateway.pid])
                 await gateway.wait_exit(STOP_SECONDS)
             gateway.reap_leftovers()
 

@@ -21,10 +21,8 @@ import anyio
 import anyio.abc
 import httpx2
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
@@ -36,7 +34,6 @@ from mcp.shared.inbound import (
     encode_header_value,
 )
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from mcp.shared.message import SessionMessage
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from mcp_types.version import LATEST_MODERN_VERSION
@@ -47,9 +44,11 @@ from toolreel.core import tracing
 from toolreel.core.errors import UpstreamError, UpstreamTimeout
 from toolreel.upstreams import prespawn
 from toolreel.upstreams.answers import HTTP_ABANDONED, SERVER_ERROR_META, ServerErrorAnswer
-from toolreel.upstreams.auth import SignInNeeded, sign_in_error, signed_in
+from toolreel.upstreams.auth import SignInNeeded
 from toolreel.upstreams.config import ServerConfig
+from toolreel.upstreams.http_transport import streamable_http, watched
 from toolreel.upstreams.param_headers import ParamHeaders
+from toolreel.upstreams.sign_in import sign_in_error, signed_in
 from toolreel.upstreams.stdio_upstream import ConnectionLost, FastLane, open_stdio_upstream
 
 # ServerErrorAnswer and SERVER_ERROR_META live in `answers`; named here too, where callers met them first.
@@ -68,7 +67,6 @@ logger = logging.getLogger("toolreel.upstream")
 PAGE_LIMIT = 100  # pages followed per list call; a server that pages forever is cut off
 START_TIMEOUT = 30.0  # spawn + initialize + listings
 STDERR_TAIL = 2000
-MAX_MESSAGE = 256 * 1024 * 1024  # the largest message taken from an HTTP upstream (stdio: the same per line)
 SETTLE_LIMIT = 0.5  # seconds a response waits for the logs read before it
 INPUT_ROUNDS = 10  # InputRequiredResult rounds per request, as the SDK's own client allows
 _ResultT = TypeVar("_ResultT", bound=BaseModel)
@@ -496,8 +494,8 @@ class Upstream:
                 timeout=httpx2.Timeout(30.0, read=None),
                 auth=signed_in(cfg, self._needs_sign_in),
             )
-            opened = _http_transport(cfg.url, client)
-        return _watch(opened, lost)
+            opened = streamable_http(cfg.url, client)
+        return watched(opened, lost)
 
     async def refresh(self, *kinds: str) -> None:
         """Re-read the upstream's lists (all, or the given kinds) and tell the bridge."""
@@ -620,38 +618,3 @@ def _describe(exc: BaseException) -> str:
     else:
         text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return text
-
-
-@contextlib.asynccontextmanager
-async def _http_transport(url: str, client: httpx2.AsyncClient) -> AsyncIterator[tuple[Any, Any]]:
-    # Tool results of many megabytes are legitimate: the SDK's 1 MiB event cap is not ours.
-    async with client, streamable_http_client(url, http_client=client, max_sse_event_size=MAX_MESSAGE) as (read, write):
-        yield read, write
-
-
-@contextlib.asynccontextmanager
-async def _watch(
-    opened: contextlib.AbstractAsyncContextManager[tuple[Any, Any]], lost: anyio.Event
-) -> AsyncIterator[tuple[Any, Any, None]]:
-    """Relay an HTTP transport's read stream and set `lost` when it ends: the dispatcher
-    finishes silently at end of stream, and that is how a dead upstream shows."""
-    send: MemoryObjectSendStream[SessionMessage | Exception]
-    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](64)
-    async with opened as (read, write):
-
-        async def pump() -> None:
-            async with send:
-                try:
-                    async for message in read:
-                        await send.send(message)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
-                    pass
-                lost.set()  # before the stream's end reaches the dispatcher and fails its waiters
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(pump)
-            try:
-                yield receive, write, None
-            finally:
-                tg.cancel_scope.cancel()
-                receive.close()

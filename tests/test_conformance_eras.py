@@ -21,7 +21,7 @@ from fixtures.servers import http_fixture
 from tests import conformance
 from tests.conformance import SPEC_2025, SPEC_2026, SPEC_VERSIONS, SuiteRun
 
-pytestmark = [pytest.mark.npm, pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.npm, pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("conformance_eras")]
 
 FIXTURES: Final = ("asking", "conformance_server")
 MODES: Final = ("wrap", "aggregate")

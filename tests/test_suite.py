@@ -26,8 +26,6 @@ _GROUPED = """
 import os
 import pytest
 
-from tests import conftest
-
 pytestmark = pytest.mark.xdist_group("{group}")
 
 

@@ -151,8 +151,9 @@ async def run(calls: int, rounds: int, warm: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a short run")
+    parser.add_argument("--smoke", action="store_true", help="10 calls, 2 warm-up, 1 round: only that it runs")
     args = parser.parse_args()
-    calls, rounds, warm = (100, 2, 20) if args.quick else (400, 6, 50)
+    calls, rounds, warm = (10, 1, 2) if args.smoke else (100, 2, 20) if args.quick else (400, 6, 50)
     anyio.run(run, calls, rounds, warm)
 
 

@@ -3,10 +3,11 @@
 For server-everything `echo` and mcp-server-time `get_current_time`: sequential latency (p50/p90/p99) and
 throughput at 8 in flight, each round in fresh processes; a byte relay (bench/_relay.py) shows what the extra
 process alone costs on this machine; then gateway RSS with 5 idle upstreams and ready time against the slowest upstream.
-Prints everything, then the bars; exits 1 if a bar is missed. `--quick` for a short run. `--baseline BIN` adds
-a second gateway, another build's `toolreel` script (`toolreel (baseline)`), measured side by side: a change's
-before and after in one run. `--only echo|get_current_time` measures that workload alone (no 5-upstream part).
-Run: .venv/bin/python bench/proxy.py [--quick] [--baseline PATH/bin/toolreel] [--only WORKLOAD]
+Prints everything, then the bars; exits 1 if a bar is missed. `--quick` for a short run, `--smoke` for a tiny one.
+`--baseline BIN` adds a second gateway, another build's `toolreel` script (`toolreel (baseline)`), measured side by
+side: a change's before and after in one run. `--only echo|get_current_time` measures that workload alone (no
+5-upstream part).
+Run: .venv/bin/python bench/proxy.py [--quick | --smoke] [--baseline PATH/bin/toolreel] [--only WORKLOAD]
 """
 
 from __future__ import annotations
@@ -401,15 +402,18 @@ def parse(argv: list[str]) -> tuple[Plan, float]:
     parser.add_argument("--quick", action="store_true", help="a short run (fewer calls and rounds)")
     parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 4000)")
     parser.add_argument("--rounds", type=int, help="rounds, each in fresh processes (default 8)")
+    parser.add_argument("--smoke", action="store_true", help="10 calls, 2 warm-up, 1 round: only that it runs")
     parser.add_argument("--baseline", help="another build's toolreel script, measured beside this one")
     parser.add_argument("--only", choices=[ECHO.label, GET_TIME.label], help="this workload alone")
     args = parser.parse_args(argv)
     extra = {"baseline": args.baseline, "only": args.only}
-    if args.quick:
+    if args.smoke:
+        plan = Plan(calls=args.calls or 10, rounds=args.rounds or 1, warm=2, ready_rounds=1, **extra)
+    elif args.quick:
         plan = Plan(calls=args.calls or 400, rounds=args.rounds or 2, warm=100, ready_rounds=1, **extra)
     else:
         plan = Plan(calls=args.calls or 4000, rounds=args.rounds or 8, warm=500, ready_rounds=3, **extra)
-    return plan, (0.2 if args.quick else 1.0)
+    return plan, (0.2 if args.quick or args.smoke else 1.0)
 
 
 def main(argv: list[str] | None = None) -> int:

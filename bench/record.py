@@ -466,7 +466,10 @@ def parse(argv: list[str]) -> Plan:
     parser.add_argument("--quick", action="store_true", help="a short run (fewer calls and rounds)")
     parser.add_argument("--calls", type=int, help="sequential calls per target, split over rounds (default 8000)")
     parser.add_argument("--rounds", type=int, help="rounds, each in fresh processes (default 16)")
+    parser.add_argument("--smoke", action="store_true", help="10 calls, 2 warm-up, 1 round: only that it runs")
     args = parser.parse_args(argv)
+    if args.smoke:
+        return Plan(calls=args.calls or 10, rounds=args.rounds or 1, warm=2, writes=20, in_flight_calls=12)
     if args.quick:
         return Plan(calls=args.calls or 400, rounds=args.rounds or 2, warm=100, writes=300, in_flight_calls=300)
     return Plan(calls=args.calls or 8000, rounds=args.rounds or 16, warm=1000, writes=2000, in_flight_calls=1500)

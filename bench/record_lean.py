@@ -89,7 +89,7 @@ class LeanClient:
         self._reader.cancel()
 
 
-async def measure(rounds: int, calls: int, tmp: Path, log: Any) -> dict[str, list[tuple[float, float]]]:
+async def measure(rounds: int, calls: int, warm: int, tmp: Path, log: Any) -> dict[str, list[tuple[float, float]]]:
     targets = {
         "recording off": via_toolreel(ECHO.server, "--no-record"),
         "recording on": via_toolreel(ECHO.server, "--db", f"sqlite:///{tmp / 'lean.db'}"),
@@ -99,7 +99,7 @@ async def measure(rounds: int, calls: int, tmp: Path, log: Any) -> dict[str, lis
     figures: dict[str, list[tuple[float, float]]] = {label: [] for label in clients}
     try:
         for client in clients.values():
-            await client.throughput(3000)  # warm-up
+            await client.throughput(warm)
         for r in range(rounds):
             for label in rotated(list(clients), r):
                 client = clients[label]
@@ -130,15 +130,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
     parser.add_argument("--calls", type=int, default=10000, help="calls per target per round (default 10000)")
+    parser.add_argument("--warm", type=int, default=3000, help="warm-up calls per target (default 3000)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"bench/record_lean.py: raw JSON-RPC client over stdio; {os.cpu_count()} cores, load {load}")
     print(
-        f"{args.rounds} rounds of {args.calls} calls at {IN_FLIGHT} in flight per target, after 3000 warm-up; medians"
+        f"{args.rounds} rounds of {args.calls} calls at {IN_FLIGHT} in flight per target, "
+        f"after {args.warm} warm-up; medians"
     )
     log_path = Path(tempfile.gettempdir()) / f"toolreel-bench-lean-{os.getpid()}.log"
     with tempfile.TemporaryDirectory(prefix="toolreel-bench-") as name, log_path.open("w") as log:
-        figures = asyncio.run(measure(args.rounds, args.calls, Path(name), log))
+        figures = asyncio.run(measure(args.rounds, args.calls, args.warm, Path(name), log))
     print("\nserver-everything echo through toolreel (wrap mode), lean client\n" + report(figures))
     print(f"\n(server and gateway stderr: {log_path}; repository: {REPO})")
     return 0

@@ -114,7 +114,7 @@ def run(pytest_args: Sequence[str], workers: int, folder: Path) -> float:
     env = {**os.environ, "TOOLREEL_TEST_TIMES": str(folder)}
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     if workers > 0:
-        argv += ["-n", str(workers), "--dist", "loadgroup"]
+        argv += ["-n", str(workers), "--dist", "loadgroup", "--no-loadscope-reorder"]  # as scripts/test
     began = time.perf_counter()
     subprocess.run([*argv, *pytest_args], cwd=REPO, env=env, check=False)
     return time.perf_counter() - began

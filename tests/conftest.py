@@ -50,6 +50,23 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.addaudithook(_refuse_processes)  # a hook cannot be removed: it checks `_fast_test` instead
 
 
+def run_order(item: pytest.Item) -> int:
+    """Where a test goes in the run: a file held by one worker (`xdist_group`: its tests share servers and
+    together take minutes), then the tests that start processes, then the in-process ones (a few ms each)."""
+    if item.get_closest_marker("xdist_group"):
+        return 0
+    return 1 if item.get_closest_marker("slow") else 2
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own ordering by fixture scope, which this keeps within a rank
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest units first, so that no long one starts last while the other workers idle: scripts/test runs
+    `--dist loadgroup --no-loadscope-reorder`, which hands units out in this order (xdist's own reordering
+    counts tests, not time: it put a 60-test file of quick calls before the conformance suites). The sort is
+    stable, so each file keeps its order, and the cheap in-process tests fill the end of the run evenly."""
+    items.sort(key=run_order)
+
+
 @contextlib.contextmanager
 def _guarded(item: pytest.Item) -> Iterator[None]:
     """Refuse process starts while a test not marked slow sets up or runs (not at teardown, where the

@@ -21,7 +21,13 @@ from fixtures.servers import http_fixture
 from tests import conformance
 from tests.conformance import SPEC_2025, SPEC_2026, SPEC_VERSIONS, SuiteRun
 
-pytestmark = [pytest.mark.npm, pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.npm,
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("conformance_eras"),
+    pytest.mark.timeout(600),  # the first test's setup runs four whole suites (`direct_runs`), on a busy machine
+]
 
 FIXTURES: Final = ("asking", "conformance_server")
 MODES: Final = ("wrap", "aggregate")

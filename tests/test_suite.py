@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import conftest
+
 
 def test_a_test_not_marked_slow_may_not_start_a_process() -> None:
     with pytest.raises(RuntimeError, match="not marked slow"):
@@ -48,3 +50,11 @@ def test_loadgroup_runs_a_group_on_one_worker(tmp_path: Path) -> None:
     for group in ("one", "two"):
         workers = (tmp_path / f"{group}.log").read_text(encoding="utf-8").split()
         assert len(workers) == 6 and len(set(workers)) == 1, (group, workers)
+
+
+def test_the_run_takes_grouped_files_first_then_process_tests_then_in_process_ones(
+    request: pytest.FixtureRequest,
+) -> None:
+    # scripts/test hands units to workers in this order (`--no-loadscope-reorder`): the long ones first.
+    ranks = [conftest.run_order(item) for item in request.session.items]
+    assert ranks == sorted(ranks), "tests/conftest.py's pytest_collection_modifyitems did not order this run"

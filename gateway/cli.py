@@ -192,6 +192,9 @@ def serve(
 ) -> None:
     """Serve the upstreams of a config, or wrap one stdio server transparently."""
     _logging(verbose)
+    from toolreel.gateway._trim import limit_arenas
+
+    limit_arenas()  # before any thread starts: a long-running gateway gives memory back (gateway/_trim.py)
     from toolreel.core.retention import parse_age
 
     try:

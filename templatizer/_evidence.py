@@ -19,7 +19,17 @@ from typing import Any, Final
 from toolreel.core.model import JSON
 from toolreel.templatizer._values import Keys, key_tokens, last_key
 
-__all__ = ["CHOSEN", "THIN", "Judgement", "is_machine_id", "is_query", "judge_text", "param_schema"]
+__all__ = [
+    "CHOSEN",
+    "THIN",
+    "Judgement",
+    "is_machine_id",
+    "is_query",
+    "is_statement",
+    "judge_text",
+    "other_examples",
+    "param_schema",
+]
 
 CHOSEN: Final = 0.6
 THIN: Final = 0.35
@@ -28,8 +38,12 @@ _QUERY_RE: Final = re.compile(r"^[A-Za-z_.]+:[^\s:]+(?:\s+-?[A-Za-z_.]+:[^\s:]+)
 # A statement of a query language (SQL, JQL, a search DSL): its clauses are how the task selects, part of the
 # task like code; a chosen value inside it (a project key) is an input of its own, interpolated.
 _QUERY_LANG_RE: Final = re.compile(
-    r"^\s*(?:SELECT\s.+?\sFROM\s+[\w.\"]+(?:\s*;?\s*$|\s+(?:WHERE|JOIN|LEFT|INNER|ORDER|GROUP|LIMIT)\b)"
+    r"^\s*(?:SELECT\s.+?\sFROM\s+[\w.\"`-]+(?:\s*;?\s*$|(?:\s+(?:AS\s+)?\w+)?\s+(?:WHERE|JOIN|LEFT|INNER|ORDER|GROUP|LIMIT)\b)"
     r"|INSERT\s+INTO\s|UPDATE\s+[\w.\"]+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s*\()",
+    re.IGNORECASE | re.DOTALL,
+)
+_STATEMENT_RE: Final = re.compile(
+    r"^\s*(?:(?:SELECT|WITH)\s.+?\sFROM\s|INSERT\s+INTO\s|UPDATE\s+\S+\s+SET\s|DELETE\s+FROM\s)",
     re.IGNORECASE | re.DOTALL,
 )
 # Upper-case connectives beside a comparison (`project = PAY AND status = "To Do"`): JQL, Lucene, a filter.
@@ -45,6 +59,11 @@ _RELATIVE_RE: Final = re.compile(
     r"(?:tomorrow|yesterday|tonight)|(?:next|last|this) (?:week|month|year|monday|tuesday|wednesday|thursday|friday))$",
     re.IGNORECASE,
 )
+# Examples a parameter's description gives (`Two-letter US state code (e.g. CA, NY)`): the parameter takes values
+# from an open set the caller picks from; a value that is not one of them is the caller's pick for this run.
+_EXAMPLES_RE: Final = re.compile(r"\b(?:e\.\s?g\.|for example|such as)[,:]?\s*(.+?)(?:\)|$|\.\s)", re.IGNORECASE)
+_EXAMPLE_SPLIT_RE: Final = re.compile(r"\s*(?:,|\bor\b|\band\b|\betc\b\.*)\s*")
+_EXAMPLES_FLOOR: Final = 0.7
 _QUERY_CAP: Final = 0.45  # whatever the key or the description says: proposed unticked at most
 _CERTAIN: Final = 0.95  # free text the tool describes as a subject is the user's, required or not
 _WORD_RE: Final = re.compile(r"^[a-z]+$")
@@ -164,7 +183,26 @@ def judge_text(
     if steps > 1:
         score += 0.15
         reasons.append(f"used by {steps} steps")
+    examples = other_examples(text, schema)
+    if examples and score < _EXAMPLES_FLOOR and not _RELATIVE_RE.match(text) and text.lower() not in _KEYWORDS:
+        score = _EXAMPLES_FLOOR
+        reasons.append(
+            f"the tool's description gives other examples ({', '.join(examples[:3])}): a value picked per run"
+        )
     return Judgement(max(0.0, min(1.0, score)), tuple(reasons))
+
+
+def other_examples(value: str, schema: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The examples a parameter's description gives (`e.g. CA, NY`, `for example 'aws'`), when the value is none
+    of them: empty when there are none or the value is one (a value among the examples may be a fixed choice)."""
+    description = str((schema or {}).get("description") or "")
+    found = _EXAMPLES_RE.search(description)
+    if found is None:
+        return ()
+    examples = tuple(part.strip("'\"` ") for part in _EXAMPLE_SPLIT_RE.split(found.group(1)) if part.strip("'\"`. "))
+    if not examples or value.strip().lower() in {example.lower() for example in examples}:
+        return ()
+    return examples
 
 
 def is_machine_id(text: str) -> bool:
@@ -182,6 +220,11 @@ def is_query(text: str) -> bool:
     if _QUERY_RE.match(text) or _SELECTOR_RE.search(text):
         return True
     return " " in text and bool(_QUERY_LANG_RE.search(text) or _FILTER_RE.search(text))
+
+
+def is_statement(text: str) -> bool:
+    """A statement of a query language (SQL): its unquoted right-hand sides are columns, not values."""
+    return bool(_STATEMENT_RE.search(text))
 
 
 def _schema_fixed(value: JSON, schema: Mapping[str, Any] | None) -> str | None:

@@ -45,6 +45,7 @@ from toolreel.templatizer._values import (
 
 _OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
 _NAMED_MIN: Final = 3  # a named input is found inside strings from this length on
+_NAMED_NUMBER_MIN: Final = 2
 _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output only under a matching key name
 # A piece this weak (a word, "33") becomes a ref only beside another piece of the same output.
 _BACKED_PIECE: Final = 0.3
@@ -322,7 +323,9 @@ class StepInferrer:
             if (name not in self.inputs.named and not derived) or self.inputs.specs[name].secret:
                 continue
             text = known if isinstance(known, str) else number_text(known)
-            if text is not None and len(text) >= _NAMED_MIN:
+            # a number the user named (a threshold: `> 30`) is found from two digits on, as a whole word
+            shortest = _NAMED_MIN if isinstance(known, str) or name not in self.inputs.named else _NAMED_NUMBER_MIN
+            if text is not None and len(text) >= shortest:
                 pieces += [_Piece(s, e, f"@input.{name}", 1.0) for s, e in _bounded_finds(value, text)]
         return pieces
 
@@ -588,11 +591,19 @@ def _bounded_finds(text: str, needle: str) -> list[tuple[int, int]]:
     while start >= 0:
         end = start + len(needle)
         cuts_left = start > 0 and text[start - 1].isalnum() and text[start].isalnum() and not _tag(text, start, needle)
-        cuts_right = end < len(text) and text[end - 1].isalnum() and text[end].isalnum()
+        cuts_right = end < len(text) and text[end - 1].isalnum() and text[end].isalnum() and not _day(text, end, needle)
         if not cuts_left and not cuts_right and (start, end) != (0, len(text)):
             found.append((start, end))
         start = text.find(needle, start + 1)
     return found
+
+
+def _day(text: str, end: int, needle: str) -> bool:
+    """`2026-10-01T00:00:00Z`: a date before the time of an ISO date-time, which is that day."""
+    return bool(_DAY_RE.match(needle)) and text[end : end + 1] == "T" and text[end + 1 : end + 2].isdigit()
+
+
+_DAY_RE: Final = re.compile(r"^\d{4}-\d\d-\d\d$")
 
 
 def _tag(text: str, start: int, needle: str) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Final
 from toolreel.core.model import JSON
 from toolreel.core.secrets import is_secret_key
 from toolreel.core.template import InputSpec
-from toolreel.templatizer._evidence import CHOSEN, THIN, Judgement, is_query, judge_text, param_schema
+from toolreel.templatizer._evidence import CHOSEN, THIN, Judgement, is_query, is_statement, judge_text, param_schema
 from toolreel.templatizer._result import LikelyInput, StayedLiteral
 from toolreel.templatizer._values import (
     Keys,
@@ -258,6 +258,9 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
     first = uses[0]
     schema = param_schema(schemas.get(first.tool), first.keys)
     steps = len({lit.step for lit in uses})
+    if first.in_query and (not isinstance(first.value, str) or _DATE_RE.match(first.value)):
+        why = f"a number or a date the query compares {first.flag!r} with: a bound picked per run"
+        return Judgement(CHOSEN + 0.1, (why,))
     if isinstance(first.value, str):
         writes = not all(lit.reads for lit in uses)
         tool_schema = schemas.get(first.tool) if not first.flag else None
@@ -265,7 +268,8 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
         judged = judge_text(
             first.value, first.named, schema if not first.flag else None, steps, writes=writes, optional=optional
         )
-        if first.in_query and all(lit.in_query for lit in uses):  # chosen only if carried elsewhere (_in_context)
+        if first.in_query and all(lit.in_query for lit in uses) and judged.score < _CONTACT:
+            # a slug, a code, a name: chosen only if carried elsewhere (_in_context); an email, a path stay chosen
             why = f"a value the query selects by ({first.flag})"
             return Judgement(min(judged.score, _BOILERPLATE_CAP), (*judged.reasons, why))
         if first.flag and not first.in_query and not _plain_word(first.value) and 0 < judged.score < CHOSEN:
@@ -277,6 +281,10 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
     if _number_chosen(first.value, tokens):
         return Judgement(0.8, ("a number no output holds, not a count or a setting",))
     return Judgement(0.0, ("a count, a round setting or a knob",))
+
+
+_CONTACT: Final = 0.75  # the shape alone says whom or what (an email address, a path, a URL)
+_DATE_RE: Final = re.compile(r"^\d{4}-\d\d-\d\d$")
 
 
 def _optional(schema: Mapping[str, Any] | None, keys: Keys) -> bool:
@@ -340,20 +348,39 @@ _QUERY_VALUE_RE: Final = re.compile(
 )
 
 
+# A number an inequality compares with (`julianday(...) > 30`, `qty <= 5`, `age >= 18.5`): a threshold.
+_THRESHOLD_RE: Final = re.compile(
+    r"(?:([A-Za-z_][\w.]*)\)*|\))\s*(?:<=|>=|<|>)\s*[\"']?(\d{4}-\d\d-\d\d(?=T|[\"'\s)]|$)|-?\d+(?:\.\d+)?)"
+    r"(?:T[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?[\"']?"  # a date's time of day is how it is written: the date is the value
+    r"(?=\s*(?:$|[);,\]]|(?i:and|or|order|group|limit|having|unless)\b))"  # a whole side: not `0.5 * seats`
+)
+
+
 def _query_values(literal: Unexplained) -> list[Unexplained]:
-    """The values a query selects by (`service.name:"checkout-api"`, `space = "ENG"`): each a candidate of its
-    own, named by its field and weighed without the query's description; the query is built on the chosen ones.
-    Plain lower-case words (`type:ticket`, `is:unresolved`) are the query's vocabulary, left in it."""
+    """The values a query selects by (`service.name:"checkout-api"`, `space = "ENG"`, `> 30`): each a candidate
+    of its own, named by its field and weighed without the query's description; the query stays literal around
+    the chosen ones, built on them. Plain lower-case words (`type:ticket`, `is:unresolved`) are the query's
+    vocabulary, left in it; in a statement (SQL) an unquoted right-hand side is a column, not a value; 0 and 1
+    compared with say "any" and "more than one", not a threshold."""
     value = literal.value
     if not isinstance(value, str) or not is_query(value):
         return []
+    statement = is_statement(value)
     out: list[Unexplained] = []
     for match in _QUERY_VALUE_RE.finditer(value):
         found = next(group for group in match.groups()[1:] if group is not None)
         if _plain_word(found) or found.isdigit() or found == value or " " in found:
             continue
+        if statement and match.group(4) is not None:
+            continue
         field = match.group(1).split(".")[-1]
         out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+    for match in _THRESHOLD_RE.finditer(value):
+        found = match.group(2)
+        number: str | int | float = found if "-" in found[1:] else float(found) if "." in found else int(found)
+        if number not in (0, 1):
+            field = (match.group(1) or "threshold").split(".")[-1]
+            out.append(Unexplained(literal.step, literal.keys, number, literal.tool, flag=field, in_query=True))
     return out
 
 

@@ -12,6 +12,7 @@ such rows (a "No issues found." in another world) gives an empty list, not an er
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import re
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ VIEW_CODE: Final = r"""export default function(input) {
   if (input.shape === "table") return table(lines);
   if (input.shape === "pipes") return pipes(lines);
   if (input.shape === "json") return embedded(lines);
+  if (input.shape === "csv") return csv(lines);
   return sections(lines, input.level);
 }
 
@@ -123,6 +125,32 @@ function table(lines) {
   });
 }
 
+function csv(lines) {
+  // A header of column names, then rows of as many comma-separated fields ("quoted, with commas" kept whole).
+  const fields = (line) => {
+    const out = [];
+    const field = /\s*(?:"((?:[^"]|"")*)"|([^,]*))\s*(,|$)/y;
+    field.lastIndex = 0;
+    let m;
+    while (field.lastIndex <= line.length && (m = field.exec(line)) !== null) {
+      out.push(m[1] !== undefined ? m[1].replace(/""/g, '"') : m[2].trim());
+      if (m[3] === "") break;
+    }
+    return out;
+  };
+  const rows = lines.filter((line) => line.trim() !== "");
+  if (rows.length === 0) return [];
+  const names = fields(rows[0]);
+  return rows.slice(1).filter((line) => fields(line).length === names.length).map((line) => {
+    const found = fields(line);
+    const row = {};
+    names.forEach((name, i) => {
+      row[name] = found[i];
+    });
+    return row;
+  });
+}
+
 function pipes(lines) {
   const rule = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
   const at = lines.findIndex((line, i) => i > 0 && rule.test(line) && lines[i - 1].includes("|"));
@@ -167,6 +195,8 @@ _HEADING_RE: Final = re.compile(r"^(#{1,6})\s+\S")
 _FIELD_RE: Final = re.compile(r"^\s*(?:[-*]\s+)?\*\*[^*]+?\*\*")
 # A line that opens JSON records inside prose (a database tool's rows between untrusted-data tags).
 _JSON_LINE_RE: Final = re.compile(r"^(\s*)(?:\[\s*(?:\{|$)|\{\s*(?:[\"']|$))", re.MULTILINE)
+_CSV_NAME_RE: Final = re.compile(r"^[A-Za-z_][\w.]*$")  # a column name: one word, no spaces (not a sentence)
+_CSV_MIN_COLUMNS: Final = 2
 _JSON_TRIES: Final = 5  # opening lines tried per text: a few parses, however long the text
 
 
@@ -176,7 +206,7 @@ class View:
 
     name: str
     source: str
-    shape: str  # table | pipes | sections | json
+    shape: str  # table | pipes | csv | sections | json
     level: int  # the heading level of a section per row (sections only)
     rows: tuple[JSON, ...]  # per recording (None where the step is absent)
 
@@ -244,12 +274,26 @@ def _shape(text: str) -> tuple[str, int] | None:
         return "table", 0
     if "|" in body and _RULE_RE.search(body):
         return "pipes", 0
+    if _csv(body):
+        return "csv", 0
     if _JSON_LINE_RE.search(body) and _embedded(body):
         return "json", 0
     if "#" not in body or "**" not in body:
         return None
     level = _section_level([line for line in body.splitlines() if line.strip()])
     return ("sections", level) if level else None
+
+
+def _csv(body: str) -> bool:
+    """Comma-separated rows under a header of two or more distinct column names (`sku,name,qty`), every row with
+    as many fields (read as CSV), a row at least. A sentence with commas has no such header."""
+    lines = [line for line in body.splitlines() if line.strip()]
+    names = lines[0].split(",")
+    if len(names) < _CSV_MIN_COLUMNS or len(set(names)) != len(names) or len(lines) < _CSV_MIN_COLUMNS:
+        return False
+    if not all(_CSV_NAME_RE.match(name) for name in names):
+        return False
+    return all(len(row) == len(names) for row in csv.reader(lines[1:], skipinitialspace=True))
 
 
 def _embedded(body: str) -> bool:

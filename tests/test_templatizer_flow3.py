@@ -184,3 +184,29 @@ def test_a_call_naming_no_row_takes_the_row_walked_in_step_not_one_every_call_ta
         {"p": "@project[0].gid", "n": "7 {{@search_each[2].results[0].id}}"},
     ]
     assert _walkable(calls) == {"@search_each": [0, 1, 2], "@rows": [0, 1, 2]}
+
+
+def test_comma_separated_rows_under_a_header_read_as_rows() -> None:
+    text = 'sku,name,qty\nCPS-01,Ceramic pour-over set,2\nGRN-1K,"Guji, 1kg",3\n'
+    assert run_code(VIEW_CODE, {"text": text, "shape": "csv", "level": 0}) == [
+        {"sku": "CPS-01", "name": "Ceramic pour-over set", "qty": "2"},
+        {"sku": "GRN-1K", "name": "Guji, 1kg", "qty": "3"},
+    ]
+    assert run_code(VIEW_CODE, {"text": "sku,name,qty\n", "shape": "csv", "level": 0}) == []  # no rows today
+
+
+def test_a_loop_walks_the_rows_a_sql_tool_printed_as_comma_separated_text() -> None:
+    s = Session()
+    accounts = [("Brightpath Labs", "brightpath.io"), ("Tallwave", "tallwave.co"), ("Kettle & Co", "kettle.coffee")]
+    printed = "account_name,domain\n" + "\n".join(f"{name},{domain}" for name, domain in accounts)
+    s.call("execute_sql", {"query": "SELECT account_name, domain FROM renewals"}, printed)
+    for name, domain in accounts:
+        s.call("search_companies", {"domain": domain, "limit": 1}, {"results": [{"id": f"9{len(name)}44"}]})
+    result = templatize([s.steps], name="t", read_only={"svc__execute_sql", "svc__search_companies"})
+    loop = result.template.step("search_companies_each")
+    assert (loop.for_each, loop.input) == ("@execute_sql_1_rows", {"domain": "@item.domain", "limit": 1})
+    assert verify(result, [s.steps]).verified
+    prose = Session()
+    prose.call("fetch", {"url": "https://example.com"}, "Hello, world\nThe page, in short, is empty.")
+    prose.call("notify", {"text": "Hello"}, "ok")
+    assert not any(step.code for step in templatize([prose.steps], name="t").template.steps)  # no rows to read

@@ -9,7 +9,7 @@ from tests.test_templatizer import Session, inputs_of
 from toolreel.core.model import JSON
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.templatizer import TemplatizeResult, templatize
-from toolreel.templatizer._evidence import is_machine_id, judge_text
+from toolreel.templatizer._evidence import is_machine_id, judge_text, other_examples
 from toolreel.templatizer._wording import OutputWords
 
 _SNAPSHOT = (
@@ -270,3 +270,47 @@ def test_a_slug_inside_a_url_read_out_of_an_output_is_still_the_user_s() -> None
     assert {item.value for item in result.likely_inputs} == {"gh/acme/ledger-api"}  # not explained away by the URL
     written = inputs_of(result)["rerun_workflow_1"]
     assert isinstance(written, dict) and written["workflowURL"] == "@extract_1"
+
+
+def test_a_value_the_description_gives_other_examples_of_is_picked_per_run() -> None:
+    schema = {"type": "string", "description": "Two-letter US state code (e.g. CA, NY)"}
+    assert judge_text("IL", ("state",), schema, 1).chosen  # an upper-case code, yet the tool names others
+    assert not judge_text("CA", ("state",), schema, 1).chosen  # one of the examples: nothing says it varies
+    assert not judge_text("IL", ("state",), {"description": "Two-letter US state code"}, 1).chosen
+    zones = {"description": "IANA timezone name (e.g., 'America/New_York', 'Europe/London')."}
+    assert other_examples("Asia/Tokyo", zones) == ("America/New_York", "Europe/London")
+    assert other_examples("Europe/London", zones) == ()
+    due = {"description": "Natural language due date, e.g. 'tomorrow', 'next Monday'"}
+    assert not judge_text("in 2 days", ("due_string",), due, 1).thin  # relative to the run: the same words
+
+
+def test_a_number_or_a_date_a_query_compares_with_is_the_input_the_query_is_built_on() -> None:
+    s = Session()
+    query = "SELECT i.number, c.email FROM invoices i JOIN customers c ON c.id = i.customer_id WHERE i.days > 30"
+    s.call("read_query", {"query": query}, [{"number": "INV-1", "email": "a@b.io"}])
+    first = templatize([s.steps], name="t")
+    assert ticked(first) == {"days": 30}  # the column `i.customer_id` on the right of `=` is no value
+    written = inputs_of(templatize([s.steps], name="t", inputs=ticked(first)))
+    assert written["read_query_1"] == {"query": query.replace("> 30", "> {{@input.days}}")}
+    s = Session()
+    s.call("list_pull_requests", {"q": 'state = "OPEN" AND updated_on < 2026-10-01T00:00:00Z'}, {"values": []})
+    first = templatize([s.steps], name="t")
+    assert ticked(first) == {"updated_on": "2026-10-01"}  # `OPEN` stays the query's own
+    written = inputs_of(templatize([s.steps], name="t", inputs=ticked(first)))
+    assert written["list_pull_requests_1"] == {"q": 'state = "OPEN" AND updated_on < {{@input.updated_on}}T00:00:00Z'}
+
+
+def test_a_factor_or_a_zero_in_a_comparison_is_part_of_the_query() -> None:
+    s = Session()
+    s.call("execute_query", {"query": "SELECT a FROM t WHERE used < 0.5 * paid AND n > 0 ORDER BY a"}, [])
+    result = templatize([s.steps], name="t")
+    assert ticked(result) == {} and set(proposed(result)) == {"query"}  # the whole query at most, unticked
+
+
+def test_an_email_a_query_selects_by_is_chosen_a_code_only_proposed() -> None:
+    s = Session()
+    s.call("search_emails", {"query": "from:billing@acme.net subject:invoice newer_than:7d"}, {"messages": []})
+    first = templatize([s.steps], name="t")
+    assert ticked(first) == {"from": "billing@acme.net"}  # `7d` is relative to the run, `invoice` a word
+    written = inputs_of(templatize([s.steps], name="t", inputs=ticked(first)))
+    assert written["search_emails_1"] == {"query": "from:{{@input.from}} subject:invoice newer_than:7d"}

@@ -26,6 +26,7 @@ SMOKE: Final = {
     "loops.py": [],
     "operations.py": ["--smoke"],
     "parallel.py": ["--calls", "2"],
+    "profile_gateway.py": ["--calls", "20", "--top", "3"],
     "proxy.py": ["--smoke"],
     "tasks.py": ["--quick"],
     "record.py": ["--smoke"],
@@ -40,6 +41,7 @@ SMOKE: Final = {
 HELPERS: Final = {
     "_common.py",
     "_fastmcp_proxy.py",
+    "_profiled_gateway.py",
     "_relay.py",
     "_transforms_corpus.py",
     "_world_replay.py",

@@ -26,38 +26,27 @@ ARENAS = 2
 
 
 @functools.cache
-def _libc() -> ctypes.CDLL | None:
-    # found at first use, not at import; the process's own symbols include libc's
-    # (`ctypes.util.find_library` would run ldconfig in a subprocess)
+def _glibc(name: str) -> Callable[..., int] | None:
+    """A glibc function of this process, or None elsewhere (musl, macOS). Found at first use, not at import:
+    the process's own symbols include libc's (`ctypes.util.find_library` would run ldconfig in a subprocess)."""
     try:
-        return ctypes.CDLL(None)
-    except OSError:
+        function: Callable[..., int] = getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
         return None
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    try:
-        trim: Callable[[int], int] = _libc().malloc_trim  # type: ignore[union-attr]
-    except AttributeError:  # not glibc
-        return None
-    return trim
+    return function
 
 
 def limit_arenas() -> bool:
     """Keep the allocator to ARENAS arenas for threads started from now on (glibc only; a no-op when the
     environment sets MALLOC_ARENA_MAX, which glibc applied at start). True when the limit was set."""
-    if "MALLOC_ARENA_MAX" in os.environ:
-        return False
-    try:
-        mallopt: Callable[[int, int], int] = _libc().mallopt  # type: ignore[union-attr]
-    except AttributeError:
+    mallopt = _glibc("mallopt")
+    if mallopt is None or "MALLOC_ARENA_MAX" in os.environ:
         return False
     return bool(mallopt(_M_ARENA_MAX, ARENAS))
 
 
 def give_back() -> None:
     gc.collect()
-    trim = _malloc_trim()
+    trim = _glibc("malloc_trim")
     if trim is not None:
         trim(0)

@@ -1,6 +1,6 @@
 """Held-out sessions written blind, judged on text and on behaviour: `.venv/bin/python bench/worlds.py [-v]`.
 
-For each session of fixtures/recordings/blind/ (`--set worlds`/`worlds2`/`worlds3`: the once-blind sessions of
+For each session of fixtures/recordings/blind/ (`--set worlds`/`worlds2`/`worlds3`/`worlds4`: the once-blind sessions of
 fixtures/recordings/worlds*/,
 `--set tuned`: the tuned top-level sessions that have a `world2`):
 - refs: templatized with the inputs a careful person names (none for several recordings), every value holding a
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _world_replay import Replay, input_schemas, map_inputs, read_only_tools, replay_in_world
 from templatize import ratio, score_inputs, template_refs
 
-from fixtures.recordings import BLIND_DIR, CORPUS_DIR, WORLDS2_DIR, WORLDS3_DIR, WORLDS_DIR, CorpusEntry, load_entry
+from fixtures.recordings import BLIND_DIR, CORPUS_DIR, WORLDS2_DIR, WORLDS3_DIR, WORLDS4_DIR, WORLDS_DIR, CorpusEntry, load_entry
 from toolreel.core.refs import refs_in
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer import TemplatizeResult, templatize, verify
@@ -368,9 +368,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
         "--set",
-        choices=("blind", "worlds", "worlds2", "worlds3", "tuned"),
+        choices=("blind", "worlds", "worlds2", "worlds3", "worlds4", "tuned"),
         default="blind",
-        help="which sessions: blind (default), worlds, worlds2, worlds3 (once blind, tuned now), tuned (with a world2)",
+        help="which sessions: blind (default), worlds, worlds2, worlds3, worlds4 (once blind, tuned now), tuned (with a world2)",
     )
     parser.add_argument("--only", help="one session by name")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch and every wrong call")
@@ -380,6 +380,7 @@ def main() -> int:
         "worlds": WORLDS_DIR,
         "worlds2": WORLDS2_DIR,
         "worlds3": WORLDS3_DIR,
+        "worlds4": WORLDS4_DIR,
         "tuned": CORPUS_DIR,
     }[args.set]
     sessions = load_sessions(directory, args.only)

@@ -193,6 +193,12 @@ class GatewayProcess:
             kill_quietly([self.pid])
             await self.wait_exit(STOP_SECONDS)
         self.reap_leftovers()
+        await self.release()
+
+    async def release(self) -> None:
+        """Close the pipes and reap the process (ended by now): no transport may outlive the test's event loop."""
+        with anyio.move_on_after(STOP_SECONDS):
+            await self.process.aclose()
 
     def reap_leftovers(self) -> None:
         """Test hygiene only: kill children the gateway left (the lifecycle tests assert there are none)."""
@@ -520,6 +526,7 @@ async def http_gateway(
                 kill_quietly([gateway.pid])
                 await gateway.wait_exit(STOP_SECONDS)
             gateway.reap_leftovers()
+            await gateway.release()
 
 
 # --- results ---------------------------------------------------------------------------------------------------

@@ -17,12 +17,14 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
+from fixtures import _zygote as zygote
 from tests import pg
 
 # Every way Python starts a program (sys.audit events of subprocess, os and pty).
@@ -48,6 +50,22 @@ def _refuse_processes(event: str, args: tuple[object, ...]) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     sys.addaudithook(_refuse_processes)  # a hook cannot be removed: it checks `_fast_test` instead
+    # Python programs the tests start are forked from a warm interpreter (fixtures/_zygote.py), started at the
+    # first launch, one per pytest process; TOOLREEL_TEST_FORK=0 starts every one afresh.
+    controller = config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None)
+    if os.environ.get("TOOLREEL_TEST_FORK", "1") != "0" and not (controller and not hasattr(config, "workerinput")):
+        zygote.configure(Path(tempfile.mkdtemp(prefix="toolreel-zygote-")))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    zygote.stop()
+
+
+@pytest.fixture(autouse=True)
+def _real_exec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests marked `real_exec` judge what a fresh interpreter does: their programs start afresh."""
+    if request.node.get_closest_marker("real_exec"):
+        monkeypatch.delenv(zygote.ENV, raising=False)
 
 
 def run_order(item: pytest.Item) -> int:

@@ -35,6 +35,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import FileUrl
 
 from fixtures import servers
+from fixtures._zygote import launch_command
 from tests.procs import alive, cmdline, descendants, kill_quietly
 
 __all__ = [
@@ -93,7 +94,8 @@ START_SECONDS = 120.0
 
 def fixture_entry(module: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A config entry running `fixtures/<module>.py` with this interpreter."""
-    entry: dict[str, Any] = {"command": PYTHON, "args": ["-m", f"fixtures.{module}"], "cwd": str(REPO)}
+    command, *args = launch_command([PYTHON, "-m", f"fixtures.{module}"])
+    entry: dict[str, Any] = {"command": command, "args": args, "cwd": str(REPO)}
     if timeout is not None:
         entry["timeout"] = timeout
     if env:
@@ -191,6 +193,12 @@ class GatewayProcess:
             kill_quietly([self.pid])
             await self.wait_exit(STOP_SECONDS)
         self.reap_leftovers()
+        await self.release()
+
+    async def release(self) -> None:
+        """Close the pipes and reap the process (ended by now): no transport may outlive the test's event loop."""
+        with anyio.move_on_after(STOP_SECONDS):
+            await self.process.aclose()
 
     def reap_leftovers(self) -> None:
         """Test hygiene only: kill children the gateway left (the lifecycle tests assert there are none)."""
@@ -208,7 +216,7 @@ async def spawn_gateway(
     """`stdout` defaults to a pipe when stdin is one (else /dev/null)."""
     stderr_file = tempfile.TemporaryFile()  # noqa: SIM115 - owned by the GatewayProcess
     process = await anyio.open_process(
-        [str(TOOLREEL), "serve", *args],
+        launch_command([str(TOOLREEL), "serve", *args]),
         stdin=stdin,
         stdout=stdout if stdout is not None else subprocess.PIPE if stdin == subprocess.PIPE else subprocess.DEVNULL,
         stderr=stderr_file,
@@ -425,9 +433,8 @@ async def direct_fixture(
 ) -> AsyncIterator[Connected]:
     """The same fixture server without the gateway, for comparisons."""
     probe = probe or Probe()
-    params = StdioServerParameters(
-        command=PYTHON, args=["-m", f"fixtures.{module}"], env={"PYTHONPATH": str(REPO), **(env or {})}, cwd=REPO
-    )
+    command, *args = launch_command([PYTHON, "-m", f"fixtures.{module}"])
+    params = StdioServerParameters(command=command, args=args, env={"PYTHONPATH": str(REPO), **(env or {})}, cwd=REPO)
     async with client_for(params, mode, probe) as client:
         yield Connected(client, probe)
 
@@ -519,6 +526,7 @@ async def http_gateway(
                 kill_quietly([gateway.pid])
                 await gateway.wait_exit(STOP_SECONDS)
             gateway.reap_leftovers()
+            await gateway.release()
 
 
 # --- results ---------------------------------------------------------------------------------------------------

@@ -8,25 +8,31 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
+from fixtures._zygote import program_of
+
 __all__ = ["alive", "cmdline", "descendants", "kill_quietly"]
 
 
 def descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid`, from /proc/<pid>/task/*/children."""
+    """Every live descendant of `pid`, from /proc/<pid>/task/*/children (a zygote launcher's program included)."""
     found: list[int] = []
     todo = [pid]
     while todo:
         current = todo.pop()
-        for children in Path(f"/proc/{current}/task").glob("*/children"):
-            try:
-                kids = [int(k) for k in children.read_text().split()]
-            except OSError:
-                continue
-            for kid in kids:
-                if kid not in found:
-                    found.append(kid)
-                    todo.append(kid)
+        program = program_of(current)  # a zygote launcher's program is forked elsewhere: it counts as its child
+        for kid in [*_children(current), *([program] if program else [])]:
+            if kid not in found:
+                found.append(kid)
+                todo.append(kid)
     return found
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError, ValueError):
+            kids += [int(k) for k in children.read_text().split()]
+    return kids
 
 
 def alive(pid: int) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.callers import fixture_env, harness, saved, template
 from tests.gw import call, fixture_entry, gateway_env, stdio_gateway, write_config
@@ -193,7 +194,7 @@ def test_executions_resume_takes_a_json_response(tmp_path: Path) -> None:
     }
 
     def replayer(*argv: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "toolreel.replayer", *argv]
+        command = launch_command([sys.executable, "-m", "toolreel.replayer", *argv])
         return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
 
     first = replayer("run", "triage", "--json")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import TOOLREEL, fixture_entry, gateway_env, write_config
 from toolreel.core.errors import ConfigError
 from toolreel.upstreams.config import DEFAULT_TIMEOUT, load_config, parse_config
@@ -184,7 +185,12 @@ def test_parse_config_without_file_still_names_path() -> None:
 def _run(args: list[str], tmp_path: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = gateway_env(f"sqlite:///{tmp_path / 'store.db'}")
     return subprocess.run(
-        [str(TOOLREEL), *args], capture_output=True, text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL
+        launch_command([str(TOOLREEL), *args]),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
     )
 
 

@@ -14,6 +14,7 @@ import anyio
 import mcp_types as types
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import (
     REPO,
     VENV_BIN,
@@ -143,7 +144,9 @@ async def test_toolreel_run_replays_a_saved_template_from_the_command_line(tmp_p
     assert '"Barbara"' in memory and "likes engines" in memory
     with anyio.fail_after(60):
         listing = await anyio.run_process(
-            [sys.executable, "-m", "toolreel", "executions", "list", "--json", "--template", "remember"],
+            launch_command(
+                [sys.executable, "-m", "toolreel", "executions", "list", "--json", "--template", "remember"]
+            ),
             env=gateway_env(db),
             cwd=REPO,
         )

@@ -390,6 +390,7 @@ async def test_features_over_http_serves_both_eras() -> None:
                 assert text_of(await client.call_tool("echo", {"text": mode})) == mode
 
 
+@pytest.mark.real_exec
 def test_fixture_commands_use_this_interpreter() -> None:
     assert fixture_command("ids") == [sys.executable, "-m", "fixtures.ids"]
     with pytest.raises(ValueError, match="unknown fixture server"):

@@ -18,6 +18,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from fixtures._zygote import launch_command
 from tests.gw import (
     MODES,
     TOOLREEL,
@@ -295,7 +296,9 @@ async def test_token_env_naming_an_unset_variable_is_a_usage_error(tmp_path: Pat
     config = write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
     with anyio.fail_after(60):
         done = await anyio.run_process(
-            [str(TOOLREEL), "serve", "--config", str(config), "--http", "0", "--token-env", "NOT_SET_ANYWHERE"],
+            launch_command(
+                [str(TOOLREEL), "serve", "--config", str(config), "--http", "0", "--token-env", "NOT_SET_ANYWHERE"]
+            ),
             env=gateway_env(f"sqlite:///{tmp_path / 's.db'}"),
             stdin=subprocess.DEVNULL,
             check=False,

@@ -20,6 +20,7 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.slow,
     pytest.mark.alone,
+    pytest.mark.real_exec,  # the memory of a fresh gateway process
     pytest.mark.timeout(900),
     pytest.mark.xfail(strict=False, reason="RSS not reliably back within 5% in a fresh checkout (decisions/trust.md)"),
 ]

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import MODES, TOOLREEL, fixture_entry, status, text_of, unsaved, wait_until
 from tests.inproc import gateway_in_process
 
@@ -81,7 +82,7 @@ async def test_executions_show_json_is_the_same_view_as_get_execution(tmp_path: 
             await wait_until(saved, 60, "the recording to be saved")
             tool = await gw.client.call_tool("toolreel__get_execution", {"id": execution})
         done = await anyio.run_process(
-            [str(TOOLREEL), "executions", "show", execution, "--json", "--db", db], check=False
+            launch_command([str(TOOLREEL), "executions", "show", execution, "--json", "--db", db]), check=False
         )
     assert done.returncode == 0, done.stderr.decode()
     shown = json.loads(done.stdout)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.callers import fixture_env, harness, template
 from toolreel.core.errors import ExecutionError, TemplateError
@@ -109,7 +110,9 @@ def test_toolreel_run_refuses_a_bad_input_with_its_name(tmp_path: Path) -> None:
     store.save_template(TemplateDraft("deploy", DEPLOY))
     store.close()
     env = {**os.environ, "TOOLREEL_DB": db, "TOOLREEL_CONFIG": str(tmp_path / "config.json")}
-    argv = [sys.executable, "-m", "toolreel.replayer", "run", "deploy", "-i", "ticket=OPS-1", "-i", "replicas=40"]
+    argv = launch_command(
+        [sys.executable, "-m", "toolreel.replayer", "run", "deploy", "-i", "ticket=OPS-1", "-i", "replicas=40"]
+    )
     done = subprocess.run(
         argv, cwd=REPO_ROOT, env={**env, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True
     )

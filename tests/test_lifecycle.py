@@ -33,7 +33,7 @@ from tests.gw import (
     write_config,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.real_exec]  # what a fresh process does
 
 
 def _fixture_children(pid: int) -> list[int]:

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.conformance import NODE, SPEC_2025, SUITE_ENTRY, SUITE_PREFIX
 from tests.gw import (
     REPO,
@@ -343,7 +344,7 @@ async def _three_paused_runs(
     queued_id: str = json.loads(queued.stdout)["execution_id"]
     with (tmp_path / "worker.err").open("wb") as err:
         worker = await anyio.open_process(
-            [str(TOOLREEL), "worker", "--config", str(config), "--poll", "0.1"], env=env, stderr=err
+            launch_command([str(TOOLREEL), "worker", "--config", str(config), "--poll", "0.1"]), env=env, stderr=err
         )
     try:
         await wait_until(lambda: _worker_stopped(queued_id, env), 120, "the worker's run to stop")

@@ -28,7 +28,7 @@ from tests.gw import (
 )
 from tests.gw import OpenedStreams as Streams
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.real_exec]  # what a fresh process does
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGHUP", "stdin closed"])

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.llm_endpoint import serving
 from tests.gw import PYTHON, REPO, fixture_entry, gateway_env
 from tests.test_skills import store_with, toolreel
@@ -83,7 +84,7 @@ def test_a_switch_and_its_join_export_and_make_the_calls_toolreel_run_makes(tmp_
     assert "if inputs['severity'] == 'critical':" in program.read_text()
     run_counts, program_counts = tmp_path / "run.json", tmp_path / "program.json"
     ran = subprocess.run(
-        [PYTHON, "-m", "toolreel", "run", "routed", "-i", f"severity={severity}", "--json"],
+        launch_command([PYTHON, "-m", "toolreel", "run", "routed", "-i", f"severity={severity}", "--json"]),
         capture_output=True,
         text=True,
         env=gateway_env(db, COUNTS=str(run_counts)),
@@ -155,7 +156,7 @@ async def test_an_llm_step_asks_the_endpoint_toolreel_asks_and_checks_the_answer
     async with serving(['{"label": "bug", "urgent": true}']) as endpoint:
         llm = {"TOOLREEL_LLM_URL": endpoint.url, "TOOLREEL_LLM_MODEL": "small", "TOOLREEL_LLM_KEY": "k-123"}
         ran = await anyio.run_process(
-            [PYTHON, "-m", "toolreel", "run", "asked", "-i", "title=Crash", "--json"],
+            launch_command([PYTHON, "-m", "toolreel", "run", "asked", "-i", "title=Crash", "--json"]),
             env=gateway_env(db, COUNTS=str(tmp_path / "run.json"), **llm),
             cwd=REPO,
             check=False,

@@ -22,6 +22,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.gw import TOOLREEL, wait_until
 from tests.pg import PgCluster
@@ -204,7 +205,7 @@ async def test_detach_queues_and_follow_watches_it_to_the_end(tmp_path: Path, pg
     with open_store(url) as store:
         assert store.get_execution(execution_id).status is ExecutionStatus.PENDING
     follow = await anyio.open_process(
-        [str(TOOLREEL), "executions", "show", execution_id, "--follow"],
+        launch_command([str(TOOLREEL), "executions", "show", execution_id, "--follow"]),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -220,7 +221,7 @@ async def test_detach_queues_and_follow_watches_it_to_the_end(tmp_path: Path, pg
     assert ["after", "succeeded"] in lines and ["first", "succeeded"] in lines
     with anyio.fail_after(120):
         refused = await anyio.run_process(
-            [str(TOOLREEL), "run", "queued", "-i", "key=x", "--detach", "--secret", "key=env:HOME"],
+            launch_command([str(TOOLREEL), "run", "queued", "-i", "key=x", "--detach", "--secret", "key=env:HOME"]),
             env=env,
             check=False,
         )

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.callers import fixture_env
 from toolreel.core.model import ExecutionStatus, TemplateDraft
@@ -57,7 +58,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def replayer(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "toolreel.replayer", *args],
+        launch_command([sys.executable, "-m", "toolreel.replayer", *args]),
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

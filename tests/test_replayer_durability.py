@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests import pg
 from tests.callers import fixture_env, harness, saved, wait_until
@@ -74,7 +75,11 @@ def replayer_process(tmp: Path, label: str, *args: str) -> Iterator[subprocess.P
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     with (tmp / f"{label}.out").open("wb") as out, (tmp / f"{label}.err").open("wb") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "toolreel.replayer", *args], cwd=REPO_ROOT, env=env, stdout=out, stderr=err
+            launch_command([sys.executable, "-m", "toolreel.replayer", *args]),
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=err,
         )
     try:
         yield process

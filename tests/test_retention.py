@@ -20,6 +20,7 @@ import anyio
 import psycopg
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import TOOLREEL, fixture_entry, gateway_env, status, stdio_gateway, wait_until, write_config
 from tests.store_helpers import execution, step
 from toolreel.core.errors import NotFoundError
@@ -193,7 +194,10 @@ async def test_worker_with_retain_prunes_on_its_own(tmp_path: Path) -> None:
         _fill(store)
     env = gateway_env(db)
     process = await anyio.open_process(
-        [str(TOOLREEL), "worker", "--retain", "30d"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        launch_command([str(TOOLREEL), "worker", "--retain", "30d"]),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         with open_store(db) as store:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT
 from tests.callers import fixture_env
 from tests.gw import call, fixture_entry, gateway_env, pypi_command, stdio_gateway, write_config
@@ -67,7 +68,12 @@ def repo(tmp_path: Path) -> Path:
 
 def toolreel(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "toolreel", *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+        launch_command([sys.executable, "-m", "toolreel", *args]),
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

@@ -17,6 +17,7 @@ import anyio
 import mcp_types as types
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import (
     REPO,
     TOOLREEL,
@@ -228,7 +229,10 @@ async def test_a_saved_script_runs_again_from_toolreel_run_on_a_folder_of_anothe
     assert saved.structured_content["verified"] is True
     assert set(saved.structured_content["template"]["servers"]) == {"fs", "memory"}
     done = await anyio.run_process(
-        [str(TOOLREEL), "run", "upper-files", "-i", f"dir={second}", "--json"], env=env, cwd=str(REPO), check=False
+        launch_command([str(TOOLREEL), "run", "upper-files", "-i", f"dir={second}", "--json"]),
+        env=env,
+        cwd=str(REPO),
+        check=False,
     )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     execution = json.loads(done.stdout)

@@ -21,6 +21,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from fixtures._zygote import launch_command
 from fixtures.leaky import password_for, token_for
 from tests.gw import (
     REPO,
@@ -101,7 +102,13 @@ def sweep_store(url: str, canaries: Canaries) -> list[str]:
 
 def _cli(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(TOOLREEL), *args], cwd=REPO, env=dict(env), capture_output=True, text=True, timeout=120, check=False
+        launch_command([str(TOOLREEL), *args]),
+        cwd=REPO,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.callers import fixture_env
 from toolreel.core.model import TemplateDraft
@@ -79,7 +80,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "toolreel.replayer", "run", "signed", *args],
+        launch_command([sys.executable, "-m", "toolreel.replayer", "run", "signed", *args]),
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

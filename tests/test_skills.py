@@ -24,6 +24,7 @@ import yaml
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
+from fixtures._zygote import launch_command
 from tests import conformance
 from tests.gw import PYTHON, REPO, Connected, fixture_entry, gateway_env, http_gateway, text_of, wait_until
 from toolreel.core.model import TemplateDraft
@@ -162,7 +163,12 @@ def test_a_skill_is_found_by_its_uri_or_by_its_template_name_in_place_of_the_ski
 
 def toolreel(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PYTHON, "-m", "toolreel", *args], capture_output=True, text=True, env=gateway_env(db), cwd=REPO, timeout=120
+        launch_command([PYTHON, "-m", "toolreel", *args]),
+        capture_output=True,
+        text=True,
+        env=gateway_env(db),
+        cwd=REPO,
+        timeout=120,
     )
 
 

@@ -12,6 +12,7 @@ import anyio
 import mcp_types as types
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.shifty import AFTER
 from tests.callers import fixture_env, template
 from tests.gw import VENV_BIN, call, fixture_entry, text_of
@@ -129,7 +130,7 @@ async def test_templates_check_lists_the_templates_whose_tools_changed(tmp_path:
     finally:
         store.close()
     done = await anyio.run_process(
-        [str(TOOLREEL), "templates", "check", "--db", db, "--json"], check=False, cwd=tmp_path
+        launch_command([str(TOOLREEL), "templates", "check", "--db", db, "--json"]), check=False, cwd=tmp_path
     )
     assert done.returncode == 1, done.stderr.decode()
     report = json.loads(done.stdout or b"null") or done.stderr.decode()

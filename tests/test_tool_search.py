@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import (
     MODES,
     TOOLREEL,
@@ -291,7 +292,7 @@ async def test_serve_takes_tools_on_the_command_line_over_the_config(tmp_path: P
 async def test_serve_refuses_an_unknown_tools_mode(tmp_path: Path) -> None:
     config = write_config(tmp_path / "servers.json", SERVERS)
     process = await anyio.run_process(
-        [str(TOOLREEL), "serve", "--config", str(config), "--tools", "x"],
+        launch_command([str(TOOLREEL), "serve", "--config", str(config), "--tools", "x"]),
         check=False,
         env=gateway_env(f"sqlite:///{tmp_path / 'store.db'}"),
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import gateway_env, http_gateway
 from tests.ui_data import thousand_step_recording, web_view
 from toolreel.core.errors import TemplateError
@@ -220,7 +221,7 @@ async def test_a_stopping_server_ends_open_live_streams_cleanly(tmp_path: Path) 
 
     db = f"sqlite:///{tmp_path / 'toolreel.db'}"
     port = free_port()
-    args = [str(TOOLREEL), "ui", "--http", str(port), "--db", db]
+    args = launch_command([str(TOOLREEL), "ui", "--http", str(port), "--db", db])
     with tempfile.TemporaryFile() as stderr:
         process = await anyio.open_process(args, stdin=subprocess.DEVNULL, stderr=stderr, env=gateway_env(db))
         try:

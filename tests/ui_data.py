@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 
 import anyio
 
+from fixtures._zygote import launch_command
 from tests.gw import REPO, TOOLREEL, free_port, gateway_env, wait_until
 from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus, new_id
 from toolreel.core.store import open_store
@@ -65,7 +66,7 @@ def _row(execution_id: str, i: int, start: float) -> StepRecord:
 async def web_view(db: str, *, token_env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
     """`toolreel ui --http PORT --db DB`; yields `http://127.0.0.1:PORT`."""
     port = free_port()
-    args = [str(TOOLREEL), "ui", "--http", str(port), "--db", db]
+    args = launch_command([str(TOOLREEL), "ui", "--http", str(port), "--db", db])
     env = gateway_env(db, **dict(token_env or {}))
     if token_env:
         args += ["--token-env", next(iter(token_env))]

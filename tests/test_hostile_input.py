@@ -18,6 +18,7 @@ import anyio
 import httpx2
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.surrogate import CUT_SUFFIX
 from tests.gw import (
     TOOLREEL,
@@ -284,7 +285,9 @@ def test_a_replay_whose_tool_answers_a_lone_surrogate_succeeds_and_stores_it(tmp
     )
 
     def toolreel(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(TOOLREEL), *args], env=env, capture_output=True, text=True, timeout=120, check=False)
+        return subprocess.run(
+            launch_command([str(TOOLREEL), *args]), env=env, capture_output=True, text=True, timeout=120, check=False
+        )
 
     assert toolreel("templates", "import", str(template)).returncode == 0
     done = toolreel("run", "cut", "--config", str(config), "--json")

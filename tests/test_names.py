@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import (
     PYTHON,
     REPO,
@@ -125,7 +126,9 @@ async def test_mapped_names_are_callable_shown_in_status_and_stable(tmp_path: Pa
 @pytest.mark.slow
 async def test_wrap_mode_keeps_names_and_records_the_server(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    async with stdio_gateway(["--name", "feat", "--", PYTHON, "-m", "fixtures.features"], gateway_env(db)) as gw:
+    async with stdio_gateway(
+        ["--name", "feat", "--", *launch_command([PYTHON, "-m", "fixtures.features"])], gateway_env(db)
+    ) as gw:
         names = {t.name for t in (await gw.client.list_tools()).tools}
         result = await call(gw, "echo", {"text": "wrapped"})
         execution = (result.meta or {})["toolreel/execution"]
@@ -147,7 +150,7 @@ async def test_wrap_mode_keeps_names_and_records_the_server(tmp_path: Path) -> N
 @pytest.mark.slow
 async def test_wrap_mode_with_prefix_and_derived_name(tmp_path: Path) -> None:
     env = gateway_env(f"sqlite:///{tmp_path / 'store.db'}")
-    async with stdio_gateway(["--prefix", "--", PYTHON, "-m", "fixtures.features"], env) as gw:
+    async with stdio_gateway(["--prefix", "--", *launch_command([PYTHON, "-m", "fixtures.features"])], env) as gw:
         names = {t.name for t in (await gw.client.list_tools()).tools}
         server = (await status(gw))["upstreams"][0]["name"]
     assert LEGAL.fullmatch(server) and "__" not in server

@@ -39,7 +39,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(400)]
 
 
 async def _toolreel(args: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return await anyio.run_process([str(TOOLREEL), *args], check=False, env=dict(env), stdin=subprocess.DEVNULL)
+    return await anyio.run_process(
+        launch_command([str(TOOLREEL), *args]), check=False, env=dict(env), stdin=subprocess.DEVNULL
+    )
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

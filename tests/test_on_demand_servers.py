@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import PYTHON, call, gateway_env, stdio_gateway, text_of
 from toolreel.core.model import StepRecord, TemplateDraft
 from toolreel.core.store import open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-SHOP = ["--name", "shop", "--", PYTHON, "-m", "fixtures.ids"]
-FEATURES = ["--name", "feat", "--", PYTHON, "-m", "fixtures.features"]
+SHOP = ["--name", "shop", "--", *launch_command([PYTHON, "-m", "fixtures.ids"])]
+FEATURES = ["--name", "feat", "--", *launch_command([PYTHON, "-m", "fixtures.features"])]
 
 
 def _steps(db: str, execution_id: str) -> dict[str, StepRecord]:

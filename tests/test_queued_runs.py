@@ -92,7 +92,9 @@ async def _workers(
             args += ["--lease-seconds", f"{lease:g}"]
             with (tmp_path / f"worker-{index}.err").open("wb") as err:  # the child keeps its own descriptor
                 processes.append(
-                    await anyio.open_process([str(TOOLREEL), *args], env=env, stdout=subprocess.DEVNULL, stderr=err)
+                    await anyio.open_process(
+                        launch_command([str(TOOLREEL), *args]), env=env, stdout=subprocess.DEVNULL, stderr=err
+                    )
                 )
         yield processes
     finally:
@@ -199,7 +201,9 @@ async def test_detach_queues_and_follow_watches_it_to_the_end(tmp_path: Path, pg
     url, config = _setup(tmp_path, pg_cluster)
     env = {**os.environ, "TOOLREEL_DB": url}
     with anyio.fail_after(120):
-        queued = await anyio.run_process([str(TOOLREEL), "run", "queued", "-i", "key=solo", "--detach"], env=env)
+        queued = await anyio.run_process(
+            launch_command([str(TOOLREEL), "run", "queued", "-i", "key=solo", "--detach"]), env=env
+        )
     execution_id = queued.stdout.decode().strip()
     assert f"toolreel executions show {execution_id} --follow" in queued.stderr.decode()
     with open_store(url) as store:

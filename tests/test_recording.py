@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import (
     TOOLREEL,
     HttpGateway,
@@ -606,7 +607,7 @@ async def test_no_record_forwards_without_steps(feat_only: tuple[dict[str, Any],
 
 
 async def _cli(rec: Rec, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return await anyio.run_process([str(TOOLREEL), *args], env=gateway_env(rec.db_url), check=False)
+    return await anyio.run_process(launch_command([str(TOOLREEL), *args]), env=gateway_env(rec.db_url), check=False)
 
 
 async def test_executions_cli_lists_and_shows_recordings(rec: Rec) -> None:

@@ -165,7 +165,7 @@ def test_postgres_prunes_in_batches_and_skips_rows_another_transaction_holds(pg_
 
 def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TOOLREEL_DB": db}
-    return subprocess.run([str(TOOLREEL), *args], capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(launch_command([str(TOOLREEL), *args]), capture_output=True, text=True, timeout=120, env=env)
 
 
 @pytest.mark.slow

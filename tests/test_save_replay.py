@@ -14,6 +14,7 @@ import anyio
 import mcp_types as types
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import (
     PYTHON,
     REPO,
@@ -174,7 +175,7 @@ async def _run_fresh(db: str, cwd: Path, *args: str, **env: str) -> tuple[int, d
 
 async def test_a_wrapped_server_session_replays_from_the_command_line_with_no_config(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    wrap = ["--name", "shop", "--", PYTHON, "-m", "fixtures.ids"]
+    wrap = ["--name", "shop", "--", *launch_command([PYTHON, "-m", "fixtures.ids"])]
     async with stdio_gateway(wrap, gateway_env(db), answers=False) as gw:
         user = await _ok(gw, "create_user", {"name": "Ada Lovelace", "email": "ada@example.com"})
         await _ok(gw, "get_user", {"id": user["id"]})

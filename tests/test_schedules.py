@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
+from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests.gw import TOOLREEL, wait_until
 from tests.pg import PgCluster
@@ -294,7 +295,9 @@ async def test_three_workers_run_a_per_second_schedule_once_per_tick_and_a_kille
                 args = ["worker", "--config", str(config), "--poll", "0.1", "--lease-seconds", "2", "--grace", "1"]
                 with (tmp_path / f"worker-{index}.err").open("wb") as err:
                     processes.append(
-                        await anyio.open_process([str(TOOLREEL), *args], env=env, stdout=subprocess.DEVNULL, stderr=err)
+                        await anyio.open_process(
+                            launch_command([str(TOOLREEL), *args]), env=env, stdout=subprocess.DEVNULL, stderr=err
+                        )
                     )
             await wait_until(lambda: all(_owner(tmp_path, i) for i in range(3)), 120, "three workers to be ready")
             now = time.time()

@@ -16,6 +16,7 @@ from cryptography.fernet import Fernet
 from mcp.shared.auth import OAuthToken
 from sqlalchemy import make_url
 
+from fixtures._zygote import launch_command
 from tests.gw import TOOLREEL, call, fixture_http_server, gateway_env, status, stdio_gateway, text_of, wait_until
 from tests.pg import PgCluster
 from toolreel.upstreams.auth import AUTH_KEY_ENV, KEY_FILE, SecretTokens, follow_store, sign_in_place
@@ -106,7 +107,9 @@ def test_a_bad_shared_key_is_refused_with_what_a_key_is(monkeypatch: pytest.Monk
 
 
 async def _toolreel(args: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return await anyio.run_process([str(TOOLREEL), *args], check=False, env=dict(env), stdin=subprocess.DEVNULL)
+    return await anyio.run_process(
+        launch_command([str(TOOLREEL), *args]), check=False, env=dict(env), stdin=subprocess.DEVNULL
+    )
 
 
 @pytest.mark.postgres

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import TOOLREEL, gateway_env
 from toolreel.core.errors import TemplateError
 from toolreel.core.template_io import load_template_text, parse_template
@@ -69,7 +70,9 @@ def test_the_cli_answers_bad_files_in_one_line(tmp_path: Path, name: str, text: 
     path.write_text(text, encoding="utf-8")
     env = gateway_env(f"sqlite:///{tmp_path / 's.db'}")
     for command in (["templates", "validate", str(path)], ["templates", "import", str(path)]):
-        done = subprocess.run([str(TOOLREEL), *command], env=env, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            launch_command([str(TOOLREEL), *command]), env=env, capture_output=True, text=True, timeout=60
+        )
         assert done.returncode == 2, (command, done.returncode, done.stderr[-2000:])
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
 

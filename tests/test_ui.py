@@ -193,7 +193,9 @@ async def test_secrets_stay_redacted_on_the_pages(tmp_path: Path) -> None:
 
     secret = "hunter2-not-for-pages"
     env = gateway_env(f"sqlite:///{tmp_path / 'toolreel.db'}")
-    async with http_gateway(["--name", "feat", "--", sys.executable, "-m", "fixtures.features"], env) as gw:
+    async with http_gateway(
+        ["--name", "feat", "--", *launch_command([sys.executable, "-m", "fixtures.features"])], env
+    ) as gw:
         async with gw.connect() as agent:
             await call(agent, "echo", {"text": "hello", "password": secret})
         base = f"http://127.0.0.1:{gw.port}/ui/api"

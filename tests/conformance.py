@@ -24,6 +24,7 @@ from typing import Final
 import anyio
 import anyio.to_thread
 
+from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
 
 __all__ = [
@@ -240,13 +241,14 @@ async def toolreel_proxy(
     toolreel = Path(sys.executable).parent / "toolreel"
     server = fixture_command(fixture)
     if transport == "stdio":
-        server = [str(toolreel), "serve", "--no-record", "--", *server]
+        server = launch_command([str(toolreel), "serve", "--no-record", "--", *server])
     # Each gateway its own store, never the user's default one (parallel workers, other versions' schemas).
     scratch = tempfile.TemporaryDirectory(prefix="toolreel-conformance-")
     db = f"sqlite:///{Path(scratch.name) / 'toolreel.db'}"
-    command = [str(toolreel), "serve", "--http", f"127.0.0.1:{port}", "--db", db, "--", *server]
+    command = launch_command([str(toolreel), "serve", "--http", f"127.0.0.1:{port}", "--db", db, "--", *server])
     if aggregate_in is not None:
-        command = [str(toolreel), "serve", "--http", f"127.0.0.1:{port}", *_aggregate_args(server, aggregate_in)]
+        serve = [str(toolreel), "serve", "--http", f"127.0.0.1:{port}", *_aggregate_args(server, aggregate_in)]
+        command = launch_command(serve)
     # The gateway's stderr stays on the test's stderr, where a failure shows it.
     process = await anyio.open_process(
         command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None

@@ -12,6 +12,7 @@ from typing import Final
 
 import pytest
 
+from fixtures._zygote import launch_command
 from tests.gw import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -54,7 +55,7 @@ def test_the_benchmark_runs_at_a_tiny_size(script: str) -> None:
     if not (BENCH / script).exists():
         pytest.skip(f"bench/{script} is not in this checkout")
     done = subprocess.run(
-        [sys.executable, str(BENCH / script), *SMOKE[script]],
+        launch_command([sys.executable, str(BENCH / script), *SMOKE[script]]),  # what it starts starts afresh
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -339,9 +339,6 @@ def _command_flags(literal: Unexplained) -> list[Unexplained]:
     return flags or [literal]
 
 
-_TEXT_RE: Final = re.compile(r"[\s/=:{}()\"']")  # a sentence, a path, a query, an expression
-
-
 # `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax).
 _QUERY_VALUE_RE: Final = re.compile(
     r"(?<![\w.])([A-Za-z_][\w.]*)\s*(?::|=|==|~)\s*(?:\"([^\"]{2,60})\"|'([^']{2,60})'|([^\s\"'()\[\]{},:=]{2,60}))"
@@ -385,10 +382,11 @@ def _query_values(literal: Unexplained) -> list[Unexplained]:
 
 
 def _texts_by_step(literals: Sequence[Unexplained]) -> dict[str, list[str]]:
-    """The longer literal texts (a sentence, a query or an expression, a URL, a command) of each step."""
+    """The literal texts of each step that another value may be carried into: a sentence, a query, a URL, a
+    command, and any other string (`+orders_daily` carries `orders_daily`, a selector its model)."""
     out: dict[str, list[str]] = {}
     for lit in literals:
-        if isinstance(lit.value, str) and _TEXT_RE.search(lit.value.strip()):
+        if isinstance(lit.value, str) and len(lit.value.strip()) > _PART_MIN:
             out.setdefault(lit.step, []).append(lit.value)
     return out
 
@@ -480,7 +478,12 @@ def _built_on_others(
     ]
     out: list[tuple[str, str]] = []
     for kind, text in by_value:
-        if kind != "str" or " " not in text.strip():
+        if kind != "str":
+            continue
+        if " " not in text.strip():
+            # a selector or a flag around a chosen value (`+orders_daily`, `--service=checkout`): built on it
+            if any(n != text and _carried_value(n) and _holds_word(text, n) for n in named):
+                out.append((kind, text))
             continue
         sentence = len(text.split()) >= 3
         holds = any(p != text and _holds_word(text, p) for p in parts + (named if sentence else []))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
@@ -19,15 +19,15 @@ from toolreel.core.errors import RefError
 from toolreel.core.model import JSON
 from toolreel.core.refs import resolve
 from toolreel.core.template import Template
-from toolreel.templatizer._result import Pick
-from toolreel.templatizer._values import same
+from toolreel.templatizer._result import LikelyInput, Pick
+from toolreel.templatizer._values import same, snake
 from toolreel.templatizer._views import drop_unread
 
 if TYPE_CHECKING:
     from toolreel.templatizer._result import Unit
     from toolreel.templatizer._runs import Run
 
-__all__ = ["PICK_CODE", "Pick", "drop_unused_picks", "pick_by_identity"]
+__all__ = ["PICK_CODE", "Pick", "drop_unused_picks", "pick_by_identity", "pick_inputs"]
 
 # A plain step ref indexing a list with a literal position from 1 on: `@step.a.b[4]` (then anything).
 _POSITIONAL_RE: Final = re.compile(
@@ -86,6 +86,10 @@ def _pick(
     if not isinstance(elements, list) or not n < len(elements) or not isinstance(elements[n], dict):
         return None
     element = elements[n]
+    state = _state_key(elements, n)
+    if state is not None and all(_same_pick(base, n, state, run, element[state]) for run in runs):
+        step = _free(f"pick_{state}", taken)
+        return Pick(step, head, state, str(element[state]), state=True)
     for key in _identity_keys(element):
         value = _at(element, key)
         if sum(1 for e in elements if same(_at(e, key), value)) != 1:
@@ -97,6 +101,49 @@ def _pick(
         step = _free(f"pick_{slug}" if slug[0].isalpha() else f"pick_{key}", taken)
         return Pick(step, head, key, f"@input.{named}" if named is not None else str(value))
     return None
+
+
+def _state_key(elements: Sequence[JSON], n: int) -> str | None:
+    """A field that singles the element out by a state rather than a name: short lower-case tokens in every
+    element (`conclusion: "failure"`), the element's value its own, and the others' values repeating (two
+    `success` beside a `skipped`): the agent took the odd one out, a condition of the task, not a name."""
+    if len(elements) < 3 or not all(isinstance(e, dict) for e in elements):
+        return None
+    element = elements[n]
+    if not isinstance(element, dict):
+        return None
+    for key, value in element.items():
+        values = [e.get(key) if isinstance(e, dict) else None for e in elements]
+        if not all(isinstance(v, str) and _STATE_RE.match(v) for v in values):
+            continue
+        others = [v for i, v in enumerate(values) if i != n]
+        if value not in others and len(set(others)) < len(others):
+            return str(key)
+    return None
+
+
+_STATE_RE: Final = re.compile(r"^[a-z][a-z_-]{1,23}$")
+
+
+def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Collection[str]) -> list[LikelyInput]:
+    """The likely inputs with the value of each pick by a name no input gave: which member, list or schedule the
+    element is, the user's choice (a pick by a state is the task's own). A value already a likely input is
+    ticked there, with the pick as its evidence."""
+    out = list(likely)
+    names = set(taken) | {item.name for item in likely}
+    for pick in picks:
+        if pick.state or pick.value.startswith("@input."):
+            continue
+        why = f"the value {pick.step} picks the element by (its {pick.key}): which one it is, the user's choice"
+        at = next((i for i, item in enumerate(out) if same(item.value, pick.value)), None)
+        if at is not None:
+            out[at] = replace(out[at], ticked=True, reason=f"{out[at].reason}; {why}")
+            continue
+        name = _free(snake(pick.key.split(".")[-1]), names)
+        names.add(name)
+        used_at = ((pick.step, "$.value"),)
+        out.append(LikelyInput(name=name, value=pick.value, type="string", used_at=used_at, reason=why))
+    return out
 
 
 def _same_pick(base: str, n: int, key: str, run: Run, value: JSON) -> bool:

@@ -1,0 +1,93 @@
+"""Inputs from structure, fifth pass: a value carried into another call's argument, and the value a pick selects
+an element by (or the state that singles it out)."""
+
+from __future__ import annotations
+
+from tests.test_templatizer import Session
+from toolreel.core.model import JSON
+from toolreel.core.template_io import template_to_dict
+from toolreel.templatizer import TemplatizeResult, templatize
+
+_JOBS = {
+    "jobs": [
+        {"id": 10, "name": "lint", "conclusion": "success"},
+        {"id": 11, "name": "unit (3.11)", "conclusion": "failure"},
+        {"id": 12, "name": "unit (3.12)", "conclusion": "success"},
+        {"id": 13, "name": "build", "conclusion": "skipped"},
+    ]
+}
+_MEMBERS = [
+    {"id": "46dc699d-0a8e-4792-84ac-c49cdea1fbb8", "profile": {"name": "Dana Whitfield"}, "role": "member"},
+    {"id": "89eb0b05-829a-4945-800c-75f36b6bfe42", "profile": {"name": "Marco Bell"}, "role": "member"},
+    {"id": "45e2abed-35eb-4e32-8c8e-4ddb0b970c7f", "profile": {"name": "Priya Raman"}, "role": "member"},
+]
+
+
+def ticked(result: TemplatizeResult) -> dict[str, JSON]:
+    return {likely.name: likely.value for likely in result.likely_inputs if likely.ticked}
+
+
+def saved(steps: Session) -> TemplatizeResult:
+    """What a plain save stores: the ticked inputs applied."""
+    first = templatize([steps.steps], name="t")
+    return templatize([steps.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
+
+
+def test_a_value_carried_inside_another_call_s_selector_is_the_user_s() -> None:
+    s = Session()
+    s.call("run", {"selector": "+orders_daily"}, "Completed successfully")
+    s.call("test", {"selector": "orders_daily"}, "PASS=4")
+    result = saved(s)
+    assert list(result.input_values.values()) == ["orders_daily"]
+    steps = template_to_dict(result.template)["steps"]
+    name = next(iter(result.input_values))
+    assert steps[0]["input"]["selector"] == f"+{{{{@input.{name}}}}}"
+    assert steps[1]["input"]["selector"] == f"@input.{name}"
+
+
+def test_an_identifier_alone_in_one_call_stays_proposed() -> None:
+    s = Session()
+    s.call("run", {"selector": "+orders_daily"}, "Completed successfully")
+    s.call("test", {"selector": "customers"}, "PASS=4")
+    assert "orders_daily" not in ticked(templatize([s.steps], name="t")).values()
+
+
+def test_a_plain_word_inside_another_argument_is_no_evidence() -> None:
+    s = Session()
+    s.call("get", {"kind": "build"}, "ok")
+    s.call("run", {"target": "build-all"}, "ok")
+    assert "build" not in ticked(templatize([s.steps], name="t")).values()
+
+
+def test_the_name_a_pick_selects_by_is_an_input_and_a_replay_picks_by_it() -> None:
+    s = Session()
+    s.call("list_members", {}, _MEMBERS)
+    s.call("create_story", {"name": "Gift notes", "owner_ids": ["45e2abed-35eb-4e32-8c8e-4ddb0b970c7f"]}, {"id": 7})
+    first = templatize([s.steps], name="t")
+    assert "Priya Raman" in ticked(first).values()
+    result = saved(s)
+    pick = next(step for step in template_to_dict(result.template)["steps"] if step["name"].startswith("pick_"))
+    assert pick["input"]["value"].startswith("@input.")
+    assert pick["input"]["key"] == "profile.name"
+
+
+def test_an_element_singled_out_by_its_state_is_picked_by_the_state_and_no_input_is_made() -> None:
+    s = Session()
+    s.call("list_jobs", {"run_id": 1204}, _JOBS)
+    s.call("get_job_logs", {"job_id": 11}, "FAILED test_cart")
+    result = saved(s)
+    pick = next(step for step in template_to_dict(result.template)["steps"] if step["name"].startswith("pick_"))
+    assert pick["input"] == {"items": "@list_jobs_1.jobs", "key": "conclusion", "value": "failure"}
+    assert "unit (3.11)" not in result.input_values.values()
+    assert [p.state for p in result.picks] == [True]
+
+
+def test_a_state_shared_by_no_other_element_but_all_distinct_is_a_name_not_a_state() -> None:
+    s = Session()
+    stages = ["lint", "unit", "build"]
+    jobs = [{"id": 120441873210 + n, "name": f"job {n}", "stage": stage} for n, stage in enumerate(stages)]
+    s.call("list_jobs", {"run_id": 1204}, {"jobs": jobs})
+    s.call("get_job_logs", {"job_id": 120441873211}, "log")
+    result = templatize([s.steps], name="t")
+    assert [p.key for p in result.picks] == ["name"]
+    assert "job 1" in ticked(result).values()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
@@ -55,6 +56,7 @@ def pick_by_identity(
     """The units with each positional element ref read from a pick step (added before its first user)."""
     taken = {u.name for u in units}
     picks: dict[str, Pick] = {}
+    users: dict[str, tuple[str, str]] = {}  # pick step -> (the list it picks from, the tool of its first user)
     out: list[Unit] = []
     for unit in units:
         heads = {m.group(0): (m.group(1), int(m.group(2))) for m in _POSITIONAL_RE.finditer(json.dumps(unit.input))}
@@ -62,10 +64,12 @@ def pick_by_identity(
             if head not in picks and (pick := _pick(head, base, n, runs, inputs, taken)) is not None:
                 taken.add(pick.step)
                 picks[head] = pick
+                users[pick.step] = (base, unit.tool)
                 out.append(_pick_unit(unit, pick, base))
         mine = {head: pick for head, pick in picks.items() if head in heads}
         out.append(replace(unit, input=_rewritten(unit.input, mine)) if mine else unit)
-    return out, list(picks.values())
+    walked = Counter(users.values())
+    return out, [replace(p, walked=walked[users[p.step]] >= 2) for p in picks.values()]
 
 
 def drop_unused_picks(template: Template, picks: Sequence[Pick]) -> tuple[Template, list[Pick]]:
@@ -135,14 +139,21 @@ def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Col
         if pick.state or pick.value.startswith("@input."):
             continue
         why = f"the value {pick.step} picks the element by (its {pick.key}): which one it is, the user's choice"
+        if pick.walked:
+            why = (
+                f"{pick.step} picks one of several elements of a list that the same tool was called on: the elements"
+                " were walked, not named; proposed unticked"
+            )
         at = next((i for i, item in enumerate(out) if same(item.value, pick.value)), None)
         if at is not None:
-            out[at] = replace(out[at], ticked=True, reason=f"{out[at].reason}; {why}")
+            if not pick.walked:
+                out[at] = replace(out[at], ticked=True, reason=f"{out[at].reason}; {why}")
             continue
         name = _free(snake(pick.key.split(".")[-1]), names)
         names.add(name)
         used_at = ((pick.step, "$.value"),)
-        out.append(LikelyInput(name=name, value=pick.value, type="string", used_at=used_at, reason=why))
+        item = LikelyInput(name=name, value=pick.value, type="string", used_at=used_at, reason=why)
+        out.append(replace(item, ticked=not pick.walked))
     return out
 
 

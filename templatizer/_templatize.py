@@ -24,7 +24,8 @@ from toolreel.templatizer._conditions import guard_on_state, guard_writes
 from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import StepInferrer, StepResult, literal
-from toolreel.templatizer._inputs import InputTable, Schemas, likely_inputs
+from toolreel.templatizer._inputs import InputTable, Schemas
+from toolreel.templatizer._likely import likely_inputs
 from toolreel.templatizer._loops import Unit, fold_loops
 from toolreel.templatizer._order import Call, order_after
 from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity, pick_inputs

@@ -91,3 +91,27 @@ def test_a_state_shared_by_no_other_element_but_all_distinct_is_a_name_not_a_sta
     result = templatize([s.steps], name="t")
     assert [p.key for p in result.picks] == ["name"]
     assert "job 1" in ticked(result).values()
+
+
+def test_names_of_elements_one_tool_was_called_on_in_turn_are_walked_not_named() -> None:
+    s = Session()
+    rows = [{"id": f"6650f0a1c2d3e4f5a6b7c8{n:02d}", "name": f"Card {n}"} for n in range(4)]
+    s.call("get_cards", {}, rows)
+    s.call("archive_card", {"card_id": rows[1]["id"]}, "ok")
+    s.call("archive_card", {"card_id": rows[3]["id"]}, "ok")
+    result = templatize([s.steps], name="t")
+    assert all(p.walked for p in result.picks) and len(result.picks) == 2
+    assert not {"Card 1", "Card 3"} & set(ticked(result).values())
+    assert {"Card 1", "Card 3"} <= {likely.value for likely in result.likely_inputs if not likely.ticked}
+
+
+def test_two_elements_of_one_list_used_by_different_calls_are_both_named() -> None:
+    s = Session()
+    lists = [
+        {"id": f"2901e4e21dd1858c7ded1d{n:02d}", "name": name} for n, name in enumerate(["Backlog", "Review", "Done"])
+    ]
+    s.call("get_lists", {}, lists)
+    s.call("get_cards_by_list", {"list_id": lists[1]["id"]}, [])
+    s.call("move_card", {"card_id": "c-1", "list_id": lists[2]["id"]}, "ok")
+    result = templatize([s.steps], name="t")
+    assert {"Review", "Done"} <= set(ticked(result).values())

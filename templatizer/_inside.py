@@ -112,7 +112,7 @@ def built_on_others(
             continue
         if " " not in text.strip():
             # a selector or a flag around a chosen value (`+orders_daily`, `--service=checkout`): built on it
-            if any(n != text and carried_value(n) and holds_word(text, n) for n in named):
+            if any(n != text and carried_value(n) and holds_word(text, n) and _affix_of(text, n) for n in named):
                 out.append((kind, text))
             continue
         sentence = len(text.split()) >= 3
@@ -120,6 +120,16 @@ def built_on_others(
         if holds:
             out.append((kind, text))
     return out
+
+
+def _affix_of(text: str, value: str) -> bool:
+    """`text` is `value` with an operator or a flag around it (`+orders_daily`, `--service=checkout`), not a path
+    or a URL of its own whose other segments the user chose too (`/data/exports/q3-ledger.parquet`)."""
+    rest = text.replace(value, "", 1)
+    return len(rest) <= _AFFIX_MAX and "/" not in rest and not any(c.isspace() for c in rest)
+
+
+_AFFIX_MAX: Final = 16
 
 
 _VERSION_RE: Final = re.compile(r"(?<![\w.])[vV]?(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?)(?![\w.]*\w)")

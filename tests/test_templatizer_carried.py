@@ -115,3 +115,11 @@ def test_two_elements_of_one_list_used_by_different_calls_are_both_named() -> No
     s.call("move_card", {"card_id": "c-1", "list_id": lists[2]["id"]}, "ok")
     result = templatize([s.steps], name="t")
     assert {"Review", "Done"} <= set(ticked(result).values())
+
+
+def test_a_path_holding_a_chosen_file_name_stays_an_input_of_its_own() -> None:
+    s = Session()
+    s.call("create_upload_session", {"file_name": "q3-ledger.parquet", "folder_id": "238904127731"}, {"id": "u-1"})
+    s.call("upload_part", {"file_path": "/data/exports/q3-ledger.parquet", "session_id": "u-1"}, "ok")
+    values = set(ticked(templatize([s.steps], name="t")).values())
+    assert {"q3-ledger.parquet", "/data/exports/q3-ledger.parquet"} <= values

@@ -3,7 +3,7 @@ an element by (or the state that singles it out)."""
 
 from __future__ import annotations
 
-from tests.test_templatizer import Session
+from tests.recorded import Session
 from toolreel.core.model import JSON
 from toolreel.core.template_io import template_to_dict
 from toolreel.templatizer import TemplatizeResult, templatize

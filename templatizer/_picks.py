@@ -4,7 +4,8 @@
 element has a name-like field whose value no other element shares, a `code` step picks the element by that
 value (or by the input whose value it is) and the ref reads from it: `@pick_triage.id`. It fails, naming
 what it looked for, where no element or several match: better than a side effect on the wrong one. The
-first element (`[0]`) stays positional: "the first result" is usually what was meant.
+first element (`[0]`) stays positional, "the first result" is usually what was meant, unless the call that
+listed the elements searched for that element's name (the exact match among partial ones).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from toolreel.core.model import JSON
 from toolreel.core.refs import resolve
 from toolreel.core.template import Template
 from toolreel.templatizer._result import LikelyInput, Pick
-from toolreel.templatizer._values import same, snake
+from toolreel.templatizer._values import same, snake, walk
 from toolreel.templatizer._views import drop_unread
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ __all__ = ["PICK_CODE", "Pick", "drop_unused_picks", "pick_by_identity", "pick_i
 
 # A plain step ref indexing a list with a literal position from 1 on: `@step.a.b[4]` (then anything).
 _POSITIONAL_RE: Final = re.compile(
-    r"(?<![@\w])(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[([1-9]\d*)\]"
+    r"(?<![@\w])(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[(\d+)\]"
 )
 _NAME_KEYS: Final = ("name", "title", "slug", "key", "label", "login", "username", "handle", "email", "display_name")
 _INNER_KEYS: Final = ("name", "ref", "slug", "key")  # what names an object inside the element (`head.ref`)
@@ -57,11 +58,12 @@ def pick_by_identity(
     taken = {u.name for u in units}
     picks: dict[str, Pick] = {}
     users: dict[str, tuple[str, str]] = {}  # pick step -> (the list it picks from, the tool of its first user)
+    given = {u.name: u.input for u in units}  # each call's arguments as templatized so far
     out: list[Unit] = []
     for unit in units:
         heads = {m.group(0): (m.group(1), int(m.group(2))) for m in _POSITIONAL_RE.finditer(json.dumps(unit.input))}
         for head, (base, n) in heads.items():
-            if head not in picks and (pick := _pick(head, base, n, runs, inputs, taken)) is not None:
+            if head not in picks and (pick := _pick(head, base, n, runs, inputs, taken, given)) is not None:
                 taken.add(pick.step)
                 picks[head] = pick
                 users[pick.step] = (base, unit.tool)
@@ -81,7 +83,13 @@ def drop_unused_picks(template: Template, picks: Sequence[Pick]) -> tuple[Templa
 
 
 def _pick(
-    head: str, base: str, n: int, runs: Sequence[Run], inputs: Mapping[str, JSON], taken: set[str]
+    head: str,
+    base: str,
+    n: int,
+    runs: Sequence[Run],
+    inputs: Mapping[str, JSON],
+    taken: set[str],
+    given: Mapping[str, JSON],
 ) -> Pick | None:
     try:
         elements = resolve(base, runs[0].scope())
@@ -90,13 +98,14 @@ def _pick(
     if not isinstance(elements, list) or not n < len(elements) or not isinstance(elements[n], dict):
         return None
     element = elements[n]
-    state = _state_key(elements, n)
+    searched = _searched(base, given, inputs) if n == 0 else set()
+    state = _state_key(elements, n) if n else None
     if state is not None and all(_same_pick(base, n, state, run, element[state]) for run in runs):
         step = _free(f"pick_{state}", taken)
         return Pick(step, head, state, str(element[state]), state=True)
     for key in _identity_keys(element):
         value = _at(element, key)
-        if sum(1 for e in elements if same(_at(e, key), value)) != 1:
+        if sum(1 for e in elements if same(_at(e, key), value)) != 1 or (n == 0 and value not in searched):
             continue
         named = next((name for name, v in inputs.items() if same(v, value)), None)
         if not all(_same_pick(base, n, key, run, value if named is None else run.inputs.get(named)) for run in runs):
@@ -105,6 +114,23 @@ def _pick(
         step = _free(f"pick_{slug}" if slug[0].isalpha() else f"pick_{key}", taken)
         return Pick(step, head, key, f"@input.{named}" if named is not None else str(value))
     return None
+
+
+def _searched(base: str, given: Mapping[str, JSON], inputs: Mapping[str, JSON]) -> set[str]:
+    """The texts the user gave the call that answered with the list (its search term: a literal or an input, not a
+    value read out of an earlier output): the first element is taken by its name only when the call searched
+    for that name (an exact match among partial ones), else the first result is what was meant."""
+    root = re.split(r"[.\[]", base[1:], maxsplit=1)[0]
+    callers = [name for name in given if root == name or root.startswith(name + "_")]
+    if not callers:
+        return set()
+    found: set[str] = set()
+    for _, leaf in walk(given[max(callers, key=len)]):
+        if isinstance(leaf, str) and leaf.startswith("@input.") and isinstance(inputs.get(leaf[7:]), str):
+            found.add(str(inputs[leaf[7:]]))
+        elif isinstance(leaf, str) and not leaf.startswith("@") and "{{" not in leaf:
+            found.add(leaf)
+    return found
 
 
 def _state_key(elements: Sequence[JSON], n: int) -> str | None:

@@ -123,3 +123,30 @@ def test_a_path_holding_a_chosen_file_name_stays_an_input_of_its_own() -> None:
     s.call("upload_part", {"file_path": "/data/exports/q3-ledger.parquet", "session_id": "u-1"}, "ok")
     values = set(ticked(templatize([s.steps], name="t")).values())
     assert {"q3-ledger.parquet", "/data/exports/q3-ledger.parquet"} <= values
+
+
+def test_the_first_result_of_a_search_for_its_name_is_picked_by_that_name() -> None:
+    s = Session()
+    sites = [
+        {"id": "31ba63e1-de71-4810-9111-e3c194db8e89", "name": "kettle-shop"},
+        {"id": "a2ac847c-5544-4d71-9d58-ccb363b1b0cd", "name": "kettle-shop-staging"},
+    ]
+    s.call("get_projects", {"params": {"search": "kettle-shop"}}, sites)
+    s.call("set_env", {"site_id": sites[0]["id"], "key": "PUBLIC_URL"}, "ok")
+    result = saved(s)
+    pick = next(step for step in template_to_dict(result.template)["steps"] if step["name"].startswith("pick_"))
+    assert pick["input"]["key"] == "name" and pick["input"]["value"].startswith("@input.")
+    assert "kettle-shop" in result.input_values.values()
+
+
+def test_the_first_result_of_a_search_for_something_else_stays_the_first() -> None:
+    s = Session()
+    sites = [
+        {"id": "31ba63e1-de71-4810-9111-e3c194db8e89", "name": "kettle-shop"},
+        {"id": "a2ac847c-5544-4d71-9d58-ccb363b1b0cd", "name": "kettle-shop-staging"},
+    ]
+    s.call("get_projects", {"params": {"search": "kettle"}}, sites)
+    s.call("set_env", {"site_id": sites[0]["id"], "key": "PUBLIC_URL"}, "ok")
+    result = templatize([s.steps], name="t")
+    assert result.picks == ()
+    assert template_to_dict(result.template)["steps"][1]["input"]["site_id"] == "@get_projects_1[0].id"

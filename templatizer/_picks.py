@@ -122,10 +122,9 @@ def _searched(base: str, given: Mapping[str, JSON], inputs: Mapping[str, JSON]) 
     for that name (an exact match among partial ones), else the first result is what was meant."""
     root = re.split(r"[.\[]", base[1:], maxsplit=1)[0]
     callers = [name for name in given if root == name or root.startswith(name + "_")]
-    if not callers:
-        return set()
     found: set[str] = set()
-    for _, leaf in walk(given[max(callers, key=len)]):
+    # the call itself, and the call whose text a view of rows (`<call>_rows`) read the list out of
+    for _, leaf in walk([given[name] for name in callers]):
         if isinstance(leaf, str) and leaf.startswith("@input.") and isinstance(inputs.get(leaf[7:]), str):
             found.add(str(inputs[leaf[7:]]))
         elif isinstance(leaf, str) and not leaf.startswith("@") and "{{" not in leaf:

@@ -3,6 +3,10 @@ an element by (or the state that singles it out)."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tests.recorded import Session
 from toolreel.core.model import JSON
 from toolreel.core.template_io import template_to_dict
@@ -125,13 +129,14 @@ def test_a_path_holding_a_chosen_file_name_stays_an_input_of_its_own() -> None:
     assert {"q3-ledger.parquet", "/data/exports/q3-ledger.parquet"} <= values
 
 
-def test_the_first_result_of_a_search_for_its_name_is_picked_by_that_name() -> None:
+@pytest.mark.parametrize("as_text", [False, True], ids=["json", "json-in-text"])
+def test_the_first_result_of_a_search_for_its_name_is_picked_by_that_name(as_text: bool) -> None:
     s = Session()
     sites = [
         {"id": "31ba63e1-de71-4810-9111-e3c194db8e89", "name": "kettle-shop"},
         {"id": "a2ac847c-5544-4d71-9d58-ccb363b1b0cd", "name": "kettle-shop-staging"},
     ]
-    s.call("get_projects", {"params": {"search": "kettle-shop"}}, sites)
+    s.call("get_projects", {"params": {"search": "kettle-shop"}}, json.dumps(sites) if as_text else sites)
     s.call("set_env", {"site_id": sites[0]["id"], "key": "PUBLIC_URL"}, "ok")
     result = saved(s)
     pick = next(step for step in template_to_dict(result.template)["steps"] if step["name"].startswith("pick_"))

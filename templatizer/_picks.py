@@ -105,7 +105,9 @@ def _pick(
         return Pick(step, head, state, str(element[state]), state=True)
     for key in _identity_keys(element):
         value = _at(element, key)
-        if sum(1 for e in elements if same(_at(e, key), value)) != 1 or (n == 0 and value not in searched):
+        if sum(1 for e in elements if same(_at(e, key), value)) != 1 or (
+            n == 0 and not _partial(elements, key, searched)
+        ):
             continue
         named = next((name for name, v in inputs.items() if same(v, value)), None)
         if not all(_same_pick(base, n, key, run, value if named is None else run.inputs.get(named)) for run in runs):
@@ -130,6 +132,16 @@ def _searched(base: str, given: Mapping[str, JSON], inputs: Mapping[str, JSON]) 
         elif isinstance(leaf, str) and not leaf.startswith("@") and "{{" not in leaf:
             found.add(leaf)
     return found
+
+
+def _partial(elements: Sequence[JSON], key: str, searched: set[str]) -> bool:
+    """The first element's `key` is a searched term and another element's holds it too (`kettle-shop-staging`
+    beside `kettle-shop`): the search matches partly, so the exact match may come second in another world. A lone
+    result, or results that do not hold the term, are the match by the server's own choosing."""
+    value = _at(elements[0], key)
+    if not isinstance(value, str) or value not in searched:
+        return False
+    return any(isinstance(v := _at(e, key), str) and v != value and value in v for e in elements[1:])
 
 
 def _state_key(elements: Sequence[JSON], n: int) -> str | None:

@@ -155,3 +155,13 @@ def test_the_first_result_of_a_search_for_something_else_stays_the_first() -> No
     result = templatize([s.steps], name="t")
     assert result.picks == ()
     assert template_to_dict(result.template)["steps"][1]["input"]["site_id"] == "@get_projects_1[0].id"
+
+
+def test_the_lone_result_of_a_search_for_its_name_stays_the_first() -> None:
+    s = Session()
+    teams = [{"id": "4b7e5c1a-9d2f-4e3b-8a6c-1f0e9d8c7b6a", "name": "Web Platform"}]
+    s.call("list_teams", {"query": "Web Platform"}, teams)
+    s.call("create_issue", {"teamId": teams[0]["id"], "title": "Checkout 500s"}, {"id": 5})
+    result = templatize([s.steps], name="t")
+    assert result.picks == ()
+    assert template_to_dict(result.template)["steps"][1]["input"]["teamId"] == "@list_teams_1[0].id"

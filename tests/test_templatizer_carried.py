@@ -4,6 +4,7 @@ an element by (or the state that singles it out)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -11,6 +12,7 @@ from tests.recorded import Session
 from toolreel.core.model import JSON
 from toolreel.core.template_io import template_to_dict
 from toolreel.templatizer import TemplatizeResult, templatize
+from toolreel.templatizer._patterns import shape
 
 _JOBS = {
     "jobs": [
@@ -165,3 +167,18 @@ def test_the_lone_result_of_a_search_for_its_name_stays_the_first() -> None:
     result = templatize([s.steps], name="t")
     assert result.picks == ()
     assert template_to_dict(result.template)["steps"][1]["input"]["teamId"] == "@list_teams_1[0].id"
+
+
+def test_a_version_read_out_of_text_is_found_again_with_other_part_lengths() -> None:
+    pattern = shape("1.0.215")
+    assert re.fullmatch(pattern, "1.41.1") and re.fullmatch(pattern, "10.2.0")
+    assert shape("2026-11-24") == "[0-9]{4}-[0-9]{2}-[0-9]{2}"  # a date's parts keep their lengths
+
+
+def test_a_version_an_output_gave_is_read_from_it_inside_a_sentence() -> None:
+    s = Session()
+    s.call("get_package_info", {"package_name": "httpx"}, {"info": {"name": "httpx", "version": "0.28.1"}})
+    s.call("create_story", {"name": "Bump httpx to 0.28.1"}, {"id": 48290})
+    result = templatize([s.steps], name="t", inputs={"package": "httpx"})
+    name = template_to_dict(result.template)["steps"][1]["input"]["name"]
+    assert name == "Bump {{@input.package}} to {{@get_package_info_1.info.version}}"

@@ -11,7 +11,7 @@ import pytest
 from tests.recorded import Session
 from toolreel.core.model import JSON
 from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer import TemplatizeResult, templatize
+from toolreel.templatizer import TemplatizeResult, templatize, verify
 from toolreel.templatizer._patterns import shape
 
 _JOBS = {
@@ -182,3 +182,12 @@ def test_a_version_an_output_gave_is_read_from_it_inside_a_sentence() -> None:
     result = templatize([s.steps], name="t", inputs={"package": "httpx"})
     name = template_to_dict(result.template)["steps"][1]["input"]["name"]
     assert name == "Bump {{@input.package}} to {{@get_package_info_1.info.version}}"
+
+
+def test_a_name_picked_from_a_list_passes_the_generalization_check() -> None:
+    s = Session()
+    s.call("list_members", {}, _MEMBERS)
+    s.call("create_story", {"name": "Gift notes", "owner_ids": ["45e2abed-35eb-4e32-8c8e-4ddb0b970c7f"]}, {"id": 7})
+    result = saved(s)
+    checked = verify(result, [s.steps])
+    assert checked.verified and checked.generalization == ()

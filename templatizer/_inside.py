@@ -9,6 +9,7 @@ from typing import Final
 
 from toolreel.templatizer._evidence import Judgement, is_query, is_statement
 from toolreel.templatizer._inputs import Unexplained
+from toolreel.templatizer._pieces import occurrences
 
 __all__ = [
     "PART_MIN",
@@ -196,15 +197,7 @@ PART_MIN: Final = 3  # a shorter number inside a sentence is too likely to be ch
 
 
 def holds_word(text: str, part: str) -> bool:
-    start = text.find(part)
-    while start >= 0:
-        end = start + len(part)
-        left = start == 0 or not (text[start - 1].isalnum() and part[0].isalnum())
-        right = end == len(text) or not (text[end].isalnum() and part[-1].isalnum())
-        if left and right:
-            return True
-        start = text.find(part, start + 1)
-    return False
+    return any(left and right for _, left, right in occurrences(text, part))
 
 
 def path_roots(values: Sequence[str], made: Collection[str] = ()) -> dict[str, list[str]]:

@@ -5,14 +5,14 @@ and every literal fragment escaped."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, NamedTuple
 
 from toolreel.core.model import JSON
 from toolreel.core.refs import escape_literal
 from toolreel.templatizer._result import HIGH
 
-__all__ = ["Piece", "bounded_finds", "interpolate", "literal", "non_overlapping", "note_after"]
+__all__ = ["Piece", "bounded_finds", "interpolate", "literal", "non_overlapping", "note_after", "occurrences"]
 
 _OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
 
@@ -104,3 +104,15 @@ def interpolate(text: str, pieces: Sequence[Piece]) -> str:
     written = "".join(out)
     # A leading `@@` is the escape of a literal `@`: a literal that starts with `@@` needs one more.
     return "@" + written if text.startswith("@@") and (not pieces or min(p.start for p in pieces) > 0) else written
+
+
+def occurrences(text: str, value: str) -> Iterator[tuple[int, bool, bool]]:
+    """Each place `value` stands in `text`: (start, whether its left side is a word boundary, whether its right
+    side is). A boundary on both sides is the value itself; on one side, the value glued to a word."""
+    start = text.find(value)
+    while start >= 0:
+        end = start + len(value)
+        left = start == 0 or not (text[start - 1].isalnum() and value[0].isalnum())
+        right = end == len(text) or not (text[end].isalnum() and value[-1].isalnum())
+        yield start, left, right
+        start = text.find(value, start + 1)

@@ -83,9 +83,13 @@ def likely_inputs(
     judged: dict[tuple[str, str], Judgement] = {}
     stayed: list[StayedLiteral] = []
     texts_by_step = _texts_by_step(literals)
+    weighed = {
+        key: _in_context(_read(_judge(uses, schemas or {}), uses, words), uses, texts_by_step)
+        for key, uses in by_value.items()
+    }
+    weighed.update(_records(weighed, by_value))
     for key, uses in list(by_value.items()):
-        judged_alone = _read(_judge(uses, schemas or {}), uses, words)
-        judgement = _in_context(judged_alone, uses, texts_by_step)
+        judgement = weighed[key]
         if judgement.score < THIN:
             del by_value[key]
             if judgement.score >= _LOOKED_VARIABLE or judgement.reasons[0].startswith("the tool"):
@@ -123,6 +127,34 @@ def likely_inputs(
         name = names.fresh(snake(last_key(named_by.named) or "value"))
         found.append(_likely(name, uses[0].value, uses, _why(uses, judgement), ticked=judgement.chosen))
     return found, stayed
+
+
+def _records(
+    weighed: Mapping[tuple[str, str], Judgement], by_value: Mapping[tuple[str, str], Sequence[Unexplained]]
+) -> dict[tuple[str, str], Judgement]:
+    """The other text fields of a record the user gave: an object of a call's arguments (an address, a contact)
+    at least three of whose text fields, and at least half, are chosen. Its short codes and numbers-as-text
+    (`state: "CA"`, `zip: "94104"`) are the user's too, whatever they look like alone."""
+    fields: dict[tuple[str, Keys], list[tuple[str, str]]] = {}
+    for key, uses in by_value.items():
+        for lit in uses:
+            if key[0] == "str" and not lit.flag and len(lit.keys) >= 2 and isinstance(lit.keys[-1], str):
+                fields.setdefault((lit.step, lit.keys[:-1]), []).append(key)
+    raised: dict[tuple[str, str], Judgement] = {}
+    for (step, at), members in fields.items():
+        chosen = [key for key in members if weighed[key].chosen]
+        if len(chosen) < _RECORD_CHOSEN or 2 * len(chosen) < len(members):
+            continue
+        why = (
+            f"a field of the record {json_path(at)} of {step}, {len(chosen)} of whose {len(members)} fields are chosen"
+        )
+        for key in members:
+            if not weighed[key].chosen:
+                raised[key] = Judgement(CHOSEN, (*weighed[key].reasons, why))
+    return raised
+
+
+_RECORD_CHOSEN: Final = 3
 
 
 _LOOKED_VARIABLE: Final = 0.25  # below THIN but above this: the summary says why it stayed literal

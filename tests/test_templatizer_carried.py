@@ -191,3 +191,18 @@ def test_a_name_picked_from_a_list_passes_the_generalization_check() -> None:
     result = saved(s)
     checked = verify(result, [s.steps])
     assert checked.verified and checked.generalization == ()
+
+
+def test_the_short_fields_of_an_address_the_user_gave_are_inputs_too() -> None:
+    s = Session()
+    to = {"name": "Ada Brooks", "street1": "417 Montgomery St", "city": "San Francisco", "state": "CA", "zip": "94104"}
+    s.call("create_shipment", {"to_address": to, "parcel": {"weight": 32}}, {"id": "shp_2698e789ea369a39c6"})
+    values = set(ticked(templatize([s.steps], name="t")).values())
+    assert {"Ada Brooks", "417 Montgomery St", "San Francisco", "CA", "94104"} <= values
+
+
+def test_one_chosen_field_makes_no_record() -> None:
+    s = Session()
+    s.call("send", {"message": {"text": "Deploy of checkout-api is done", "format": "plain", "lang": "en"}}, "ok")
+    values = set(ticked(templatize([s.steps], name="t")).values())
+    assert not {"plain", "en"} & values

@@ -36,7 +36,15 @@ from toolreel.templatizer._candidates import (
 from toolreel.templatizer._index import Occurrence, OutputIndex
 from toolreel.templatizer._inputs import InputTable, Unexplained
 from toolreel.templatizer._lockstep import lockstep_piece, lockstep_ref
-from toolreel.templatizer._pieces import Piece, bounded_finds, interpolate, literal, non_overlapping, note_after
+from toolreel.templatizer._pieces import (
+    Piece,
+    bounded_finds,
+    interpolate,
+    literal,
+    non_overlapping,
+    note_after,
+    occurrences,
+)
 from toolreel.templatizer._result import HIGH, MEDIUM, Inference, InferenceKind
 from toolreel.templatizer._runs import Run
 from toolreel.templatizer._siblings import sibling_pieces
@@ -66,6 +74,7 @@ _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output
 # A piece this weak (a word, "33") becomes a ref only beside another piece of the same output.
 _BACKED_PIECE: Final = 0.3
 _ALIGNED_WORD: Final = 0.55  # a weaker string (`open`, `high`) is vocabulary, in many items by design
+_PIECE_MIN: Final = 3  # a number of fewer digits written twice is still too likely to be chance
 _ENTITY_KEY: Final = 0.9  # key similarity of `<entity>_id` to `id` in the output of a tool about <entity>
 
 
@@ -433,6 +442,19 @@ class StepInferrer:
             out.append(Cand(interpolate(value, chosen), "substring", min(p.score for p in chosen), why))
         return out
 
+    def _written_elsewhere(self, keys: Keys, texts: Sequence[str]) -> set[str]:
+        """The numbers among `texts` that another text argument of this call holds too, as a whole number."""
+        others = [
+            leaf for at, leaf in walk(self.record.resolved_input) if isinstance(leaf, str) and at != keys and leaf
+        ]
+        return {
+            text
+            for text in texts
+            if numeric_strength(text) is not None
+            and len(text) >= _PIECE_MIN
+            and any(any(left and right for _, left, right in occurrences(o, text)) for o in others)
+        }
+
     def _output_pieces(self, keys: Keys, value: str) -> tuple[list[Piece], list[str]]:
         found: list[tuple[int, int, str, list[tuple[str, Cand]]]] = []
         for start, end, text in self.index.substrings(value):
@@ -463,10 +485,13 @@ class StepInferrer:
             f"{value[start:end]!r} at [{start}:{end}] is {ref}, beside another field of the same record"
             for start, end, ref in siblings
         ]
+        twice = self._written_elsewhere(keys, [text for _, _, text, _ in found])
         for start, end, text, scored in found:
             if start in paired:
                 continue
             backers = {step for step, texts in by_step.items() if texts - {text}}
+            if text in twice:  # the same number written in two texts of this call: copied from one output
+                backers |= {step for step, _ in scored}
             best = max(backed(scored, backers, floor=_BACKED_PIECE), key=lambda c: c.key)
             # With several recordings a weak piece (`#311`) is kept as a candidate: only one that gives every
             # recording's text is ever applied (`_varying`), which chance does not do when the texts differ.

@@ -82,7 +82,7 @@ def likely_inputs(
         by_value.setdefault((type(literal.value).__name__, str(literal.value)), []).append(literal)
     judged: dict[tuple[str, str], Judgement] = {}
     stayed: list[StayedLiteral] = []
-    texts_by_step = _texts_by_step(literals)
+    texts_by_step = _texts_by_step([*literals, *built])  # a text built on outputs still carries a value
     weighed = {
         key: _in_context(_read(_judge(uses, schemas or {}), uses, words), uses, texts_by_step)
         for key, uses in by_value.items()

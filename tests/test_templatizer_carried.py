@@ -206,3 +206,25 @@ def test_one_chosen_field_makes_no_record() -> None:
     s.call("send", {"message": {"text": "Deploy of checkout-api is done", "format": "plain", "lang": "en"}}, "ok")
     values = set(ticked(templatize([s.steps], name="t")).values())
     assert not {"plain", "en"} & values
+
+
+def test_a_count_written_in_two_texts_of_one_call_is_read_from_the_output_that_gave_it() -> None:
+    s = Session()
+    nrql = "SELECT count(*) FROM TransactionError WHERE appName = 'checkout-api' SINCE 1 hour ago"
+    s.call("run_nrql_query", {"nrql": nrql}, {"results": [{"count": 482}]})
+    texts = {"subject": "checkout-api: 482 errors", "description": "New Relic counted 482 errors for checkout-api."}
+    s.call("create_ticket", texts, {"id": 91230})
+    first = templatize([s.steps], name="t")
+    assert "checkout-api" in ticked(first).values()  # the texts built on the count still carry the app's name
+    result = saved(s)
+    ticket = template_to_dict(result.template)["steps"][1]["input"]
+    name = next(iter(result.input_values))
+    assert ticket["subject"] == f"{{{{@input.{name}}}}}: {{{{@run_nrql_query_1.results[0].count}}}} errors"
+
+
+def test_a_count_written_once_in_a_sentence_stays_as_written() -> None:
+    s = Session()
+    s.call("run_query", {"q": "errors"}, {"results": [{"count": 482}]})
+    s.call("create_ticket", {"subject": "482 errors", "description": "See the dashboard."}, {"id": 91230})
+    ticket = template_to_dict(templatize([s.steps], name="t").template)["steps"][1]["input"]
+    assert ticket["subject"] == "482 errors"

@@ -26,6 +26,7 @@ from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._patterns import fits, line_patterns, patterns
+from toolreel.templatizer._pieces import occurrences
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run
 from toolreel.templatizer._values import Keys, get_at, json_path, strength, walk
@@ -135,16 +136,11 @@ def _bounded(text: str, value: str) -> bool:
 
 def _position(text: str, value: str) -> int | None:
     glued: int | None = None
-    start = text.find(value)
-    while start >= 0:
-        end = start + len(value)
-        left = start == 0 or not (text[start - 1].isalnum() and value[0].isalnum())
-        right = end == len(text) or not (text[end].isalnum() and value[-1].isalnum())
+    for start, left, right in occurrences(text, value):
         if left and right:
             return start
         if (left or right) and glued is None:
             glued = start  # inside a token on one side (a date before its "T"): delimited() judges it
-        start = text.find(value, start + 1)
     return glued
 
 

@@ -209,6 +209,11 @@ def _changed_world(template: Template, inputs: Mapping[str, JSON], recording: Se
         spec = template.inputs.get(name)
         if spec is not None and spec.secret:
             fresh[name] = value
+        elif value in strong and strong.apply(value) == value:
+            # a name a server listed, kept as words in the changed outputs: the user names another element there,
+            # and the server lists that element under the new name (a world where the name is gone is no world)
+            fresh[name] = perturb_value(value)
+            strong.add(value, fresh[name], inside_text=False)
         elif value in strong:  # a server gave it before it was sent: in another world the server gives another
             fresh[name] = perturb_value(perturb_value(value))
         else:

@@ -9,20 +9,43 @@ hold in every one of them, and a value that differs between them becomes an inpu
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Final, NamedTuple, TypeGuard
+from typing import Final
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord
-from toolreel.core.refs import escape_literal, refs_in, resolve
+from toolreel.core.refs import refs_in, resolve
 from toolreel.core.secrets import REDACTED
+from toolreel.templatizer._candidates import (
+    CONFIRMABLE_PIECE,
+    NAMED_BY_TOOL,
+    Cand,
+    backed,
+    id_key,
+    in_version,
+    is_number,
+    item_of,
+    may_be_chosen,
+    names_entity,
+    occurrence_evidence,
+    uniqueness,
+    value_at,
+)
 from toolreel.templatizer._index import Occurrence, OutputIndex
 from toolreel.templatizer._inputs import InputTable, Unexplained
 from toolreel.templatizer._lockstep import lockstep_piece, lockstep_ref
-from toolreel.templatizer._result import HIGH, MEDIUM, Confidence, Inference, InferenceKind, confidence_of
+from toolreel.templatizer._pieces import (
+    Piece,
+    bounded_finds,
+    interpolate,
+    literal,
+    non_overlapping,
+    note_after,
+    occurrences,
+)
+from toolreel.templatizer._result import HIGH, MEDIUM, Inference, InferenceKind
 from toolreel.templatizer._runs import Run
 from toolreel.templatizer._siblings import sibling_pieces
 from toolreel.templatizer._values import (
@@ -43,47 +66,16 @@ from toolreel.templatizer._values import (
     walk,
 )
 
-_OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
+__all__ = ["StepInferrer", "StepResult"]
+
 _NAMED_MIN: Final = 3  # a named input is found inside strings from this length on
 _NAMED_NUMBER_MIN: Final = 2
 _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output only under a matching key name
 # A piece this weak (a word, "33") becomes a ref only beside another piece of the same output.
 _BACKED_PIECE: Final = 0.3
 _ALIGNED_WORD: Final = 0.55  # a weaker string (`open`, `high`) is vocabulary, in many items by design
+_PIECE_MIN: Final = 3  # a number of fewer digits written twice is still too likely to be chance
 _ENTITY_KEY: Final = 0.9  # key similarity of `<entity>_id` to `id` in the output of a tool about <entity>
-_ENTITY_TOKENS: Final = frozenset({"id", "ids", "number", "key", "uuid", "gid"})
-_PRIORITY: Final[dict[str, int]] = {"exact": 3, "subtree": 3, "confirmed": 3, "substring": 2, "input": 2, "coerced": 1}
-
-
-@dataclass(frozen=True, slots=True)
-class _Cand:
-    value: str  # what the template holds: a ref or a string with placeholders
-    kind: InferenceKind
-    score: float
-    evidence: str | Callable[[], str]  # a callable: written only for the candidates that are reported
-    rank: tuple[float, ...] = ()
-
-    @property
-    def why(self) -> str:
-        return self.evidence if isinstance(self.evidence, str) else self.evidence()
-
-    @property
-    def confidence(self) -> Confidence:
-        return confidence_of(self.score)
-
-    @property
-    def key(self) -> tuple[float, ...]:
-        """Best first (sorted in reverse): score, then a produced whole value over pieces, then rank."""
-        return (self.score, _PRIORITY.get(self.kind, 0), *self.rank)
-
-
-class _Piece(NamedTuple):
-    """A part `[start:end]` of a string that becomes `{{ref}}`."""
-
-    start: int
-    end: int
-    ref: str
-    score: float
 
 
 @dataclass
@@ -122,7 +114,7 @@ class StepInferrer:
 
     def _node(self, keys: Keys, value: JSON, written: JSON) -> JSON:
         if isinstance(written, str) and not same(written, value) and refs_in(written):
-            return self._apply(keys, _Cand(written, "explicit", 1.0, "written as a ref by the agent"))
+            return self._apply(keys, Cand(written, "explicit", 1.0, "written as a ref by the agent"))
         if isinstance(value, str) and REDACTED in value and value != REDACTED:
             return self._partial_secret(keys, value)
         if json_path(keys) in self.redacted or value == REDACTED:
@@ -156,13 +148,13 @@ class StepInferrer:
         chosen = self._decide(keys, value, cands, per_run, allow_input=True)
         tool = f"{self.record.server}__{self.record.tool}" if self.record.server else self.record.tool or ""
         if chosen is not None:
-            note = _note_after(value, chosen) if isinstance(value, str) and isinstance(chosen, str) else None
+            note = note_after(value, chosen) if isinstance(value, str) and isinstance(chosen, str) else None
             if note is not None:  # `Call with {{first}} {{last}}: <note>`: the note may be the user's
                 self.result.literals.append(Unexplained(self.record.name, keys, note, tool))
             elif isinstance(value, str) and isinstance(chosen, str) and "{{" in chosen:  # a version inside may be
                 self.result.literals.append(Unexplained(self.record.name, keys, value, tool, built=True))
             return chosen
-        if _may_be_chosen(value, cands):
+        if may_be_chosen(value, cands):
             self.result.literals.append(Unexplained(self.record.name, keys, value, tool, self._list_size(keys)))
         return literal(value)
 
@@ -176,7 +168,7 @@ class StepInferrer:
     # ------------------------------------------------------------------ deciding
 
     def _decide(
-        self, keys: Keys, value: JSON, cands: list[_Cand], per_run: list[tuple[bool, JSON]], *, allow_input: bool
+        self, keys: Keys, value: JSON, cands: list[Cand], per_run: list[tuple[bool, JSON]], *, allow_input: bool
     ) -> JSON | None:
         """Apply the best candidate (or a new input when runs disagree); report medium ones; None: literal."""
         varies = any(found and not same(other, value) for found, other in per_run[1:])
@@ -196,31 +188,31 @@ class StepInferrer:
         return None
 
     def _varying(
-        self, keys: Keys, value: JSON, holding: list[_Cand], per_run: list[tuple[bool, JSON]], allow_input: bool
+        self, keys: Keys, value: JSON, holding: list[Cand], per_run: list[tuple[bool, JSON]], allow_input: bool
     ) -> JSON | None:
         confirmable = [c for c in holding if c.kind != "coerced" or c.value.startswith("{{")]
         if confirmable:
             best = max(confirmable, key=lambda c: c.key)
             runs = sum(1 for found, _ in per_run if found)
             evidence = f"{best.why}; holds in all {runs} recordings, whose values differ"
-            return self._apply(keys, _Cand(best.value, "confirmed", max(best.score, 0.95), evidence))
+            return self._apply(keys, Cand(best.value, "confirmed", max(best.score, 0.95), evidence))
         if not allow_input:
             return None
         lockstep = lockstep_ref(self.record.name, per_run, self.runs)
         if lockstep is not None:
-            return self._apply(keys, _Cand(lockstep[0], "confirmed", 0.95, lockstep[1]))
+            return self._apply(keys, Cand(lockstep[0], "confirmed", 0.95, lockstep[1]))
         piece = lockstep_piece(self.record.name, per_run, self.runs) if isinstance(value, str) else None
         if piece is not None:
             start, end, ref, why = piece
-            return self._apply(keys, _Cand(_interpolate(value, [_Piece(start, end, ref, 1.0)]), "confirmed", 0.95, why))
+            return self._apply(keys, Cand(interpolate(value, [Piece(start, end, ref, 1.0)]), "confirmed", 0.95, why))
         as_text = self.inputs.derived_as_text(per_run)
         if as_text is not None:  # the text of a number or boolean input: "{{@input.x}}" gives it back
             evidence = f"the text of input {as_text!r} in every recording"
-            return self._apply(keys, _Cand(f"{{{{@input.{as_text}}}}}", "input", 1.0, evidence))
+            return self._apply(keys, Cand(f"{{{{@input.{as_text}}}}}", "input", 1.0, evidence))
         name = self.inputs.derived(keys, per_run)
         shown = ", ".join(repr(v) for found, v in per_run if found)
         evidence = f"differs between recordings ({shown}) and no earlier output explains it"
-        return self._apply(keys, _Cand(f"@input.{name}", "input", 1.0, evidence))
+        return self._apply(keys, Cand(f"@input.{name}", "input", 1.0, evidence))
 
     def _holds(self, template_value: str, keys: Keys, per_run: list[tuple[bool, JSON]]) -> bool:
         """True unless some other recording, where the step has this argument, resolves it differently."""
@@ -242,11 +234,11 @@ class StepInferrer:
             out.append(get_at(record.resolved_input, keys) if record is not None else (False, None))
         return out
 
-    def _apply(self, keys: Keys, cand: _Cand) -> str:
+    def _apply(self, keys: Keys, cand: Cand) -> str:
         self.result.applied.append((keys, self._inference(keys, cand)))
         return cand.value
 
-    def _inference(self, keys: Keys, cand: _Cand) -> Inference:
+    def _inference(self, keys: Keys, cand: Cand) -> Inference:
         return Inference(
             step=self.record.name,
             input_path=json_path(keys),
@@ -264,9 +256,9 @@ class StepInferrer:
         if produced is not None:
             return self._apply(keys, produced)
         name = self.inputs.secret(keys, value if isinstance(value, str) else REDACTED)
-        return self._apply(keys, _Cand(f"@input.{name}", "secret", 1.0, "redacted when recorded: always an input"))
+        return self._apply(keys, Cand(f"@input.{name}", "secret", 1.0, "redacted when recorded: always an input"))
 
-    def _produced_secret(self, keys: Keys) -> _Cand | None:
+    def _produced_secret(self, keys: Keys) -> Cand | None:
         """A ref to the latest earlier output holding a redacted value under a matching key (a login's token
         passed on): the ref carries the value at replay time and is no secret itself."""
         key = last_key(keys)
@@ -288,37 +280,37 @@ class StepInferrer:
             f"output {json_path(occ.keys)} of step {occ.step} -> input {json_path(keys)}: a secret the step "
             f"produced (both redacted when recorded); key similarity {sim:.2f}"
         )
-        return _Cand(occ.ref, "exact", min(1.0, 0.7 + 0.3 * sim), evidence)
+        return Cand(occ.ref, "exact", min(1.0, 0.7 + 0.3 * sim), evidence)
 
     def _partial_secret(self, keys: Keys, value: str) -> JSON:
         """A string holding a redacted value: the secret becomes an input, high pieces around it refs."""
         name = self.inputs.secret(keys, REDACTED)
-        secrets: list[_Piece] = []
+        secrets: list[Piece] = []
         start = value.find(REDACTED)
         while start >= 0:
-            secrets.append(_Piece(start, start + len(REDACTED), f"@input.{name}", 2.0))
+            secrets.append(Piece(start, start + len(REDACTED), f"@input.{name}", 2.0))
             start = value.find(REDACTED, start + len(REDACTED))
         pieces, evidence = self._output_pieces(keys, value)
         pieces += self._input_pieces(value, derived=len(self.runs) > 1)
-        chosen = _non_overlapping(secrets + [p for p in pieces if p.score >= HIGH])
+        chosen = non_overlapping(secrets + [p for p in pieces if p.score >= HIGH])
         why = "; ".join(["holds a redacted value: always an input", *evidence])
-        return self._apply(keys, _Cand(_interpolate(value, chosen), "secret", 1.0, why))
+        return self._apply(keys, Cand(interpolate(value, chosen), "secret", 1.0, why))
 
-    def _named_exact(self, value: JSON) -> _Cand | None:
+    def _named_exact(self, value: JSON) -> Cand | None:
         if value is None:
             return None
         for name, named in self.inputs.named.items():
             if same(named, value):
-                return _Cand(f"@input.{name}", "input", 1.0, f"the value of input {name!r}")
+                return Cand(f"@input.{name}", "input", 1.0, f"the value of input {name!r}")
         if isinstance(value, str) and len(value) >= _NAMED_MIN:  # a number input passed as its text: "4521903"
             for name, named in self.inputs.named.items():
                 if number_text(named) == value:
-                    return _Cand(f"{{{{@input.{name}}}}}", "input", 1.0, f"the text of input {name!r}")
+                    return Cand(f"{{{{@input.{name}}}}}", "input", 1.0, f"the text of input {name!r}")
         return None
 
-    def _input_pieces(self, value: str, *, derived: bool) -> list[_Piece]:
+    def _input_pieces(self, value: str, *, derived: bool) -> list[Piece]:
         """Inputs found inside `value`: the named ones, and (several recordings) the derived ones."""
-        pieces: list[_Piece] = []
+        pieces: list[Piece] = []
         for name, known in self.inputs.values[0].items():
             if (name not in self.inputs.named and not derived) or self.inputs.specs[name].secret:
                 continue
@@ -326,12 +318,12 @@ class StepInferrer:
             # a number the user named (a threshold: `> 30`) is found from two digits on, as a whole word
             shortest = _NAMED_MIN if isinstance(known, str) or name not in self.inputs.named else _NAMED_NUMBER_MIN
             if text is not None and len(text) >= shortest:
-                pieces += [_Piece(s, e, f"@input.{name}", 1.0) for s, e in _bounded_finds(value, text)]
+                pieces += [Piece(s, e, f"@input.{name}", 1.0) for s, e in bounded_finds(value, text)]
         return pieces
 
     # ------------------------------------------------------------------ candidates from outputs
 
-    def _exact(self, keys: Keys, value: JSON) -> list[_Cand]:
+    def _exact(self, keys: Keys, value: JSON) -> list[Cand]:
         if value is None or isinstance(value, bool):
             return []
         # A cursor links only to a cursor: a cursor equal to anything else is chance.
@@ -342,8 +334,8 @@ class StepInferrer:
         weight = strength(value)
         scored = [(occ.step, self._scored(keys, occ, kind, weight, bucket.seen, occ.ref)) for occ in bucket.sample()]
         # Numbers only: a word such as `person` or `high` is vocabulary, shared by outputs and calls by design.
-        if _is_number(value) and bucket.seen <= 2 and not is_trivial(value):
-            return _backed(scored, self.backers, floor=0.0)
+        if is_number(value) and bucket.seen <= 2 and not is_trivial(value):
+            return backed(scored, self.backers, floor=0.0)
         return [cand for _, cand in scored]
 
     def _joint_sources(self, arguments: JSON) -> set[str]:
@@ -374,17 +366,17 @@ class StepInferrer:
                 continue  # a word such as `open` sits in many items by design
             bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
             for occ in bucket.sample():
-                home = _item_of(occ.keys)
+                home = item_of(occ.keys)
                 if home is not None:
                     found.setdefault((occ.step, home), set()).add(self.ids[keys])
         return {home: len(values) for home, values in found.items()}
 
     def _aligned(self, occ: Occurrence) -> int:
         """How many other arguments of this call come from the same list item as this occurrence."""
-        home = _item_of(occ.keys)
+        home = item_of(occ.keys)
         return self.homes.get((occ.step, home), 1) - 1 if home is not None else 0
 
-    def _coerced(self, keys: Keys, value: JSON) -> list[_Cand]:
+    def _coerced(self, keys: Keys, value: JSON) -> list[Cand]:
         if value is None or isinstance(value, bool) or is_trivial(value) or is_cursor_key(last_key(keys)):
             return []
         bucket = self.index.coerced(value)
@@ -398,10 +390,10 @@ class StepInferrer:
 
     def _scored(
         self, keys: Keys, occ: Occurrence, kind: InferenceKind, weight: float, places: int, ref: str, piece: float = 0.9
-    ) -> _Cand:
+    ) -> Cand:
         """`piece`: what a match inside a longer string is worth against a whole-value match."""
         sim = 1.0 if occ.cursor else key_similarity(last_key(keys), occ.key, occ.tool)
-        base = weight * _uniqueness(places, weight)
+        base = weight * uniqueness(places, weight)
         if kind == "coerced":
             # A number passed on as its text interpolates exactly (`{{@x}}`); text passed on as a number
             # has no ref syntax (a ref keeps the string type): only ever a reported candidate.
@@ -411,22 +403,22 @@ class StepInferrer:
         else:
             score = base + 0.25 * sim
         aligned = self._aligned(occ) if kind in ("exact", "coerced") else 0
-        if kind == "exact" and places == 1 and sim >= _NAMED_BY_TOOL and _id_key(occ.key):
+        if kind == "exact" and places == 1 and sim >= NAMED_BY_TOOL and id_key(occ.key):
             # `board_id: "42"` and the only `id` "42" is that of a board the boards' tool listed: not chance.
             score = max(score, HIGH)
         if aligned and weight >= _ALIGNED_WORD:
             score = max(score, HIGH) + 0.05  # beside values of the same item: that item, not an equal one
-        elif kind == "exact" and places == 1 and sim >= _ENTITY_KEY and _names_entity(last_key(keys)):
+        elif kind == "exact" and places == 1 and sim >= _ENTITY_KEY and names_entity(last_key(keys)):
             # `board_id` <- the `id` of a board listed by get_agile_boards, found nowhere else: the key names
             # the entity the producer lists, so even a short id ("42") is that entity, not chance.
             score = max(score, HIGH)
-        if is_trivial(_value_at(self.record.resolved_input, keys)) and kind != "subtree":
+        if is_trivial(value_at(self.record.resolved_input, keys)) and kind != "subtree":
             score = min(score, MEDIUM - 0.01)  # small numbers: only several recordings can confirm them
         indexes = sum(1 for key in occ.keys if isinstance(key, int))
-        evidence = partial(_evidence, occ, keys, kind, places, sim, aligned)
-        return _Cand(ref, kind, min(score, 1.0), evidence, rank=(aligned, -indexes, occ.order, -len(occ.keys)))
+        evidence = partial(occurrence_evidence, occ, keys, kind, places, sim, aligned)
+        return Cand(ref, kind, min(score, 1.0), evidence, rank=(aligned, -indexes, occ.order, -len(occ.keys)))
 
-    def _substrings(self, keys: Keys, value: str) -> list[_Cand]:
+    def _substrings(self, keys: Keys, value: str) -> list[Cand]:
         """The string with earlier outputs and inputs found inside it as `{{@ref}}` pieces.
 
         At most two candidates: with the high-confidence pieces only (applied if any is from an
@@ -434,7 +426,7 @@ class StepInferrer:
         """
         pieces, evidence = self._output_pieces(keys, value)
         pieces += self._input_pieces(value, derived=len(self.runs) > 1)
-        chosen = _non_overlapping(pieces)
+        chosen = non_overlapping(pieces)
         if not chosen:
             return []
         high = [p for p in chosen if p.score >= HIGH]
@@ -442,18 +434,31 @@ class StepInferrer:
         if from_inputs:
             evidence.append(f"contains the value of {', '.join(sorted(set(from_inputs)))}")
         why = "; ".join(evidence)
-        out: list[_Cand] = []
+        out: list[Cand] = []
         if high:
             kind: InferenceKind = "input" if all(p.ref.startswith("@input.") for p in high) else "substring"
-            out.append(_Cand(_interpolate(value, high), kind, min(p.score for p in high), why))
+            out.append(Cand(interpolate(value, high), kind, min(p.score for p in high), why))
         if len(high) < len(chosen):
-            out.append(_Cand(_interpolate(value, chosen), "substring", min(p.score for p in chosen), why))
+            out.append(Cand(interpolate(value, chosen), "substring", min(p.score for p in chosen), why))
         return out
 
-    def _output_pieces(self, keys: Keys, value: str) -> tuple[list[_Piece], list[str]]:
-        found: list[tuple[int, int, str, list[tuple[str, _Cand]]]] = []
+    def _written_elsewhere(self, keys: Keys, texts: Sequence[str]) -> set[str]:
+        """The numbers among `texts` that another text argument of this call holds too, as a whole number."""
+        others = [
+            leaf for at, leaf in walk(self.record.resolved_input) if isinstance(leaf, str) and at != keys and leaf
+        ]
+        return {
+            text
+            for text in texts
+            if numeric_strength(text) is not None
+            and len(text) >= _PIECE_MIN
+            and any(any(left and right for _, left, right in occurrences(o, text)) for o in others)
+        }
+
+    def _output_pieces(self, keys: Keys, value: str) -> tuple[list[Piece], list[str]]:
+        found: list[tuple[int, int, str, list[tuple[str, Cand]]]] = []
         for start, end, text in self.index.substrings(value):
-            if is_decimal(text) and _in_version(value, start, end):
+            if is_decimal(text) and in_version(value, start, end):
                 continue  # "5.7" inside "5.7.1" is a version, not an amount
             buckets = self.index.texts(text)
             places = sum(b.seen for b in buckets)
@@ -475,180 +480,22 @@ class StepInferrer:
         for _, _, text, scored in found:
             for step, _ in scored:
                 by_step.setdefault(step, set()).add(text)
-        pieces: list[_Piece] = [_Piece(start, end, ref, HIGH) for start, end, ref in siblings]
+        pieces: list[Piece] = [Piece(start, end, ref, HIGH) for start, end, ref in siblings]
         evidence: list[str] = [
             f"{value[start:end]!r} at [{start}:{end}] is {ref}, beside another field of the same record"
             for start, end, ref in siblings
         ]
+        twice = self._written_elsewhere(keys, [text for _, _, text, _ in found])
         for start, end, text, scored in found:
             if start in paired:
                 continue
             backers = {step for step, texts in by_step.items() if texts - {text}}
-            best = max(_backed(scored, backers, floor=_BACKED_PIECE), key=lambda c: c.key)
+            if text in twice:  # the same number written in two texts of this call: copied from one output
+                backers |= {step for step, _ in scored}
+            best = max(backed(scored, backers, floor=_BACKED_PIECE), key=lambda c: c.key)
             # With several recordings a weak piece (`#311`) is kept as a candidate: only one that gives every
             # recording's text is ever applied (`_varying`), which chance does not do when the texts differ.
-            if best.score >= (MEDIUM if len(self.runs) == 1 else _CONFIRMABLE_PIECE):
-                pieces.append(_Piece(start, end, best.value, best.score))
+            if best.score >= (MEDIUM if len(self.runs) == 1 else CONFIRMABLE_PIECE):
+                pieces.append(Piece(start, end, best.value, best.score))
                 evidence.append(f"{text!r} at [{start}:{end}] is {best.why}")
         return pieces, evidence
-
-
-# --------------------------------------------------------------------------- helpers
-
-_WHY: Final = {
-    "exact": "same value and type",
-    "subtree": "the same whole object/list",
-    "coerced": "same digits, different type (number vs string)",
-    "substring": "appears inside this string",
-}
-
-
-def _backed(scored: Sequence[tuple[str, _Cand]], backers: set[str], floor: float = MEDIUM) -> list[_Cand]:
-    """The candidates, those of a weak match (from `floor`) raised to high when its step is the source of
-    another match beside it: values of one output travel together (an order's id and its total `6.0`
-    side by side in a sentence, a city's temperature and humidity as two arguments), so the second
-    coincidence is not chance."""
-    out: list[_Cand] = []
-    for step, cand in scored:
-        if floor <= cand.score < HIGH and step in backers:
-            why = f"{cand.why}; backed by another value of step {step} passed on beside it"
-            cand = replace(cand, score=HIGH, evidence=why)
-        out.append(cand)
-    return out
-
-
-def _evidence(occ: Occurrence, keys: Keys, kind: str, places: int, sim: float, aligned: int = 0) -> str:
-    where = f"output {json_path(occ.keys)} of step {occ.step} -> input {json_path(keys)}"
-    beside = f"; the same list item gives {aligned} other argument(s) of this call" if aligned else ""
-    return f"{where}: {_WHY.get(kind, kind)}; {places} producing place(s); key similarity {sim:.2f}{beside}"
-
-
-_CONFIRMABLE_PIECE: Final = 0.2
-_NAMED_BY_TOOL: Final = 0.9  # key_similarity: `board_id` against `id` of a step whose tool names boards
-
-
-def _id_key(key: str | None) -> bool:
-    return key is not None and key_tokens(key)[-1:] in (("id",), ("key",), ("number",))
-
-
-def _item_of(keys: Keys) -> Keys | None:
-    """The path of the innermost list element holding `keys`; None outside any list."""
-    last = max((i for i, key in enumerate(keys) if isinstance(key, int)), default=-1)
-    return keys[: last + 1] if last >= 0 else None
-
-
-def _in_version(text: str, start: int, end: int) -> bool:
-    before, after = text[max(0, start - 2) : start], text[end : end + 2]
-    return (len(after) == 2 and after[0] == "." and after[1].isdigit()) or (
-        len(before) == 2 and before[1] == "." and before[0].isdigit()
-    )
-
-
-def _names_entity(key: str | None) -> bool:
-    """`board_id`, `issue_number`, `projectKey`: a key that names one entity by its identifier."""
-    tokens = key_tokens(key) if key else ()
-    return len(tokens) >= 2 and tokens[-1] in _ENTITY_TOKENS
-
-
-def _uniqueness(places: int, weight: float) -> float:
-    """A value produced in many places is weaker evidence; a strong value (an id) much less so."""
-    if weight >= 0.95 and places <= 10:
-        return 1.0  # a long id echoed by a few outputs (a user id as `owner_id`) is one entity, not chance
-    factor = 1.0 if places <= 2 else 0.9 if places <= 5 else 0.7 if places <= 10 else 0.4
-    return max(factor, 0.8) if weight >= 0.9 else factor
-
-
-def _may_be_chosen(value: JSON, cands: Sequence[_Cand]) -> TypeGuard[str | int | float]:
-    """A literal the user may have chosen: any non-trivial string; a number no earlier output holds at all
-    (a number some output holds is a weak ref at worst, never the user's own)."""
-    if is_trivial(value):
-        return False
-    return isinstance(value, str) or (_is_number(value) and not cands)
-
-
-def _is_number(value: JSON) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _value_at(value: JSON, keys: Keys) -> JSON:
-    return get_at(value, keys)[1]
-
-
-def literal(value: JSON) -> JSON:
-    """A recorded value written so that it resolves to itself (strings escaped at any depth)."""
-    if isinstance(value, str):
-        return escape_literal(value)
-    if isinstance(value, Mapping):
-        return {k: literal(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [literal(v) for v in value]
-    return value
-
-
-def _bounded_finds(text: str, needle: str) -> list[tuple[int, int]]:
-    found: list[tuple[int, int]] = []
-    start = text.find(needle)
-    while start >= 0:
-        end = start + len(needle)
-        cuts_left = start > 0 and text[start - 1].isalnum() and text[start].isalnum() and not _tag(text, start, needle)
-        cuts_right = end < len(text) and text[end - 1].isalnum() and text[end].isalnum() and not _day(text, end, needle)
-        if not cuts_left and not cuts_right and (start, end) != (0, len(text)):
-            found.append((start, end))
-        start = text.find(needle, start + 1)
-    return found
-
-
-def _day(text: str, end: int, needle: str) -> bool:
-    """`2026-10-01T00:00:00Z`: a date before the time of an ISO date-time, which is that day."""
-    return bool(_DAY_RE.match(needle)) and text[end : end + 1] == "T" and text[end + 1 : end + 2].isdigit()
-
-
-_DAY_RE: Final = re.compile(r"^\d{4}-\d\d-\d\d$")
-
-
-def _tag(text: str, start: int, needle: str) -> bool:
-    """`v2026.11.3`: a version after the `v` of a release tag, which is the version itself."""
-    return (
-        needle[:1].isdigit()
-        and needle.count(".") >= 2
-        and text[start - 1] in "vV"
-        and (start == 1 or not text[start - 2].isalnum())
-    )
-
-
-_NOTE_RE: Final = re.compile(r"\}\}:[ \t]+([^{}\n]*\S)$")
-
-
-def _note_after(value: str, written: str) -> str | None:
-    """The free text after a record named by refs and a colon (`Call with {{@c.first}} {{@c.last}}: renewal moves
-    to Q1`): a note written about that record, a candidate input of its own (weighed like any other)."""
-    match = _NOTE_RE.search(written)
-    if match is None or len(match.group(1).split()) < _NOTE_WORDS or not value.endswith(match.group(1)):
-        return None
-    return match.group(1)
-
-
-_NOTE_WORDS: Final = 2
-
-
-def _non_overlapping(pieces: list[_Piece]) -> list[_Piece]:
-    """High confidence first, then longest, then strongest; skip anything overlapping what is taken."""
-    taken: list[_Piece] = []
-    for piece in sorted(pieces, key=lambda p: (p.score >= HIGH, p.end - p.start, p.score), reverse=True):
-        if all(piece.end <= t.start or piece.start >= t.end for t in taken):
-            taken.append(piece)
-    return sorted(taken)
-
-
-def _interpolate(text: str, pieces: Sequence[_Piece]) -> str:
-    """`text` with each piece replaced by `{{ref}}` and every literal fragment escaped."""
-    out: list[str] = []
-    pos = 0
-    for start, end, ref, _ in sorted(pieces):
-        out.append(_OPEN_RE.sub(lambda m: m.group(0) + "@", text[pos:start]))
-        out.append("{{" + ref + "}}")
-        pos = end
-    out.append(_OPEN_RE.sub(lambda m: m.group(0) + "@", text[pos:]))
-    written = "".join(out)
-    # A leading `@@` is the escape of a literal `@`: a literal that starts with `@@` needs one more.
-    return "@" + written if text.startswith("@@") and (not pieces or min(p.start for p in pieces) > 0) else written

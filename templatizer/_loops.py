@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
@@ -23,6 +23,18 @@ from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_l
 from toolreel.core.template import InputSpec
 from toolreel.templatizer._affixes import around, built_around_item
 from toolreel.templatizer._conditions import join_texts
+from toolreel.templatizer._reftext import (
+    TOKEN_RE,
+    collapse,
+    index_of,
+    indexed_bases,
+    input_names,
+    rewrite,
+    strip_index,
+    strip_input,
+    substitute,
+    tokens,
+)
 from toolreel.templatizer._result import Loop, Unit, Unrolled
 from toolreel.templatizer._values import is_trivial, items_schema, same, strength
 
@@ -32,12 +44,9 @@ if TYPE_CHECKING:  # the inference imports the result types, which name the loop
 
 __all__ = ["Folded", "Loop", "Unit", "Unrolled", "fold_loops"]
 
-# A plain ref as it appears in a string (whole or inside `{{...}}`): dotted keys and `[n]` indexes.
-_TOKEN_RE: Final = re.compile(r"(?<![@\w])@[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*|\[-?\d+\])*")
 _INDEX_RE: Final = re.compile(r"\[(\d+)\]")
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBERED_RE: Final = re.compile(r"_\d+$")
-_OWN_ROOTS: Final = ("@item", "@index")
 _CANDIDATES: Final = 3  # generalized forms tried per family
 ZIP_CODE: Final = """export default function(input) {
   const keys = Object.keys(input);
@@ -103,7 +112,7 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
         got = folding.resolved(base, 0)
         return len(got) if isinstance(got, list) else None
 
-    whole = [u if (c := _collapse(u.input, recorded_length)) is u.input else replace(u, input=c) for u in folding.units]
+    whole = [u if (c := collapse(u.input, recorded_length)) is u.input else replace(u, input=c) for u in folding.units]
     taken = {u.name for u in whole} | {n for run in runs for n in run.steps} | {n for run in runs for n in run.outputs}
     whole = join_texts(whole, partial(_listed, folding), taken)
     notes = [note for unit in whole for note in _positional(unit, folding.loops)]
@@ -133,7 +142,7 @@ def _positional(unit: Unit, loops: Sequence[Loop]) -> list[Unrolled]:
         at = sorted(
             {
                 int(m.group(1))
-                for t in _tokens([unit.input, unit.for_each])
+                for t in tokens([unit.input, unit.for_each])
                 if (m := re.match(re.escape(head) + r"(\d+)\]", t))
             }
         )
@@ -147,7 +156,7 @@ def _walking(members: list[Unit]) -> list[Unit]:
     """The calls of a family that take elements of a list, when at least two do: a call of the same tool that
     takes no element (the `aws s3api list-objects-v2` whose output the `delete-object` calls walk) is no
     member of the loop."""
-    walking = [m for m in members if _bases(m.input)]
+    walking = [m for m in members if indexed_bases(m.input)]
     return walking if 2 <= len(walking) < len(members) else members
 
 
@@ -196,9 +205,9 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
         if unit.name == names[0]:
             out += added
         elif unit.name not in names:
-            walks = _rewrite(unit.for_each, rename) if unit.for_each is not None else None
+            walks = rewrite(unit.for_each, rename) if unit.for_each is not None else None
             counted = {f"@{name}": len(names)}.get
-            out.append(replace(unit, input=_collapse(_rewrite(unit.input, rename), counted), for_each=walks))
+            out.append(replace(unit, input=collapse(rewrite(unit.input, rename), counted), for_each=walks))
     folding.units = out
     loop = Loop(name, members[0].tool, walk.over, names, walk.why, walk.folded, walk.elements, tuple(folding.calls))
     folding.loops.append(loop)
@@ -245,7 +254,7 @@ def _marked(value: JSON, lists: Mapping[str, list[JSON]]) -> JSON:
         return {k: _marked(v, lists) for k, v in value.items()}
     if isinstance(value, list):
         return [_marked(v, lists) for v in value]
-    if is_trivial(value) or (isinstance(value, str) and _TOKEN_RE.search(value)):
+    if is_trivial(value) or (isinstance(value, str) and TOKEN_RE.search(value)):
         return value
     plain = unescape_literal(value) if isinstance(value, str) else value
     found = [(name, i) for name, items in lists.items() for i, item in enumerate(items) if same(item, plain)]
@@ -274,8 +283,8 @@ def _walkable(inputs: Sequence[JSON]) -> dict[str, list[int]]:
     found: dict[str, list[int | None]] = {}
     # A list every call walks is named by the first call or (when it took the element in step) the second:
     # looking no further keeps a family of n calls linear.
-    for base in dict.fromkeys(b for value in inputs[:2] for b in _bases(value)):
-        found[base] = [_index_of(value, base) for value in inputs]
+    for base in dict.fromkeys(b for value in inputs[:2] for b in indexed_bases(value)):
+        found[base] = [index_of(value, base) for value in inputs]
     # Anchors are lists every call walks, one distinct element each (not `@project[0]` taken by every call).
     complete = {b: at for b, at in found.items() if None not in at and len(set(at)) == len(at)}
     out: dict[str, list[int]] = {}
@@ -309,7 +318,7 @@ def _walk_over(members: Sequence[Unit], walked: Mapping[str, list[int]], folding
         value = member.input
         for base, at in walked.items():
             item = "@item" if single else f"@item.{keys[base]}"
-            value = _substitute(value, partial(_strip_index, base=base, n=at[i], item=item))
+            value = substitute(value, partial(strip_index, base=base, n=at[i], item=item))
         if not any(same(value, c) for c in candidates):
             candidates.append(value)
     elements = {base: folding.resolved(base, 0) for base in walked}
@@ -460,7 +469,7 @@ def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     """One input per call (`title`, `title_2`, ...): one list input walked by the loop."""
     if any(c != folding.calls[0] for c in folding.calls[1:]):
         return None  # per-call inputs in recordings with other numbers of calls: no names to line up
-    used = [_input_names(m.input) for m in members]
+    used = [input_names(m.input) for m in members]
     common = set.intersection(*used)
     varying = [u - common for u in used]
     if not all(len(v) == 1 for v in varying):
@@ -471,7 +480,7 @@ def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     if len(set(names)) != len(names) or any(folding.table.specs.get(n, InputSpec()).secret for n in names):
         return None  # a secret stays one secret input per place: a list of secrets would be typed at once
     pairs = zip(members, names, strict=True)
-    generalized = [_substitute(m.input, partial(_strip_input, name=n)) for m, n in pairs]
+    generalized = [substitute(m.input, partial(strip_input, name=n)) for m, n in pairs]
     if not all(same(generalized[0], g) for g in generalized[1:]):
         return None
     per_run: list[list[JSON]] = []
@@ -500,102 +509,7 @@ def _alone(members: Sequence[Unit], units: Sequence[Unit]) -> bool:
 
 
 def _used_elsewhere(names: set[str], members: Sequence[Unit], units: Sequence[Unit]) -> bool:
-    return any(_input_names([u.input, u.for_each]) & names for u in units if u not in members)
-
-
-# --------------------------------------------------------------------------- ref text
-
-
-def _tokens(value: JSON) -> list[str]:
-    if isinstance(value, str):
-        return _TOKEN_RE.findall(value)
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tokens(v)]
-    if isinstance(value, list):
-        return [t for v in value for t in _tokens(v)]
-    return []
-
-
-def _substitute(value: JSON, change: Callable[[str], str]) -> JSON:
-    if isinstance(value, str):
-        return _TOKEN_RE.sub(lambda m: change(m.group(0)), value)
-    if isinstance(value, dict):
-        return {k: _substitute(v, change) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, change) for v in value]
-    return value
-
-
-def _heads(token: str, prefix: str) -> bool:
-    """`token` is `prefix` or goes on from it with a path (`@a.b` heads `@a.b.c`, not `@a.bc`)."""
-    return token.startswith(prefix) and (len(token) == len(prefix) or token[len(prefix)] in ".[")
-
-
-def _bases(value: JSON) -> list[str]:
-    """Every `@step.path` that some ref of `value` indexes with a literal `[n]` (candidate lists to walk)."""
-    found: list[str] = []
-    for token in _tokens(value):
-        if token.split(".")[0].split("[")[0] in _OWN_ROOTS:
-            continue
-        found += [token[: m.start()] for m in _INDEX_RE.finditer(token)]
-    return list(dict.fromkeys(found))
-
-
-def _index_of(value: JSON, base: str) -> int | None:
-    """The one index by which `value` takes an element of `base`, or None (none, or several)."""
-    seen = {int(m.group(1)) for t in _tokens(value) if (m := re.match(re.escape(base) + r"\[(\d+)\]", t))}
-    return next(iter(seen)) if len(seen) == 1 else None
-
-
-def _strip_index(token: str, *, base: str, n: int, item: str) -> str:
-    head = f"{base}[{n}]"
-    return item + token[len(head) :] if _heads(token, head) else token
-
-
-def _strip_input(token: str, *, name: str) -> str:
-    head = f"@input.{name}"
-    return "@item" + token[len(head) :] if _heads(token, head) else token
-
-
-def _input_names(value: JSON) -> set[str]:
-    return {re.split(r"[.\[]", t[len("@input.") :])[0] for t in _tokens(value) if t.startswith("@input.")}
-
-
-def _rewrite(value: JSON, rename: Mapping[str, str]) -> Any:
-    def change(token: str) -> str:
-        root = re.split(r"[.\[]", token)[0][1:]
-        target = rename.get(root)
-        return target + token[len(root) + 1 :] if target is not None else token
-
-    return _substitute(value, change)
-
-
-def _collapse(value: JSON, length: Callable[[str], int | None]) -> JSON:
-    """A list of refs to every element of one list in order (`[@l[0].id, @l[1].id]`) becomes `@l[*].id`:
-    it then follows the list's length. `length(base)` is the list's length when recorded."""
-    # The value itself when nothing changes: copying every input of every step kept garbage-collector work
-    # growing faster than the recording.
-    if isinstance(value, dict):
-        changed = {k: c for k, v in value.items() if (c := _collapse(v, length)) is not v}
-        return {**value, **changed} if changed else value
-    if not isinstance(value, list) or not value:
-        return value
-    whole = _whole_walk(value, length)
-    if whole is not None:
-        return whole
-    items = [_collapse(v, length) for v in value]
-    return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
-
-
-def _whole_walk(value: list[JSON], length: Callable[[str], int | None]) -> str | None:
-    first = value[0] if len(value) >= 2 else None  # one element: "all of them" or "the first" is a guess
-    if not isinstance(first, str) or not _TOKEN_RE.fullmatch(first):
-        return None
-    for m in re.finditer(r"\[0\]", first):
-        base, rest = first[: m.start()], first[m.end() :]
-        if all(v == f"{base}[{i}]{rest}" for i, v in enumerate(value)) and length(base) == len(value):
-            return f"{base}[*]{rest}" if rest else base
-    return None
+    return any(input_names([u.input, u.for_each]) & names for u in units if u not in members)
 
 
 def _free(base: str, taken: set[str]) -> str:

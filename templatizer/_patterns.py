@@ -20,6 +20,8 @@ def shape(value: str) -> str:
         return r"-?[0-9]+(?:\.[0-9]+)?"
     if re.fullmatch(r"[0-9a-f]{7,64}", value) and any(c.isalpha() for c in value):
         return r"[0-9a-f]{7,64}"
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+){2,}", value):
+        return r"[0-9]+(?:\.[0-9]+){2,}"  # a version (`1.0.215`, `1.41.1`): each part's length varies, unlike a date's
     if re.fullmatch(r"[0-9:T+\-./ ]+", value) and sum(c.isdigit() for c in value) >= 4:
         return re.sub(r"[0-9]+", lambda m: rf"[0-9]{{{len(m.group(0))}}}", _escape(value))  # a date or a time
     if re.match(r"[a-z][a-z0-9+.-]*://", value) or value.startswith("/"):

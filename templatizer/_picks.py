@@ -4,14 +4,16 @@
 element has a name-like field whose value no other element shares, a `code` step picks the element by that
 value (or by the input whose value it is) and the ref reads from it: `@pick_triage.id`. It fails, naming
 what it looked for, where no element or several match: better than a side effect on the wrong one. The
-first element (`[0]`) stays positional: "the first result" is usually what was meant.
+first element (`[0]`) stays positional, "the first result" is usually what was meant, unless the call that
+listed the elements searched for that element's name (the exact match among partial ones).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
@@ -19,19 +21,19 @@ from toolreel.core.errors import RefError
 from toolreel.core.model import JSON
 from toolreel.core.refs import resolve
 from toolreel.core.template import Template
-from toolreel.templatizer._result import Pick
-from toolreel.templatizer._values import same
+from toolreel.templatizer._result import LikelyInput, Pick
+from toolreel.templatizer._values import same, snake, walk
 from toolreel.templatizer._views import drop_unread
 
 if TYPE_CHECKING:
     from toolreel.templatizer._result import Unit
     from toolreel.templatizer._runs import Run
 
-__all__ = ["PICK_CODE", "Pick", "drop_unused_picks", "pick_by_identity"]
+__all__ = ["PICK_CODE", "Pick", "drop_unused_picks", "pick_by_identity", "pick_inputs"]
 
 # A plain step ref indexing a list with a literal position from 1 on: `@step.a.b[4]` (then anything).
 _POSITIONAL_RE: Final = re.compile(
-    r"(?<![@\w])(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[([1-9]\d*)\]"
+    r"(?<![@\w])(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[(\d+)\]"
 )
 _NAME_KEYS: Final = ("name", "title", "slug", "key", "label", "login", "username", "handle", "email", "display_name")
 _INNER_KEYS: Final = ("name", "ref", "slug", "key")  # what names an object inside the element (`head.ref`)
@@ -55,17 +57,21 @@ def pick_by_identity(
     """The units with each positional element ref read from a pick step (added before its first user)."""
     taken = {u.name for u in units}
     picks: dict[str, Pick] = {}
+    users: dict[str, tuple[str, str]] = {}  # pick step -> (the list it picks from, the tool of its first user)
+    given = {u.name: u.input for u in units}  # each call's arguments as templatized so far
     out: list[Unit] = []
     for unit in units:
         heads = {m.group(0): (m.group(1), int(m.group(2))) for m in _POSITIONAL_RE.finditer(json.dumps(unit.input))}
         for head, (base, n) in heads.items():
-            if head not in picks and (pick := _pick(head, base, n, runs, inputs, taken)) is not None:
+            if head not in picks and (pick := _pick(head, base, n, runs, inputs, taken, given)) is not None:
                 taken.add(pick.step)
                 picks[head] = pick
+                users[pick.step] = (base, unit.tool)
                 out.append(_pick_unit(unit, pick, base))
         mine = {head: pick for head, pick in picks.items() if head in heads}
         out.append(replace(unit, input=_rewritten(unit.input, mine)) if mine else unit)
-    return out, list(picks.values())
+    walked = Counter(users.values())
+    return out, [replace(p, walked=walked[users[p.step]] >= 2) for p in picks.values()]
 
 
 def drop_unused_picks(template: Template, picks: Sequence[Pick]) -> tuple[Template, list[Pick]]:
@@ -77,7 +83,13 @@ def drop_unused_picks(template: Template, picks: Sequence[Pick]) -> tuple[Templa
 
 
 def _pick(
-    head: str, base: str, n: int, runs: Sequence[Run], inputs: Mapping[str, JSON], taken: set[str]
+    head: str,
+    base: str,
+    n: int,
+    runs: Sequence[Run],
+    inputs: Mapping[str, JSON],
+    taken: set[str],
+    given: Mapping[str, JSON],
 ) -> Pick | None:
     try:
         elements = resolve(base, runs[0].scope())
@@ -86,9 +98,16 @@ def _pick(
     if not isinstance(elements, list) or not n < len(elements) or not isinstance(elements[n], dict):
         return None
     element = elements[n]
+    searched = _searched(base, given, inputs) if n == 0 else set()
+    state = _state_key(elements, n) if n else None
+    if state is not None and all(_same_pick(base, n, state, run, element[state]) for run in runs):
+        step = _free(f"pick_{state}", taken)
+        return Pick(step, head, state, str(element[state]), state=True)
     for key in _identity_keys(element):
         value = _at(element, key)
-        if sum(1 for e in elements if same(_at(e, key), value)) != 1:
+        if sum(1 for e in elements if same(_at(e, key), value)) != 1 or (
+            n == 0 and not _partial(elements, key, searched)
+        ):
             continue
         named = next((name for name, v in inputs.items() if same(v, value)), None)
         if not all(_same_pick(base, n, key, run, value if named is None else run.inputs.get(named)) for run in runs):
@@ -97,6 +116,82 @@ def _pick(
         step = _free(f"pick_{slug}" if slug[0].isalpha() else f"pick_{key}", taken)
         return Pick(step, head, key, f"@input.{named}" if named is not None else str(value))
     return None
+
+
+def _searched(base: str, given: Mapping[str, JSON], inputs: Mapping[str, JSON]) -> set[str]:
+    """The texts the user gave the call that answered with the list (its search term: a literal or an input, not a
+    value read out of an earlier output): the first element is taken by its name only when the call searched
+    for that name (an exact match among partial ones), else the first result is what was meant."""
+    root = re.split(r"[.\[]", base[1:], maxsplit=1)[0]
+    callers = [name for name in given if root == name or root.startswith(name + "_")]
+    found: set[str] = set()
+    # the call itself, and the call whose text a view of rows (`<call>_rows`) read the list out of
+    for _, leaf in walk([given[name] for name in callers]):
+        if isinstance(leaf, str) and leaf.startswith("@input.") and isinstance(inputs.get(leaf[7:]), str):
+            found.add(str(inputs[leaf[7:]]))
+        elif isinstance(leaf, str) and not leaf.startswith("@") and "{{" not in leaf:
+            found.add(leaf)
+    return found
+
+
+def _partial(elements: Sequence[JSON], key: str, searched: set[str]) -> bool:
+    """The first element's `key` is a searched term and another element's holds it too (`kettle-shop-staging`
+    beside `kettle-shop`): the search matches partly, so the exact match may come second in another world. A lone
+    result, or results that do not hold the term, are the match by the server's own choosing."""
+    value = _at(elements[0], key)
+    if not isinstance(value, str) or value not in searched:
+        return False
+    return any(isinstance(v := _at(e, key), str) and v != value and value in v for e in elements[1:])
+
+
+def _state_key(elements: Sequence[JSON], n: int) -> str | None:
+    """A field that singles the element out by a state rather than a name: short lower-case tokens in every
+    element (`conclusion: "failure"`), the element's value its own, and the others' values repeating (two
+    `success` beside a `skipped`): the agent took the odd one out, a condition of the task, not a name."""
+    if len(elements) < 3 or not all(isinstance(e, dict) for e in elements):
+        return None
+    element = elements[n]
+    if not isinstance(element, dict):
+        return None
+    for key, value in element.items():
+        values = [e.get(key) if isinstance(e, dict) else None for e in elements]
+        if not all(isinstance(v, str) and _STATE_RE.match(v) for v in values):
+            continue
+        others = [v for i, v in enumerate(values) if i != n]
+        if value not in others and len(set(others)) < len(others):
+            return str(key)
+    return None
+
+
+_STATE_RE: Final = re.compile(r"^[a-z][a-z_-]{1,23}$")
+
+
+def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Collection[str]) -> list[LikelyInput]:
+    """The likely inputs with the value of each pick by a name no input gave: which member, list or schedule the
+    element is, the user's choice (a pick by a state is the task's own). A value already a likely input is
+    ticked there, with the pick as its evidence."""
+    out = list(likely)
+    names = set(taken) | {item.name for item in likely}
+    for pick in picks:
+        if pick.state or pick.value.startswith("@input."):
+            continue
+        why = f"the value {pick.step} picks the element by (its {pick.key}): which one it is, the user's choice"
+        if pick.walked:
+            why = (
+                f"{pick.step} picks one of several elements of a list that the same tool was called on: the elements"
+                " were walked, not named; proposed unticked"
+            )
+        at = next((i for i, item in enumerate(out) if same(item.value, pick.value)), None)
+        if at is not None:
+            if not pick.walked:
+                out[at] = replace(out[at], ticked=True, reason=f"{out[at].reason}; {why}")
+            continue
+        name = _free(snake(pick.key.split(".")[-1]), names)
+        names.add(name)
+        used_at = ((pick.step, "$.value"),)
+        item = LikelyInput(name=name, value=pick.value, type="string", used_at=used_at, reason=why)
+        out.append(replace(item, ticked=not pick.walked))
+    return out
 
 
 def _same_pick(base: str, n: int, key: str, run: Run, value: JSON) -> bool:

@@ -122,6 +122,8 @@ class Pick:
     replaces: str  # the positional ref head, `@list_1.items[4]`
     key: str
     value: str  # a literal value or `@input.x`
+    state: bool = False  # picked by a state the element alone has (a condition of the task), not by a name
+    walked: bool = False  # one of several elements of one list handed to the same tool: walked, not named
 
     @property
     def why(self) -> str:

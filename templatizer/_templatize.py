@@ -23,11 +23,13 @@ from toolreel.templatizer._capture import propose_captures
 from toolreel.templatizer._conditions import guard_on_state, guard_writes
 from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._index import OutputIndex
-from toolreel.templatizer._infer import StepInferrer, StepResult, literal
-from toolreel.templatizer._inputs import InputTable, Schemas, likely_inputs
+from toolreel.templatizer._infer import StepInferrer, StepResult
+from toolreel.templatizer._inputs import InputTable, Schemas
+from toolreel.templatizer._likely import likely_inputs
 from toolreel.templatizer._loops import Unit, fold_loops
 from toolreel.templatizer._order import Call, order_after
-from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity
+from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity, pick_inputs
+from toolreel.templatizer._pieces import literal
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._runs import Run, named_in_runs
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
@@ -111,6 +113,8 @@ def templatize(
         else ([], [])
     )
     likely = computed_elsewhere(likely, transforms)
+    if len(runs) == 1:
+        likely = pick_inputs(picks, likely, set(template.inputs))
     return TemplatizeResult(
         template=template,
         applied=tuple(inf for res in chosen for _, inf in res.applied) + transforms,

@@ -319,7 +319,12 @@ def numeric_strength(text: str) -> float | None:
         return strength(int(text))
     if is_decimal(text):
         return 0.9 if len(text.lstrip("-").rstrip("0")) >= MIN_DECIMAL else 0.55  # 5.7 yes; 2.0 hardly
+    if _VERSION_RE.fullmatch(text):
+        return 0.9  # `0.28.1`: three numbers in a row recur by chance no more than a decimal does
     return None
+
+
+_VERSION_RE: Final = re.compile(r"[0-9]+(?:\.[0-9]+){2,}")
 
 
 def scalar_text(value: JSON) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_templatizer import Session, applied, inputs_of
+from tests.recorded import Session, applied, inputs_of
 from toolreel.core.errors import TemplateError
 from toolreel.core.model import JSON
 from toolreel.core.refs import MappingScope, resolve

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.test_templatizer import Session
+from tests.recorded import Session
 from toolreel.core.sandbox import run_code
 from toolreel.templatizer import summary, templatize, verify
 from toolreel.templatizer._conditions import JOIN_CODE

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_templatizer import Session
+from tests.recorded import Session
 from toolreel.core.model import JSON
 from toolreel.core.sandbox import run_code
 from toolreel.templatizer import templatize, verify

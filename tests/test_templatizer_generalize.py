@@ -6,7 +6,7 @@ Each test builds a recording the way the recorder names steps and checks what a 
 
 from __future__ import annotations
 
-from tests.test_templatizer import Session, applied, inputs_of, reproduces
+from tests.recorded import Session, applied, inputs_of, reproduces
 from toolreel.core.model import JSON
 from toolreel.templatizer import TemplatizeResult, templatize
 

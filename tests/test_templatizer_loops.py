@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from tests.gw import Connected, call, fixture_entry, text_of, wait_until
 from tests.inproc import InProcessGateway, gateway_with_clients
-from tests.test_templatizer import Session
+from tests.recorded import Session
 from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepRecord, StepStatus
 from toolreel.core.secrets import REDACTED, Redactor
 from toolreel.core.store import open_store

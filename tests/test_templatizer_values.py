@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from tests.test_templatizer import Session, applied, inputs_of
+from tests.recorded import Session, applied, inputs_of
 from toolreel.core.model import JSON
 from toolreel.core.template import Template
 from toolreel.templatizer import TemplatizeResult, propose_fixes, summary, templatize, verify

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.test_templatizer import Session, inputs_of
+from tests.recorded import Session, inputs_of
 from toolreel.core.model import JSON
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.templatizer import TemplatizeResult, templatize

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_templatizer import Session
+from tests.recorded import Session
 from toolreel.core.model import JSON
 from toolreel.core.refs import MappingScope, resolve
 from toolreel.core.sandbox import run_code

@@ -1,0 +1,237 @@
+"""Values inside other values: a command line's flags, a query's values and bounds, a version in a sentence, an
+id in a URL, a name a selector or a sentence is built on, the directory several paths share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Final
+
+from toolreel.templatizer._evidence import Judgement, is_query, is_statement
+from toolreel.templatizer._inputs import Unexplained
+from toolreel.templatizer._pieces import occurrences
+
+__all__ = [
+    "PART_MIN",
+    "built_on_others",
+    "carried_value",
+    "command_flags",
+    "holds_word",
+    "inside_urls",
+    "path_roots",
+    "plain_word",
+    "query_values",
+    "versions_in_built",
+    "versions_inside",
+]
+
+
+# A command line for a CLI-wrapping tool (`aws s3api list-objects-v2 --bucket acme --prefix nightly/`).
+_COMMAND_RE: Final = re.compile(r"^[a-z][\w.-]*(?: [a-z][\w.-]*)* --[a-z]")
+_FLAG_RE: Final = re.compile(r"(?<!\S)--([a-z][\w-]*)(?:=| +)(?!-)(\"[^\"]*\"|'[^']*'|[^\s\"']+)")
+
+
+def command_flags(literal: Unexplained) -> list[Unexplained]:
+    """A command line stands for its flags' values: each is a candidate of its own under the flag's name (the
+    bucket, the prefix), and the command is built on the chosen ones, like a sentence."""
+    value = literal.value
+    if not isinstance(value, str) or "\n" in value or not _COMMAND_RE.match(value):
+        return [literal]
+    flags = [
+        Unexplained(
+            literal.step, literal.keys, m.group(2).strip("\"'"), literal.tool, flag=m.group(1), reads=literal.reads
+        )
+        for m in _FLAG_RE.finditer(value)
+    ]
+    return flags or [literal]
+
+
+# `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax).
+_QUERY_VALUE_RE: Final = re.compile(
+    r"(?<![\w.])([A-Za-z_][\w.]*)\s*(?::|=|==|~)\s*(?:\"([^\"]{2,60})\"|'([^']{2,60})'|([^\s\"'()\[\]{},:=]{2,60}))"
+)
+
+
+# A number an inequality compares with (`julianday(...) > 30`, `qty <= 5`, `age >= 18.5`): a threshold.
+_THRESHOLD_RE: Final = re.compile(
+    r"(?:([A-Za-z_][\w.]*)\)*|\))\s*(?:<=|>=|<|>)\s*[\"']?(\d{4}-\d\d-\d\d(?=T|[\"'\s)]|$)|-?\d+(?:\.\d+)?)"
+    r"(?:T[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?[\"']?"  # a date's time of day is how it is written: the date is the value
+    r"(?=\s*(?:$|[);,\]]|(?i:and|or|order|group|limit|having|unless)\b))"  # a whole side: not `0.5 * seats`
+)
+
+
+def query_values(literal: Unexplained) -> list[Unexplained]:
+    """The values a query selects by (`service.name:"checkout-api"`, `space = "ENG"`, `> 30`): each a candidate
+    of its own, named by its field and weighed without the query's description; the query stays literal around
+    the chosen ones, built on them. Plain lower-case words (`type:ticket`, `is:unresolved`) are the query's
+    vocabulary, left in it; in a statement (SQL) an unquoted right-hand side is a column, not a value; 0 and 1
+    compared with say "any" and "more than one", not a threshold."""
+    value = literal.value
+    if not isinstance(value, str) or not is_query(value):
+        return []
+    statement = is_statement(value)
+    out: list[Unexplained] = []
+    for match in _QUERY_VALUE_RE.finditer(value):
+        found = next(group for group in match.groups()[1:] if group is not None)
+        if plain_word(found) or found.isdigit() or found == value or " " in found:
+            continue
+        if statement and match.group(4) is not None:
+            continue
+        field = match.group(1).split(".")[-1]
+        out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+    for match in _THRESHOLD_RE.finditer(value):
+        found = match.group(2)
+        number: str | int | float = found if "-" in found[1:] else float(found) if "." in found else int(found)
+        if number not in (0, 1):
+            field = (match.group(1) or "threshold").split(".")[-1]
+            out.append(Unexplained(literal.step, literal.keys, number, literal.tool, flag=field, in_query=True))
+    return out
+
+
+def carried_value(value: str) -> bool:
+    """Specific enough that finding it inside another call's text is no chance: no plain word, no sentence."""
+    text = value.strip()
+    return len(text) >= PART_MIN and " " not in text and not plain_word(text) and not text.isdigit()
+
+
+def built_on_others(
+    by_value: Mapping[tuple[str, str], Sequence[Unexplained]], judged: Mapping[tuple[str, str], Judgement]
+) -> list[tuple[str, str]]:
+    """The sentences (text with a space) that hold another candidate's text as a whole word or words: a
+    number's text, or a chosen string of its own in a sentence of three words or more.
+
+    A name inside a two-word value ("Ada" in "Ada Lovelace") is often a value of its own: both stay."""
+    parts = [text for kind, text in by_value if kind != "str" and len(text) >= PART_MIN]
+    named = [
+        text
+        for (kind, text) in by_value
+        if kind == "str" and len(text) >= PART_MIN and judged[(kind, text)].chosen and not plain_word(text)
+    ]
+    out: list[tuple[str, str]] = []
+    for kind, text in by_value:
+        if kind != "str":
+            continue
+        if " " not in text.strip():
+            # a selector or a flag around a chosen value (`+orders_daily`, `--service=checkout`): built on it
+            if any(n != text and carried_value(n) and holds_word(text, n) and _affix_of(text, n) for n in named):
+                out.append((kind, text))
+            continue
+        sentence = len(text.split()) >= 3
+        holds = any(p != text and holds_word(text, p) for p in parts + (named if sentence else []))
+        if holds:
+            out.append((kind, text))
+    return out
+
+
+def _affix_of(text: str, value: str) -> bool:
+    """`text` is `value` with an operator or a flag around it (`+orders_daily`, `--service=checkout`), not a path
+    or a URL of its own whose other segments the user chose too (`/data/exports/q3-ledger.parquet`)."""
+    rest = text.replace(value, "", 1)
+    return len(rest) <= _AFFIX_MAX and "/" not in rest and not any(c.isspace() for c in rest)
+
+
+_AFFIX_MAX: Final = 16
+
+
+_VERSION_RE: Final = re.compile(r"(?<![\w.])[vV]?(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?)(?![\w.]*\w)")
+
+
+def versions_inside(
+    by_value: Mapping[tuple[str, str], Sequence[Unexplained]], produced: Callable[[str, str], bool]
+) -> list[tuple[tuple[str, str], str | None, Sequence[Unexplained]]]:
+    """Texts (a sentence, a JSON fragment) holding one version number (`x.y.z`): with the version when no earlier
+    output holds it (the user's), with None when one does (the text is read out of that output)."""
+    out: list[tuple[tuple[str, str], str | None, Sequence[Unexplained]]] = []
+    for (kind, text), uses in by_value.items():
+        if kind != "str" or not (" " in text.strip() or '"' in text):
+            continue
+        versions = {m.group(1) for m in _VERSION_RE.finditer(text)}
+        if len(versions) == 1:
+            version = versions.pop()
+            out.append(((kind, text), None if produced(version, uses[0].step) else version, uses))
+    return out
+
+
+def versions_in_built(
+    built: Sequence[Unexplained], produced: Callable[[str, str], bool]
+) -> list[tuple[str, list[Unexplained]]]:
+    """A version (`v2.14.0`, as written) inside a text that other parts of already come from outputs."""
+    out: dict[str, list[Unexplained]] = {}
+    for lit in built:
+        if not isinstance(lit.value, str):
+            continue
+        found = {m.group(0): m.group(1) for m in _VERSION_RE.finditer(lit.value)}
+        if len(found) == 1:
+            written, bare = next(iter(found.items()))
+            if not produced(bare, lit.step):
+                out.setdefault(written, []).append(lit)
+    return list(out.items())
+
+
+def inside_urls(by_value: Mapping[tuple[str, str], Sequence[Unexplained]]) -> list[tuple[str, str]]:
+    """Values that sit in another candidate's URL (an issue id in the issue's link): read out of that input,
+    not a second input that must agree with it."""
+    urls = [text for kind, text in by_value if kind == "str" and _URL_RE.match(text)]
+    return [
+        (kind, text)
+        for kind, text in by_value
+        if len(text) >= PART_MIN and any(url != text and holds_word(_url_path(url), text) for url in urls)
+    ]
+
+
+def _url_path(url: str) -> str:
+    """The part after the host: an id there names the resource; the host names where it lives."""
+    rest = url.split("://", 1)[-1]
+    return rest[rest.find("/") :] if "/" in rest else ""
+
+
+_URL_RE: Final = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
+
+
+def plain_word(text: str) -> bool:
+    """One lower-case word ("billing"): inside a sentence it is as likely a word of the sentence as a value."""
+    return (text.isalpha() and text.islower()) or "\n" in text
+
+
+PART_MIN: Final = 3  # a shorter number inside a sentence is too likely to be chance
+
+
+def holds_word(text: str, part: str) -> bool:
+    return any(left and right for _, left, right in occurrences(text, part))
+
+
+def path_roots(values: Sequence[str], made: Collection[str] = ()) -> dict[str, list[str]]:
+    """Directories shared by two or more absolute paths (at least two levels deep), by root.
+
+    A directory the session itself makes (`create_directory(".../logs")`) is not where the user works:
+    the root is then the folder it was made in."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for value in values:
+        parts = _segments(value)
+        if parts is not None and len(parts) >= 2:
+            groups.setdefault(parts[:2], []).append(value)
+    roots: dict[str, list[str]] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        common = _common_prefix([_segments(value) or () for value in members])
+        if "/" + "/".join(common) in made:
+            common = common[:-1]
+        if len(common) >= 2:
+            roots["/" + "/".join(common)] = members
+    return roots
+
+
+def _segments(value: str) -> tuple[str, ...] | None:
+    if not value.startswith("/") or "\n" in value or " " in value.strip():
+        return None
+    return tuple(part for part in value.split("/") if part)
+
+
+def _common_prefix(paths: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
+    first = paths[0]
+    size = min(len(p) for p in paths)
+    n = 0
+    while n < size and all(p[n] == first[n] for p in paths):
+        n += 1
+    return first[:n]

@@ -1,0 +1,118 @@
+"""Parts of a string: where a value sits inside a text (a whole word or number, a day in an ISO date-time, a
+version after a tag's `v`), a note after a record's name, and the text written back with `{{ref}}` placeholders
+and every literal fragment escaped."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Final, NamedTuple
+
+from toolreel.core.model import JSON
+from toolreel.core.refs import escape_literal
+from toolreel.templatizer._result import HIGH
+
+__all__ = ["Piece", "bounded_finds", "interpolate", "literal", "non_overlapping", "note_after", "occurrences"]
+
+_OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
+
+
+class Piece(NamedTuple):
+    """A part `[start:end]` of a string that becomes `{{ref}}`."""
+
+    start: int
+    end: int
+    ref: str
+    score: float
+
+
+def literal(value: JSON) -> JSON:
+    """A recorded value written so that it resolves to itself (strings escaped at any depth)."""
+    if isinstance(value, str):
+        return escape_literal(value)
+    if isinstance(value, Mapping):
+        return {k: literal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [literal(v) for v in value]
+    return value
+
+
+def bounded_finds(text: str, needle: str) -> list[tuple[int, int]]:
+    found: list[tuple[int, int]] = []
+    start = text.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        cuts_left = start > 0 and text[start - 1].isalnum() and text[start].isalnum() and not _tag(text, start, needle)
+        cuts_right = end < len(text) and text[end - 1].isalnum() and text[end].isalnum() and not _day(text, end, needle)
+        if not cuts_left and not cuts_right and (start, end) != (0, len(text)):
+            found.append((start, end))
+        start = text.find(needle, start + 1)
+    return found
+
+
+def _day(text: str, end: int, needle: str) -> bool:
+    """`2026-10-01T00:00:00Z`: a date before the time of an ISO date-time, which is that day."""
+    return bool(_DAY_RE.match(needle)) and text[end : end + 1] == "T" and text[end + 1 : end + 2].isdigit()
+
+
+_DAY_RE: Final = re.compile(r"^\d{4}-\d\d-\d\d$")
+
+
+def _tag(text: str, start: int, needle: str) -> bool:
+    """`v2026.11.3`: a version after the `v` of a release tag, which is the version itself."""
+    return (
+        needle[:1].isdigit()
+        and needle.count(".") >= 2
+        and text[start - 1] in "vV"
+        and (start == 1 or not text[start - 2].isalnum())
+    )
+
+
+_NOTE_RE: Final = re.compile(r"\}\}:[ \t]+([^{}\n]*\S)$")
+
+
+def note_after(value: str, written: str) -> str | None:
+    """The free text after a record named by refs and a colon (`Call with {{@c.first}} {{@c.last}}: renewal moves
+    to Q1`): a note written about that record, a candidate input of its own (weighed like any other)."""
+    match = _NOTE_RE.search(written)
+    if match is None or len(match.group(1).split()) < _NOTE_WORDS or not value.endswith(match.group(1)):
+        return None
+    return match.group(1)
+
+
+_NOTE_WORDS: Final = 2
+
+
+def non_overlapping(pieces: list[Piece]) -> list[Piece]:
+    """High confidence first, then longest, then strongest; skip anything overlapping what is taken."""
+    taken: list[Piece] = []
+    for piece in sorted(pieces, key=lambda p: (p.score >= HIGH, p.end - p.start, p.score), reverse=True):
+        if all(piece.end <= t.start or piece.start >= t.end for t in taken):
+            taken.append(piece)
+    return sorted(taken)
+
+
+def interpolate(text: str, pieces: Sequence[Piece]) -> str:
+    """`text` with each piece replaced by `{{ref}}` and every literal fragment escaped."""
+    out: list[str] = []
+    pos = 0
+    for start, end, ref, _ in sorted(pieces):
+        out.append(_OPEN_RE.sub(lambda m: m.group(0) + "@", text[pos:start]))
+        out.append("{{" + ref + "}}")
+        pos = end
+    out.append(_OPEN_RE.sub(lambda m: m.group(0) + "@", text[pos:]))
+    written = "".join(out)
+    # A leading `@@` is the escape of a literal `@`: a literal that starts with `@@` needs one more.
+    return "@" + written if text.startswith("@@") and (not pieces or min(p.start for p in pieces) > 0) else written
+
+
+def occurrences(text: str, value: str) -> Iterator[tuple[int, bool, bool]]:
+    """Each place `value` stands in `text`: (start, whether its left side is a word boundary, whether its right
+    side is). A boundary on both sides is the value itself; on one side, the value glued to a word."""
+    start = text.find(value)
+    while start >= 0:
+        end = start + len(value)
+        left = start == 0 or not (text[start - 1].isalnum() and value[0].isalnum())
+        right = end == len(text) or not (text[end].isalnum() and value[-1].isalnum())
+        yield start, left, right
+        start = text.find(value, start + 1)

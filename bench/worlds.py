@@ -34,7 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _world_replay import Replay, input_schemas, map_inputs, read_only_tools, replay_in_world
 from templatize import ratio, score_inputs, template_refs
 
-from fixtures.recordings import BLIND_DIR, CORPUS_DIR, WORLDS2_DIR, WORLDS3_DIR, WORLDS4_DIR, WORLDS_DIR, CorpusEntry, load_entry
+from fixtures.recordings import (
+    BLIND_DIR,
+    CORPUS_DIR,
+    WORLDS2_DIR,
+    WORLDS3_DIR,
+    WORLDS4_DIR,
+    WORLDS_DIR,
+    CorpusEntry,
+    load_entry,
+)
 from toolreel.core.refs import refs_in
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer import TemplatizeResult, templatize, verify
@@ -370,7 +379,7 @@ def main() -> int:
         "--set",
         choices=("blind", "worlds", "worlds2", "worlds3", "worlds4", "tuned"),
         default="blind",
-        help="which sessions: blind (default), worlds, worlds2, worlds3, worlds4 (once blind, tuned now), tuned (with a world2)",
+        help="which sessions: blind (default), worlds, worlds2-4 (once blind, tuned now), tuned (with a world2)",
     )
     parser.add_argument("--only", help="one session by name")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch and every wrong call")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fixtures._zygote import program_of
 
-__all__ = ["alive", "cmdline", "descendants", "kill_quietly"]
+__all__ = ["alive", "cmdline", "descendants", "kill_quietly", "program_pid"]
 
 
 def descendants(pid: int) -> list[int]:
@@ -25,6 +25,11 @@ def descendants(pid: int) -> list[int]:
                 found.append(kid)
                 todo.append(kid)
     return found
+
+
+def program_pid(pid: int) -> int:
+    """The pid the program started as `pid` runs under: its own, or, for a zygote launcher, its program's."""
+    return program_of(pid) or pid
 
 
 def _children(pid: int) -> list[int]:

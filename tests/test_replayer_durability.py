@@ -24,6 +24,7 @@ from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
 from tests import pg
 from tests.callers import fixture_env, harness, saved, wait_until
+from tests.procs import program_pid
 from toolreel.core.caller import ToolCall
 from toolreel.core.model import Execution, ExecutionQuery, ExecutionStatus, StepKind, StepRecord, StepStatus
 from toolreel.core.store import Store, open_store
@@ -229,8 +230,8 @@ async def test_a_second_worker_takes_over_at_once_when_the_first_dies(tmp_path: 
     ):
         await wait_until(lambda: "c2" in finished_steps(store, execution_id), timeout=60)
         owner = store.get_execution(execution_id).claimed_by or ""
-        first, second = (a, b) if f":{a.pid}:" in owner else (b, a)
-        assert f":{first.pid}:" in owner
+        first, second = (a, b) if f":{program_pid(a.pid)}:" in owner else (b, a)
+        assert f":{program_pid(first.pid)}:" in owner
         done_at_kill = finished_steps(store, execution_id)
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)

@@ -175,14 +175,15 @@ async def _run_fresh(db: str, cwd: Path, *args: str, **env: str) -> tuple[int, d
 
 async def test_a_wrapped_server_session_replays_from_the_command_line_with_no_config(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    wrap = ["--name", "shop", "--", *launch_command([PYTHON, "-m", "fixtures.ids"])]
+    server = launch_command([PYTHON, "-m", "fixtures.ids"])
+    wrap = ["--name", "shop", "--", *server]
     async with stdio_gateway(wrap, gateway_env(db), answers=False) as gw:
         user = await _ok(gw, "create_user", {"name": "Ada Lovelace", "email": "ada@example.com"})
         await _ok(gw, "get_user", {"id": user["id"]})
         saved = await call(gw, "toolreel__save_template", {"name": "wrapped"})
         assert not saved.is_error, text_of(saved)
         servers = (saved.structured_content or {})["template"]["servers"]
-    assert servers == {"shop": {"command": PYTHON, "args": ["-m", "fixtures.ids"], "cwd": str(REPO)}}
+    assert servers == {"shop": {"command": server[0], "args": server[1:], "cwd": str(REPO)}}
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code, report, err = await _run_fresh(db, elsewhere, "wrapped", "-i", "name=Grace Hopper", "-i", "email=g@h.example")

@@ -28,9 +28,10 @@ _REEXPORTING_PACKAGES = ("mcp", "mcp.server", "mcp.client")
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["serve"]:  # the other commands start no upstream, and import only what they use
-        from toolreel.upstreams.prespawn import prespawn
+        with loading():
+            from toolreel.upstreams.prespawn import prespawn
 
-        prespawn(argv)
+            prespawn(argv)
         for name in _REEXPORTING_PACKAGES:
             _defer_package_init(name)
         _load_for_good("toolreel.gateway.serve")

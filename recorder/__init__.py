@@ -7,9 +7,9 @@ session; the gateway calls `begin` before forwarding and `end` with the result, 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from toolreel.core import faces
 from toolreel.core.store_hooks import add_open_hook
 from toolreel.recorder import _spool
 
@@ -56,10 +56,4 @@ _FACE = {
     "shares_recordings": "_shared",
 }
 
-
-def __getattr__(name: str) -> object:
-    if name not in _FACE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_FACE[name]}"), name)
-    globals()[name] = value  # once: later lookups find it directly
-    return value
+__getattr__ = faces.lazy_face(__name__, _FACE)

@@ -111,28 +111,19 @@ def test_executions_list_imports_the_store_and_nothing_it_does_not_use(tmp_path:
             )
         )
     code = f"""
-        import gc, json, sys
+        import contextlib, gc, io, json, sys
         sys.argv = ["toolreel", "executions", "list"]
         from toolreel.gateway.launch import main
-        try:
+        listing = io.StringIO()
+        with contextlib.redirect_stdout(listing), contextlib.suppress(SystemExit):
             main()
-        except SystemExit:
-            pass
         unused = {LIST_UNUSED!r}
         loaded = sorted(m for m in sys.modules if any(m == u or m.startswith(u + ".") for u in unused))
-        print(json.dumps([loaded, "toolreel.core.store" in sys.modules, gc.isenabled()]))
+        ids = [line.split()[0] for line in listing.getvalue().splitlines()]
+        print(json.dumps([ids, loaded, "toolreel.core.store" in sys.modules, gc.isenabled()]))
     """
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env={**os.environ, "TOOLREEL_DB": url},
-    )
-    *listing, last = done.stdout.strip().splitlines()
-    assert [line.split()[0] for line in listing] == ["listed-1"], done.stdout
-    loaded, store_loaded, collecting = json.loads(last)
+    ids, loaded, store_loaded, collecting = json.loads(_run_python(code, {"TOOLREEL_DB": url}))
+    assert ids == ["listed-1"]
     assert loaded == [], f"toolreel executions list imported {loaded[:8]}"
     assert store_loaded
     assert collecting, "the garbage collector stays off after the command's imports"

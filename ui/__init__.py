@@ -11,9 +11,9 @@ Every asset ships in `static/` (the vendored graph layout, `static/vendor/`, ref
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from toolreel.core import faces
 from toolreel.ui._backend import RunRequest, SaveRequest, StoreBackend, UiBackend, save_reviewed
 
 if TYPE_CHECKING:
@@ -36,10 +36,4 @@ __all__ = [
 # and its dry replay) while its servers start.
 _LATER = {"COOKIE": "_auth", "ui_app": "_app", "ui_authorized": "_auth"}
 
-
-def __getattr__(name: str) -> object:
-    if name not in _LATER:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_LATER[name]}"), name)
-    globals()[name] = value  # once: later lookups find it directly
-    return value
+__getattr__ = faces.lazy_face(__name__, _LATER)

@@ -20,10 +20,8 @@ from typing import IO, Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
-import httpx2
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientSession
-from mcp.client.sse import sse_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
@@ -45,9 +43,8 @@ from toolreel.upstreams.answers import HTTP_ABANDONED, SERVER_ERROR_META, Server
 from toolreel.upstreams.auth import SignInNeeded
 from toolreel.upstreams.config import ServerConfig
 from toolreel.upstreams.handshake import EraHistory, Greeting, greet, refused_handshake
-from toolreel.upstreams.http_transport import streamable_http, watched
 from toolreel.upstreams.param_headers import ParamHeaders
-from toolreel.upstreams.sign_in import sign_in_error, signed_in
+from toolreel.upstreams.sign_in import sign_in_error
 from toolreel.upstreams.stdio_upstream import ConnectionLost, FastLane, open_stdio_upstream
 
 # ServerErrorAnswer and SERVER_ERROR_META live in `answers`; named here too, where callers met them first.
@@ -437,17 +434,9 @@ class Upstream:
                 self._stderr.truncate()
                 process = prespawn.spawn(cfg, self._stderr)
             return open_stdio_upstream(process, lost, self._log_queued)
-        assert cfg.url is not None
-        if cfg.transport == "sse":
-            opened = sse_client(cfg.url, headers=dict(cfg.headers), timeout=10.0, sse_read_timeout=24 * 3600)
-        else:
-            client = httpx2.AsyncClient(
-                headers=dict(cfg.headers),
-                timeout=httpx2.Timeout(30.0, read=None),
-                auth=signed_in(cfg, self._needs_sign_in),
-            )
-            opened = streamable_http(cfg.url, client)
-        return watched(opened, lost)
+        from toolreel.upstreams.http_transport import open_http  # with the first HTTP server: httpx2 loads then
+
+        return open_http(cfg, lost, self._needs_sign_in)
 
     async def refresh(self, *kinds: str) -> None:
         """Re-read the upstream's lists (all, or the given kinds) and tell the bridge."""

@@ -5,9 +5,9 @@ throughput at 8 in flight, each round in fresh processes; a byte relay (bench/_r
 process alone costs on this machine; then gateway RSS with 5 idle upstreams and ready time against the slowest upstream.
 Prints everything, then the bars; exits 1 if a bar is missed. `--quick` for a short run, `--smoke` for a tiny one.
 `--baseline BIN` adds a second gateway, another build's `toolreel` script (`toolreel (baseline)`), measured side by
-side: a change's before and after in one run. `--only echo|get_current_time` measures that workload alone (no
-5-upstream part).
-Run: .venv/bin/python bench/proxy.py [--quick | --smoke] [--baseline PATH/bin/toolreel] [--only WORKLOAD]
+side: a change's before and after in one run (in the 5-upstream part too). `--only echo|get_current_time` measures
+that workload alone (no 5-upstream part); `--only ready` the 5-upstream part alone.
+Run: .venv/bin/python bench/proxy.py [--quick | --smoke] [--baseline PATH/bin/toolreel] [--only WORKLOAD|ready]
 """
 
 from __future__ import annotations
@@ -66,9 +66,10 @@ from mcp import types as mt
 P50_BARS = {"echo": 1.3, "get_current_time": 1.3}
 THROUGHPUT_BAR = 0.9
 RSS_BAR_MB = 80.0
-READY_BAR_S = 0.3
+READY_BAR_S = 0.25
 CALL_TIMEOUT = 60.0
 UPSTREAMS = ("everything", "filesystem", "memory", "time", "git")
+READY = "ready"  # --only ready: the 5-upstream part alone
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,7 @@ class Plan:
     warm: int
     ready_rounds: int
     baseline: str | None = None  # another build's `toolreel`, measured beside this one
-    only: str | None = None  # one workload's label; then no 5-upstream part
+    only: str | None = None  # one workload's label (then no 5-upstream part), or READY: the 5-upstream part alone
 
     @property
     def per_round(self) -> int:
@@ -293,6 +294,7 @@ class FiveUpstreams:
     direct: list[float] = field(default_factory=list)
     no_record: list[GatewayProbe] = field(default_factory=list)
     record: list[GatewayProbe] = field(default_factory=list)
+    baseline: list[GatewayProbe] = field(default_factory=list)  # --baseline's build, --no-record
 
 
 async def measure_five(plan: Plan, log: TextIO, settle: float) -> FiveUpstreams:
@@ -309,6 +311,9 @@ async def measure_five(plan: Plan, log: TextIO, settle: float) -> FiveUpstreams:
             lambda: _append(result.no_record, gateway_ready(no_record, UPSTREAMS, log, settle)),
             lambda: _append(result.record, gateway_ready(record, UPSTREAMS, log, settle)),
         ]
+        if plan.baseline:
+            baseline = Command((plan.baseline, "serve", "--no-record", "--config", str(config)))
+            steps.append(lambda: _append(result.baseline, gateway_ready(baseline, UPSTREAMS, log, settle)))
         for r in range(plan.ready_rounds):
             for step in rotated(steps, r):
                 await step()
@@ -325,7 +330,8 @@ def five_report(five: FiveUpstreams) -> tuple[str, float, float]:
     lines = [f"5 idle stdio upstreams ({', '.join(UPSTREAMS)}), median of {len(five.direct)} round(s)"]
     lines.append(f"  slowest upstream ready, all 5 spawned at once directly: {direct:.3f} s")
     figures: dict[str, tuple[float, float]] = {}
-    for label, probes in (("--no-record", five.no_record), ("recording on (SQLite)", five.record)):
+    labelled = [("--no-record", five.no_record), ("recording on (SQLite)", five.record)]
+    for label, probes in [*labelled, *([("(baseline) --no-record", five.baseline)] if five.baseline else [])]:
         ready = statistics.median(p.ready_s for p in probes)
         initialized = statistics.median(p.initialize_s for p in probes)
         rss = statistics.median(p.rss_mb for p in probes)
@@ -366,7 +372,7 @@ async def run(plan: Plan, settle: float) -> int:
         for work in (ECHO, GET_TIME):
             if plan.only in (None, work.label):
                 await run_workload(bars, work, plan, log)
-        if plan.only is None:
+        if plan.only in (None, READY):
             await run_five(bars, plan, log, settle)
     print(f"\n(server and gateway stderr: {log_path})")
     print(bars.report())
@@ -404,7 +410,9 @@ def parse(argv: list[str]) -> tuple[Plan, float]:
     parser.add_argument("--rounds", type=int, help="rounds, each in fresh processes (default 8)")
     parser.add_argument("--smoke", action="store_true", help="10 calls, 2 warm-up, 1 round: only that it runs")
     parser.add_argument("--baseline", help="another build's toolreel script, measured beside this one")
-    parser.add_argument("--only", choices=[ECHO.label, GET_TIME.label], help="this workload alone")
+    parser.add_argument(
+        "--only", choices=[ECHO.label, GET_TIME.label, READY], help="this workload alone, or the 5-upstream part"
+    )
     args = parser.parse_args(argv)
     extra = {"baseline": args.baseline, "only": args.only}
     if args.smoke:

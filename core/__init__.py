@@ -8,8 +8,9 @@ resolver), `core.secrets` (redaction), `core.template` / `core.template_io` / `c
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from toolreel.core import faces
 
 if TYPE_CHECKING:
     from toolreel.core.errors import ToolreelError
@@ -30,10 +31,4 @@ _FACE = {
     "ToolreelError": "errors",
 }
 
-
-def __getattr__(name: str) -> object:
-    if name not in _FACE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_FACE[name]}"), name)
-    globals()[name] = value  # once: later lookups find it directly
-    return value
+__getattr__ = faces.lazy_face(__name__, _FACE)

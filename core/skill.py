@@ -17,11 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
 from toolreel.core.errors import TemplateError
 from toolreel.core.template import InputSpec, StepSpec, Template, When
-from toolreel.core.template_io import dump_template_yaml
 
 __all__ = [
     "REEL_PREFIX",
@@ -129,6 +126,12 @@ def skill_name(template_name: str) -> str:
 
 def template_skill(template: Template, *, name: str | None = None) -> Skill:
     """The skill of `template`; `name` overrides the skill name (to keep names unique in one listing)."""
+    # here, not at the top: a gateway imports this module to serve skills, and without a saved template it
+    # never needs the template writer (and its schema validator) nor YAML
+    import yaml
+
+    from toolreel.core.template_io import dump_template_yaml
+
     name = name or skill_name(template.name)
     tool = reel_tool_name(template.name)
     frontmatter: dict[str, Any] = {

@@ -3,7 +3,8 @@
 `tools/call` takes a lean path (a server middleware that forwards raw dicts and never
 re-validates the upstream's result); lists, resources, prompts and completions use
 ordinary handlers. Each client connection is a `ClientLink`, the unit that recording,
-routing of server-to-client requests, and notifications are keyed on.
+routing of server-to-client requests, and notifications are keyed on; what the servers send
+unasked goes to the clients through `gateway.relay`.
 """
 
 from __future__ import annotations
@@ -21,17 +22,8 @@ from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus
-from mcp.shared.exceptions import MCPError, NoBackChannelError
-from mcp.shared.message import ServerMessageMetadata
-from mcp.shared.subscriptions import (
-    PromptsListChanged,
-    ResourcesListChanged,
-    ResourceUpdated,
-    ServerEvent,
-    ToolsListChanged,
-)
+from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -56,16 +48,16 @@ from toolreel.gateway.links import (
     era_result,
     link_key,
     require_capability,
-    send_quietly,
     span_attributes,
 )
 from toolreel.gateway.listen import Listen, UpstreamSubscriptions
 from toolreel.gateway.pinned import check_pinned
 from toolreel.gateway.questions import asking_through
+from toolreel.gateway.relay import ClientRelay
 from toolreel.gateway.search import unwrap
 from toolreel.gateway.skills import install as install_skills
 from toolreel.gateway.skills import is_local, read_skill_file, skill_resources
-from toolreel.upstreams.hub import ClientRouter, Hub, error_result
+from toolreel.upstreams.hub import Hub, error_result
 from toolreel.upstreams.upstream import START_TIMEOUT, AskFn, ServerErrorAnswer, Upstream
 
 __all__ = ["ClientLink", "Front", "GatewayServer", "ToolHook"]
@@ -82,12 +74,6 @@ in the text, else the text. A literal leading @ is written @@. Tool results carr
 _meta["toolreel/step"]. toolreel__status lists the steps so far; toolreel__save_template saves the session \
 as a reusable template."""
 
-_SERVER_REQUESTS: dict[str, tuple[Any, Any]] = {
-    "sampling/createMessage": (types.CreateMessageRequest, types.CreateMessageResult),
-    "elicitation/create": (types.ElicitRequest, types.ElicitResult),
-    "roots/list": (types.ListRootsRequest, types.ListRootsResult),
-}
-
 
 class GatewayServer(Server[Any]):
     """A low-level server that advertises list_changed for everything it forwards."""
@@ -102,20 +88,20 @@ class GatewayServer(Server[Any]):
         return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
-class Front(ClientRouter):
+class Front:
     def __init__(self, hub: Hub, *, hook: ToolHook | None = None, instructions: str | None = None) -> None:
         self.hub = hub
         self.hook = hook or ToolHook()
         self.links: dict[str, ClientLink] = {}
         self.bus = InMemorySubscriptionBus()
-        self._inflight: dict[Upstream, list[Call]] = {}  # by connection: a server's twin has its own
+        self.relay = ClientRelay(hub, self.links, self.bus)
         self.exchanges = Exchanges()
         self.subscriptions = UpstreamSubscriptions(hub)
         self._tg: anyio.abc.TaskGroup | None = None
         self._extra_instructions = instructions
         self.server = self._build_server()
         self.hook.forward = self.call_as_client
-        hub.router = self
+        hub.router = self.relay
 
     def _build_server(self) -> GatewayServer:
         server = GatewayServer(
@@ -154,7 +140,7 @@ class Front(ClientRouter):
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Own the task group that delivers notifications pushed outside any request."""
         async with anyio.create_task_group() as tg:
-            self._tg = tg
+            self._tg = self.relay.tg = tg
             task_status.started()
             while True:  # clients that went quiet without closing are let go even when no new one comes
                 await anyio.sleep(max(1.0, IDLE_GROUP_SECONDS / 10))
@@ -353,7 +339,7 @@ class Front(ClientRouter):
 
     async def _send_call(self, entry: Call, upstream: Upstream, forwarded: dict[str, Any]) -> dict[str, Any]:
         """One tools/call on one connection, known as in flight there (whom its questions and logs are for)."""
-        inflight = self._inflight.setdefault(upstream, [])
+        inflight = self.relay.inflight.setdefault(upstream, [])
         inflight.append(entry)
         try:
             result = await upstream.request(
@@ -409,7 +395,7 @@ class Front(ClientRouter):
                 return await exchange.ask(method, params)
             if session is None:
                 raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
-            return await self._ask_client(link, session, related, method, params)
+            return await self.relay.ask_client(link, session, related, method, params)
 
         return ask
 
@@ -525,104 +511,3 @@ class Front(ClientRouter):
             return await upstream.request(method, params, envelope=envelope, ask=ask)
         except UpstreamError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
-
-    # ClientRouter: upstream -> client ------------------------------------------------------
-    async def to_client(self, upstream: Upstream, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        call = self._caller_of(upstream)
-        if call is None:
-            link = self._latest_link()
-            if link is None or link.session is None:
-                raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
-            return await self._ask_client(link, link.session, None, method, params)
-        call.asking += 1
-        try:
-            if call.exchange is not None:
-                require_capability(call.link, method)
-                return await call.exchange.ask(method, params)
-            session = call.ctx.session if call.ctx is not None else call.link.session
-            if session is None:
-                raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
-            related = call.ctx.request_id if call.ctx is not None else None
-            return await self._ask_client(call.link, session, related, method, params)
-        finally:
-            call.asking -= 1
-
-    def _caller_of(self, upstream: Upstream) -> Call | None:
-        """The call a server-to-client request belongs to. The handshake era's wire does not say
-        (on stdio nothing links the two), so the oldest call to that server that is not already
-        waiting on a question gets it: exact with one caller at a time, and for handlers that
-        ask before anything else, in the order the calls were forwarded."""
-        inflight = self._inflight.get(upstream) or []
-        for call in inflight:
-            if call.asking == 0:
-                return call
-        return inflight[0] if inflight else None
-
-    async def _ask_client(
-        self, link: ClientLink, session: ServerSession, related: Any, method: str, params: dict[str, Any]
-    ) -> dict[str, Any]:
-        request_type, result_type = _SERVER_REQUESTS[method]
-        require_capability(link, method)
-        request = request_type.model_validate({"method": method, "params": params})
-        metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
-        try:
-            result = await session.send_request(request, result_type, metadata=metadata)
-        except NoBackChannelError:
-            raise MCPError(
-                code=types.INVALID_REQUEST,
-                message=f"the client's protocol version has no server-initiated requests; cannot forward {method}",
-            ) from None
-        dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return dumped
-
-    def _latest_link(self) -> ClientLink | None:
-        return max(self.links.values(), key=lambda link: link.last_active, default=None)
-
-    async def notify_clients(self, upstream: Upstream, method: str, params: dict[str, Any] | None) -> None:
-        try:
-            notification = types.server_notification_adapter.validate_python({"method": method, "params": params})
-        except ValueError:  # an upstream's malformed notification is dropped, not fatal
-            logger.warning("server %s sent a malformed %s; dropped", upstream.name, method)
-            return
-        if method == "notifications/resources/updated" and params is not None:
-            uri = self.hub.listed_uri(upstream, params.get("uri", ""))
-            if uri != params.get("uri"):  # a namespaced app or skill (upstreams.uris)
-                notification = types.server_notification_adapter.validate_python(
-                    {"method": method, "params": {**params, "uri": uri}}
-                )
-            await self.bus.publish(ResourceUpdated(uri=uri))
-            for link in [link for link in self.links.values() if uri in link.subscriptions and not link.modern]:
-                if link.session is not None:
-                    await send_quietly(link.session, notification)
-            return
-        call = self._caller_of(upstream)
-        channel = call.channel if call is not None else None
-        if channel is not None:
-            # on the call's own channel: its response stream over HTTP, the only one a
-            # stateless-era client has (and there only when it opted in to logs)
-            await send_quietly(channel.session, notification, related=channel.request_id)
-            return
-        for link in [call.link] if call is not None else list(self.links.values()):
-            if link.session is not None and not link.modern:
-                await send_quietly(link.session, notification)
-
-    def lists_changed(self, kinds: frozenset[str]) -> None:
-        if self._tg is not None:
-            self._tg.start_soon(self._announce, kinds)
-
-    async def _announce(self, kinds: frozenset[str]) -> None:
-        events: dict[str, ServerEvent] = {
-            "tools": ToolsListChanged(),
-            "resources": ResourcesListChanged(),
-            "prompts": PromptsListChanged(),
-        }
-        notifications = {
-            "tools": types.ToolListChangedNotification(),
-            "resources": types.ResourceListChangedNotification(),
-            "prompts": types.PromptListChangedNotification(),
-        }
-        for kind in sorted(kinds):
-            await self.bus.publish(events[kind])
-            for link in list(self.links.values()):
-                if link.session is not None and not link.modern:
-                    await send_quietly(link.session, notifications[kind])

@@ -9,12 +9,13 @@ does not load, it does not take from them.
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib.util
 import sys
 import types
 from collections.abc import Iterator
 from typing import Any
+
+from toolreel._loading import loading
 
 __all__ = ["main"]
 
@@ -27,15 +28,17 @@ _REEXPORTING_PACKAGES = ("mcp", "mcp.server", "mcp.client")
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["serve"]:  # the other commands start no upstream, and import only what they use
-        from toolreel.upstreams.prespawn import prespawn
+        with loading():
+            from toolreel.upstreams.prespawn import prespawn
 
-        prespawn(argv)
+            prespawn(argv)
         for name in _REEXPORTING_PACKAGES:
             _defer_package_init(name)
         _load_for_good("toolreel.gateway.serve")
     elif not argv or any(flag in argv for flag in _HELP_FLAGS):
         _load_help_renderer()
-    from toolreel.gateway.cli import main as run_cli
+    with loading():
+        from toolreel.gateway.cli import main as run_cli
 
     run_cli()
 
@@ -88,13 +91,8 @@ def _load_for_good(module: str) -> None:
     cyclic collections: everything it allocates lives as long as the process, so collecting
     finds nothing and costs about a sixth of the import. Frozen afterwards, those objects are
     not scanned again by the collections that serving triggers."""
-    gc.disable()
-    try:
-        with _validators_built_on_first_use():
-            __import__(module)
-    finally:
-        gc.freeze()
-        gc.enable()
+    with loading(), _validators_built_on_first_use():
+        __import__(module)
 
 
 def _defer_package_init(name: str) -> None:

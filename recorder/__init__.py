@@ -7,24 +7,19 @@ session; the gateway calls `begin` before forwarding and `end` with the result, 
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import anyio
-import anyio.abc
-
-from toolreel.core.errors import StoreError
+from toolreel.core import faces
 from toolreel.core.store_hooks import add_open_hook
 from toolreel.recorder import _spool
-from toolreel.recorder._rows import StepEntry
-from toolreel.recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
-from toolreel.recorder._shared import SharedRecordings, shares_recordings
-from toolreel.recorder._spool import journal_dir, pending_journals
-from toolreel.recorder._writer import StoreWriter, backlog_mark
 
 if TYPE_CHECKING:
-    from toolreel.core.store import Store
+    from toolreel.recorder._recorder import Recorder
+    from toolreel.recorder._rows import StepEntry
+    from toolreel.recorder._session import EXECUTION_META, STEP_META, LiveStep, RecordingSession
+    from toolreel.recorder._shared import SharedRecordings, shares_recordings
+    from toolreel.recorder._spool import journal_dir, pending_journals
+    from toolreel.recorder._writer import StoreWriter, backlog_mark
 
 __all__ = [
     "EXECUTION_META",
@@ -44,55 +39,21 @@ __all__ = [
 # Every opening of a store writes what a gateway that died had journaled and not saved.
 add_open_hook(_spool.recover)
 
+# The face's names load on first use (PEP 562): `toolreel executions list` (`recorder.cli`) needs the
+# open hook above, not the live recording machinery (anyio, the writer, the ref resolver).
+_FACE = {
+    "EXECUTION_META": "_session",
+    "STEP_META": "_session",
+    "LiveStep": "_session",
+    "Recorder": "_recorder",
+    "RecordingSession": "_session",
+    "SharedRecordings": "_shared",
+    "StepEntry": "_rows",
+    "StoreWriter": "_writer",
+    "backlog_mark": "_writer",
+    "journal_dir": "_spool",
+    "pending_journals": "_spool",
+    "shares_recordings": "_shared",
+}
 
-logger = logging.getLogger("toolreel.recorder")
-
-
-class Recorder:
-    def __init__(
-        self,
-        db: str | None = None,
-        *,
-        secret_values: Iterable[str] = (),
-        local_store: Callable[[], Awaitable[Store]] | None = None,
-    ) -> None:
-        values = list(secret_values)
-        _spool.know_secrets(values)
-        spool = None if local_store is not None else _spool.Spool(_spool.journal_dirs(db), values)
-        self.writer = StoreWriter(db, values, on_error=self._failed, local_store=local_store, spool=spool)
-        self.sessions: dict[str, RecordingSession] = {}
-        self.pending_errors: list[str] = []  # reported to the agent with its next result
-
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        await self.writer.run(task_status=task_status)
-
-    def session(self, key: str) -> RecordingSession:
-        session = self.sessions.get(key)
-        if session is None:
-            session = self.sessions[key] = RecordingSession(key, self.writer)
-        return session
-
-    def close_session(self, key: str) -> None:
-        """The client session is over: its bookkeeping (step names, outputs for refs) is released;
-        what it recorded is in the writer's hands already."""
-        session = self.sessions.pop(key, None)
-        if session is not None:
-            session.close()
-
-    def end(self, session: RecordingSession, live: LiveStep, result: Mapping[str, Any]) -> None:
-        """Close a step before its answer goes out: its entry is in the journal (`recorder._spool`)
-        when the agent reads the step's name, so a gateway killed right after answering loses nothing."""
-        try:
-            session.end(live, result)
-        except Exception:  # the step's bookkeeping failing must not fail the call it records
-            logger.exception("recording step %s failed", live.name)
-
-    def _failed(self, exc: StoreError) -> None:
-        if str(exc) == self.writer.failing:
-            return  # a failing write is said on every result while it lasts (`StoreWriter.failing`)
-        self.pending_errors.append(f"toolreel could not save the recording: {exc}")
-        del self.pending_errors[:-5]
-
-    def take_errors(self) -> list[str]:
-        errors, self.pending_errors = self.pending_errors, []
-        return errors
+__getattr__ = faces.lazy_face(__name__, _FACE)

@@ -29,6 +29,7 @@ SMOKE: Final = {
     "parallel.py": ["--calls", "2"],
     "profile_gateway.py": ["--calls", "20", "--top", "3"],
     "proxy.py": ["--smoke"],
+    "ready_cpu.py": ["--rounds", "1"],
     "tasks.py": ["--quick"],
     "record.py": ["--smoke"],
     "record_lean.py": ["--calls", "10", "--rounds", "1", "--warm", "10"],

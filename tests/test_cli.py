@@ -1,5 +1,6 @@
 """The `toolreel` command loads a package's commands only when one is named: `--version` and `--help`
-import neither the MCP SDK nor the store, and what `--help` lists unloaded is each command's own help."""
+import neither the MCP SDK nor the store, `executions list` imports the store and not the gateway, and
+what `--help` lists unloaded is each command's own help."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 import typer
@@ -16,6 +18,8 @@ import typer.main
 from typer.core import TyperGroup
 
 from toolreel._cli import LazyCommand
+from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus
+from toolreel.core.store import open_store
 from toolreel.gateway import cli
 
 # What the commands' packages import and `--version` / `--help` must not (pydantic is not one: Typer
@@ -23,6 +27,25 @@ from toolreel.gateway import cli
 HEAVY = ("mcp", "mcp_types", "sqlalchemy", "sqlmodel", "toolreel.replayer", "toolreel.upstreams")
 # What Typer's help renderer would import for Markdown help and pretty tracebacks, which toolreel uses neither of.
 HELP_UNUSED = ("markdown_it", "rich.markdown", "rich.traceback", "rich.pretty")
+# What `toolreel executions list` needs is the store and the recorder's open hook (`recorder._spool`):
+# not the gateway and its SDK, the live recording machinery, the templatizer or the replayer.
+LIST_UNUSED = (
+    "mcp",
+    "mcp_types",
+    "httpx",
+    "rich",
+    "jsonpath_ng",
+    "uvicorn",
+    "starlette",
+    "anyio",
+    "toolreel.upstreams",
+    "toolreel.replayer",
+    "toolreel.templatizer",
+    "toolreel.ui",
+    "toolreel.recorder._recorder",
+    "toolreel.recorder._session",
+    "toolreel.recorder._writer",
+)
 
 
 def _first_paragraph(text: str | None) -> str:
@@ -72,6 +95,38 @@ def test_version_and_help_import_no_package_of_commands(argv: list[str]) -> None
     )
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert loaded == [], f"toolreel {' '.join(argv)} imported {loaded[:8]}"
+
+
+@pytest.mark.slow
+def test_executions_list_imports_the_store_and_nothing_it_does_not_use(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'list.db'}"
+    with open_store(url) as store:
+        store.create_execution(
+            Execution(
+                id="listed-1",
+                mode=ExecutionMode.RECORD,
+                status=ExecutionStatus.SUCCEEDED,
+                created_at=1.0,
+                updated_at=1.0,
+            )
+        )
+    code = f"""
+        import contextlib, gc, io, json, sys
+        sys.argv = ["toolreel", "executions", "list"]
+        from toolreel.gateway.launch import main
+        listing = io.StringIO()
+        with contextlib.redirect_stdout(listing), contextlib.suppress(SystemExit):
+            main()
+        unused = {LIST_UNUSED!r}
+        loaded = sorted(m for m in sys.modules if any(m == u or m.startswith(u + ".") for u in unused))
+        ids = [line.split()[0] for line in listing.getvalue().splitlines()]
+        print(json.dumps([ids, loaded, "toolreel.core.store" in sys.modules, gc.isenabled()]))
+    """
+    ids, loaded, store_loaded, collecting = json.loads(_run_python(code, {"TOOLREEL_DB": url}))
+    assert ids == ["listed-1"]
+    assert loaded == [], f"toolreel executions list imported {loaded[:8]}"
+    assert store_loaded
+    assert collecting, "the garbage collector stays off after the command's imports"
 
 
 def _run_python(code: str, env: Mapping[str, str] | None = None) -> str:

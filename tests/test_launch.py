@@ -1,13 +1,16 @@
 """What `toolreel serve` skips loading at start leaves nothing missing: a deferred package's
-re-exports resolve on first use, and a model defined while validators are deferred validates
-and serializes like any other. Each check runs in a fresh interpreter, whose imports are its own.
+re-exports resolve on first use, a model defined while validators are deferred validates and
+serializes like any other, and what loads later (the secret scanner, the web view's page) is
+there when named. Each check runs in a fresh interpreter, whose imports are its own.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +113,37 @@ _load_for_good("toolreel.gateway.serve")
     assert [line.split(" ", 2)[1] for line in served[:3]] == ["False"] * 3  # deferred until this first use
     assert [line.split(" ", 2)[::2] for line in served[:3]] == [line.split(" ", 2)[::2] for line in eager[:3]]
     assert served[3] == eager[3] == "ping"
+
+
+def test_the_servers_are_spawned_before_the_secret_scanner_and_dotenv_load(tmp_path: Path) -> None:
+    """`toolreel serve` reads its config and spawns its stdio servers first: what reading needs, no more."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"mcpServers": {"one": {"command": sys.executable, "args": ["-c", "pass"]}}}))
+    out = _run(
+        f"""
+        import json, sys
+        from toolreel.upstreams import prespawn
+        prespawn.prespawn(["serve", "--config", {str(config)!r}])
+        spawned = prespawn.take("one")
+        spawned.process.wait(timeout=30)
+        later = ("dotenv", "toolreel.core.secrets", "re2", "pydantic", "mcp", "anyio")
+        print(json.dumps(sorted(m for m in sys.modules if any(m == x or m.startswith(x + ".") for x in later))))
+        """
+    )
+    assert json.loads(out) == []
+
+
+def test_the_web_views_page_loads_when_first_named() -> None:
+    """A stdio gateway saves templates through `toolreel.ui` and serves no page: importing the package does
+    not load the page's app (Starlette routes, the review and its dry replay), naming it does."""
+    out = _run(
+        """
+        import sys
+        import toolreel.ui
+        from toolreel.ui import SaveRequest, save_reviewed
+        print("toolreel.ui._app" in sys.modules, "toolreel.replayer" in sys.modules)
+        from toolreel.ui import ui_app, ui_authorized
+        print(ui_app.__module__, ui_authorized.__module__, toolreel.ui.COOKIE == toolreel.ui._auth.COOKIE)
+        """
+    )
+    assert out.splitlines() == ["False False", "toolreel.ui._app toolreel.ui._auth True"]

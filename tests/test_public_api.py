@@ -39,3 +39,10 @@ def _own(package: str, value: object) -> bool:
         return False
     module = getattr(value, "__module__", None)
     return module is None or module == package or module.startswith(package + ".")
+
+
+@pytest.mark.parametrize("name", ["toolreel.core", "toolreel.recorder", "toolreel.ui"])
+def test_a_face_loaded_on_first_use_refuses_a_name_it_does_not_have(name: str) -> None:
+    package = importlib.import_module(name)
+    with pytest.raises(AttributeError, match=f"module '{name}' has no attribute 'no_such_name'"):
+        package.no_such_name  # noqa: B018 - the lookup is the test

@@ -3,8 +3,8 @@
 One gateway serves the module in-process (tests/inproc.py), shared by its clients as over HTTP: fixtures
 `features` and `ids` over stdio, `features` again over streamable HTTP with a bearer header; every test
 opens its own connection, hence its own execution. What the agent sees is checked on the results; what is
-stored is read back with `core.store`. What only a process shows stays a subprocess: the HTTP front (large
-request bodies, the cookie that tells stateless clients apart) and the gateway's stderr.
+stored is read back with `core.store`. What needs a gateway of its own (the HTTP front as a process,
+`--annotate`, `--no-record`, a store that cannot be written) is in tests/test_recording_gateways.py.
 """
 
 from __future__ import annotations
@@ -22,20 +22,17 @@ import pytest
 from fixtures._zygote import launch_command
 from tests.gw import (
     TOOLREEL,
-    HttpGateway,
     call,
     fixture_entry,
     fixture_http_server,
     gateway_env,
-    http_gateway,
     status,
-    stdio_gateway,
     text_of,
     unsaved,
     wait_until,
-    write_config,
 )
-from tests.inproc import InProcessGateway, gateway_in_process, gateway_with_clients
+from tests.inproc import InProcessGateway, gateway_with_clients
+from tests.stored import step_meta, stored_steps
 from toolreel.core.errors import NotFoundError
 from toolreel.core.model import ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus
 from toolreel.core.store import Store, open_store
@@ -82,31 +79,10 @@ async def rec(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Rec]:
                 store.close()
 
 
-@pytest.fixture(scope="module")
-async def http_gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[HttpGateway]:
-    """`toolreel serve --http` over `features`, for what only the HTTP front shows."""
-    tmp = tmp_path_factory.mktemp("recording-http")
-    config = write_config(tmp / "client.json", {"feat": fixture_entry("features")})
-    async with http_gateway(["--config", str(config)], gateway_env(f"sqlite:///{tmp / 'store.db'}")) as gateway:
-        yield gateway
-
-
 async def _steps(rec: Rec, execution: str, count: int) -> list[StepRecord]:
     """The stored steps of `execution`, once `count` of them are there (recording is asynchronous)."""
-    await wait_until(lambda: len(_stored(rec.store, execution)) >= count, 15, f"{count} stored steps")
+    await wait_until(lambda: len(stored_steps(rec.store, execution)) >= count, 15, f"{count} stored steps")
     return rec.store.get_steps(execution)
-
-
-def _stored(store: Store, execution: str) -> list[StepRecord]:
-    try:
-        return store.get_steps(execution)
-    except NotFoundError:  # the writer has not created the execution yet
-        return []
-
-
-def _meta(result: Any) -> tuple[str, str]:
-    meta = result.meta or {}
-    return meta["toolreel/step"], meta["toolreel/execution"]
 
 
 # --- naming and what is stored ------------------------------------------------------------------------------------
@@ -123,11 +99,11 @@ async def test_steps_are_named_tool_n_counting_per_name(rec: Rec) -> None:
         ]
         preset = await call(s, "toolreel__set_step_result", {"output": {"x": 1}, "tool": "everything__get-tiny-image"})
         report = await status(s)
-    names = [_meta(r)[0] for r in results]
+    names = [step_meta(r)[0] for r in results]
     assert names == ["echo_1", "echo_2", "add_1", "create_user_1", "echo_3"]
     assert not preset.is_error and (preset.structured_content or {}).get("step") == "get_tiny_image_1"
-    execution = _meta(results[0])[1]
-    assert {_meta(r)[1] for r in results} == {execution} == {report["execution_id"]}
+    execution = step_meta(results[0])[1]
+    assert {step_meta(r)[1] for r in results} == {execution} == {report["execution_id"]}
     assert [(st["name"], st["tool"], st["status"]) for st in report["steps"]][:5] == [
         ("echo_1", "feat__echo", "succeeded"),
         ("echo_2", "feat__echo", "succeeded"),
@@ -161,7 +137,7 @@ async def test_execution_is_created_at_the_first_upstream_call(rec: Rec) -> None
         still_none = await status(s)
         first = await call(s, "feat__echo", {"text": "x"})
     assert before["execution_id"] is None and still_none["execution_id"] is None
-    execution_id = _meta(first)[1]
+    execution_id = step_meta(first)[1]
     await wait_until(lambda: _exists(rec, execution_id), 15, "the execution row")
     execution = rec.store.get_execution(execution_id)
     assert execution.mode is ExecutionMode.RECORD and execution.status is ExecutionStatus.RECORDING
@@ -182,8 +158,8 @@ async def test_management_tools_are_not_recorded(rec: Rec) -> None:
         await call(s, "toolreel__status", {})
         await call(s, "toolreel__list_executions", {})
         last = await call(s, "feat__echo", {"text": "y"})
-    assert _meta(last)[0] == "echo_2"
-    assert [st.name for st in await _steps(rec, _meta(first)[1], 2)] == ["echo_1", "echo_2"]
+    assert step_meta(last)[0] == "echo_2"
+    assert [st.name for st in await _steps(rec, step_meta(first)[1], 2)] == ["echo_1", "echo_2"]
 
 
 # --- refs -------------------------------------------------------------------------------------------------------------
@@ -194,7 +170,7 @@ async def test_input_is_stored_as_written_and_as_resolved(rec: Rec) -> None:
         await call(s, "feat__echo", {"text": "hello"})
         second = await call(s, "feat__echo", {"text": "@echo_1"})
     assert text_of(second) == "hello"
-    step = (await _steps(rec, _meta(second)[1], 2))[1]
+    step = (await _steps(rec, step_meta(second)[1], 2))[1]
     assert step.input == {"text": "@echo_1"}
     assert step.resolved_input == {"text": "hello"}
     assert step.output == "hello"
@@ -206,7 +182,7 @@ async def test_whole_string_ref_keeps_the_values_type(rec: Rec) -> None:
         second = await call(s, "feat__add", {"a": "@add_1.sum", "b": "@add_1.operands.a"})
     assert not second.is_error, text_of(second)
     assert second.structured_content == {"sum": 7.0, "operands": {"a": 5.0, "b": 2.0}}
-    step = (await _steps(rec, _meta(second)[1], 2))[1]
+    step = (await _steps(rec, step_meta(second)[1], 2))[1]
     assert step.resolved_input == {"a": 5.0, "b": 2.0}
 
 
@@ -230,7 +206,7 @@ async def test_escapes_and_literal_at_signs_are_not_refs(rec: Rec) -> None:
         plain = [await call(s, "feat__echo", {"text": literal}) for literal in literals]
     assert not escaped.is_error and text_of(escaped) == "@handle"
     assert [text_of(r) for r in plain] == literals
-    steps = await _steps(rec, _meta(escaped)[1], 1 + len(literals))
+    steps = await _steps(rec, step_meta(escaped)[1], 1 + len(literals))
     assert steps[0].input == {"text": "@@handle"} and steps[0].resolved_input == {"text": "@handle"}
 
 
@@ -251,7 +227,7 @@ async def test_refs_resolve_at_any_depth_and_address_json_inside_text(rec: Rec) 
     created = order.structured_content or {}
     assert created["user_id"] == (user.structured_content or {})["id"]
     assert [(line["sku"], line["qty"]) for line in created["lines"]] == [("cheese", 1), ("stone", 2)]
-    step = (await _steps(rec, _meta(order)[1], 3))[2]
+    step = (await _steps(rec, step_meta(order)[1], 3))[2]
     assert step.input["items"][0] == {"sku": "cheese", "qty": "@search_1.count"}
     assert step.resolved_input["items"][0] == {"sku": "cheese", "qty": 1}
 
@@ -324,9 +300,9 @@ async def test_failed_calls_are_recorded_as_failed_steps(rec: Rec) -> None:
         ok = await call(s, "feat__echo", {"text": "fine"})
         report = await status(s)
     assert failed.is_error and text_of(failed) == "the disk is on fire"
-    assert _meta(failed)[0] == "fail_1"  # the agent sees the step name on failures too
+    assert step_meta(failed)[0] == "fail_1"  # the agent sees the step name on failures too
     assert [(st["name"], st["status"]) for st in report["steps"]] == [("fail_1", "failed"), ("echo_1", "succeeded")]
-    fail_step, ok_step = await _steps(rec, _meta(ok)[1], 2)
+    fail_step, ok_step = await _steps(rec, step_meta(ok)[1], 2)
     assert fail_step.status is StepStatus.FAILED and fail_step.is_error
     assert "the disk is on fire" in (fail_step.error or "")
     assert fail_step.output is None
@@ -357,9 +333,9 @@ async def test_set_step_result_records_a_step_that_refs_can_use(rec: Rec) -> Non
     assert not seeded.is_error and (seeded.structured_content or {})["step"] == "seed"
     assert text_of(used) == "hi Zed"
     assert (named_by_tool.structured_content or {})["step"] == "echo_2"
-    assert _meta(real)[0] == "echo_3" and json.loads(text_of(real)) == [1, 2, 3]
+    assert step_meta(real)[0] == "echo_3" and json.loads(text_of(real)) == [1, 2, 3]
     assert reserved.is_error and duplicate.is_error
-    steps = await _steps(rec, _meta(used)[1], 4)
+    steps = await _steps(rec, step_meta(used)[1], 4)
     assert [(st.name, st.kind) for st in steps] == [
         ("seed", StepKind.PRESET),
         ("echo_1", StepKind.TOOL),
@@ -373,7 +349,7 @@ async def test_get_execution_and_list_executions(rec: Rec) -> None:
     async with rec.gateway.connect() as s:
         first = await call(s, "feat__echo", {"text": "a"})
         await call(s, "feat__fail", {"message": "b"})
-        execution_id = _meta(first)[1]
+        execution_id = step_meta(first)[1]
         got = await call(s, "toolreel__get_execution", {"id": execution_id})
         listed = await call(s, "toolreel__list_executions", {"limit": 500})
         page = await call(s, "toolreel__list_executions", {"limit": 1})
@@ -403,7 +379,7 @@ async def test_secrets_are_redacted_in_the_store(rec: Rec) -> None:
     assert text_of(by_value) == f"my key is {ENV_SECRET}"  # the agent still sees its own data
     assert text_of(by_header) == f"header {WEB_TOKEN}", text_of(by_header)
     assert not by_key.is_error
-    steps = await _steps(rec, _meta(passed_on)[1], 4)
+    steps = await _steps(rec, step_meta(passed_on)[1], 4)
     flat = json.dumps([[st.input, st.resolved_input, st.result, st.output, st.error] for st in steps])
     for secret in (ENV_SECRET, WEB_TOKEN, "sk-live-Qv7Hn2", "hunter2-Xy"):
         assert secret not in flat, secret
@@ -443,16 +419,16 @@ async def test_concurrent_calls_in_one_session_are_all_recorded(rec: Rec) -> Non
         async with anyio.create_task_group() as tg:
             for index in range(20):
                 tg.start_soon(one, index)
-    names = sorted((_meta(r)[0] for r in results.values()), key=lambda n: int(n.rsplit("_", 1)[1]))
+    names = sorted((step_meta(r)[0] for r in results.values()), key=lambda n: int(n.rsplit("_", 1)[1]))
     assert names == [f"echo_{n}" for n in range(1, 21)]
-    executions = {_meta(r)[1] for r in results.values()}
+    executions = {step_meta(r)[1] for r in results.values()}
     assert len(executions) == 1
     steps = await _steps(rec, executions.pop(), 20)
     assert [st.seq for st in steps] == list(range(1, 21))
     assert sorted(st.output for st in steps) == sorted(f"c{i}" for i in range(20))
     by_name = {st.name: st for st in steps}
     for result in results.values():
-        name = _meta(result)[0]
+        name = step_meta(result)[0]
         assert by_name[name].output == text_of(result)  # each step holds its own call's output
     starts = [st.started_at or 0 for st in steps]
     assert starts == sorted(starts)  # ordered by start
@@ -465,31 +441,6 @@ async def test_large_result_from_an_http_upstream_passes_through(rec: Rec) -> No
             result = await call(s, "web__echo", {"text": text})
     assert not result.is_error, text_of(result)[:300]
     assert text_of(result) == text
-
-
-async def test_http_front_accepts_large_arguments(http_gw: HttpGateway) -> None:
-    text = "z" * (6 * 1024 * 1024)  # stdio takes lines up to 256 MiB; HTTP should not refuse at 4 MiB
-    async with http_gw.connect(max_event=64 * 1024 * 1024) as s:
-        with anyio.fail_after(60):
-            result = await call(s, "feat__echo", {"text": text})
-    assert text_of(result) == text
-
-
-async def test_stateless_clients_are_grouped_per_client(http_gw: HttpGateway) -> None:
-    """One stateless client's calls are one recording; another client process with the same name is
-    another recording (SPEC §3: two client processes never share an execution)."""
-    async with http_gw.connect(mode="auto", client_name="agent-a") as a1:
-        first = await call(a1, "feat__echo", {"text": "a1"})
-        second = await call(a1, "feat__echo", {"text": "a1 again"})
-        version = a1.client.protocol_version
-    async with http_gw.connect(mode="auto", client_name="agent-a") as a2:
-        same_name = await call(a2, "feat__echo", {"text": "a2"})
-    async with http_gw.connect(mode="auto", client_name="agent-b") as b:
-        other = await call(b, "feat__echo", {"text": "b"})
-    assert version == "2026-07-28"
-    assert _meta(first)[1] == _meta(second)[1]
-    assert len({_meta(first)[1], _meta(same_name)[1], _meta(other)[1]}) == 3
-    assert [_meta(r)[0] for r in (first, second, same_name, other)] == ["echo_1", "echo_2", "echo_1", "echo_1"]
 
 
 async def test_many_sessions_at_once_each_step_stored_once_in_its_own_execution(rec: Rec) -> None:
@@ -509,7 +460,7 @@ async def test_many_sessions_at_once_each_step_stored_once_in_its_own_execution(
                     want = f"s{index}-{n}"
                 result = await call(s, "feat__echo", arguments)
                 assert text_of(result) == want, (index, n, text_of(result))
-                step, execution = _meta(result)
+                step, execution = step_meta(result)
                 assert step == f"echo_{n}"
                 executions.setdefault(index, execution)
                 assert executions[index] == execution
@@ -529,81 +480,7 @@ async def test_many_sessions_at_once_each_step_stored_once_in_its_own_execution(
         assert len(rec.store.get_steps(execution, all_attempts=True)) == calls  # stored exactly once
 
 
-# --- the other gateways of this module: one client each (--annotate, --no-record, a broken store), the CLI ------
-
-
-@pytest.fixture
-def feat_only(tmp_path: Path) -> tuple[dict[str, Any], str]:
-    """`features` alone, and a store of the test's own."""
-    return {"feat": fixture_entry("features")}, f"sqlite:///{tmp_path / 'store.db'}"
-
-
-async def test_annotate_appends_a_text_item_naming_the_step(feat_only: tuple[dict[str, Any], str]) -> None:
-    servers, db = feat_only
-    async with gateway_in_process(servers, db=db, annotate=True) as s:
-        first = await call(s, "feat__add", {"a": 1, "b": 1})
-        second = await call(s, "feat__echo", {"text": "{{@add_1.sum}}"})
-        instructions = s.client.instructions or ""
-    assert [c.type for c in first.content] == ["text", "text"]
-    assert "add_1" in first.content[-1].text
-    assert first.structured_content == {"sum": 2.0, "operands": {"a": 1.0, "b": 1.0}}
-    assert first.content[0].text != first.content[-1].text
-    assert "echo_1" in second.content[-1].text and second.content[0].text == "2.0"
-    assert _meta(first)[1] == _meta(second)[1]  # one client connection, one execution
-    assert "@" in instructions
-
-
-async def test_ten_megabyte_output_is_recorded_and_resolvable(feat_only: tuple[dict[str, Any], str]) -> None:
-    servers, db = feat_only
-    blob = "x" * (10 * 1024 * 1024)
-    async with gateway_in_process(servers, db=db) as s:
-        with anyio.fail_after(60):
-            big = await call(s, "feat__echo", {"text": json.dumps({"blob": blob, "tag": "big-one"})})
-            tag = await call(s, "feat__echo", {"text": "@echo_1.tag"})
-            whole = await call(s, "feat__echo", {"text": "@echo_1.blob"})
-    assert not big.is_error and len(text_of(big)) > 10 * 1024 * 1024
-    assert text_of(tag) == "big-one"
-    assert text_of(whole) == blob
-    store = open_store(db)
-    try:
-        execution = _meta(big)[1]
-        await wait_until(lambda: len(_stored(store, execution)) >= 3, 30, "the three steps to be stored")
-        steps = store.get_steps(execution)
-    finally:
-        store.close()
-    assert len(steps[0].output["blob"]) == len(blob)
-    assert steps[2].resolved_input == {"text": blob}
-
-
-async def test_a_store_that_cannot_be_written_is_reported_and_calls_still_complete(tmp_path: Path) -> None:
-    """A process: what is checked is what the gateway writes on its stderr."""
-    config = write_config(tmp_path / "client.json", {"feat": fixture_entry("features")})
-    broken = "sqlite:////proc/no-such-dir/toolreel.db"  # cannot be created, not even by root
-    reported: list[str] = []
-    async with stdio_gateway(["--config", str(config)], gateway_env(broken)) as s:
-
-        async def reports() -> bool:
-            result = await call(s, "feat__echo", {"text": "still works"})
-            assert not result.is_error and text_of(result) == "still works"
-            error = (result.meta or {}).get("toolreel/error")
-            if error:
-                reported.append(error)
-            return bool(reported)
-
-        await wait_until(reports, 20, "a result that reports the store error")
-        assert s.gateway is not None
-        stderr = s.gateway.stderr()
-    assert "/proc/no-such-dir" in reported[0]
-    assert "/proc/no-such-dir" in stderr
-
-
-async def test_no_record_forwards_without_steps(feat_only: tuple[dict[str, Any], str]) -> None:
-    servers, db = feat_only
-    async with gateway_in_process(servers, db=db, record=False) as s:
-        result = await call(s, "feat__echo", {"text": "@@literal"})
-        report = await status(s)
-    assert "toolreel/step" not in (result.meta or {})
-    assert report["steps"] == []
+# --- the CLI ----------------------------------------------------------------------------------------------------
 
 
 async def _cli(rec: Rec, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -615,7 +492,7 @@ async def test_executions_cli_lists_and_shows_recordings(rec: Rec) -> None:
     if " list " not in help_text and "│ list" not in help_text:
         pytest.skip("`toolreel executions list` is not registered yet")
     async with rec.gateway.connect() as s:
-        execution_id = _meta(await call(s, "feat__echo", {"text": "for the cli"}))[1]
+        execution_id = step_meta(await call(s, "feat__echo", {"text": "for the cli"}))[1]
     await _steps(rec, execution_id, 1)
     listed = await _cli(rec, "executions", "list", "--json", "--limit", "500")
     assert listed.returncode == 0, listed.stderr.decode()

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import json5
-from dotenv import dotenv_values
 
 from toolreel.core.errors import ConfigError
-from toolreel.core.secrets import is_secret_key, url_secrets
 from toolreel.upstreams.tool_policy import ToolPolicy, parse_policy
 
 __all__ = ["GatewayConfig", "OAuthSettings", "ServerConfig", "load_config", "opaque", "parse_config", "wrap_config"]
@@ -120,6 +118,9 @@ class GatewayConfig:
         a path, URL or number): redacting short values such as `true`, `8080` or `/tmp` from every
         stored string would mangle recordings.
         """
+        # here, not at the top: `toolreel serve` reads its config before the servers are spawned (`prespawn`)
+        from toolreel.core.secrets import is_secret_key, url_secrets
+
         values: list[str] = []
         for server in self.servers:
             values.extend(server.headers.values())
@@ -336,6 +337,8 @@ def _env_file(value: Any, path: str, source: str | None) -> dict[str, str]:
         raise ConfigError(
             f"the env file {str(file)!r} does not exist; fix the path or remove envFile", file=source, path=path
         )
+    from dotenv import dotenv_values  # only for a config that names a dotenv file
+
     return {key: val for key, val in dotenv_values(file).items() if val is not None}
 
 

@@ -1,24 +1,48 @@
 """The transports of HTTP upstreams (streamable HTTP, SSE): how their streams are opened and watched.
 
-`watched` relays a transport's read stream and tells its `Upstream` when the stream ends, since the
-SDK's dispatcher finishes silently then.
+`open_http` opens the one a server's config names, signed in when it needs that; `Upstream` imports this
+module with its first HTTP server, so a gateway of stdio servers never loads httpx2. `watched` relays a
+transport's read stream and tells its `Upstream` when the stream ends, since the SDK's dispatcher finishes
+silently then.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
 import httpx2
 from anyio.streams.memory import MemoryObjectSendStream
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-__all__ = ["MAX_MESSAGE", "streamable_http", "watched"]
+from toolreel.upstreams.auth import SignInNeeded
+from toolreel.upstreams.config import ServerConfig
+from toolreel.upstreams.sign_in import signed_in
+
+__all__ = ["MAX_MESSAGE", "open_http", "streamable_http", "watched"]
 
 MAX_MESSAGE = 256 * 1024 * 1024  # the largest message taken from an HTTP upstream (stdio: the same per line)
+
+
+def open_http(
+    cfg: ServerConfig, lost: anyio.Event, on_sign_in: Callable[[SignInNeeded], None]
+) -> contextlib.AbstractAsyncContextManager[tuple[Any, Any, None]]:
+    """The transport of an HTTP server (SSE, or streamable HTTP signed in as its config says), watched."""
+    assert cfg.url is not None
+    if cfg.transport == "sse":
+        opened = sse_client(cfg.url, headers=dict(cfg.headers), timeout=10.0, sse_read_timeout=24 * 3600)
+    else:
+        client = httpx2.AsyncClient(
+            headers=dict(cfg.headers),
+            timeout=httpx2.Timeout(30.0, read=None),
+            auth=signed_in(cfg, on_sign_in),
+        )
+        opened = streamable_http(cfg.url, client)
+    return watched(opened, lost)
 
 
 @contextlib.asynccontextmanager

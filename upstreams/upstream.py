@@ -4,6 +4,7 @@ The hot path (`request`) sends raw JSON-RPC dicts through the session's dispatch
 typed re-validation of results that are forwarded unchanged anyway. Server-to-client
 traffic (sampling, elicitation, roots, notifications) goes to a `Bridge`, which routes it
 to the client that caused it. Transport failures become `UpstreamError` naming the server.
+Which era each connection speaks is `upstreams.handshake`'s to decide.
 """
 
 from __future__ import annotations
@@ -19,24 +20,19 @@ from typing import IO, Any, Protocol, TypeVar
 
 import anyio
 import anyio.abc
-import httpx2
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientSession
-from mcp.client.sse import sse_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import (
     MCP_METHOD_HEADER,
     MCP_NAME_HEADER,
-    MCP_PROTOCOL_VERSION_HEADER,
     NAME_BEARING_METHODS,
     encode_header_value,
 )
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
-from mcp_types.version import LATEST_MODERN_VERSION
 from pydantic import BaseModel
 
 from toolreel import __version__
@@ -46,9 +42,9 @@ from toolreel.upstreams import prespawn
 from toolreel.upstreams.answers import HTTP_ABANDONED, SERVER_ERROR_META, ServerErrorAnswer
 from toolreel.upstreams.auth import SignInNeeded
 from toolreel.upstreams.config import ServerConfig
-from toolreel.upstreams.http_transport import streamable_http, watched
+from toolreel.upstreams.handshake import EraHistory, Greeting, greet, refused_handshake
 from toolreel.upstreams.param_headers import ParamHeaders
-from toolreel.upstreams.sign_in import sign_in_error, signed_in
+from toolreel.upstreams.sign_in import sign_in_error
 from toolreel.upstreams.stdio_upstream import ConnectionLost, FastLane, open_stdio_upstream
 
 # ServerErrorAnswer and SERVER_ERROR_META live in `answers`; named here too, where callers met them first.
@@ -79,13 +75,6 @@ def capabilities_key(capabilities: types.ClientCapabilities | None) -> str:
     """What a connection is told of its client at `initialize`, as a key: connections of equal keys are alike."""
     declared = capabilities.model_dump(by_alias=True, mode="json", exclude_none=True) if capabilities else {}
     return json.dumps(declared, sort_keys=True, separators=(",", ":"))
-
-
-class _HandshakeRefused(Exception):
-    """This connection cannot go on in the era it began: it is connected to again at once, in the other era.
-    A dual-era server keeps a connection in the era of its first message, so after a refused `initialize`
-    the next connection starts stateless, and after a `server/discover` probe left unanswered on a pipe (a
-    server still starting reads it later and keeps that era) the next one starts with the handshake."""
 
 
 class UpstreamState(enum.StrEnum):
@@ -148,8 +137,7 @@ class Upstream:
         self._headers: dict[str, str] = {}
         self._param_headers = ParamHeaders()
         self._stderr: IO[str] | None = None
-        self._handshake_refused = False
-        self._probe_unanswered = False  # a stdio server too slow for the probe: the handshake comes first
+        self._eras = EraHistory()
         self._lost: anyio.Event | None = None  # set when the current connection's transport has ended
 
     # lifecycle ----------------------------------------------------------------------
@@ -176,7 +164,7 @@ class Upstream:
                     await lost.wait()
                     raise UpstreamError(f"server {self.name!r} closed the connection", server=self.name)
             except Exception as exc:  # any failure of one upstream stays with that upstream
-                if _refused_handshake(exc):
+                if refused_handshake(exc):
                     continue  # at once, and no failure: the next connection starts stateless
                 self._set_state(UpstreamState.FAILED, self._describe_failure(exc))
             if not started:
@@ -327,8 +315,10 @@ class Upstream:
             self.told_key = capabilities_key(capabilities)
             dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
             session = await stack.enter_async_context(self._session_for(dispatcher, capabilities))
+            self._envelope = None
             with anyio.fail_after(START_TIMEOUT):
-                await self._handshake(session, capabilities)
+                first = self._bridge.prefers_handshake()
+                self._greeted(await greet(session, self.config, capabilities, self._eras, handshake_first=first))
             self._session, self._dispatcher, self._lane = session, dispatcher, lane
             with anyio.fail_after(START_TIMEOUT):
                 await self.refresh()
@@ -342,52 +332,11 @@ class Upstream:
                 self._resource_streams.clear()
                 self._session = self._dispatcher = self._lane = None
 
-    async def _handshake(self, session: ClientSession, capabilities: types.ClientCapabilities) -> None:
-        """The stateless era where the server speaks it: what it asks during a call comes back
-        on that call's own response, so it reaches exactly the client that made the call (the
-        handshake era's pushed requests say nothing of the call that caused them). The
-        handshake for servers that know no other (the npm ones), with `protocol: legacy`, and
-        for the one handshake-era client of a stdio gateway (`Bridge.prefers_handshake`)."""
-        self._envelope = None
-        if self.config.protocol == "legacy":
-            await self._initialize(session)
-            return
-        handshake_first = self._bridge.prefers_handshake() or self._probe_unanswered
-        if self.config.protocol == "auto" and handshake_first and not self._handshake_refused:
-            try:
-                await self._initialize(session)
-                return
-            except MCPError as exc:  # a server of the stateless era only
-                self._handshake_refused = True
-                raise _HandshakeRefused from exc
-        try:
-            found = await session.discover()
-        except MCPError as exc:
-            if self.config.protocol != "auto":
-                raise
-            unanswered = exc.error.code == types.REQUEST_TIMEOUT and self.config.url is None
-            if unanswered and not self._handshake_refused:
-                self._probe_unanswered = True
-                raise _HandshakeRefused from exc
-            await self._initialize(session)
-            return
-        version = session.protocol_version or LATEST_MODERN_VERSION
-        self.protocol_version = version
-        self.capabilities, self.instructions = found.capabilities, found.instructions
-        self.server_info = session.server_info
-        self._headers = {MCP_PROTOCOL_VERSION_HEADER: version} if self.config.url else {}
-        self._envelope = {
-            PROTOCOL_VERSION_META_KEY: version,
-            CLIENT_INFO_META_KEY: {"name": "toolreel", "version": __version__},
-            CLIENT_CAPABILITIES_META_KEY: capabilities.model_dump(by_alias=True, mode="json", exclude_none=True),
-        }
-
-    async def _initialize(self, session: ClientSession) -> None:
-        result = await session.initialize()
-        self.protocol_version = result.protocol_version
-        self.capabilities, self.instructions = result.capabilities, result.instructions
-        self.server_info = result.server_info
-        self._headers = {MCP_PROTOCOL_VERSION_HEADER: result.protocol_version} if self.config.url else {}
+    def _greeted(self, greeting: Greeting) -> None:
+        self.protocol_version = greeting.protocol_version
+        self.capabilities, self.instructions = greeting.capabilities, greeting.instructions
+        self.server_info = greeting.server_info
+        self._headers, self._envelope = greeting.headers, greeting.envelope
 
     async def _listen(self, session: ClientSession) -> None:
         """Stateless-era list changes arrive on a `subscriptions/listen` stream, not pushed."""
@@ -485,17 +434,9 @@ class Upstream:
                 self._stderr.truncate()
                 process = prespawn.spawn(cfg, self._stderr)
             return open_stdio_upstream(process, lost, self._log_queued)
-        assert cfg.url is not None
-        if cfg.transport == "sse":
-            opened = sse_client(cfg.url, headers=dict(cfg.headers), timeout=10.0, sse_read_timeout=24 * 3600)
-        else:
-            client = httpx2.AsyncClient(
-                headers=dict(cfg.headers),
-                timeout=httpx2.Timeout(30.0, read=None),
-                auth=signed_in(cfg, self._needs_sign_in),
-            )
-            opened = streamable_http(cfg.url, client)
-        return watched(opened, lost)
+        from toolreel.upstreams.http_transport import open_http  # with the first HTTP server: httpx2 loads then
+
+        return open_http(cfg, lost, self._needs_sign_in)
 
     async def refresh(self, *kinds: str) -> None:
         """Re-read the upstream's lists (all, or the given kinds) and tell the bridge."""
@@ -600,12 +541,6 @@ def _trace_headers() -> dict[str, str]:
     carrier: dict[str, Any] = {}
     tracing.inject(carrier)
     return {key: str(value) for key, value in carrier.items()}
-
-
-def _refused_handshake(exc: BaseException) -> bool:
-    if isinstance(exc, BaseExceptionGroup):  # raised through the transport's task group
-        return all(_refused_handshake(e) for e in exc.exceptions)
-    return isinstance(exc, _HandshakeRefused)
 
 
 def _describe(exc: BaseException) -> str:

@@ -20,6 +20,7 @@ import typer.main
 from typer import _click as click  # Typer's own copy of Click, whose Group hooks load commands lazily
 from typer.core import TyperCommand, TyperGroup
 
+from toolreel._loading import loading
 from toolreel.core.errors import ToolreelError
 
 __all__ = ["USAGE", "DbOption", "JsonOption", "LazyCommand", "fail", "lazy_group", "printable_output"]
@@ -99,7 +100,8 @@ def lazy_group(commands: Mapping[str, LazyCommand]) -> type[TyperGroup]:
 
 def _load(lazy: LazyCommand, name: str) -> click.Command:
     holder = typer.Typer()
-    getattr(importlib.import_module(lazy.module), lazy.function)(holder)
+    with loading():
+        getattr(importlib.import_module(lazy.module), lazy.function)(holder)
     command = typer.main.get_group(holder).commands.get(name)
     if command is None:  # a wrong table entry: a programming error, caught by the CLI tests
         raise LookupError(f"{lazy.module}.{lazy.function} adds no command {name!r}")

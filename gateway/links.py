@@ -168,7 +168,8 @@ class Call:
     tracker: ProgressOrder | None = None  # the client's progress, delivered in order
     envelope: dict[str, Any] | None = None  # what a stateless-era server is told of the caller
     ask: AskFn | None = None  # who answers a stateless-era server's questions
-    asking: int = 0
+    asking: int = 0  # questions of its server it waits on an answer to now
+    asked: int = 0  # questions of its server it was given so far
 
     def for_handshake_twin(self) -> Call:
         """The same call sent on a server's handshake-era connection, which pushes its questions itself."""

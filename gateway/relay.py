@@ -8,6 +8,7 @@ should hear it, a list change to every client. `Front` keeps the calls in flight
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import anyio.abc
@@ -28,7 +29,7 @@ from toolreel.gateway.links import Call, ClientLink, require_capability, send_qu
 from toolreel.upstreams.hub import ClientRouter, Hub
 from toolreel.upstreams.upstream import Upstream
 
-__all__ = ["ClientRelay"]
+__all__ = ["ClientRelay", "caller_among"]
 
 logger = logging.getLogger("toolreel.front")
 
@@ -58,6 +59,7 @@ class ClientRelay(ClientRouter):
                 raise MCPError(code=types.INVALID_REQUEST, message=f"no client is connected to answer {method}")
             return await self.ask_client(link, link.session, None, method, params)
         call.asking += 1
+        call.asked += 1
         try:
             if call.exchange is not None:
                 require_capability(call.link, method)
@@ -71,15 +73,7 @@ class ClientRelay(ClientRouter):
             call.asking -= 1
 
     def _caller_of(self, upstream: Upstream) -> Call | None:
-        """The call a server-to-client request belongs to. The handshake era's wire does not say
-        (on stdio nothing links the two), so the oldest call to that server that is not already
-        waiting on a question gets it: exact with one caller at a time, and for handlers that
-        ask before anything else, in the order the calls were forwarded."""
-        inflight = self.inflight.get(upstream) or []
-        for call in inflight:
-            if call.asking == 0:
-                return call
-        return inflight[0] if inflight else None
+        return caller_among(self.inflight.get(upstream) or [])
 
     async def ask_client(
         self, link: ClientLink, session: ServerSession, related: Any, method: str, params: dict[str, Any]
@@ -149,3 +143,18 @@ class ClientRelay(ClientRouter):
             for link in list(self.links.values()):
                 if link.session is not None and not link.modern:
                     await send_quietly(link.session, notifications[kind])
+
+
+def caller_among(inflight: Sequence[Call]) -> Call | None:
+    """The call a server-to-client request belongs to, among a connection's calls in flight (oldest first). The
+    handshake era's wire does not say (on stdio nothing links the two), so it goes to the oldest call that has
+    not asked yet; then to the oldest not waiting on an answer now. Exact with one caller at a time, and for
+    handlers that ask once, before anything else, in the order the calls were forwarded: a call whose question
+    was answered while it finishes is not the one a later question comes from."""
+    for call in inflight:
+        if call.asked == 0:
+            return call
+    for call in inflight:
+        if call.asking == 0:
+            return call
+    return inflight[0] if inflight else None

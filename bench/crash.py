@@ -274,8 +274,8 @@ async def resume_after_kill(fault: Fault, tmp: Path, plan: Plan) -> int:
 
 async def _one_resume(fault: Fault, folder: Path) -> int:
     from tests.callers import saved
-    from tests.test_replayer_durability import chain, counts, finished_steps, only_execution
-    from tests.test_replayer_durability import write_config as replayer_config
+    from tests.replayer.test_replayer_durability import chain, counts, finished_steps, only_execution
+    from tests.replayer.test_replayer_durability import write_config as replayer_config
 
     db = f"sqlite:///{folder / 's.db'}"
     store = open_store(db)

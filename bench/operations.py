@@ -333,7 +333,7 @@ async def _balanced_calls(tmp: Path, url: str, gateways: int, balancer: bool, co
 
 
 # (rounds, calls per round), hot-reload saves, queued runs, balanced calls: the measuring size, --quick, and
-# --smoke (only that every section still runs: the suite's smoke run, tests/test_bench_smoke.py)
+# --smoke (only that every section still runs: the suite's smoke run, tests/product/test_bench_smoke.py)
 SIZES: dict[str, tuple[tuple[int, int], int, int, int]] = {
     "full": ((4, 1000), 100, 200, 1000),
     "quick": ((2, 500), 20, 100, 200),

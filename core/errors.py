@@ -23,7 +23,7 @@ and what to do. Subclasses carry the fields a caller needs to act on (`server`, 
         └── SignalError          a signal no step waits for, or whose data does not fit (`signal_refused`)
 
 Each class has a stable `code` (`not_found`, `upstream_timeout`, ...): the table in docs/errors.md
-says what each means and what to do; tests/test_error_codes.py keeps the two in step.
+says what each means and what to do; tests/core/test_error_codes.py keeps the two in step.
 """
 
 from __future__ import annotations

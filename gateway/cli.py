@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["app", "main"]
 
 # The other packages' commands: `FUNCTION(app)` of MODULE adds them; the help is what `--help` lists
-# without importing them (tests/test_cli.py pins it to each command's own docstring).
+# without importing them (tests/product/test_cli.py pins it to each command's own docstring).
 _TEMPLATIZER = "toolreel.templatizer.cli"
 _REPLAYER = "toolreel.replayer.cli"
 _RECORDER = "toolreel.recorder.cli"

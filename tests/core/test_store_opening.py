@@ -205,7 +205,7 @@ def test_missing_postgres_fails_the_session_when_required(tmp_path: Path) -> Non
     env = {**os.environ, pg.BINDIR_ENV: str(tmp_path / "no-postgres-here"), pg.REQUIRE_ENV: "1"}
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rE"]
     argv.append(f"{__file__}::test_pg_url_is_usable")
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=Path(__file__).parent.parent, timeout=120)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=Path(__file__).parents[2], timeout=120)
     assert done.returncode == 1 and "1 error" in done.stdout, done.stdout + done.stderr
     assert f"PostgreSQL server binaries (initdb, pg_ctl) not found in {tmp_path}" in done.stdout
     assert "(TOOLREEL_REQUIRE_PG=1 requires PostgreSQL tests to run)" in done.stdout

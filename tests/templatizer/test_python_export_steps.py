@@ -2,7 +2,8 @@
 a join over its branches (`wait_for: any`), a `wait`, an `llm` step and a wait for a signal. The programs make
 the calls `toolreel run` makes (the counter fixture's counts file says which) and give the same output; the
 llm step asks the same OpenAI-compatible endpoint with the same request; given answers are checked against
-the step's schema. Programs of these steps pass ruff and mypy --strict in tests/test_python_export_corpus.py."""
+the step's schema. Programs of these steps pass ruff and mypy --strict in
+tests/templatizer/test_python_export_corpus.py."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import pytest
 
 from fixtures._zygote import launch_command
 from fixtures.llm_endpoint import serving
+from tests.gateway.test_skills import store_with, toolreel
 from tests.gw import PYTHON, REPO, fixture_entry, gateway_env
-from tests.test_skills import store_with, toolreel
 from toolreel.core.errors import TemplateError
 from toolreel.core.template_io import load_template_text
 from toolreel.templatizer.to_python import python_program

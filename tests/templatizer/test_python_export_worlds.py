@@ -1,12 +1,13 @@
 """Every template of the templatizer's corpus, exported as a Python program, makes the calls `toolreel run` makes.
 
-Each recording of fixtures/recordings/ is templatized as tests/test_python_export_corpus.py does, and played by
+Each recording of fixtures/recordings/ is templatized as tests/templatizer/test_python_export_corpus.py does, and
+played by
 `fixtures.world` servers answering the recording's own calls with its own results (the world of the session, built
 from its first recording). The template then runs twice against fresh world servers: in the real replayer (what
 `toolreel run` does), and as the exported program (its `run` coroutine called in this process, with the world's
 servers for `--config`). Each world server logs the calls it gets: the two logs hold the same calls, and the two
-runs give the same output. A template the export refuses on purpose (tests/test_python_export_corpus.py) is left
-out; every other one runs.
+runs give the same output. A template the export refuses on purpose
+(tests/templatizer/test_python_export_corpus.py) is left out; every other one runs.
 
 Process starts: the world servers only (one per server of the session, per run); replayer and program run here.
 """
@@ -40,7 +41,7 @@ from toolreel.upstreams.hub import open_upstreams
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(900)]
 
-REPO: Final = Path(__file__).resolve().parents[1]
+REPO: Final = Path(__file__).resolve().parents[2]
 PARALLEL: Final = 2  # templates at once: each waits mostly on its world servers starting
 RUN_SECONDS: Final = 180.0  # one template, both ways, on a loaded 2-core machine
 # A secret input's value in these runs: the recording kept `«redacted»` where it was, and the world expects this.
@@ -177,7 +178,7 @@ def _exportable() -> list[tuple[CorpusEntry, Template, Mapping[str, Any], str]]:
         try:
             program = python_program(template, _only(template))
         except TemplateError:
-            continue  # refused on purpose, for a reason tests/test_python_export_corpus.py checks
+            continue  # refused on purpose, for a reason tests/templatizer/test_python_export_corpus.py checks
         found.append((entry, template, made.run_inputs[0] if made.run_inputs else {}, program))
     return found
 

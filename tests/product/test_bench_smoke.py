@@ -35,7 +35,7 @@ SMOKE: Final = {
     "record_lean.py": ["--calls", "10", "--rounds", "1", "--warm", "10"],
     "search.py": ["--smoke"],
     "startup.py": ["--runs", "1", "--executions", "20"],
-    "suite.py": ["--workers", "0", "--top", "3", "--", "tests/test_names.py", "-m", "not slow"],
+    "suite.py": ["--workers", "0", "--top", "3", "--", "tests/gateway/test_names.py", "-m", "not slow"],
     "templatize.py": ["--quick"],
     "ui.py": ["--steps", "20", "--renders", "1", "--pages", "10", "--seconds", "0.5"],
     "worlds.py": ["--set", "worlds", "--only", "zones-standup-clocks"],

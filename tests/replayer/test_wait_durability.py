@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.callers import saved, wait_until
-from tests.test_replayer_durability import counts, only_execution, replayer_process, stop, write_config
+from tests.replayer.test_replayer_durability import counts, only_execution, replayer_process, stop, write_config
 from toolreel.core.model import ExecutionStatus, StepStatus
 from toolreel.core.store import open_store
 

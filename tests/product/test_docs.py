@@ -12,7 +12,7 @@ from toolreel.core.errors import ConfigError
 from toolreel.core.template_io import load_template_text
 from toolreel.upstreams.config import load_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOCS = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
 _BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 

@@ -16,7 +16,7 @@ from toolreel.core.view import DEADLINE_EXCEEDED, outcome_code
 from toolreel.replayer._state import STEP_FAILED, TOOL_ERROR
 from toolreel.ui._app import BAD_REQUEST
 
-TABLE = Path(__file__).resolve().parent.parent / "docs" / "errors.md"
+TABLE = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 ROW = re.compile(r"^\| `([a-z_]+)` \|(?: `(\w+)` \|)?")
 
 # Published codes: renaming one breaks every program that matches it. Add, never change.

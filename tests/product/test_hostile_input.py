@@ -34,7 +34,7 @@ from tests.wire import INIT, NO_ID, RawStdio, handshake, raw_post
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-CORPUS: Final = Path(__file__).parent / "corpus" / "hostile_lines.json"
+CORPUS: Final = Path(__file__).parents[1] / "corpus" / "hostile_lines.json"
 
 
 def corpus() -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from tests.callers import Harness, harness, saved, wait_until
-from tests.test_control_flow import doc_example
+from tests.replayer.test_control_flow import doc_example
 from toolreel.core.errors import SignalError, TemplateError
 from toolreel.core.model import ExecutionStatus, StepStatus
 from toolreel.core.template_io import load_template_text, parse_template, template_json_schema, template_to_dict

@@ -16,7 +16,7 @@ from fixtures.llm_endpoint import MODEL, serving
 from tests.callers import fixture_env, harness, saved
 from tests.gw import call, fixture_entry
 from tests.inproc import gateway_in_process
-from tests.test_control_flow import doc_example
+from tests.replayer.test_control_flow import doc_example
 from toolreel.core.errors import TemplateError
 from toolreel.core.model import ExecutionStatus
 from toolreel.core.store import open_store

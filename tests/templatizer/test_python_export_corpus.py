@@ -2,8 +2,8 @@
 corpus (each recording of fixtures/recordings templatized): each is written as a program that compiles and
 passes ruff and mypy --strict, or is refused naming what the export cannot write (a JSONPath ref, a join of
 steps that can run at once). The
-programs' calls are compared with `toolreel run`'s in tests/test_skills.py (fixture templates) and
-tests/test_python_export_worlds.py (every corpus template, against world servers)."""
+programs' calls are compared with `toolreel run`'s in tests/gateway/test_skills.py (fixture templates) and
+tests/templatizer/test_python_export_worlds.py (every corpus template, against world servers)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from toolreel.core.template_io import load_template_text
 from toolreel.templatizer import templatize
 from toolreel.templatizer.to_python import python_program
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 _BLOCK = re.compile(r"^```yaml\n(.*?)^```", re.S | re.M)
 # What the export refuses on purpose (docs/decisions/skills.md): JSONPath refs, and joins whose steps could run
 # at once (a faithful join would need the run's scheduler); nothing else may be refused.

@@ -96,8 +96,8 @@ async def _unsaved(s: Connected, expected: int) -> bool:
 
 async def test_toolreel_run_rides_out_a_short_store_outage(private_cluster: pg.PgCluster, tmp_path: Path) -> None:
     from tests.callers import saved
-    from tests.test_replayer_durability import chain, counts, finished_steps, only_execution, replayer_process
-    from tests.test_replayer_durability import write_config as replayer_config
+    from tests.replayer.test_replayer_durability import chain, counts, finished_steps, only_execution, replayer_process
+    from tests.replayer.test_replayer_durability import write_config as replayer_config
     from toolreel.core.model import ExecutionStatus
 
     url = private_cluster.create_database()

@@ -4,7 +4,7 @@ One gateway serves the module in-process (tests/inproc.py), shared by its client
 `features` and `ids` over stdio, `features` again over streamable HTTP with a bearer header; every test
 opens its own connection, hence its own execution. What the agent sees is checked on the results; what is
 stored is read back with `core.store`. What needs a gateway of its own (the HTTP front as a process,
-`--annotate`, `--no-record`, a store that cannot be written) is in tests/test_recording_gateways.py.
+`--annotate`, `--no-record`, a store that cannot be written) is in tests/recorder/test_recording_gateways.py.
 """
 
 from __future__ import annotations

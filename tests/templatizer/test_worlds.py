@@ -20,7 +20,7 @@ from mcp.client.stdio import stdio_client
 from fixtures.recordings import BLIND_DIR, CORPUS_DIR, WORLDS2_DIR, WORLDS3_DIR, WORLDS4_DIR, WORLDS_DIR, load_entry
 from fixtures.world import canonical
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))  # the bench scripts import each other as they run: from bench/
 from _world_replay import compare_calls, map_inputs, replay_in_world  # noqa: E402
 from worlds import judge, load_sessions, plain_save  # noqa: E402

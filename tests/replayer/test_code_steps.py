@@ -12,7 +12,14 @@ import anyio
 import pytest
 
 from tests.callers import harness, saved, template, wait_until
-from tests.test_replayer_durability import counts, finished_steps, only_execution, replayer_process, stop, write_config
+from tests.replayer.test_replayer_durability import (
+    counts,
+    finished_steps,
+    only_execution,
+    replayer_process,
+    stop,
+    write_config,
+)
 from toolreel.core.errors import CodeError, CodeMemoryError, CodeTimeout, TemplateError
 from toolreel.core.model import ExecutionStatus, StepKind, StepStatus
 from toolreel.core.sandbox import CodeLimits, run_code

@@ -12,7 +12,7 @@ import pytest
 
 import toolreel
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PRODUCT = ("core", "gateway", "recorder", "replayer", "templatizer", "ui", "upstreams")
 
 

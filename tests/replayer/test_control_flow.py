@@ -15,7 +15,7 @@ from tests.callers import harness, saved
 from toolreel.core.errors import TemplateError
 from toolreel.core.template_io import load_template_text, parse_template, template_json_schema, template_to_dict
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "templates.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "templates.md"
 
 
 def doc_example(name: str) -> str:

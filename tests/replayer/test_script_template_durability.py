@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from tests.callers import saved, wait_until
-from tests.test_replayer_durability import counts, finished_steps, only_execution, replayer_process, stop, write_config
+from tests.replayer.test_replayer_durability import (
+    counts,
+    finished_steps,
+    only_execution,
+    replayer_process,
+    stop,
+    write_config,
+)
 from toolreel.core.model import ExecutionStatus, StepKind
 from toolreel.core.store import open_store
 

@@ -22,9 +22,9 @@ import httpx
 import pytest
 
 from tests.callers import fixture_env
+from tests.gateway.test_approve_data import TRIAGE
 from tests.gw import fixture_entry, gateway_env, http_gateway, write_config
-from tests.test_approve_data import TRIAGE
-from tests.test_run_tasks import TASKS, VERSION, listed, rpc
+from tests.replayer.test_run_tasks import TASKS, VERSION, listed, rpc
 from toolreel.core.model import TemplateDraft
 from toolreel.core.store import open_store
 

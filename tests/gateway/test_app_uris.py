@@ -15,9 +15,9 @@ from mcp.shared.exceptions import MCPError
 from fixtures.apps import APP_URI, SKILL_URI
 from fixtures.servers import http_fixture
 from tests import conformance
+from tests.gateway.test_skills import skills_request
 from tests.gw import fixture_entry, wait_until
 from tests.inproc import gateway_in_process
-from tests.test_skills import skills_request
 from toolreel.upstreams.uris import inward, outward, outward_tool
 
 pytestmark = pytest.mark.anyio

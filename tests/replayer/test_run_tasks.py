@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from tests.callers import fixture_env
+from tests.gateway.test_approve_data import FORM, TRIAGE
 from tests.gw import fixture_entry, gateway_env, http_gateway, write_config
-from tests.test_approve_data import FORM, TRIAGE
 from toolreel.core.model import TemplateDraft
 from toolreel.core.store import open_store
 

@@ -332,7 +332,7 @@ async def test_ids_search_is_json_in_text_and_note_is_plain_text(ids: Client) ->
 
 
 async def test_crash_at_start_exits_3_with_its_stderr() -> None:
-    done = await anyio.run_process(fixture_command("crash_at_start"), check=False, cwd=Path(__file__).parent.parent)
+    done = await anyio.run_process(fixture_command("crash_at_start"), check=False, cwd=Path(__file__).parents[2])
     assert (done.returncode, done.stdout) == (crash_at_start.EXIT_STATUS, b"")
     assert done.stderr.decode().strip() == crash_at_start.MESSAGE
 

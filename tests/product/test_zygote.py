@@ -14,7 +14,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from fixtures import _zygote as zygote
-from tests.gw import wait_until
+from tests.gw import REPO, wait_until
 from tests.procs import alive, descendants
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -117,3 +117,26 @@ async def test_a_killed_launcher_takes_its_program_along(tmp_path: Path) -> None
         process.kill()
         await process.wait()
         await wait_until(lambda: not alive(program), 30, "the program to end with its launcher")
+
+
+def test_the_zygote_ends_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """A test process killed outright never stops its zygote: the zygote sees its stdin close and ends."""
+    code = textwrap.dedent(f"""\
+        import os, subprocess, sys
+        from pathlib import Path
+        from fixtures import _zygote as zygote
+        zygote.configure(Path({str(tmp_path / "z")!r}))
+        subprocess.run(zygote.launch_command([sys.executable, "-c", "pass"]), check=True)
+        print(zygote._zygote.pid, flush=True)
+        os._exit(0)  # no stop(), as when pytest is killed
+        """)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120, env=_without_zygote()
+    )
+    assert done.returncode == 0, done.stderr
+    pid = int(done.stdout)
+    anyio.run(wait_until, lambda: not alive(pid), 30, "the orphaned zygote to end")
+
+
+def _without_zygote() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != zygote.ENV}

@@ -51,6 +51,15 @@ _FILTER_RE: Final = re.compile(
     r"\w\s*(?:=|!=|~|<=?|>=?)\s*\S.*\s(?:AND|OR|ORDER BY)\s|\s(?:AND|OR)\s.*\w\s*(?:=|!=|~)\s*\S"
     r"|[\w.]+:\S.*\s(?:AND|OR|NOT)\s|\s(?:AND|OR|NOT)\s.*[\w.]+:\S"  # Lucene, KQL: `service:"api" AND code:500`
 )
+# Clauses comparing a field with a value, at least one of them by an order or a word operator: `created >
+# "2026-11-19"` after `status:"Trial"` (Close), `profile.email eq "a@b.c"` (SCIM: Okta; OData: Graph, Dynamics),
+# `updated_on < 2026-10-01T00:00:00Z`. A `field: value` with a space after the colon is prose (`Note: hi`).
+_CLAUSE: Final = (
+    r"\(?-?[A-Za-z_][\w.]*(?::(?!\s)|\s*(?:==?|!=|~|<=?|>=?)\s*|\s+(?:eq|ne|gt|ge|lt|le|co|sw|ew)\s+)"
+    r"(?:\"[^\"]*\"|'[^']*'|[^\s\"'()]+)\)?"
+)
+_CLAUSES_RE: Final = re.compile(rf"^{_CLAUSE}(?:\s+(?:(?:and|or|not|AND|OR|NOT)\s+)?{_CLAUSE})*$")
+_COMPARED_RE: Final = re.compile(r"\w[\"']?\s*(?:<=?|>=?|!=)\s*\S|\w\s+(?:eq|ne|gt|ge|lt|le|co|sw|ew)\s+\S")
 # A label selector (`{service="api",code=~"5.."}`) of PromQL, LogQL, or a metrics query.
 _SELECTOR_RE: Final = re.compile(r"\w\{\s*\w+\s*(?:=|!=|=~|!~)\s*\"[^\"]*\"")
 # A time relative to the run (`now-1h`, `-24h`, `14d`, `in 2 days`, `tomorrow`): the same words every run.
@@ -218,6 +227,8 @@ def is_query(text: str) -> bool:
     if _URL_RE.match(text):
         return False
     if _QUERY_RE.match(text) or _SELECTOR_RE.search(text):
+        return True
+    if _CLAUSES_RE.match(text) and _COMPARED_RE.search(text):
         return True
     return " " in text and bool(_QUERY_LANG_RE.search(text) or _FILTER_RE.search(text))
 

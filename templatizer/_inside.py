@@ -48,13 +48,14 @@ def command_flags(literal: Unexplained) -> list[Unexplained]:
 
 # `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax).
 _QUERY_VALUE_RE: Final = re.compile(
-    r"(?<![\w.])([A-Za-z_][\w.]*)\s*(?::|=|==|~)\s*(?:\"([^\"]{2,60})\"|'([^']{2,60})'|([^\s\"'()\[\]{},:=]{2,60}))"
+    r"(?<![\w.])([A-Za-z_][\w.]*)(?:\s*(?::|=|==|~)\s*|\s+(?:eq|ne|co|sw|ew)\s+)"
+    r"(?:\"([^\"]{2,60})\"|'([^']{2,60})'|([^\s\"'()\[\]{},:=]{2,60}))"
 )
 
 
 # A number an inequality compares with (`julianday(...) > 30`, `qty <= 5`, `age >= 18.5`): a threshold.
 _THRESHOLD_RE: Final = re.compile(
-    r"(?:([A-Za-z_][\w.]*)\)*|\))\s*(?:<=|>=|<|>)\s*[\"']?(\d{4}-\d\d-\d\d(?=T|[\"'\s)]|$)|-?\d+(?:\.\d+)?)"
+    r"(?:([A-Za-z_][\w.]*)\)*|\))(?:\s*(?:<=|>=|<|>)\s*|\s+(?:gt|ge|lt|le)\s+)[\"']?(\d{4}-\d\d-\d\d(?=T|[\"'\s)]|$)|-?\d+(?:\.\d+)?)"
     r"(?:T[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?[\"']?"  # a date's time of day is how it is written: the date is the value
     r"(?=\s*(?:$|[);,\]]|(?i:and|or|order|group|limit|having|unless)\b))"  # a whole side: not `0.5 * seats`
 )

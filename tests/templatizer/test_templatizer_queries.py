@@ -1,0 +1,72 @@
+"""Inputs inside queries, sixth pass: clauses compared by an order (`created > "2026-11-19"`) or by a word operator
+of SCIM and OData filters (`profile.email eq "a@b.c"`) are query syntax, and the values they compare with are
+weighed as the query's other values are."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.recorded import Session
+from toolreel.core.model import JSON
+from toolreel.core.template_io import template_to_dict
+from toolreel.templatizer import TemplatizeResult, templatize
+from toolreel.templatizer._evidence import is_query
+
+
+def ticked(result: TemplatizeResult) -> dict[str, JSON]:
+    return {likely.name: likely.value for likely in result.likely_inputs if likely.ticked}
+
+
+def saved(steps: Session) -> TemplatizeResult:
+    """What a plain save stores: the ticked inputs applied."""
+    first = templatize([steps.steps], name="t")
+    return templatize([steps.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'status:"Trial" created > "2026-11-19"',
+        'profile.email eq "maya.ortiz@kettle.coffee"',
+        "isRead eq false and importance eq 'high'",
+        'state = "OPEN" AND updated_on < 2026-10-01T00:00:00Z',
+        "created_at ge 2026-11-01",
+    ],
+)
+def test_clauses_compared_by_an_order_or_a_word_operator_are_query_syntax(text: str) -> None:
+    assert is_query(text)
+
+
+@pytest.mark.parametrize("text", ["Note: hello there", "a > b is true", "Run it: now", "equal to me eq you"])
+def test_prose_with_a_colon_or_a_comparison_is_no_query(text: str) -> None:
+    assert not is_query(text)
+
+
+def test_a_date_a_query_compares_with_is_the_user_s_and_the_query_is_built_on_it() -> None:
+    s = Session()
+    query = 'status:"Trial" created > "2026-11-19"'
+    s.call("search_leads", {"query": query, "_limit": 3}, {"data": [{"id": "lead_a1b2c3d4e5"}]})
+    s.call("subscribe", {"lead_ids": ["lead_a1b2c3d4e5"]}, "ok")
+    result = saved(s)
+    assert list(ticked(templatize([s.steps], name="t")).values()) == ["2026-11-19"]
+    name = next(iter(result.input_values))
+    sent = template_to_dict(result.template)["steps"][0]["input"]["query"]
+    assert sent == f'status:"Trial" created > "{{{{@input.{name}}}}}"'
+
+
+def test_an_address_a_scim_filter_selects_by_is_the_user_s() -> None:
+    s = Session()
+    query = 'profile.email eq "maya.ortiz@kettle.coffee"'
+    s.call("list_users", {"search": query}, [{"id": "00u1a2b3c4d5e6f7g8h9", "status": "ACTIVE"}])
+    s.call("deactivate_user", {"userId": "00u1a2b3c4d5e6f7g8h9"}, "ok")
+    result = saved(s)
+    assert list(result.input_values.values()) == ["maya.ortiz@kettle.coffee"]
+    name = next(iter(result.input_values))
+    sent = template_to_dict(result.template)["steps"][0]["input"]["search"]
+    assert sent == f'profile.email eq "{{{{@input.{name}}}}}"'
+
+
+def test_a_filter_of_keywords_stays_literal() -> None:
+    s = Session()
+    s.call("list_mail_messages", {"filter": "isRead eq false and importance eq 'high'"}, {"value": []})
+    assert ticked(templatize([s.steps], name="t")) == {}

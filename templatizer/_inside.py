@@ -28,13 +28,20 @@ __all__ = [
 
 # A command line for a CLI-wrapping tool (`aws s3api list-objects-v2 --bucket acme --prefix nightly/`).
 _COMMAND_RE: Final = re.compile(r"^[a-z][\w.-]*(?: [a-z][\w.-]*)* --[a-z]")
+_ARGV_FLAG_RE: Final = re.compile(r"^--([a-z][\w-]*)=([^\s\"']+)$")
 _FLAG_RE: Final = re.compile(r"(?<!\S)--([a-z][\w-]*)(?:=| +)(?!-)(\"[^\"]*\"|'[^']*'|[^\s\"']+)")
 
 
 def command_flags(literal: Unexplained) -> list[Unexplained]:
     """A command line stands for its flags' values: each is a candidate of its own under the flag's name (the
-    bucket, the prefix), and the command is built on the chosen ones, like a sentence."""
+    bucket, the prefix), and the command is built on the chosen ones, like a sentence. So does one `--flag=value`
+    element of an argument vector (a CLI-wrapping tool taking `args: [...]`)."""
     value = literal.value
+    # one element of an argument vector (`["run", "revisions", "list", "--service=checkout"]`)
+    argv = isinstance(value, str) and bool(literal.keys) and isinstance(literal.keys[-1], int)
+    if argv and (m := _ARGV_FLAG_RE.match(str(value))):
+        step, keys, tool = literal.step, literal.keys, literal.tool
+        return [Unexplained(step, keys, m.group(2), tool, flag=m.group(1), reads=literal.reads)]
     if not isinstance(value, str) or "\n" in value or not _COMMAND_RE.match(value):
         return [literal]
     flags = [
@@ -74,7 +81,7 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
     out: list[Unexplained] = []
     for match in _QUERY_VALUE_RE.finditer(value):
         found = next(group for group in match.groups()[1:] if group is not None)
-        if plain_word(found) or found.isdigit() or found == value or " " in found:
+        if plain_word(found) or found.isdigit() or found == value or (" " in found and not _searched_phrase(found)):
             continue
         if statement and match.group(4) is not None:
             continue
@@ -87,6 +94,15 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
             field = (match.group(1) or "threshold").split(".")[-1]
             out.append(Unexplained(literal.step, literal.keys, number, literal.tool, flag=field, in_query=True))
     return out
+
+
+# Lower-case words searched for as a phrase (`abs:"query optimization"`, `text ~ "payment timeout"`): free text the
+# user typed, as a search's whole query is. A capitalized label (`status:"In Progress"`) names a state: left.
+_PHRASE_RE: Final = re.compile(r"^[a-z][a-z0-9-]*(?: [a-z0-9][a-z0-9-]*){1,5}$")
+
+
+def _searched_phrase(found: str) -> bool:
+    return bool(_PHRASE_RE.match(found))
 
 
 def carried_value(value: str) -> bool:

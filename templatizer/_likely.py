@@ -254,6 +254,11 @@ def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mappin
     if repeated and wording and judgement.score >= THIN:
         why = f"the same value in {len(steps)} calls of {tools[0]}: a fixed part of a repeated action"
         return Judgement(min(judgement.score, _BOILERPLATE_CAP), (*judgement.reasons, why))
+    flagged = {lit.step for lit in uses if lit.flag and not lit.in_query}
+    if judgement.score >= THIN and flagged and whole - flagged and value.strip() == value and len(value) >= PART_MIN:
+        # `--service=checkout` in one call, `checkout` whole in another: the flag names what the value is
+        why = f"the value of --{next(lit.flag for lit in uses if lit.flag)}, given again whole to another call"
+        return Judgement(CHOSEN, (*judgement.reasons, why))
     if judgement.score >= CHOSEN or not carried_value(value) or is_query(value):
         return judgement
     carriers = [step for step, held in texts.items() if step not in steps and any(holds_word(t, value) for t in held)]

@@ -70,3 +70,41 @@ def test_a_filter_of_keywords_stays_literal() -> None:
     s = Session()
     s.call("list_mail_messages", {"filter": "isRead eq false and importance eq 'high'"}, {"value": []})
     assert ticked(templatize([s.steps], name="t")) == {}
+
+
+def test_a_phrase_searched_for_inside_a_query_is_the_user_s() -> None:
+    s = Session()
+    query = 'cat:cs.DB AND abs:"query optimization"'
+    papers = {"papers": [{"id": "2611.16110", "title": "Cardinality Estimation Revisited"}]}
+    s.call("search_papers", {"query": query, "max_results": 10}, papers)
+    s.call("create_item", {"name": "Cardinality Estimation Revisited"}, {"id": 7})
+    result = saved(s)
+    assert "query optimization" in result.input_values.values()
+    name = next(k for k, v in result.input_values.items() if v == "query optimization")
+    sent = template_to_dict(result.template)["steps"][0]["input"]["query"]
+    assert sent == f'cat:cs.DB AND abs:"{{{{@input.{name}}}}}"'
+
+
+def test_a_capitalized_label_inside_a_query_stays_in_it() -> None:
+    s = Session()
+    s.call("search_issues", {"jql": 'project = PAY AND status = "In Progress"'}, {"issues": []})
+    assert "In Progress" not in ticked(templatize([s.steps], name="t")).values()
+
+
+def test_a_flag_s_value_in_an_argument_vector_given_again_whole_is_the_user_s() -> None:
+    s = Session()
+    listed = "REVISION              READY\ncheckout-00042-xam     True\ncheckout-00041-pov     True"
+    s.call("run_gcloud_command", {"args": ["run", "revisions", "list", "--service=checkout", "--limit=5"]}, listed)
+    s.call("run_gcloud_command", {"args": ["run", "services", "update-traffic", "checkout", "--to-latest"]}, "Done")
+    result = saved(s)
+    assert "checkout" in result.input_values.values()
+    name = next(k for k, v in result.input_values.items() if v == "checkout")
+    steps = template_to_dict(result.template)["steps"]
+    assert steps[0]["input"]["args"][3] == f"--service={{{{@input.{name}}}}}"
+    assert steps[1]["input"]["args"][3] == f"@input.{name}"
+
+
+def test_a_flag_s_value_alone_in_one_call_stays_proposed() -> None:
+    s = Session()
+    s.call("run_gcloud_command", {"args": ["run", "revisions", "list", "--service=checkout"]}, "REVISION\nx-1")
+    assert "checkout" not in ticked(templatize([s.steps], name="t")).values()

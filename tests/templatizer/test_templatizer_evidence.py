@@ -58,6 +58,11 @@ def replayed_input(result: TemplatizeResult, step: str, outputs: dict[str, JSON]
         "SELECT id, name, email FROM customers WHERE plan = 'pro' ORDER BY id",
         "select * from users",
         "is:unresolved assignee:me",
+        'status:"Trial" created > "2026-11-19"',  # clauses compared by an order or a SCIM/OData word operator
+        'profile.email eq "maya.ortiz@kettle.coffee"',
+        "isRead eq false and importance eq 'high'",
+        'state = "OPEN" AND updated_on < 2026-10-01T00:00:00Z',
+        "created_at ge 2026-11-01",
     ],
 )
 def test_query_languages_are_recognized(text: str) -> None:

@@ -33,7 +33,7 @@ from tests.gw import (
     write_config,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.real_exec]  # what a fresh process does
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def _fixture_children(pid: int) -> list[int]:
@@ -69,6 +69,7 @@ async def test_silent_upstream_does_not_hold_the_others_hostage(tmp_path: Path) 
     assert {u["name"]: u["state"] for u in report["upstreams"]}["mute"] == "starting"
 
 
+@pytest.mark.real_exec  # reads the process tree
 async def test_crash_mid_session_is_a_tool_error_then_the_server_comes_back(tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.json", {"feat": fixture_entry("features"), "ids": fixture_entry("ids")})
     probe = Probe()
@@ -103,6 +104,7 @@ async def test_crash_mid_session_is_a_tool_error_then_the_server_comes_back(tmp_
     assert not any(alive(pid) for pid in before)
 
 
+@pytest.mark.real_exec  # reads the process tree
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "stdin closed", "SIGKILL"])
 async def test_no_orphans_however_the_gateway_ends(tmp_path: Path, how: str) -> None:
     config = write_config(tmp_path / "c.json", {"feat": fixture_entry("features"), "ids": fixture_entry("ids")})

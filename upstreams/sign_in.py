@@ -153,6 +153,11 @@ def _provider(
         async def _initialize(self) -> None:
             await super()._initialize()
             self.context.token_expiry_time = storage.refresh_at()
+            kept = self.context.client_info
+            if kept is not None and redirect_uri not in {str(uri) for uri in kept.redirect_uris or ()}:
+                # A client registered for another redirect (another process signing in meanwhile, on another
+                # loopback port): the server would refuse this flow's redirect with it. Register afresh.
+                self.context.client_info = None
 
         async def _handle_token_response(self, response: Any) -> None:
             await super()._handle_token_response(response)

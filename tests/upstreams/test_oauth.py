@@ -359,3 +359,34 @@ async def _three_paused_runs(
 async def _worker_stopped(execution_id: str, env: Mapping[str, str]) -> bool:
     shown = await _toolreel(["executions", "show", execution_id, "--json"], env)
     return shown.returncode == 0 and json.loads(shown.stdout)["status"] not in ("pending", "running")
+
+
+async def test_a_sign_in_registers_afresh_when_the_kept_client_was_made_for_another_redirect(
+    tmp_path: Path, guarded: str
+) -> None:
+    """Another process kept a client while this sign-in was starting (a gateway's retry, on another loopback port):
+    the server would refuse this sign-in's redirect with that client, so the sign-in registers its own."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import OAuthClientInformationFull
+
+    from toolreel.upstreams.auth import SecretTokens, sign_in_place
+    from toolreel.upstreams.config import OAuthSettings
+    from toolreel.upstreams.sign_in import interactive_auth
+
+    storage = SecretTokens(sign_in_place(f"sqlite:///{tmp_path / 'store' / 'toolreel.db'}"), "notes", guarded)
+    elsewhere = OAuthClientInformationFull.model_validate(
+        {"client_id": "kept-elsewhere", "redirect_uris": ["http://127.0.0.1:9/callback"]}
+    )
+    with anyio.fail_after(120):
+        async with interactive_auth(guarded, storage, OAuthSettings(), follow=True) as auth:
+            await storage.set_client_info(elsewhere)  # after this sign-in chose its loopback port
+            async with (
+                httpx2.AsyncClient(auth=auth) as http,
+                Client(streamable_http_client(guarded, http_client=http)) as client,
+            ):
+                tools = await client.list_tools()
+    assert "add" in {tool.name for tool in tools.tools}
+    kept = await storage.get_client_info()
+    assert kept is not None and kept.client_id != "kept-elsewhere"

@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 
+from fixtures._zygote import launch_command
 from toolreel.core.model import JSON, TemplateDraft
 from toolreel.core.store import open_store
 from toolreel.core.template import Template
@@ -165,14 +166,11 @@ def _leaves(exc: BaseException) -> str:
 
 
 def _servers(world: Mapping[str, Any], world_file: Path, log: Path) -> dict[str, Any]:
-    return {
-        server: {
-            "command": sys.executable,
-            "args": ["-m", "fixtures.world", str(world_file), server, "--log", str(log)],
-            "cwd": str(ROOT),
-        }
+    commands = {
+        server: launch_command([sys.executable, "-m", "fixtures.world", str(world_file), server, "--log", str(log)])
         for server in world["tools"]
     }
+    return {server: {"command": argv[0], "args": argv[1:], "cwd": str(ROOT)} for server, argv in commands.items()}
 
 
 async def _run(config: Any, store: Any, template: Template, inputs: Mapping[str, JSON]) -> tuple[str, str | None]:

@@ -26,6 +26,7 @@ from typing import Any, Final
 import anyio
 import pytest
 
+from fixtures._zygote import launch_command
 from fixtures.recordings import CorpusEntry, load_corpus
 from toolreel.core.errors import TemplateError
 from toolreel.core.model import StepKind, TemplateDraft
@@ -90,14 +91,11 @@ def _inputs(template: Template, recorded: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _servers(world: Mapping[str, Any], world_file: Path, log: Path) -> dict[str, dict[str, Any]]:
-    return {
-        server: {
-            "command": sys.executable,
-            "args": ["-m", "fixtures.world", str(world_file), server, "--log", str(log)],
-            "cwd": str(REPO),
-        }
+    commands = {
+        server: launch_command([sys.executable, "-m", "fixtures.world", str(world_file), server, "--log", str(log)])
         for server in world["tools"]
     }
+    return {server: {"command": argv[0], "args": argv[1:], "cwd": str(REPO)} for server, argv in commands.items()}
 
 
 def _calls(log: Path) -> list[str]:

@@ -17,6 +17,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from fixtures._zygote import launch_command
 from fixtures.recordings import BLIND_DIR, CORPUS_DIR, WORLDS2_DIR, WORLDS3_DIR, WORLDS4_DIR, WORLDS_DIR, load_entry
 from fixtures.world import canonical
 
@@ -76,9 +77,8 @@ def _world() -> dict[str, Any]:
 async def test_world_server_lists_its_tools_answers_known_calls_and_logs_every_call(tmp_path: Path) -> None:
     world, log = tmp_path / "world.json", tmp_path / "calls.jsonl"
     world.write_text(json.dumps(_world()))
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "fixtures.world", str(world), "desk", "--log", str(log)], cwd=str(ROOT)
-    )
+    command, *args = launch_command([sys.executable, "-m", "fixtures.world", str(world), "desk", "--log", str(log)])
+    params = StdioServerParameters(command=command, args=args, cwd=str(ROOT))
     with anyio.fail_after(60):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
@@ -106,7 +106,7 @@ def test_world_server_refuses_a_server_the_world_does_not_declare(tmp_path: Path
     world = tmp_path / "world.json"
     world.write_text(json.dumps(_world()))
     done = subprocess.run(
-        [sys.executable, "-m", "fixtures.world", str(world), "nowhere"],
+        launch_command([sys.executable, "-m", "fixtures.world", str(world), "nowhere"]),
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -111,7 +111,8 @@ async def test_a_killed_run_is_finished_by_a_worker_without_rerunning_finished_s
     db = f"sqlite:///{tmp_path / 'store.db'}"
     config = write_config(tmp_path)
     store = open_store(db)
-    saved(store, chain("crashy", 4, 0.4))
+    # 1.5 s slow steps: the test must see c<kill_after> finish and kill before the next counter, on a busy machine
+    saved(store, chain("crashy", 4, 1.5))
     common = ["--config", str(config), "--db", db, "--lease-seconds", LEASE]
     with replayer_process(tmp_path, "run", "run", "crashy", "--json", *common) as runner:
         if kill_after == 0:

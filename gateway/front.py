@@ -132,7 +132,7 @@ class Front:
         server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
-        install_skills(server, self.hook.skills, self.hub)
+        install_skills(server, self.hook.skills, self.hub, self.hook.tools_ready)
         tasks.install(server, self.hub, lambda: self.hook.execution_tasks())
         server.middleware = [self._middleware]  # no tracing middleware on the hot path
         return server
@@ -435,6 +435,7 @@ class Front:
     # routed requests ------------------------------------------------------------------------
     async def _read_resource(self, ctx: ServerRequestContext[Any, Any], params: Any) -> dict[str, Any]:
         if is_local(params.uri):
+            await self.hook.tools_ready()
             return era_result(ctx, read_skill_file(self.hook.skills(), params.uri))
         upstream, own = self.hub.resource_route(params.uri)
         result = await self._upstream_call(upstream, "resources/read", ctx, {"uri": own} if own != params.uri else None)

@@ -18,7 +18,7 @@ listing (logged), never the whole listing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 import mcp_types as types
@@ -47,11 +47,20 @@ class GetSkillParams(types.RequestParams):
     uri: str
 
 
-def install(server: Server[Any], skills: Skills, hub: Hub | None = None) -> None:
-    """Declare the extension (no optional feature: an empty settings object) and serve its two methods."""
+async def _now() -> None:
+    return None
+
+
+def install(
+    server: Server[Any], skills: Skills, hub: Hub | None = None, ready: Callable[[], Awaitable[None]] = _now
+) -> None:
+    """Declare the extension (no optional feature: an empty settings object) and serve its two methods.
+    `ready` is awaited first: the skills come with the templates' listing, which a gateway whose store is
+    still opening has not read yet (a first `skills/list` would find none)."""
     server.extensions[SKILLS_EXTENSION] = {}
 
     async def list_skills(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
+        await ready()
         # One page: a catalogue of templates is small, and an entry is never split across pages.
         entries = [skill.entry() for skill in skills()]
         if hub is not None:
@@ -59,6 +68,7 @@ def install(server: Server[Any], skills: Skills, hub: Hub | None = None) -> None
         return _cacheable(ctx, {"skills": entries})
 
     async def get_skill(ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> dict[str, Any]:
+        await ready()
         if hub is not None and not is_local(params.uri):
             upstream, own = hub.resource_route(params.uri)
             if _serves_skills(upstream):

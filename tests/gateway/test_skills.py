@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from pydantic import TypeAdapter
 from fixtures._zygote import launch_command
 from tests import conformance
 from tests.gw import PYTHON, REPO, Connected, fixture_entry, gateway_env, http_gateway, text_of, wait_until
+from tests.inproc import gateway_in_process
 from toolreel.core.model import TemplateDraft
 from toolreel.core.skill import find_skill, served_skills, skill_name, template_skill
 from toolreel.core.store import open_store
@@ -215,6 +217,32 @@ def store_with(tmp_path: Path, *definitions: dict[str, Any]) -> str:
     finally:
         store.close()
     return db
+
+
+async def test_a_first_skills_list_waits_for_the_store_to_list_the_templates(tmp_path: Path) -> None:
+    """A client that asks at once, while the store is still opening (held locked here), is given the
+    skills once the templates are read, not an empty listing."""
+    db = store_with(tmp_path, ECHO)
+    holder = sqlite3.connect(tmp_path / "store.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        async with gateway_in_process({}, db=db) as host, anyio.create_task_group() as tg:
+            listed: dict[str, Any] = {}
+            answered = anyio.Event()
+
+            async def ask() -> None:
+                listed.update(await skills_request(host, "skills/list", {}))
+                answered.set()
+
+            tg.start_soon(ask)
+            with anyio.move_on_after(1.0):  # an answer given while the store is locked must have the skill too
+                await answered.wait()
+            holder.rollback()
+            with anyio.fail_after(60):
+                await answered.wait()
+            assert [skill["frontmatter"]["name"] for skill in listed["skills"]] == ["shout"]
+    finally:
+        holder.close()
 
 
 @pytest.mark.slow

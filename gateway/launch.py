@@ -28,6 +28,9 @@ _REEXPORTING_PACKAGES = ("mcp", "mcp.server", "mcp.client")
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["serve"]:  # the other commands start no upstream, and import only what they use
+        from toolreel.gateway._trim import use_system_allocator
+
+        use_system_allocator()  # first: it may start this process again (gateway/_trim.py)
         with loading():
             from toolreel.upstreams.prespawn import prespawn
 

@@ -13,7 +13,6 @@ input whose recorded value is the recorded value of an expected input gets that 
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from fixtures._zygote import launch_command
+from fixtures.world import server_entries
 from toolreel.core.model import JSON, TemplateDraft
 from toolreel.core.store import open_store
 from toolreel.core.template import Template
@@ -143,7 +142,7 @@ async def replay_in_world(template: Template, world: Mapping[str, Any], inputs: 
         world_file, log = where / "world.json", where / "calls.jsonl"
         world_file.write_text(json.dumps(world), encoding="utf-8")
         log.touch()
-        config = parse_config({"mcpServers": _servers(world, world_file, log)}, source=str(world_file))
+        config = parse_config({"mcpServers": server_entries(world, world_file, log)}, source=str(world_file))
         store = open_store(f"sqlite:///{where / 'store.db'}")
         try:
             store.save_template(TemplateDraft(template.name, template_to_dict(template)))
@@ -163,14 +162,6 @@ def _leaves(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_leaves(inner) for inner in exc.exceptions)
     return f"{type(exc).__name__}: {exc}"
-
-
-def _servers(world: Mapping[str, Any], world_file: Path, log: Path) -> dict[str, Any]:
-    commands = {
-        server: launch_command([sys.executable, "-m", "fixtures.world", str(world_file), server, "--log", str(log)])
-        for server in world["tools"]
-    }
-    return {server: {"command": argv[0], "args": argv[1:], "cwd": str(ROOT)} for server, argv in commands.items()}
 
 
 async def _run(config: Any, store: Any, template: Template, inputs: Mapping[str, JSON]) -> tuple[str, str | None]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -26,8 +25,8 @@ from typing import Any, Final
 import anyio
 import pytest
 
-from fixtures._zygote import launch_command
 from fixtures.recordings import CorpusEntry, load_corpus
+from fixtures.world import server_entries
 from toolreel.core.errors import TemplateError
 from toolreel.core.model import StepKind, TemplateDraft
 from toolreel.core.secrets import REDACTED
@@ -90,14 +89,6 @@ def _inputs(template: Template, recorded: Mapping[str, Any]) -> dict[str, Any]:
     return {name: SECRET if template.inputs[name].secret else value for name, value in recorded.items()}
 
 
-def _servers(world: Mapping[str, Any], world_file: Path, log: Path) -> dict[str, dict[str, Any]]:
-    commands = {
-        server: launch_command([sys.executable, "-m", "fixtures.world", str(world_file), server, "--log", str(log)])
-        for server in world["tools"]
-    }
-    return {server: {"command": argv[0], "args": argv[1:], "cwd": str(REPO)} for server, argv in commands.items()}
-
-
 def _calls(log: Path) -> list[str]:
     lines = log.read_text(encoding="utf-8").splitlines()
     return [json.dumps(json.loads(line), sort_keys=True) for line in lines if line.strip()]
@@ -142,8 +133,8 @@ async def _round_trip(
     problems: list[str] = []
     try:
         with anyio.fail_after(RUN_SECONDS):
-            ran = await _replayed(template, inputs, _servers(world, world_file, logs["run"]), where)
-            exported = await _exported(program, inputs, _servers(world, world_file, logs["export"]), where)
+            ran = await _replayed(template, inputs, server_entries(world, world_file, logs["run"]), where)
+            exported = await _exported(program, inputs, server_entries(world, world_file, logs["export"]), where)
     except (SystemExit, Exception) as exc:  # one template's failure names it
         return Outcome(entry.name, (_leaves(exc),), 0)
     run_calls, export_calls = (_calls(log) if log.exists() else [] for log in logs.values())

@@ -301,7 +301,12 @@ FAIL_OR_WAIT = {
     "name": "fail-or-wait",
     "inputs": {"mode": {"type": "string"}},
     "steps": [
-        {"name": "boom", "when": {"ref": "@input.mode", "eq": "fail"}, "tool": "features__fail", "input": {}},
+        {  # fails once the other item's call is in flight: that call is what the failure must cancel
+            "name": "boom",
+            "when": {"ref": "@input.mode", "eq": "fail"},
+            "tool": "features__fail",
+            "input": {"after_start_of": "slow"},
+        },
         {
             "name": "wait",
             "when": {"ref": "@input.mode", "neq": "fail"},

@@ -22,6 +22,7 @@ already warm, where starting again would cost more than it saves.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import gc
 import os
@@ -38,8 +39,6 @@ ARENAS = 2
 def _glibc(name: str) -> Callable[..., int] | None:
     """A glibc function of this process, or None elsewhere (musl, macOS). Found at first use, not at import:
     the process's own symbols include libc's (`ctypes.util.find_library` would run ldconfig in a subprocess)."""
-    import ctypes  # here: `use_system_allocator` runs before anything else is imported
-
     try:
         function: Callable[..., int] = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
@@ -64,27 +63,23 @@ def give_back() -> None:
 
 
 _STARTED_AGAIN = "TOOLREEL_SYSTEM_ALLOCATOR"
+_WARM_MODULE = "mcp"  # imported already: this process was forked from a warm interpreter
 
 
-def use_system_allocator(warm_module: str = "mcp") -> None:
-    """Start this process again, the same pid and arguments, with `PYTHONMALLOC=malloc` (glibc only; see
-    the module's docstring). Returns at once when the environment sets PYTHONMALLOC, when `warm_module` is
-    already imported (a process forked from a warm interpreter) or when this is the process started again,
-    which takes both variables out of its environment so that the servers it starts keep their own."""
+def use_system_allocator() -> None:
+    """Start this process again, the same pid and arguments, with `PYTHONMALLOC=malloc`, where glibc's
+    `malloc_trim` gives the freed pages back (see the module's docstring). Returns at once when the environment
+    sets PYTHONMALLOC, when the process was forked warm, or when this is the process started again, which takes
+    both variables out of its environment so that the servers it starts keep their own."""
     if os.environ.pop(_STARTED_AGAIN, None) is not None:
         os.environ.pop("PYTHONMALLOC", None)
         return
-    if "PYTHONMALLOC" in os.environ or warm_module in sys.modules or not sys.executable or not _is_glibc():
+    if "PYTHONMALLOC" in os.environ or _WARM_MODULE in sys.modules or not sys.executable:
+        return
+    if _glibc("malloc_trim") is None:
         return
     env = {**os.environ, "PYTHONMALLOC": "malloc", _STARTED_AGAIN: "1"}
     try:
         os.execve(sys.executable, sys.orig_argv, env)
     except OSError:  # pragma: no cover - an interpreter that cannot be run again: keep pymalloc
         return
-
-
-def _is_glibc() -> bool:
-    try:
-        return bool(os.confstr("CS_GNU_LIBC_VERSION"))
-    except (ValueError, OSError, AttributeError):  # musl, macOS, Windows
-        return False

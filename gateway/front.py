@@ -132,7 +132,7 @@ class Front:
         server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
-        install_skills(server, self.hook.skills, self.hub, self.hook.tools_ready)
+        install_skills(server, self.hook.skills, self.hook.tools_ready, self.hub)
         tasks.install(server, self.hub, lambda: self.hook.execution_tasks())
         server.middleware = [self._middleware]  # no tracing middleware on the hot path
         return server

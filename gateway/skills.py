@@ -47,13 +47,7 @@ class GetSkillParams(types.RequestParams):
     uri: str
 
 
-async def _now() -> None:
-    return None
-
-
-def install(
-    server: Server[Any], skills: Skills, hub: Hub | None = None, ready: Callable[[], Awaitable[None]] = _now
-) -> None:
+def install(server: Server[Any], skills: Skills, ready: Callable[[], Awaitable[None]], hub: Hub | None = None) -> None:
     """Declare the extension (no optional feature: an empty settings object) and serve its two methods.
     `ready` is awaited first: the skills come with the templates' listing, which a gateway whose store is
     still opening has not read yet (a first `skills/list` would find none)."""

@@ -1,6 +1,6 @@
 """Held-out sessions written blind, judged on text and on behaviour: `.venv/bin/python bench/worlds.py [-v]`.
 
-For each session of fixtures/recordings/blind/ (`--set worlds`/`worlds2`/`worlds3`/`worlds4`: the once-blind sessions of
+For each session of fixtures/recordings/blind/ (`--set worlds`/`worlds2`…`worlds5`: the once-blind sessions of
 fixtures/recordings/worlds*/,
 `--set tuned`: the tuned top-level sessions that have a `world2`):
 - refs: templatized with the inputs a careful person names (none for several recordings), every value holding a
@@ -40,6 +40,7 @@ from fixtures.recordings import (
     WORLDS2_DIR,
     WORLDS3_DIR,
     WORLDS4_DIR,
+    WORLDS5_DIR,
     WORLDS_DIR,
     CorpusEntry,
     load_entry,
@@ -377,9 +378,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
         "--set",
-        choices=("blind", "worlds", "worlds2", "worlds3", "worlds4", "tuned"),
+        choices=("blind", "worlds", "worlds2", "worlds3", "worlds4", "worlds5", "tuned"),
         default="blind",
-        help="which sessions: blind (default), worlds, worlds2-4 (once blind, tuned now), tuned (with a world2)",
+        help="which sessions: blind (default), worlds, worlds2-5 (once blind, tuned now), tuned (with a world2)",
     )
     parser.add_argument("--only", help="one session by name")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch and every wrong call")
@@ -390,6 +391,7 @@ def main() -> int:
         "worlds2": WORLDS2_DIR,
         "worlds3": WORLDS3_DIR,
         "worlds4": WORLDS4_DIR,
+        "worlds5": WORLDS5_DIR,
         "tuned": CORPUS_DIR,
     }[args.set]
     sessions = load_sessions(directory, args.only)

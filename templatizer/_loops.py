@@ -4,7 +4,8 @@ A family is the recorded calls of one tool whose templatized arguments differ on
 they take: `@list_1.items[0].id`, `[1]`, `[2]` (an earlier output's list, or an earlier loop's output),
 or `@input.title`, `@input.title_2` (one input per element, folded into one list input). The family
 becomes one step over that list with per-item refs (`@item.id`), over a filter on the field the
-handled elements share when only some were handled, or stays unrolled with the reason why. Refs of
+handled elements share when only some were handled (or over a `select_*` code step keeping the elements
+that meet two conditions, `_select`), or stays unrolled with the reason why. Refs of
 other steps to the members become refs into the loop's output list (`@get_user_each[*].email`).
 """
 
@@ -36,6 +37,7 @@ from toolreel.templatizer._reftext import (
     tokens,
 )
 from toolreel.templatizer._result import Loop, Unit, Unrolled
+from toolreel.templatizer._select import SELECT_CODE, Condition, Select, conditions_of, selected
 from toolreel.templatizer._values import is_trivial, items_schema, same, strength
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
@@ -65,6 +67,7 @@ class Folded:
     units: tuple[Unit, ...]
     loops: tuple[Loop, ...] = ()
     unrolled: tuple[Unrolled, ...] = ()
+    selects: tuple[Select, ...] = ()  # the select steps the loops walk
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,8 @@ class _Folding:
     unrolled: list[Unrolled] = field(default_factory=list)
     extra: dict[str, list[JSON]] = field(default_factory=dict)  # loop step -> its output in each recording
     calls: list[tuple[str, ...]] = field(default_factory=list)  # the family being folded: its calls per recording
+    selects: dict[str, Select] = field(default_factory=dict)  # `@select_x` -> the select step it would be
+    applied: list[Select] = field(default_factory=list)  # the select steps the loops walk
 
     def resolved(self, ref: str, run: int) -> JSON:
         """`ref` in recording `run`, where the loops folded so far have their recorded outputs; None if absent."""
@@ -116,7 +121,7 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
     taken = {u.name for u in whole} | {n for run in runs for n in run.steps} | {n for run in runs for n in run.outputs}
     whole = join_texts(whole, partial(_listed, folding), taken)
     notes = [note for unit in whole for note in _positional(unit, folding.loops)]
-    return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes))
+    return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes), tuple(folding.applied))
 
 
 def _listed(folding: _Folding, base: str, at: list[int]) -> str | None:
@@ -190,6 +195,10 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
             values[input_name] = run_values
     names = tuple(m.name for m in members)
     added: list[Unit] = []
+    for walked in walk.zipped.values() if walk.zipped is not None else [walk.over]:
+        if (select := folding.selects.get(walked)) is not None:
+            added.append(Unit(select.step, "", members[0].record, _select_input(select), code=SELECT_CODE))
+            folding.applied.append(select)
     over = walk.over
     if walk.zipped is not None:
         zipped = _free(f"{name}_items", taken | {name})
@@ -403,7 +412,7 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
     elif at != sorted(at):
         return f"they handle the elements of {base} out of order ({at})"
     else:
-        filtered = _evident_filter(base, elements, at)
+        filtered = _evident_filter(base, elements, at) or _selecting(base, elements, at, folding)
         if filtered is None:
             return (
                 f"they handle elements {at} of {base} ({len(elements)} elements) and no field tells the handled "
@@ -413,6 +422,9 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
             return f"the filter {filtered} does not give back the elements {at} the calls took"
         over = filtered
         why = f"only the elements the filter keeps: {count} of {len(elements)} when recorded"
+        if filtered in folding.selects:
+            kept = " and ".join(c.describe() for c in folding.selects[filtered].where)
+            why = f"only the elements whose {kept}: {count} of {len(elements)} when recorded"
     for run in range(1, len(folding.runs)):
         got = folding.resolved(over, run)
         if not isinstance(got, list) or len(got) != len(folding.calls[run]):
@@ -442,6 +454,47 @@ def _evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | Non
     # most is a word of the domain, not a count that happens to match (`True` says little, `0/1` less).
     key, value = max(separating, key=lambda kv: strength(kv[1]) if isinstance(kv[1], str) else 0.3)
     return f"{base}[?(@.{key} == {json.dumps(value)})]"
+
+
+def _selecting(base: str, elements: list[JSON], at: list[int], folding: _Folding) -> str | None:
+    """`@select_x`, a code step keeping the elements that meet two conditions (`_select`), its output in each
+    recording known to the folding; None when no two conditions keep exactly the handled elements."""
+    where = conditions_of(elements, at)
+    if where is None:
+        return None
+    named = folding.table.values[0]
+    # A condition's value the user named already is that input, in each recording its own value.
+    refs = tuple(next((name for name, value in named.items() if same(value, c.value)), None) for c in where)
+    taken = {u.name for u in folding.units} | set(folding.extra) | {s.step for s in folding.selects.values()}
+    taken |= {n for run in folding.runs for n in (*run.steps, *run.outputs)}
+    last = _KEY_RE.findall(base.rsplit(".", 1)[-1]) or ["items"]
+    select = Select(_free(f"select_{last[0]}", taken), base, where, refs)
+    outputs: list[JSON] = []
+    for run in folding.runs:
+        conditions = [c if ref is None else _valued(c, run.inputs.get(ref)) for c, ref in zip(where, refs, strict=True)]
+        outputs.append(selected(folding.resolved(base, len(outputs)), conditions))
+    folding.extra[select.step] = outputs
+    folding.selects[f"@{select.step}"] = select
+    return f"@{select.step}"
+
+
+def _valued(condition: Condition, value: JSON) -> Condition:
+    return replace(condition, value=value) if isinstance(value, str | int | bool) else condition
+
+
+def _select_input(select: Select) -> JSON:
+    where: list[JSON] = []
+    for i, condition in enumerate(select.where):
+        ref = select.refs[i] if i < len(select.refs) else None
+        value: JSON = f"@input.{ref}" if ref is not None else _literal(condition.value)
+        where.append({"key": condition.key, "op": condition.op, "value": value})
+    return {"items": select.base, "where": where}
+
+
+def _literal(value: str | int | bool) -> JSON:
+    if isinstance(value, str):
+        return "@" + value if value.startswith("@") else value.replace("{{@", "{{@@")
+    return value
 
 
 def _excluding_filter(base: str, handled: list[JSON], others: list[JSON]) -> str | None:

@@ -32,6 +32,7 @@ from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity, pic
 from toolreel.templatizer._pieces import literal
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._runs import Run, named_in_runs
+from toolreel.templatizer._select import select_inputs
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, json_path, put_at, same
 from toolreel.templatizer._views import VIEW_CODE, View, drop_unread, read_view
@@ -115,6 +116,7 @@ def templatize(
     likely = computed_elsewhere(likely, transforms)
     if len(runs) == 1:
         likely = pick_inputs(picks, likely, set(template.inputs))
+        likely = select_inputs(folded.selects, likely, set(template.inputs))
     return TemplatizeResult(
         template=template,
         applied=tuple(inf for res in chosen for _, inf in res.applied) + transforms,

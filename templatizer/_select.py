@@ -1,0 +1,185 @@
+"""Loops over the elements that pass a filter of several conditions: a `code` step selects them.
+
+When the handled elements of a list share no single field value that sets them apart (the machines of
+one region that are started, the web services whose names start with `checkout-`), two conditions
+together may: each holds for every handled element, and every other element fails one of them. The
+loop then walks the output of a `select_*` code step that keeps the elements meeting every condition.
+Its condition values are what the user chose (a region, a name prefix): each is proposed as an input,
+ticked, unless it is a state of the task (`state: "started"`, `type: "web_service"`), which stays
+proposed unticked. A condition holding for every element, or setting them all apart alone, is no
+evidence here: the one-field filter of `_loops` handles the latter, as a JSONPath filter.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+from toolreel.core.model import JSON
+from toolreel.templatizer._result import LikelyInput
+from toolreel.templatizer._values import same, snake
+
+__all__ = ["SELECT_CODE", "Condition", "Select", "conditions_of", "select_inputs", "selected"]
+
+SELECT_CODE: Final = """export default function(input) {
+  const at = (item, key) =>
+    key === "" ? item : key.split(".").reduce((v, k) => (v === null || v === undefined ? v : v[k]), item);
+  const holds = (item, c) => {
+    const v = at(item, c.key);
+    return c.op === "starts with" ? typeof v === "string" && v.startsWith(c.value) : v === c.value;
+  };
+  return input.items.filter((item) => item !== null && input.where.every((c) => holds(item, c)));
+}
+"""
+
+_KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SEPARATORS: Final = "-_./:"
+_STATE_WORD_RE: Final = re.compile(r"^[a-z][a-z_-]{1,23}$")
+# A field naming a state or a category of the element: its value is the task's own condition
+# ("stop the started machines"), unlike a region or a name prefix the user named for this run.
+_STATE_KEY_RE: Final = re.compile(r"(?:^|_)(state|status|phase|type|kind|conclusion|health|lifecycle)$", re.I)
+_LONGEST: Final = 64  # longer values are texts, not categories
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    key: str  # "" for the element itself (a list of names)
+    op: Literal["==", "starts with"]
+    value: str | int | bool
+
+    def holds(self, element: JSON) -> bool:
+        got = element if self.key == "" else element.get(self.key) if isinstance(element, dict) else None
+        if self.op == "starts with":
+            return isinstance(got, str) and isinstance(self.value, str) and got.startswith(self.value)
+        return same(got, self.value) and type(got) is type(self.value)
+
+    @property
+    def state(self) -> bool:
+        """A condition of the task (a state or category), not a choice the user made for this run."""
+        if isinstance(self.value, bool):
+            return True
+        return (
+            self.op == "=="
+            and isinstance(self.value, str)
+            and bool(_STATE_WORD_RE.match(self.value))
+            and bool(_STATE_KEY_RE.search(self.key))
+        )
+
+    def describe(self) -> str:
+        return f"{self.key or 'the element'} {self.op} {self.value!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    step: str  # the code step added
+    base: str  # the list it selects from
+    where: tuple[Condition, ...]
+    refs: tuple[str | None, ...] = ()  # per condition, the named input that gives its value
+
+
+def selected(elements: JSON, where: Sequence[Condition]) -> JSON:
+    """What the select step returns for `elements` (the code's twin, to check other recordings)."""
+    if not isinstance(elements, list):
+        return None
+    return [e for e in elements if e is not None and all(c.holds(e) for c in where)]
+
+
+def conditions_of(elements: Sequence[JSON], at: Sequence[int]) -> tuple[Condition, ...] | None:
+    """Two conditions that keep exactly the elements `at` (or one name prefix); None when none do."""
+    handled = [elements[i] for i in at]
+    others = [e for i, e in enumerate(elements) if i not in set(at)]
+    if len(handled) < 2 or not others:
+        return None
+    candidates = [c for c in _candidates(handled) if not all(c.holds(o) for o in others)]
+    alone = [c for c in candidates if c.op == "starts with" and not any(c.holds(o) for o in others)]
+    if alone:
+        return (max(alone, key=lambda c: len(str(c.value))),)
+    pairs = [
+        (a, b)
+        for a, b in itertools.combinations(candidates, 2)
+        if a.key != b.key and not any(a.holds(o) and b.holds(o) for o in others)
+    ]
+    if not pairs:
+        return None
+    # The pair that says most: a name prefix or a value the user chose before a second state.
+    return max(pairs, key=lambda pair: sum(_weight(c) for c in pair))
+
+
+def _weight(condition: Condition) -> float:
+    return (1.0 if condition.op == "starts with" else 0.6) - (0.2 if condition.state else 0.0)
+
+
+def _candidates(handled: Sequence[JSON]) -> list[Condition]:
+    """The conditions every handled element meets: a shared field value, or a shared prefix of a name."""
+    first = handled[0]
+    if isinstance(first, str):
+        prefix = _prefix([h for h in handled if isinstance(h, str)] if all(isinstance(h, str) for h in handled) else [])
+        return [Condition("", "starts with", prefix)] if prefix else []
+    if not all(isinstance(h, dict) for h in handled):
+        return []
+    assert isinstance(first, dict)
+    out: list[Condition] = []
+    for key, value in first.items():
+        if not _KEY_RE.fullmatch(key) or not isinstance(value, str | bool) or len(str(value)) > _LONGEST:
+            continue
+        values = [h.get(key) if isinstance(h, dict) else None for h in handled]
+        if all(same(v, value) and type(v) is type(value) for v in values):
+            if value != "":
+                out.append(Condition(key, "==", value))
+        elif all(isinstance(v, str) for v in values):
+            prefix = _prefix([v for v in values if isinstance(v, str)])
+            if prefix:
+                out.append(Condition(key, "starts with", prefix))
+    return out
+
+
+def _prefix(values: Sequence[str]) -> str | None:
+    """The common beginning of `values` up to its last separator (`checkout-`, `dlq.`), two characters before
+    it at least; None when they share none."""
+    if len(values) < 2:
+        return None
+    common = values[0]
+    for value in values[1:]:
+        while not value.startswith(common):
+            common = common[:-1]
+    cut = max(common.rfind(s) for s in _SEPARATORS)
+    if cut < 2 or any(len(v) <= cut + 1 for v in values):
+        return None
+    return common[: cut + 1]
+
+
+def select_inputs(
+    selects: Sequence[Select], likely: Sequence[LikelyInput], taken: Collection[str]
+) -> list[LikelyInput]:
+    """The likely inputs with each select condition's value no input gave: ticked for a value the user chose,
+    unticked for a state of the task."""
+    out = list(likely)
+    names = set(taken) | {item.name for item in likely}
+    for select in selects:
+        for i, condition in enumerate(select.where):
+            if isinstance(condition.value, bool) or any(select.refs[i : i + 1]):
+                continue
+            used_at = ((select.step, f"$.where[{i}].value"),)
+            at = next((j for j, item in enumerate(out) if same(item.value, condition.value)), None)
+            if at is not None:
+                out[at] = replace(out[at], used_at=out[at].used_at + used_at)
+                continue
+            base = snake(condition.key) if condition.key else "value"
+            name = _free(f"{base}_prefix" if condition.op == "starts with" else base, names)
+            names.add(name)
+            why = f"{select.step} keeps the elements whose {condition.describe()}: which ones, the user's choice"
+            if condition.state:
+                why = f"{select.step} keeps the elements whose {condition.describe()}: a state, proposed unticked"
+            item = LikelyInput(name, condition.value, "string", used_at, why, ticked=not condition.state)
+            out.append(item)
+    return out
+
+
+def _free(base: str, taken: set[str]) -> str:
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name

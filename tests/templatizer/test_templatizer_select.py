@@ -1,0 +1,87 @@
+"""Loops over the elements that two conditions keep (a region and a state, a name prefix and a type)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.recorded import Session
+from toolreel.core.model import StepRecord
+from toolreel.templatizer import summary, templatize, verify
+
+_REGIONS = ("ams", "fra", "ams", "ams", "iad", "ams", "fra")
+_STATES = ("started", "started", "stopped", "started", "started", "started", "stopped")
+
+
+def _machines(regions: tuple[str, ...], states: tuple[str, ...], salt: str) -> list[dict[str, Any]]:
+    return [
+        {"id": f"{salt}{i:02d}e2d6b795d8", "name": f"m-{salt}-{i}", "state": state, "region": region, "cpus": 1}
+        for i, (region, state) in enumerate(zip(regions, states, strict=True))
+    ]
+
+
+def _stop_started(region: str, machines: list[dict[str, Any]], execution: str = "e1") -> list[StepRecord]:
+    s = Session(execution=execution)
+    s.call("machine_list", {"app": "kettle-api"}, machines)
+    for machine in machines:
+        if machine["region"] == region and machine["state"] == "started":
+            s.call("machine_stop", {"app": "kettle-api", "id": machine["id"]}, f"{machine['id']} has been stopped")
+    return s.steps
+
+
+def test_the_elements_two_fields_tell_apart_are_walked_through_a_select_step() -> None:
+    recording = _stop_started("ams", _machines(_REGIONS, _STATES, "a"))
+    result = templatize([recording], name="t")
+    select = result.template.step("select_machine_list_1")
+    assert select.code is not None and select.input == {
+        "items": "@machine_list_1",
+        "where": [{"key": "state", "op": "==", "value": "started"}, {"key": "region", "op": "==", "value": "ams"}],
+    }
+    loop = result.template.step("machine_stop_each")
+    assert (loop.for_each, loop.input) == ("@select_machine_list_1", {"app": "kettle-api", "id": "@item.id"})
+    assert len(result.loops) == 1 and "region == 'ams'" in result.loops[0].why
+    # the region is the user's choice for this run; the state is the task's own
+    likely = {item.name: item for item in result.likely_inputs}
+    assert likely["region"].ticked and likely["region"].value == "ams"
+    assert not likely["state"].ticked
+    verification = verify(result, [recording])  # the dry replay runs the select code in the sandbox
+    assert verification.verified, verification.to_json()
+    assert "machine_stop_each" in summary(result, verification, saved=None, note=None)
+
+
+def test_a_plain_save_takes_the_condition_from_its_input() -> None:
+    recording = _stop_started("ams", _machines(_REGIONS, _STATES, "a"))
+    first = templatize([recording], name="t")
+    saved = templatize([recording], name="t", inputs=first.ticked_inputs)
+    where = saved.template.step("select_machine_list_1").input["where"]
+    assert {"key": "region", "op": "==", "value": "@input.region"} in where
+    assert verify(saved, [recording]).verified
+
+
+def test_services_whose_names_start_alike_are_walked_by_their_prefix() -> None:
+    s = Session()
+    names = ["marketing-site", "checkout-api", "checkout-web", "search-api", "checkout-admin"]
+    services = [{"id": f"srv-d1a9k{i}q7c4nc73e0", "name": name, "type": "web_service"} for i, name in enumerate(names)]
+    s.call("list_services", {}, services)
+    for service in services[1:]:
+        if service["name"].startswith("checkout-"):
+            s.call("set_env", {"serviceId": service["id"], "key": "FLAG"}, "updated")
+    result = templatize([s.steps], name="t")
+    select = result.template.step("select_list_services_1")
+    assert select.input == {
+        "items": "@list_services_1",
+        "where": [{"key": "name", "op": "starts with", "value": "checkout-"}],
+    }
+    assert result.template.step("set_env_each").for_each == "@select_list_services_1"
+    assert {item.name: item.ticked for item in result.likely_inputs}.get("name_prefix") is True
+    assert verify(result, [s.steps]).verified
+
+
+def test_handled_elements_no_two_conditions_tell_apart_stay_unrolled() -> None:
+    s = Session()
+    machines = _machines(("ams", "ams", "ams", "ams"), ("started",) * 4, "c")
+    s.call("machine_list", {"app": "kettle-api"}, machines)
+    for machine in (machines[0], machines[2]):
+        s.call("machine_stop", {"app": "kettle-api", "id": machine["id"]}, "stopped")
+    result = templatize([s.steps], name="t")
+    assert not result.loops and "select_machine_list_1" not in {step.name for step in result.template.steps}
+    assert "no field tells the handled ones apart" in result.unrolled[0].why

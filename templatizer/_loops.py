@@ -320,7 +320,7 @@ def _agrees(partial_at: Sequence[int | None], full: Sequence[int | None]) -> boo
 def _walk_over(members: Sequence[Unit], walked: Mapping[str, list[int]], folding: _Folding) -> _Walk | str | None:
     """The loop over `walked` (one list, or several zipped) if some call's generalized arguments give back
     every call's recorded arguments; else why not (or None: no candidate fits)."""
-    keys = {base: _free(re.sub(r"\W+", "_", base[1:]).strip("_"), set()) for base in walked}
+    keys = {base: _free(re.sub(r"[^A-Za-z0-9_]+", "_", base[1:]).strip("_"), set()) for base in walked}
     single = len(walked) == 1
     candidates: list[JSON] = []
     for i, member in enumerate(members):

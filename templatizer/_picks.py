@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
@@ -101,7 +102,7 @@ def _pick(
     searched = _searched(base, given, inputs) if n == 0 else set()
     state = _state_key(elements, n) if n else None
     if state is not None and all(_same_pick(base, n, state, run, element[state]) for run in runs):
-        step = _free(f"pick_{state}", taken)
+        step = _free(f"pick_{_slug(state) or 'state'}", taken)
         return Pick(step, head, state, str(element[state]), state=True)
     for key in _identity_keys(element):
         value = _at(element, key)
@@ -112,10 +113,16 @@ def _pick(
         named = next((name for name, v in inputs.items() if same(v, value)), None)
         if not all(_same_pick(base, n, key, run, value if named is None else run.inputs.get(named)) for run in runs):
             continue
-        slug = re.sub(r"\W+", "_", str(value)).strip("_").lower()[:24] or key
-        step = _free(f"pick_{slug}" if slug[0].isalpha() else f"pick_{key}", taken)
+        slug = _slug(str(value))
+        step = _free(f"pick_{slug}" if slug[:1].isalpha() else f"pick_{_slug(key) or 'item'}", taken)
         return Pick(step, head, key, f"@input.{named}" if named is not None else str(value))
     return None
+
+
+def _slug(text: str) -> str:
+    """A step name's part made of `text`: ASCII letters and digits (`Café Nord` -> `cafe_nord`), as names must be."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^A-Za-z0-9]+", "_", folded).strip("_").lower()[:24]
 
 
 def _searched(base: str, given: Mapping[str, JSON], inputs: Mapping[str, JSON]) -> set[str]:

@@ -474,3 +474,13 @@ def test_recordings_with_other_numbers_of_elements_confirm_one_loop() -> None:
     )
     verification = verify(result, recordings)
     assert verification.verified and verification.recordings == 3, verification.to_json()
+
+
+def test_a_pick_by_a_name_written_with_accents_gets_a_legal_step_name() -> None:
+    s = Session()
+    projects = [{"id": 9100 + i, "name": name} for i, name in enumerate(["Atlas", "Birch", "Café Nord", "Dune"])]
+    s.call("list_projects", {}, {"projects": projects})
+    s.call("create_invoice", {"project_id": 9102}, {"id": "inv_1"})
+    result = templatize([s.steps], name="t")
+    assert "pick_cafe_nord" in {step.name for step in result.template.steps}
+    assert verify(result, [s.steps]).verified

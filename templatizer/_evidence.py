@@ -60,6 +60,16 @@ _CLAUSE: Final = (
 )
 _CLAUSES_RE: Final = re.compile(rf"^{_CLAUSE}(?:\s+(?:(?:and|or|not|AND|OR|NOT)\s+)?{_CLAUSE})*$")
 _COMPARED_RE: Final = re.compile(r"\w[\"']?\s*(?:<=?|>=?|!=)\s*\S|\w\s+(?:eq|ne|gt|ge|lt|le|co|sw|ew)\s+\S")
+# A search piped into commands (`search index=web host="api-07" | stats count by uri`: SPL; `T | where x == 1`:
+# KQL), or a filter expression joined by `&&`/`||` (GROQ, JavaScript-like filters) with a comparison in it.
+_PIPED_RE: Final = re.compile(
+    r"[\w.]+\s*(?:=|==|!=|>=?|<=?)\s*\S.*\|\s*(?:stats|where|sort|head|tail|table|fields|summarize|project|top|"
+    r"limit|eval|rex|timechart|count|dedup|rename|extend|order)\b",
+    re.DOTALL,
+)
+_JOINED_RE: Final = re.compile(
+    r"[\w.>-]+\s*(?:==|!=|>=?|<=?)\s*[\"'\w].*\s(?:&&|\|\|)\s|\s(?:&&|\|\|)\s.*[\w.>-]+\s*==\s*[\"']"
+)
 # A label selector (`{service="api",code=~"5.."}`) of PromQL, LogQL, or a metrics query.
 _SELECTOR_RE: Final = re.compile(r"\w\{\s*\w+\s*(?:=|!=|=~|!~)\s*\"[^\"]*\"")
 # A time relative to the run (`now-1h`, `-24h`, `14d`, `in 2 days`, `tomorrow`): the same words every run.
@@ -229,6 +239,10 @@ def is_query(text: str) -> bool:
     if _QUERY_RE.match(text) or _SELECTOR_RE.search(text):
         return True
     if _CLAUSES_RE.match(text) and _COMPARED_RE.search(text):
+        return True
+    # (the cheap tests first: both regexes scan the whole text, and most texts have neither `|` nor `&&`)
+    piped = "|" in text and bool(_PIPED_RE.search(text))
+    if " " in text and (piped or ("&&" in text and bool(_JOINED_RE.search(text)))):
         return True
     return " " in text and bool(_QUERY_LANG_RE.search(text) or _FILTER_RE.search(text))
 

@@ -152,6 +152,7 @@ class Unexplained:
     flag: str = ""  # a value of a command line's flag (`--bucket`): judged and named by the flag
     reads: bool = False  # the step's tool is annotated read-only
     in_query: bool = False  # a value inside a query's text (`service.name:"checkout-api"`), named by its field
+    sole: bool = False  # in a query: the one text it selects by, no state (what the query is about)
     built: bool = False  # a text already built on earlier outputs: only a value inside it may be an input
 
     @property

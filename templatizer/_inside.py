@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Final
 
 from toolreel.templatizer._evidence import Judgement, is_query, is_statement
@@ -21,6 +22,7 @@ __all__ = [
     "path_roots",
     "plain_word",
     "query_values",
+    "state_field",
     "versions_in_built",
     "versions_inside",
 ]
@@ -62,7 +64,7 @@ _QUERY_VALUE_RE: Final = re.compile(
 
 # A number an inequality compares with (`julianday(...) > 30`, `qty <= 5`, `age >= 18.5`): a threshold.
 _THRESHOLD_RE: Final = re.compile(
-    r"(?:([A-Za-z_][\w.]*)\)*|\))(?:\s*(?:<=|>=|<|>)\s*|\s+(?:gt|ge|lt|le)\s+)[\"']?(\d{4}-\d\d-\d\d(?=T|[\"'\s)]|$)|-?\d+(?:\.\d+)?)"
+    r"(?:([A-Za-z_][\w.]*)\)*|\))(?:\s*(?:<=|>=|<|>)\s*|\s+(?:gt|ge|lt|le)\s+)(?:(?i:DATE|TIMESTAMP)\s+)?[\"']?(\d{4}-\d\d-\d\d(?=T|[\"'\s)]|$)|-?\d+(?:\.\d+)?)"
     r"(?:T[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?[\"']?"  # a date's time of day is how it is written: the date is the value
     r"(?=\s*(?:$|[);,\]]|(?i:and|or|order|group|limit|having|unless)\b))"  # a whole side: not `0.5 * seats`
 )
@@ -81,12 +83,21 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
     out: list[Unexplained] = []
     for match in _QUERY_VALUE_RE.finditer(value):
         found = next(group for group in match.groups()[1:] if group is not None)
-        if plain_word(found) or found.isdigit() or found == value or (" " in found and not _searched_phrase(found)):
+        field = match.group(1).split(".")[-1]
+        if plain_word(found) or found.isdigit() or found == value or found.startswith("$"):
+            continue  # `$pageview`: a name of the query language's own
+        if " " in found and not _named(found, field):
             continue
         if statement and match.group(4) is not None:
             continue
-        field = match.group(1).split(".")[-1]
         out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+    for match in _LIKE_RE.finditer(value):  # `url LIKE '%/checkout%'`: the text the pattern looks for
+        field, found = match.group(1).split(".")[-1], match.group(2)
+        if not plain_word(found) and len(found) >= 2:
+            out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+    texts = [i for i, lit in enumerate(out) if isinstance(lit.value, str) and not state_field(lit.flag)]
+    if len(texts) == 1:  # the query selects by this one text: what it is about
+        out[texts[0]] = replace(out[texts[0]], sole=True)
     for match in _THRESHOLD_RE.finditer(value):
         found = match.group(2)
         number: str | int | float = found if "-" in found[1:] else float(found) if "." in found else int(found)
@@ -103,6 +114,26 @@ _PHRASE_RE: Final = re.compile(r"^[a-z][a-z0-9-]*(?: [a-z0-9][a-z0-9-]*){1,5}$")
 
 def _searched_phrase(found: str) -> bool:
     return bool(_PHRASE_RE.match(found))
+
+
+# A name of a few capitalized words compared whole (`brand = 'Kettle Co'`, `customer:"Acme Corp"`) is what the
+# query selects by; under a field naming a state or a category (`status:"In Progress"`) it is a state: left.
+_NAME_RE: Final = re.compile(r"^[A-Z][\w&'.-]*(?: [A-Z0-9][\w&'.-]*){1,4}$")
+_STATE_FIELD_RE: Final = re.compile(r"(?:^|_)(?:state|status|phase|type|kind|stage|category|priority)$", re.I)
+
+
+def _named(found: str, field: str) -> bool:
+    return _searched_phrase(found) or (bool(_NAME_RE.match(found)) and not state_field(field))
+
+
+def state_field(field: str) -> bool:
+    """A query's field naming a state or a category (`status`, `ExecutionStatus`, `issue_type`)."""
+    words = "_".join(re.findall(r"[A-Z]?[a-z]+", field)).lower()
+    return bool(_STATE_FIELD_RE.search(field) or _STATE_FIELD_RE.search(words))
+
+
+# `field LIKE '%text%'` (SQL, HogQL): the text between the pattern's wildcards.
+_LIKE_RE: Final = re.compile(r"([A-Za-z_$][\w.$]*)\s+I?LIKE\s+'%?([^'%_]{2,60})%?'", re.IGNORECASE)
 
 
 def carried_value(value: str) -> bool:

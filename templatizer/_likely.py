@@ -22,6 +22,7 @@ from toolreel.templatizer._inside import (
     path_roots,
     plain_word,
     query_values,
+    state_field,
     versions_in_built,
     versions_inside,
 )
@@ -175,9 +176,14 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
             first.value, first.named, schema if not first.flag else None, steps, writes=writes, optional=optional
         )
         if first.in_query and all(lit.in_query for lit in uses) and judged.score < _CONTACT:
-            # a slug, a code, a name: chosen only if carried elsewhere (_in_context); an email, a path stay chosen
+            # The one slug, code or name a query selects by is what the query is about: the user's choice for
+            # this run. Beside others (`cat:cs.DB AND abs:"..."`), or under a field naming a state or a category
+            # (`status = 'Running'`), it is the task's: chosen only if carried elsewhere (_in_context). An email,
+            # a path stay chosen.
             why = f"a value the query selects by ({first.flag})"
-            return Judgement(min(judged.score, _BOILERPLATE_CAP), (*judged.reasons, why))
+            if not first.sole or state_field(first.flag) or judged.score < THIN - 0.2:
+                return Judgement(min(judged.score, _BOILERPLATE_CAP), (*judged.reasons, why))
+            return Judgement(max(judged.score, CHOSEN), (*judged.reasons, f"{why}: what the query is about"))
         if first.flag and not first.in_query and not plain_word(first.value) and 0 < judged.score < CHOSEN:
             return Judgement(min(CHOSEN, judged.score + 0.1), (*judged.reasons, f"the value of --{first.flag}"))
         return judged
@@ -331,6 +337,8 @@ def _number_chosen(value: int | float, tokens: set[str]) -> bool:
     Round numbers (`50`, `100`, `1000`) are what people pick for limits and sizes, so they count only
     under a key that is not a knob and does not look like one."""
     knob = bool(tokens & _KNOB_TOKENS) and not tokens & _THINGS  # `file_size` is the file's, `page_size` a knob
+    if isinstance(value, float) and not value.is_integer() and tokens & _QUANTITY_TOKENS and not knob:
+        return True  # `price: 24.5`: an amount with cents, typed, however short
     if is_trivial(value) or knob or strength(value) < _NUMBER_STRENGTH:
         return False
     round_number = isinstance(value, int) and abs(value) <= 1000 and value % 10 == 0

@@ -94,3 +94,52 @@ def test_a_flag_s_value_alone_in_one_call_stays_proposed() -> None:
     s = Session()
     s.call("run_gcloud_command", {"args": ["run", "revisions", "list", "--service=checkout"]}, "REVISION\nx-1")
     assert "checkout" not in ticked(templatize([s.steps], name="t")).values()
+
+
+# --------------------------------------------------------------------------- seventh pass (worlds5)
+
+
+def _query_step(key: str, query: str) -> Session:
+    s = Session()
+    s.call("search", {key: query, "limit": 50}, {"results": [{"id": "res_7c1d2e3f4a5b"}]})
+    s.call("update", {"id": "res_7c1d2e3f4a5b", "done": True}, "ok")
+    return s
+
+
+@pytest.mark.parametrize(
+    ("query", "value"),
+    [
+        # a search piped into commands (SPL)
+        ('search index=payments host="pay-api-07" status>=500 | stats count by uri_path | head 1', "pay-api-07"),
+        # a filter expression joined by && (GROQ)
+        ('*[_type == "post" && author->slug.current == "mira-k"]{_id, title}', "mira-k"),
+        # a name of capitalized words compared whole
+        ("brand = 'Kettle Co' AND stock = 0", "Kettle Co"),
+        # the text a LIKE pattern looks for
+        ("SELECT count() FROM events WHERE event = '$pageview' AND url LIKE '%/checkout%'", "/checkout"),
+        # an identifier the query selects by, alone
+        ('sku:"KT-2207"', "KT-2207"),
+    ],
+)
+def test_the_value_a_query_selects_by_is_the_user_s_and_the_query_is_built_on_it(query: str, value: str) -> None:
+    s = _query_step("query", query)
+    assert value in ticked(templatize([s.steps], name="t")).values()
+    result = saved(s)
+    name = next(name for name, v in result.input_values.items() if v == value)
+    sent = template_to_dict(result.template)["steps"][0]["input"]["query"]
+    assert sent == query.replace(value, f"{{{{@input.{name}}}}}")
+
+
+def test_a_state_a_query_selects_by_and_the_query_language_s_own_names_stay_literal() -> None:
+    s = _query_step("query", "SELECT id FROM events WHERE event = '$pageview' AND status = 'In Progress' LIMIT 5")
+    chosen = ticked(templatize([s.steps], name="t"))
+    assert "$pageview" not in chosen.values() and "In Progress" not in chosen.values()
+    s = _query_step("query", "WorkflowType = 'OrderFulfillment' AND ExecutionStatus = 'Running'")
+    assert "Running" not in ticked(templatize([s.steps], name="t")).values()
+
+
+def test_an_amount_with_cents_the_user_typed_is_an_input() -> None:
+    s = Session()
+    s.call("get_product", {"sku": "KT-2207"}, {"objectID": "8830127455", "price": 22.0})
+    s.call("update_product", {"objectID": "8830127455", "attributes": {"price": 24.5}}, "ok")
+    assert 24.5 in ticked(templatize([s.steps], name="t")).values()

@@ -85,7 +85,7 @@ def likely_inputs(
     stayed: list[StayedLiteral] = []
     texts_by_step = _texts_by_step([*literals, *built])  # a text built on outputs still carries a value
     weighed = {
-        key: _in_context(_read(_judge(uses, schemas or {}), uses, words), uses, texts_by_step)
+        key: _in_context(_read(_judge(uses, schemas or {}, produced), uses, words), uses, texts_by_step)
         for key, uses in by_value.items()
     }
     weighed.update(_records(weighed, by_value))
@@ -161,7 +161,9 @@ _RECORD_CHOSEN: Final = 3
 _LOOKED_VARIABLE: Final = 0.25  # below THIN but above this: the summary says why it stayed literal
 
 
-def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
+def _judge(
+    uses: Sequence[Unexplained], schemas: Schemas, produced: Callable[[str, str], bool] = lambda text, step: False
+) -> Judgement:
     first = uses[0]
     schema = param_schema(schemas.get(first.tool), first.keys)
     steps = len({lit.step for lit in uses})
@@ -181,7 +183,9 @@ def _judge(uses: Sequence[Unexplained], schemas: Schemas) -> Judgement:
             # (`status = 'Running'`), it is the task's: chosen only if carried elsewhere (_in_context). An email,
             # a path stay chosen.
             why = f"a value the query selects by ({first.flag})"
-            if not first.sole or state_field(first.flag) or judged.score < THIN - 0.2:
+            # (one an earlier output's text holds was read out of it: no more the user's than any such value)
+            read = first.sole and produced(first.value, first.step)
+            if not first.sole or read or state_field(first.flag) or judged.score < THIN - 0.2:
                 return Judgement(min(judged.score, _BOILERPLATE_CAP), (*judged.reasons, why))
             return Judgement(max(judged.score, CHOSEN), (*judged.reasons, f"{why}: what the query is about"))
         if first.flag and not first.in_query and not plain_word(first.value) and 0 < judged.score < CHOSEN:

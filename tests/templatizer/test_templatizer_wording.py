@@ -196,11 +196,21 @@ def test_a_value_a_query_selects_by_and_a_message_repeats_is_the_input_both_are_
     }
 
 
-def test_a_value_only_a_query_holds_is_proposed_not_applied() -> None:
+def test_a_value_a_query_selects_by_is_proposed_not_applied_beside_another_or_read_out_of_a_text() -> None:
+    # beside another value the query selects by, it is as likely the task's own (an arXiv category)
     s = Session()
-    s.call("get_products", {"query": "sku:CPS-01", "limit": 1}, {"products": []})
+    s.call("get_products", {"query": "sku:CPS-01 AND vendor:Hario", "limit": 1}, {"products": []})
     result = templatize([s.steps], name="t")
     assert "CPS-01" in proposed(result).values() and "CPS-01" not in ticked(result).values()
+    # alone, but written in an earlier output's text (a purchase order's CSV): read out of it, not typed
+    s = Session()
+    s.call("read_file", {"path": "po.csv"}, {"content": "sku,qty\nCPS-01,24\n"})
+    s.call("get_products", {"query": "sku:CPS-01", "limit": 1}, {"products": []})
+    assert "CPS-01" not in ticked(templatize([s.steps], name="t")).values()
+    # alone and nowhere else: what the query is about, the user's (test_templatizer_queries)
+    s = Session()
+    s.call("get_products", {"query": "sku:CPS-01", "limit": 1}, {"products": []})
+    assert "CPS-01" in ticked(templatize([s.steps], name="t")).values()
 
 
 def test_series_selectors_and_relative_times_are_part_of_the_task() -> None:

@@ -37,7 +37,7 @@ SELECT_CODE: Final = """export default function(input) {
 
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SEPARATORS: Final = "-_./:"
-_STATE_WORD_RE: Final = re.compile(r"^[a-z][a-z_-]{1,23}$")
+_STATE_WORD_RE: Final = re.compile(r"^[A-Za-z][A-Za-z_-]{1,23}$")  # `started`, `OutOfSync`
 # A field naming a state or a category of the element: its value is the task's own condition
 # ("stop the started machines"), unlike a region or a name prefix the user named for this run.
 _STATE_KEY_RE: Final = re.compile(r"(?:^|_)(state|status|phase|type|kind|conclusion|health|lifecycle)$", re.I)
@@ -51,7 +51,7 @@ class Condition:
     value: str | int | bool
 
     def holds(self, element: JSON) -> bool:
-        got = element if self.key == "" else element.get(self.key) if isinstance(element, dict) else None
+        got = _at(element, self.key)
         if self.op == "starts with":
             return isinstance(got, str) and isinstance(self.value, str) and got.startswith(self.value)
         return same(got, self.value) and type(got) is type(self.value)
@@ -65,7 +65,7 @@ class Condition:
             self.op == "=="
             and isinstance(self.value, str)
             and bool(_STATE_WORD_RE.match(self.value))
-            and bool(_STATE_KEY_RE.search(self.key))
+            and bool(_STATE_KEY_RE.search(self.key.rsplit(".", 1)[-1]))
         )
 
     def describe(self) -> str:
@@ -94,9 +94,11 @@ def conditions_of(elements: Sequence[JSON], at: Sequence[int]) -> tuple[Conditio
     if len(handled) < 2 or not others:
         return None
     candidates = [c for c in _candidates(handled) if not all(c.holds(o) for o in others)]
-    alone = [c for c in candidates if c.op == "starts with" and not any(c.holds(o) for o in others)]
+    # One condition alone: a name prefix, or a field inside the element (`status.sync.status`; a top-level field
+    # is `_loops`' JSONPath filter already).
+    alone = [c for c in candidates if not any(c.holds(o) for o in others)]
     if alone:
-        return (max(alone, key=lambda c: len(str(c.value))),)
+        return (max(alone, key=lambda c: (c.op == "starts with", -c.key.count("."), len(str(c.value)))),)
     pairs = [
         (a, b)
         for a, b in itertools.combinations(candidates, 2)
@@ -122,10 +124,10 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
         return []
     assert isinstance(first, dict)
     out: list[Condition] = []
-    for key, value in first.items():
-        if not _KEY_RE.fullmatch(key) or not isinstance(value, str | bool) or len(str(value)) > _LONGEST:
+    for key, value in _leaves(first):
+        if not isinstance(value, str | bool) or len(str(value)) > _LONGEST:
             continue
-        values = [h.get(key) if isinstance(h, dict) else None for h in handled]
+        values = [_at(h, key) for h in handled]
         if all(same(v, value) and type(v) is type(value) for v in values):
             if value != "":
                 out.append(Condition(key, "==", value))
@@ -134,6 +136,29 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
             if prefix:
                 out.append(Condition(key, "starts with", prefix))
     return out
+
+
+def _leaves(element: dict[str, JSON], depth: int = 3) -> list[tuple[str, JSON]]:
+    """The element's fields and those of the objects inside it (`status.sync.status`), as dotted paths."""
+    out: list[tuple[str, JSON]] = []
+    for key, value in element.items():
+        if not _KEY_RE.fullmatch(key):
+            continue
+        if isinstance(value, dict) and depth > 1:
+            out += [(f"{key}.{inner}", v) for inner, v in _leaves(value, depth - 1)]
+        elif not isinstance(value, dict | list):
+            out.append((key, value))
+    return out
+
+
+def _at(element: JSON, key: str) -> JSON:
+    if key == "":
+        return element
+    for part in key.split("."):
+        if not isinstance(element, dict):
+            return None
+        element = element.get(part)
+    return element
 
 
 def _prefix(values: Sequence[str]) -> str | None:
@@ -167,7 +192,7 @@ def select_inputs(
             if at is not None:
                 out[at] = replace(out[at], used_at=out[at].used_at + used_at)
                 continue
-            base = snake(condition.key) if condition.key else "value"
+            base = snake(condition.key.rsplit(".", 1)[-1]) if condition.key else "value"
             name = _free(f"{base}_prefix" if condition.op == "starts with" else base, names)
             names.add(name)
             why = f"{select.step} keeps the elements whose {condition.describe()}: which ones, the user's choice"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.recorded import Session
-from toolreel.core.model import StepRecord
+from toolreel.core.model import JSON, StepRecord
 from toolreel.templatizer import summary, templatize, verify
 
 _REGIONS = ("ams", "fra", "ams", "ams", "iad", "ams", "fra")
@@ -85,3 +85,26 @@ def test_handled_elements_no_two_conditions_tell_apart_stay_unrolled() -> None:
     result = templatize([s.steps], name="t")
     assert not result.loops and "select_machine_list_1" not in {step.name for step in result.template.steps}
     assert "no field tells the handled ones apart" in result.unrolled[0].why
+
+
+def test_the_elements_a_field_inside_them_tells_apart_are_walked_and_the_state_stays_the_task_s() -> None:
+    s = Session()
+    syncs = ["Synced", "OutOfSync", "Synced", "OutOfSync", "OutOfSync", "Synced"]
+    apps: list[JSON] = [
+        {"metadata": {"name": f"payments-{i}", "namespace": "argocd"}, "status": {"sync": {"status": sync}}}
+        for i, sync in enumerate(syncs)
+    ]
+    s.call("list_applications", {"search": "payments"}, {"items": apps})
+    for i, sync in enumerate(syncs):
+        if sync == "OutOfSync":
+            s.call("sync_application", {"applicationName": f"payments-{i}"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    select = result.template.step("select_items")
+    assert select.input == {
+        "items": "@list_applications_1.items",
+        "where": [{"key": "status.sync.status", "op": "==", "value": "OutOfSync"}],
+    }
+    loop = result.template.step("sync_application_each")
+    assert (loop.for_each, loop.input) == ("@select_items", {"applicationName": "@item.metadata.name"})
+    assert "OutOfSync" not in result.ticked_inputs.values()
+    assert verify(result, [s.steps]).verified

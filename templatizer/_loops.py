@@ -24,6 +24,7 @@ from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_l
 from toolreel.core.template import InputSpec
 from toolreel.templatizer._affixes import around, built_around_item
 from toolreel.templatizer._conditions import join_texts
+from toolreel.templatizer._cuts import CUT_CODE, cut_values, find_cut
 from toolreel.templatizer._reftext import (
     TOKEN_RE,
     collapse,
@@ -38,7 +39,7 @@ from toolreel.templatizer._reftext import (
 )
 from toolreel.templatizer._result import Loop, Unit, Unrolled
 from toolreel.templatizer._select import SELECT_CODE, Condition, Select, conditions_of, selected
-from toolreel.templatizer._values import is_trivial, items_schema, same, strength
+from toolreel.templatizer._values import is_trivial, items_schema, json_path, put_at, same, snake, strength
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
     from toolreel.templatizer._inputs import InputTable
@@ -68,6 +69,7 @@ class Folded:
     loops: tuple[Loop, ...] = ()
     unrolled: tuple[Unrolled, ...] = ()
     selects: tuple[Select, ...] = ()  # the select steps the loops walk
+    explained: frozenset[tuple[str, str]] = frozenset()  # (step, input path) literals a loop's cut step gives
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,9 @@ class _Folding:
     calls: list[tuple[str, ...]] = field(default_factory=list)  # the family being folded: its calls per recording
     selects: dict[str, Select] = field(default_factory=dict)  # `@select_x` -> the select step it would be
     applied: list[Select] = field(default_factory=list)  # the select steps the loops walk
+    cuts: dict[str, JSON] = field(default_factory=dict)  # `@cut_x` -> the cut step's input
+    explained: set[tuple[str, str]] = field(default_factory=set)
+    cut_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)  # `@cut_x` -> the argument path it gives
 
     def resolved(self, ref: str, run: int) -> JSON:
         """`ref` in recording `run`, where the loops folded so far have their recorded outputs; None if absent."""
@@ -121,7 +126,8 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
     taken = {u.name for u in whole} | {n for run in runs for n in run.steps} | {n for run in runs for n in run.outputs}
     whole = join_texts(whole, partial(_listed, folding), taken)
     notes = [note for unit in whole for note in _positional(unit, folding.loops)]
-    return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes), tuple(folding.applied))
+    selects, explained = tuple(folding.applied), frozenset(folding.explained)
+    return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes), selects, explained)
 
 
 def _listed(folding: _Folding, base: str, at: list[int]) -> str | None:
@@ -196,9 +202,14 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
     names = tuple(m.name for m in members)
     added: list[Unit] = []
     for walked in walk.zipped.values() if walk.zipped is not None else [walk.over]:
-        if (select := folding.selects.get(walked)) is not None:
+        cut = folding.cuts.get(walked)
+        items = cut["items"] if isinstance(cut, dict) else walked
+        if isinstance(items, str) and (select := folding.selects.get(items)) is not None:
             added.append(Unit(select.step, "", members[0].record, _select_input(select), code=SELECT_CODE))
             folding.applied.append(select)
+        if cut is not None:
+            added.append(Unit(walked[1:], "", members[0].record, cut, code=CUT_CODE))
+            folding.explained |= {(m.name, path) for m in members for path in folding.cut_paths.get(walked, ())}
     over = walk.over
     if walk.zipped is not None:
         zipped = _free(f"{name}_items", taken | {name})
@@ -243,8 +254,38 @@ def _walk_of(members: Sequence[Unit], folding: _Folding) -> _Walk | str:
         if isinstance(found, _Walk):
             return found
         reason = found or reason
-    walked = _input_walk(members, folding)
+    walked = _input_walk(members, folding) or _cut_walk(members, folding)
     return walked if walked is not None else reason
+
+
+def _cut_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
+    """The calls take one value cut out of each element of an earlier list (`_cuts`): a loop over a cut step."""
+    if len(folding.runs) != 1:
+        return None  # (the cut is proved on one recording; several recordings confirm other walks)
+    run, seq = folding.runs[0], members[0].record.seq
+    before = sorted((r for r in run.steps.values() if r.seq < seq and r.name in run.outputs), key=lambda r: r.seq)
+    found = find_cut([m.input for m in members], [(r.name, run.outputs[r.name]) for r in before])
+    if found is None:
+        return None
+    elements, at = list(found.elements), list(found.at)
+    if at == list(range(len(elements))):
+        over: str | None = found.base
+    else:
+        over = _evident_filter(found.base, elements, at) or _selecting(found.base, elements, at, folding)
+    if over is None or not same(folding.resolved(over, 0), [elements[i] for i in at]):
+        return None
+    values = cut_values(folding.resolved(over, 0), found.key, found.prefix, found.suffix)
+    per_item = put_at(members[0].input, found.path, "@item")
+    if values is None or not _gives_back(per_item, [m.record for m in members], values, folding):
+        return None
+    taken = {u.name for u in folding.units} | set(folding.extra) | {n for n in run.steps} | {n for n in run.outputs}
+    name = _free(f"cut_{snake(found.key.rsplit('.', 1)[-1])}", taken)
+    folding.cuts[f"@{name}"] = {"items": over, "key": found.key, "prefix": found.prefix, "suffix": found.suffix}
+    folding.extra[name] = [values]
+    folding.cut_paths[f"@{name}"] = (json_path(found.path),)
+    why = f"each call takes {found.key} of an element of {found.base} between {found.prefix!r} and {found.suffix!r}"
+    took = tuple((("@item", f"{found.base}[{i}].{found.key}"),) for i in at)
+    return _Walk(f"@{name}", per_item, why, elements=took)
 
 
 def _list_inputs(folding: _Folding) -> dict[str, list[JSON]]:

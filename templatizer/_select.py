@@ -22,7 +22,7 @@ from toolreel.core.model import JSON
 from toolreel.templatizer._result import LikelyInput
 from toolreel.templatizer._values import same, snake
 
-__all__ = ["SELECT_CODE", "Condition", "Select", "conditions_of", "select_inputs", "selected"]
+__all__ = ["SELECT_CODE", "Condition", "Select", "conditions_of", "leaves", "select_inputs", "selected", "value_at"]
 
 SELECT_CODE: Final = """export default function(input) {
   const at = (item, key) =>
@@ -51,7 +51,7 @@ class Condition:
     value: str | int | bool
 
     def holds(self, element: JSON) -> bool:
-        got = _at(element, self.key)
+        got = value_at(element, self.key)
         if self.op == "starts with":
             return isinstance(got, str) and isinstance(self.value, str) and got.startswith(self.value)
         return same(got, self.value) and type(got) is type(self.value)
@@ -124,10 +124,10 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
         return []
     assert isinstance(first, dict)
     out: list[Condition] = []
-    for key, value in _leaves(first):
+    for key, value in leaves(first):
         if not isinstance(value, str | bool) or len(str(value)) > _LONGEST:
             continue
-        values = [_at(h, key) for h in handled]
+        values = [value_at(h, key) for h in handled]
         if all(same(v, value) and type(v) is type(value) for v in values):
             if value != "":
                 out.append(Condition(key, "==", value))
@@ -138,20 +138,21 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
     return out
 
 
-def _leaves(element: dict[str, JSON], depth: int = 3) -> list[tuple[str, JSON]]:
+def leaves(element: dict[str, JSON], depth: int = 3) -> list[tuple[str, JSON]]:
     """The element's fields and those of the objects inside it (`status.sync.status`), as dotted paths."""
     out: list[tuple[str, JSON]] = []
     for key, value in element.items():
         if not _KEY_RE.fullmatch(key):
             continue
         if isinstance(value, dict) and depth > 1:
-            out += [(f"{key}.{inner}", v) for inner, v in _leaves(value, depth - 1)]
+            out += [(f"{key}.{inner}", v) for inner, v in leaves(value, depth - 1)]
         elif not isinstance(value, dict | list):
             out.append((key, value))
     return out
 
 
-def _at(element: JSON, key: str) -> JSON:
+def value_at(element: JSON, key: str) -> JSON:
+    """The element's field at a dotted path (`status.sync.status`; "" for the element itself)."""
     if key == "":
         return element
     for part in key.split("."):

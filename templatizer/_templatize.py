@@ -102,6 +102,7 @@ def templatize(
     # A literal a code step now computes whole is no candidate, nor does it explain another (a slug inside a URL
     # that is read out of an output is the user's own again); a text with a computed part still holds the user's.
     computed = {(inference.step, inference.input_path) for inference in transforms if "{{" not in str(inference.ref)}
+    computed |= folded.explained  # a value a loop cuts out of each element
     literals = [
         dataclasses.replace(lit, reads=lit.tool in reads)
         for res in chosen

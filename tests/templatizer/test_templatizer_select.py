@@ -108,3 +108,21 @@ def test_the_elements_a_field_inside_them_tells_apart_are_walked_and_the_state_s
     assert (loop.for_each, loop.input) == ("@select_items", {"applicationName": "@item.metadata.name"})
     assert "OutOfSync" not in result.ticked_inputs.values()
     assert verify(result, [s.steps]).verified
+
+
+def test_a_value_cut_out_of_each_element_is_walked_through_a_cut_step() -> None:
+    s = Session()
+    drafts: list[JSON] = [{"_id": f"drafts.post-{n}", "title": f"Post {n}"} for n in ("3f2a91", "7c0d14", "a19e07")]
+    s.call("query_documents", {"query": '*[_id in path("drafts.**")]'}, {"result": drafts, "ms": 14})
+    for n in ("3f2a91", "7c0d14", "a19e07"):
+        s.call("publish_document", {"dataset": "production", "documentId": f"post-{n}"}, f"Published post-{n}")
+    result = templatize([s.steps], name="t")
+    cut = result.template.step("cut_id")
+    assert cut.code is not None
+    assert cut.input == {"items": "@query_documents_1.result", "key": "_id", "prefix": "drafts.", "suffix": ""}
+    loop = result.template.step("publish_document_each")
+    assert (loop.for_each, loop.input) == ("@cut_id", {"dataset": "production", "documentId": "@item"})
+    # the ids are the cut's, not the user's: none is proposed as an input
+    assert not {"post-3f2a91", "post-7c0d14", "post-a19e07"} & {item.value for item in result.likely_inputs}
+    verification = verify(result, [s.steps])  # the dry replay runs the cut code in the sandbox
+    assert verification.verified, verification.to_json()

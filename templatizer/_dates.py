@@ -34,8 +34,10 @@ FORMATS: Final = (
     *("%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y", "%Y/%m/%d", "%Y%m%d", "%d-%m-%Y"),
     *("%Y-%m-%d %H:%M", "%d/%m/%Y %H:%M", "%H:%M", "%H:%M:%S", "%H%M"),
     *("%B %e, %Y", "%B %e", "%e %B %Y", "%e %B", "%b %e, %Y", "%b %e", "%e %b %Y", "%e %b", "%A", "%A %e %B"),
+    # the start and the end of the clock's day, in its zone (a calendar's `min_time`/`max_time`: "rest of today")
+    *("%Y-%m-%dT00:00:00%z", "%Y-%m-%dT23:59:59%z", "%Y-%m-%dT23:59:59.999%z"),
 )
-_ISO_RE: Final = r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?"
+_ISO_RE: Final = r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?"
 _ISO: Final = re.compile(_ISO_RE)
 _MONTHS: Final = (
     *("January", "February", "March", "April", "May", "June", "July"),
@@ -43,20 +45,20 @@ _MONTHS: Final = (
 )
 _DAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
-_DIRECTIVE_RE: Final = re.compile(r"%([YmdHMSBbeA])")
+_DIRECTIVE_RE: Final = re.compile(r"%([YmdHMSBbeAz])")
 
 
 def render(match: re.Match[str], fmt: str) -> str | None:
     """`fmt` filled from an ISO date(-time) match, as the code step does; None when it needs a missing time."""
     from datetime import date
 
-    year, month, day, hour, minute, second = match.groups()
+    year, month, day, hour, minute, second, zone = match.groups()
     try:
         weekday = _DAYS[date(int(year), int(month), int(day)).weekday()]
     except ValueError:
         return None
     name = _MONTHS[int(month) - 1]
-    parts = {"Y": year, "m": month, "d": day, "H": hour, "M": minute, "S": second}
+    parts = {"Y": year, "m": month, "d": day, "H": hour, "M": minute, "S": second, "z": zone}
     parts |= {"B": name, "b": name[:3], "e": str(int(day)), "A": weekday}
     if any(parts[key] is None for key in _DIRECTIVE_RE.findall(fmt)):
         return None
@@ -72,9 +74,9 @@ def _code(fmt: str) -> str:
         f"  const days = {json.dumps(_DAYS)};\n"
         "  const weekday = (new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))).getUTCDay() + 6) % 7;\n"
         "  const name = months[Number(m[2]) - 1];\n"
-        "  const parts = {Y: m[1], m: m[2], d: m[3], H: m[4], M: m[5], S: m[6], B: name, b: name.slice(0, 3),\n"
-        "    e: String(Number(m[3])), A: days[weekday]};\n"
-        f"  return {json.dumps(fmt)}.replace(/%([YmdHMSBbeA])/g, (_, k) => parts[k]);\n"
+        "  const parts = {Y: m[1], m: m[2], d: m[3], H: m[4], M: m[5], S: m[6], z: m[7],\n"
+        "    B: name, b: name.slice(0, 3), e: String(Number(m[3])), A: days[weekday]};\n"
+        f"  return {json.dumps(fmt)}.replace(/%([YmdHMSBbeAz])/g, (_, k) => parts[k]);\n"
         "}\n"
     )
 

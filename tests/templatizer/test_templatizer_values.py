@@ -369,6 +369,17 @@ def test_a_clocks_date_written_in_another_format_is_reformatted_from_the_clock(w
     assert verify(result, [s.steps]).generalization == ()  # on another day it writes that day
 
 
+def test_the_end_of_the_clock_s_day_in_its_zone_is_computed_from_the_clock() -> None:
+    s = Session()
+    s.call("get_current_time", {"timezone": "Europe/Berlin"}, {"datetime": "2026-11-26T11:02:13+01:00"})
+    window = {"min_start_time": "2026-11-26T11:02:13+01:00", "max_start_time": "2026-11-26T23:59:59+01:00"}
+    s.call("list_events", window, {"collection": []})
+    result = saved(s, {"timezone": "Europe/Berlin"})
+    [inference] = [i for i in result.applied if i.step == "list_events_1" and i.input_path == "$.max_start_time"]
+    assert inference.ref == "@format_date_1" and "%Y-%m-%dT23:59:59%z" in inference.evidence
+    assert verify(result, [s.steps]).generalization == ()  # on another day it ends that day
+
+
 def test_a_date_the_user_typed_before_any_clock_is_not_reformatted() -> None:
     s = Session()
     s.call("book", {"day": "26/11/2026"}, {"id": "bk_5f3a9c", "at": "2026-11-26T09:00:00Z"})

@@ -144,7 +144,10 @@ class StepInferrer:
         per_run = self._per_run(keys, value)
         cands = self._exact(keys, value) + self._coerced(keys, value)
         if isinstance(value, str):
-            cands += self._substrings(keys, value)
+            # An earlier output holding the whole value (`dlq.orders` in a listing) says where it was read from;
+            # an input inside it (`dlq.`, the prefix the user named) only says which ones were picked.
+            whole = any(c.kind == "exact" and c.confidence == "high" for c in cands)
+            cands += [c for c in self._substrings(keys, value) if not (whole and c.kind == "input")]
         chosen = self._decide(keys, value, cands, per_run, allow_input=True)
         tool = f"{self.record.server}__{self.record.tool}" if self.record.server else self.record.tool or ""
         if chosen is not None:

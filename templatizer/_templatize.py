@@ -183,7 +183,7 @@ def _produced(run: Run, text: str, step: str) -> bool:
     return any(
         text in json.dumps(output, ensure_ascii=False)
         for name, output in run.outputs.items()
-        if run.steps[name].seq < before
+        if name in run.steps and run.steps[name].seq < before  # (a view's rows are its step's text again)
     )
 
 

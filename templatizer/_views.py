@@ -25,6 +25,7 @@ from toolreel.core.refs import refs_in
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
+from toolreel.templatizer._values import json_path
 
 if TYPE_CHECKING:
     from toolreel.templatizer._runs import Run
@@ -37,6 +38,7 @@ VIEW_CODE: Final = r"""export default function(input) {
   if (input.shape === "pipes") return pipes(lines);
   if (input.shape === "json") return embedded(lines);
   if (input.shape === "csv") return csv(lines);
+  if (input.shape === "names") return names(lines);
   return sections(lines, input.level);
 }
 
@@ -151,6 +153,19 @@ function csv(lines) {
   });
 }
 
+function names(lines) {
+  // One name per line (`#` comment lines aside), or names separated by commas on one line after a label
+  // (`Kafka topics: orders,dlq.orders`).
+  const token = /^[\w.\-\/:@]+$/;
+  const kept = lines.map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("#"));
+  if (kept.length === 1) {
+    const parts = kept[0].replace(/^[A-Za-z][\w ]*:\s+/, "").split(",").map((part) => part.trim());
+    return parts.every((part) => token.test(part)) ? parts : [];
+  }
+  // (three names at least make a text a list when saving; a replay reads however many there are)
+  return kept.every((line) => token.test(line)) ? kept : [];
+}
+
 function pipes(lines) {
   const rule = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
   const at = lines.findIndex((line, i) => i > 0 && rule.test(line) && lines[i - 1].includes("|"));
@@ -206,7 +221,7 @@ class View:
 
     name: str
     source: str
-    shape: str  # table | pipes | csv | sections | json
+    shape: str  # table | pipes | csv | sections | json | names
     level: int  # the heading level of a section per row (sections only)
     rows: tuple[JSON, ...]  # per recording (None where the step is absent)
 
@@ -237,15 +252,19 @@ def read_view(record: StepRecord, runs: Sequence[Run], taken: set[str]) -> View 
         if not isinstance(rows, list) or not rows:
             continue
         name = _free(f"{record.name}_rows", taken)
-        source = record.name if at is None else f"{record.name}[{at}].text"
+        source = record.name if at is None else f"{record.name}[{at}].text" if isinstance(at, int) else ""
+        if isinstance(at, str):
+            source = f"{record.name}{json_path((at,))[1:]}"
         others = [_rows(_text_at(run.outputs.get(record.name), at), *shape) for run in runs[1:]]
         return View(name, source, shape[0], shape[1], (rows, *others))
     return None
 
 
-def _texts(output: JSON) -> list[tuple[int | None, str]]:
+def _texts(output: JSON) -> list[tuple[int | str | None, str]]:
     if isinstance(output, str):
         return [(None, output)]
+    if isinstance(output, dict):  # a file's `content`, a command's `stdout`: a text field of several lines
+        return [(key, text) for key, text in output.items() if isinstance(text, str) and "\n" in text.strip()]
     if not isinstance(output, list):
         return []
     return [
@@ -255,9 +274,11 @@ def _texts(output: JSON) -> list[tuple[int | None, str]]:
     ]
 
 
-def _text_at(output: JSON, at: int | None) -> JSON:
+def _text_at(output: JSON, at: int | str | None) -> JSON:
     if at is None:
         return output
+    if isinstance(at, str):
+        return output.get(at) if isinstance(output, dict) else None
     if isinstance(output, list) and at < len(output) and isinstance(output[at], dict):
         return output[at].get("text")
     return None
@@ -267,8 +288,10 @@ def _shape(text: str) -> tuple[str, int] | None:
     """Which parser the text calls for (cheap tests first: most outputs are not tables)."""
     body = text.strip()
     if "\n" not in body:
-        # one line: only records printed whole (`str(rows)` of a SQL tool; JSON text was parsed already)
-        return ("json", 0) if _JSON_LINE_RE.match(body) and _embedded(body) else None
+        # one line: records printed whole (`str(rows)` of a SQL tool; JSON text was parsed already), or names
+        if _JSON_LINE_RE.match(body) and _embedded(body):
+            return "json", 0
+        return ("names", 0) if _names(body) else None
     names = re.findall(r"\S+(?: \S+)*", body.split("\n", 1)[0])
     if len(names) >= 2 and all(_HEADER_RE.match(name) for name in names):
         return "table", 0
@@ -278,10 +301,24 @@ def _shape(text: str) -> tuple[str, int] | None:
         return "csv", 0
     if _JSON_LINE_RE.search(body) and _embedded(body):
         return "json", 0
-    if "#" not in body or "**" not in body:
-        return None
-    level = _section_level([line for line in body.splitlines() if line.strip()])
-    return ("sections", level) if level else None
+    level = _section_level([line for line in body.splitlines() if line.strip()]) if "**" in body else 0
+    if level and "#" in body:
+        return "sections", level
+    return ("names", 0) if _names(body) else None
+
+
+_NAME_TOKEN_RE: Final = re.compile(r"^[\w.\-/:@]+$")
+_LABEL_RE: Final = re.compile(r"^[A-Za-z][\w ]*:\s+")
+_NAMES_MIN: Final = 3
+
+
+def _names(body: str) -> bool:
+    """A list of names: one per line (comment lines aside), or separated by commas after a label."""
+    kept = [line.strip() for line in body.splitlines() if line.strip() and not line.strip().startswith("#")]
+    if len(kept) == 1:
+        parts = [part.strip() for part in _LABEL_RE.sub("", kept[0], count=1).split(",")]
+        return len(parts) >= _NAMES_MIN and all(_NAME_TOKEN_RE.match(part) for part in parts)
+    return len(kept) >= _NAMES_MIN and all(_NAME_TOKEN_RE.match(line) for line in kept)
 
 
 def _csv(body: str) -> bool:

@@ -6,6 +6,7 @@ from typing import Any
 
 from tests.recorded import Session
 from toolreel.core.model import JSON, StepRecord
+from toolreel.core.sandbox import run_code
 from toolreel.templatizer import summary, templatize, verify
 
 _REGIONS = ("ams", "fra", "ams", "ams", "iad", "ams", "fra")
@@ -126,3 +127,38 @@ def test_a_value_cut_out_of_each_element_is_walked_through_a_cut_step() -> None:
     assert not {"post-3f2a91", "post-7c0d14", "post-a19e07"} & {item.value for item in result.likely_inputs}
     verification = verify(result, [s.steps])  # the dry replay runs the cut code in the sandbox
     assert verification.verified, verification.to_json()
+
+
+def test_names_listed_in_a_file_s_text_are_walked_whatever_their_number() -> None:
+    s = Session()
+    content = "# flags whose code was removed\nold-checkout\nlegacy-search\nholiday-banner-2025\n"
+    s.call("read_text_file", {"path": "/srv/flags.txt"}, {"content": content})
+    for flag in ("old-checkout", "legacy-search", "holiday-banner-2025"):
+        s.call("archive_flag", {"project": "web", "flag": flag}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    view = result.template.step("read_text_file_1_rows")
+    assert view.input == {"text": "@read_text_file_1.content", "shape": "names", "level": 0}
+    loop = result.template.step("archive_flag_each")
+    assert (loop.for_each, loop.input) == ("@read_text_file_1_rows", {"project": "web", "flag": "@item"})
+    assert verify(result, [s.steps]).verified
+    # a replay reads however many names the file holds, one as well
+    assert view.code is not None
+    assert run_code(view.code, {"text": "only-one\n", "shape": "names", "level": 0}) == ["only-one"]
+
+
+def test_names_after_a_label_that_share_a_prefix_are_walked_and_the_prefix_is_the_user_s() -> None:
+    s = Session()
+    s.call("list_topics", {}, "Kafka topics: _schemas,orders,dlq.orders,payments,dlq.payments")
+    for topic in ("dlq.orders", "dlq.payments"):
+        s.call("alter_topic", {"topicName": topic, "retention": "604800000"}, f"altered {topic}")
+    first = templatize([s.steps], name="t")
+    assert first.ticked_inputs["value_prefix"] == "dlq."
+    # saved with the prefix as an input, the topics are still read from the listing, not built on the prefix
+    saved = templatize([s.steps], name="t", inputs=first.ticked_inputs)
+    select = saved.template.step("select_list_topics_1_rows")
+    assert select.input == {
+        "items": "@list_topics_1_rows",
+        "where": [{"key": "", "op": "starts with", "value": "@input.value_prefix"}],
+    }
+    assert saved.template.step("alter_topic_each").input["topicName"] == "@item"
+    assert verify(saved, [s.steps]).verified

@@ -167,8 +167,9 @@ def judge_text(
     writes: bool = True,
     optional: bool = False,
 ) -> Judgement:
-    """How likely a literal string is the user's per-run choice, with the evidence that says so. `writes`: some
-    call sending it may write (not annotated read-only); `optional`: the tool's schema lists the parameters it
+    """How likely a literal string is the user's per-run choice, with the evidence that says so. `writes`: only
+    calls that may write send it (none annotated read-only: a read sending it first looked at what the user named);
+    `optional`: the tool's schema lists the parameters it
     requires, and not this one."""
     text = value.strip()
     if len(text) < 2:

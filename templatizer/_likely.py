@@ -171,7 +171,7 @@ def _judge(
         why = f"a number or a date the query compares {first.flag!r} with: a bound picked per run"
         return Judgement(CHOSEN + 0.1, (why,))
     if isinstance(first.value, str):
-        writes = not all(lit.reads for lit in uses)
+        writes = not any(lit.reads for lit in uses)
         tool_schema = schemas.get(first.tool) if not first.flag else None
         optional = _optional(tool_schema, first.keys)
         judged = judge_text(

@@ -39,6 +39,7 @@ VIEW_CODE: Final = r"""export default function(input) {
   if (input.shape === "json") return embedded(lines);
   if (input.shape === "csv") return csv(lines);
   if (input.shape === "names") return names(lines);
+  if (input.shape === "yaml") return yaml(lines);
   return sections(lines, input.level);
 }
 
@@ -153,6 +154,49 @@ function csv(lines) {
   });
 }
 
+function yaml(lines) {
+  // The first YAML sequence of mappings (`- id: '12:401'` then `  name: cart-drawer`): one row per item, its
+  // scalar fields (nested blocks are skipped); the sequence ends at the first line back at a lower indentation.
+  const item = /^(\s*)- ([A-Za-z_][\w-]*):(?: (.*))?$/;
+  const field = /^(\s*)([A-Za-z_][\w-]*):(?: (.*))?$/;
+  const scalar = (text) => {
+    const v = text.trim();
+    if (/^'.*'$/.test(v)) return v.slice(1, -1).replace(/''/g, "'");
+    if (/^".*"$/.test(v)) {
+      try {
+        return JSON.parse(v);
+      } catch (e) {
+        return v.slice(1, -1);
+      }
+    }
+    if (/^-?\d+(\.\d+)?$/.test(v)) return Number(v);
+    if (v === "true" || v === "false") return v === "true";
+    return v === "null" || v === "~" ? null : v;
+  };
+  const out = [];
+  let indent = null;
+  let row = null;
+  for (const line of lines) {
+    const m = item.exec(line);
+    if (m !== null && (indent === null || m[1].length === indent)) {
+      indent = m[1].length;
+      row = {};
+      out.push(row);
+      if (m[3] !== undefined && m[3].trim() !== "") row[m[2]] = scalar(m[3]);
+      continue;
+    }
+    if (indent === null) continue;
+    const f = field.exec(line);
+    if (f !== null && f[1].length === indent + 2) {
+      if (f[3] !== undefined && f[3].trim() !== "") row[f[2]] = scalar(f[3]);
+      continue;
+    }
+    if (line.trim() === "" || line.search(/\S/) > indent + 2) continue;
+    break;
+  }
+  return out.filter((r) => Object.keys(r).length >= 2);
+}
+
 function names(lines) {
   // One name per line (`#` comment lines aside), or names separated by commas on one line after a label
   // (`Kafka topics: orders,dlq.orders`).
@@ -221,7 +265,7 @@ class View:
 
     name: str
     source: str
-    shape: str  # table | pipes | csv | sections | json | names
+    shape: str  # table | pipes | csv | sections | json | names | yaml
     level: int  # the heading level of a section per row (sections only)
     rows: tuple[JSON, ...]  # per recording (None where the step is absent)
 
@@ -304,7 +348,13 @@ def _shape(text: str) -> tuple[str, int] | None:
     level = _section_level([line for line in body.splitlines() if line.strip()]) if "**" in body else 0
     if level and "#" in body:
         return "sections", level
+    if _YAML_ITEM_RE.search(body):
+        return "yaml", 0
     return ("names", 0) if _names(body) else None
+
+
+# A YAML sequence item that is a mapping of two fields at least (`- id: '12:401'` then `  name: cart-drawer`).
+_YAML_ITEM_RE: Final = re.compile(r"^( *)- [A-Za-z_][\w-]*:(?: .*)?\n\1  [A-Za-z_][\w-]*:", re.MULTILINE)
 
 
 _NAME_TOKEN_RE: Final = re.compile(r"^[\w.\-/:@]+$")

@@ -162,3 +162,21 @@ def test_names_after_a_label_that_share_a_prefix_are_walked_and_the_prefix_is_th
     }
     assert saved.template.step("alter_topic_each").input["topicName"] == "@item"
     assert verify(saved, [s.steps]).verified
+
+
+def test_a_yaml_sequence_of_mappings_is_read_as_rows() -> None:
+    text = (
+        "metadata:\n  name: Kettle web\nnodes:\n"
+        "  - id: 'node-7f3a9c21'\n    name: cart-drawer\n    boundingBox:\n      x: 0\n"
+        "  - id: 'node-8e4b0d32'\n    name: checkout-hero\n    visible: true\n"
+        "globalVars:\n  styles: {}\n"
+    )
+    s = Session()
+    s.call("get_file", {"fileKey": "Xk2fQ9LmVt7aB3cRw1"}, text)
+    s.call("export", {"nodeIds": ["node-7f3a9c21", "node-8e4b0d32"]}, "ok")
+    result = templatize([s.steps], name="t")
+    view = result.template.step("get_file_1_rows")
+    assert view.input == {"text": "@get_file_1", "shape": "yaml", "level": 0} and view.code is not None
+    rows = run_code(view.code, {"text": text, "shape": "yaml", "level": 0})
+    assert rows == [{"id": "node-7f3a9c21", "name": "cart-drawer"}, {"id": "node-8e4b0d32", "name": "checkout-hero", "visible": True}]
+    assert result.template.step("export_1").input == {"nodeIds": "@get_file_1_rows[*].id"}

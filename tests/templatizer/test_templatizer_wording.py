@@ -64,6 +64,18 @@ def test_a_uuid_a_write_sends_is_where_it_goes_the_same_uuid_a_read_sends_may_be
     assert read.score > write.score
 
 
+def test_a_machine_made_key_a_read_sends_first_is_the_user_s_one_only_writes_send_is_where_they_go() -> None:
+    key = "Xk2fQ9LmVt7aB3cRw1Pq"
+    s = Session()
+    s.call("get_file", {"fileKey": key, "depth": 1}, "nodes: []")
+    s.call("download_images", {"fileKey": key, "localPath": "/srv/img"}, "ok")
+    assert ticked(templatize([s.steps], name="t", read_only={"svc__get_file"}))["file_key"] == key
+    s = Session()
+    s.call("download_images", {"fileKey": key, "localPath": "/srv/img"}, "ok")
+    s.call("export_images", {"fileKey": key, "format": "png"}, "ok")
+    assert key not in ticked(templatize([s.steps], name="t", read_only={"svc__get_file"})).values()
+
+
 def test_machine_ids_are_long_random_keys_not_names_or_short_ids() -> None:
     assert is_machine_id("AC3f5e0a7c9b2d4e6f8a1b3c5d7e9f0a2b")
     assert is_machine_id("5e1b0c3a-7d2f-4e8a-b6c1-0f9a8d7e6c54")

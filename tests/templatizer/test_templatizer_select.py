@@ -178,5 +178,8 @@ def test_a_yaml_sequence_of_mappings_is_read_as_rows() -> None:
     view = result.template.step("get_file_1_rows")
     assert view.input == {"text": "@get_file_1", "shape": "yaml", "level": 0} and view.code is not None
     rows = run_code(view.code, {"text": text, "shape": "yaml", "level": 0})
-    assert rows == [{"id": "node-7f3a9c21", "name": "cart-drawer"}, {"id": "node-8e4b0d32", "name": "checkout-hero", "visible": True}]
+    assert rows == [
+        {"id": "node-7f3a9c21", "name": "cart-drawer"},
+        {"id": "node-8e4b0d32", "name": "checkout-hero", "visible": True},
+    ]
     assert result.template.step("export_1").input == {"nodeIds": "@get_file_1_rows[*].id"}

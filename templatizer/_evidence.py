@@ -34,7 +34,8 @@ __all__ = [
 CHOSEN: Final = 0.6
 THIN: Final = 0.35
 
-_QUERY_RE: Final = re.compile(r"^[A-Za-z_.]+:[^\s:]+(?:\s+-?[A-Za-z_.]+:[^\s:]+)*$")  # is:unresolved assignee:me
+# `is:unresolved assignee:me`; `status:draft+tag:news` (NQL, Ghost's filters, joins clauses with `+`)
+_QUERY_RE: Final = re.compile(r"^[A-Za-z_.]+:[^\s:+]+(?:(?:\s+|\+)-?[A-Za-z_.]+:[^\s:+]+)*$")
 # A statement of a query language (SQL, JQL, a search DSL): its clauses are how the task selects, part of the
 # task like code; a chosen value inside it (a project key) is an input of its own, interpolated.
 _QUERY_LANG_RE: Final = re.compile(

@@ -58,7 +58,7 @@ def command_flags(literal: Unexplained) -> list[Unexplained]:
 # `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax).
 _QUERY_VALUE_RE: Final = re.compile(
     r"(?<![\w.])([A-Za-z_][\w.]*)(?:\s*(?::|=|==|~)\s*|\s+(?:eq|ne|co|sw|ew)\s+)"
-    r"(?:\"([^\"]{2,60})\"|'([^']{2,60})'|([^\s\"'()\[\]{},:=]{2,60}))"
+    r"(?:\"([^\"]{2,60})\"|'([^']{2,60})'|([^\s\"'()\[\]{},:=+]{2,60}))"
 )
 
 

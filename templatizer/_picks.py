@@ -36,7 +36,8 @@ __all__ = ["PICK_CODE", "Pick", "drop_unused_picks", "pick_by_identity", "pick_i
 _POSITIONAL_RE: Final = re.compile(
     r"(?<![@\w])(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[(\d+)\]"
 )
-_NAME_KEYS: Final = ("name", "title", "slug", "key", "label", "login", "username", "handle", "email", "display_name")
+# (a display name before a slug: a person names a collection "Blog Posts", its URL says `blog-posts`)
+_NAME_KEYS: Final = ("name", "title", "display_name", "slug", "key", "label", "login", "username", "handle", "email")
 _INNER_KEYS: Final = ("name", "ref", "slug", "key")  # what names an object inside the element (`head.ref`)
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RELATION_RE: Final = re.compile(r"(author|committer|creator|owner|assignee|user|sender|reporter|parent)")
@@ -218,7 +219,7 @@ def _identity_keys(element: Mapping[str, JSON]) -> list[str]:
     those whose value carries fewer digits: a title with a version or a count in it ("update lodash to
     v4.17.22") changes from one world to the next, a branch or a slug ("renovate/lodash-4.x") much less."""
     keys = [k for k in element if isinstance(element[k], str) and element[k] and "." not in k]
-    usual = [k for k in _NAME_KEYS if k in keys]
+    usual = [k for usual_key in _NAME_KEYS for k in keys if snake(k) == usual_key]  # `displayName` too
     named = [k for k in keys if k not in usual and re.search(r"(name|title)$", k.lower())]
     # `author_name`, `owner_name`: who made or owns the element, shared by design, not what it is
     own = usual + [k for k in named if not _RELATION_RE.match(k.lower())]

@@ -484,3 +484,19 @@ def test_a_pick_by_a_name_written_with_accents_gets_a_legal_step_name() -> None:
     result = templatize([s.steps], name="t")
     assert "pick_cafe_nord" in {step.name for step in result.template.steps}
     assert verify(result, [s.steps]).verified
+
+
+def test_a_pick_takes_the_display_name_a_person_says_before_the_slug() -> None:
+    s = Session()
+    collections = [
+        {"id": f"6511b2c3d4e5f6a7b8c9d0{i}1", "displayName": name, "slug": name.lower().replace(" ", "-")}
+        for i, name in enumerate(["Authors", "Blog Posts", "Case Studies"])
+    ]
+    s.call("collections_list", {"site_id": "6500a1b2c3d4e5f6"}, {"collections": collections})
+    s.call("list_items", {"collection_id": "6511b2c3d4e5f6a7b8c9d011"}, {"items": []})
+    result = templatize([s.steps], name="t")
+    assert result.template.step("pick_blog_posts").input == {
+        "items": "@collections_list_1.collections",
+        "key": "displayName",
+        "value": "Blog Posts",
+    }

@@ -143,3 +143,9 @@ def test_an_amount_with_cents_the_user_typed_is_an_input() -> None:
     s.call("get_product", {"sku": "KT-2207"}, {"objectID": "8830127455", "price": 22.0})
     s.call("update_product", {"objectID": "8830127455", "attributes": {"price": 24.5}}, "ok")
     assert 24.5 in ticked(templatize([s.steps], name="t")).values()
+
+
+def test_clauses_joined_by_a_plus_are_query_syntax_and_its_one_value_is_the_user_s() -> None:
+    assert is_query("status:draft+tag:release-notes")
+    s = _query_step("filter", "status:draft+tag:release-notes")
+    assert "release-notes" in ticked(templatize([s.steps], name="t")).values()

@@ -121,6 +121,8 @@ class OutputIndex:
         self.long_texts: dict[str, tuple[set[str], int]] = {}
         self.first_input: list[int] = []  # by value id: order of the first step whose input held it
         self.secrets: list[Occurrence] = []  # where outputs hold a redacted value, in order
+        # A record's own timestamps, hidden from the lookups above: by value id, where (`stamp`)
+        self.stamps: dict[int, list[Occurrence]] = {}
 
     # ------------------------------------------------------------------ building
 
@@ -135,7 +137,8 @@ class OutputIndex:
     def add_output(self, step: str, tool: str, order: int, output: JSON) -> None:
         """Index every node of a step's output, except echoes (values the agent had already sent:
         the server only repeated them) and what sits under volatile keys (timestamps, `_meta`)."""
-        for keys, node, node_id in self.interner.nodes(output, skip=_hidden):
+        hidden: list[tuple[Keys, JSON, int]] = []
+        for keys, node, node_id in self.interner.nodes(output, skip=_hidden, hidden_texts=hidden):
             if node is None or node is True or node is False or node == "" or node == [] or node == {}:
                 continue
             if keys and isinstance(keys[-1], str) and _clock(keys[-1]) and not _lasting(node, keys):
@@ -157,6 +160,14 @@ class OutputIndex:
                 self._add_text(node, occurrence, self.strings)
             elif (text := number_text(node)) is not None:
                 self._add_text(text, occurrence, self.numbers)
+        for keys, node, node_id in hidden:
+            last = keys[-1] if keys else None
+            if isinstance(last, str) and isinstance(node, str) and len(node) >= _LASTING:
+                self.stamps.setdefault(node_id, []).append(Occurrence(step, tool, order, keys, last, False))
+
+    def stamp(self, node_id: int | None) -> list[Occurrence]:
+        """Where a record's own timestamp (`updated_at`) with this value id was produced; see `_infer`."""
+        return self.stamps.get(node_id, []) if node_id is not None else []
 
     def _add_text(self, text: str, occurrence: _Raw, table: dict[str, _Raw]) -> None:
         table[text] = _added(table.get(text, _EMPTY_RAW), occurrence)

@@ -61,6 +61,7 @@ from toolreel.templatizer._values import (
     number_text,
     numeric_strength,
     same,
+    snake,
     strength,
     text_strength,
     walk,
@@ -332,7 +333,7 @@ class StepInferrer:
         # A cursor links only to a cursor: a cursor equal to anything else is chance.
         bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
         if not bucket.seen:
-            return []
+            return self._own_stamp(keys)
         kind: InferenceKind = "subtree" if isinstance(value, dict | list) else "exact"
         weight = strength(value)
         scored = [(occ.step, self._scored(keys, occ, kind, weight, bucket.seen, occ.ref)) for occ in bucket.sample()]
@@ -340,6 +341,19 @@ class StepInferrer:
         if is_number(value) and bucket.seen <= 2 and not is_trivial(value):
             return backed(scored, self.backers, floor=0.0)
         return [cand for _, cand in scored]
+
+    def _own_stamp(self, keys: Keys) -> list[Cand]:
+        """A record's own timestamp passed back under its own key beside the record's id (`updated_at` of the post
+        being edited: optimistic locking). Timestamps are no producers otherwise: they equal others by chance."""
+        key = last_key(keys)
+        out: list[Cand] = []
+        for occ in self.index.stamp(self.ids.get(keys)):
+            home = item_of(occ.keys)
+            same_key = key is not None and occ.key is not None and snake(occ.key) == snake(key)
+            if same_key and home is not None and self.homes.get((occ.step, home), 0) >= 1:
+                why = f"the {occ.key} of the element of {occ.step} whose other values this call sends"
+                out.append(Cand(occ.ref, "exact", HIGH + 0.05, why))
+        return out[:1] if len(out) == 1 else []  # (two such elements: no telling which)
 
     def _joint_sources(self, arguments: JSON) -> set[str]:
         """Steps whose output is the only source of two or more distinct non-trivial argument values.

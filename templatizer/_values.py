@@ -114,6 +114,7 @@ class Interner:
 
     def __init__(self) -> None:
         self._ids: dict[object, int] = {}
+        self._hidden_texts: list[tuple[Keys, JSON, int]] | None = None
 
     @property
     def size(self) -> int:
@@ -124,10 +125,16 @@ class Interner:
         """The id of every node of `value`, by path."""
         return {keys: node_id for keys, _, node_id in self.nodes(value)}
 
-    def nodes(self, value: JSON, skip: Callable[[str], bool] | None = None) -> list[tuple[Keys, JSON, int]]:
+    def nodes(
+        self,
+        value: JSON,
+        skip: Callable[[str], bool] | None = None,
+        hidden_texts: list[tuple[Keys, JSON, int]] | None = None,
+    ) -> list[tuple[Keys, JSON, int]]:
         """(path, node, id) for every node; with `skip`, nodes under an object key it accepts are left
-        out of the list (they still count in their parents' ids)."""
+        out of the list (they still count in their parents' ids), their texts listed in `hidden_texts`."""
         out: list[tuple[Keys, JSON, int]] = []
+        self._hidden_texts = hidden_texts
         self._intern(value, (), out, skip, False)
         return out
 
@@ -156,6 +163,8 @@ class Interner:
             found = self._ids[key] = len(self._ids)
         if not hidden:
             out.append((keys, value, found))
+        elif self._hidden_texts is not None and isinstance(value, str):
+            self._hidden_texts.append((keys, value, found))
         return found
 
 

@@ -183,3 +183,22 @@ def test_a_yaml_sequence_of_mappings_is_read_as_rows() -> None:
         {"id": "node-8e4b0d32", "name": "checkout-hero", "visible": True},
     ]
     assert result.template.step("export_1").input == {"nodeIds": "@get_file_1_rows[*].id"}
+
+
+def test_a_record_s_own_timestamp_sent_back_beside_its_id_is_read_from_that_record() -> None:
+    s = Session()
+    posts: list[JSON] = [
+        {"id": f"6745a1b2c3d4e5f6a7b8c9{i}0", "title": f"Post {i}", "updated_at": f"2026-11-26T1{i}:20:11.000Z"}
+        for i in range(3)
+    ]
+    s.call("posts_browse", {"filter": "status:draft"}, posts)
+    s.call("posts_edit", {"id": "6745a1b2c3d4e5f6a7b8c910", "updated_at": "2026-11-26T11:20:11.000Z"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    edit = result.template.step("posts_edit_1").input
+    assert edit == {"id": "@pick_post_1.id", "updated_at": "@pick_post_1.updated_at"}
+    assert "2026-11-26T11:20:11.000Z" not in {item.value for item in result.likely_inputs}
+    # a timestamp alone, with no id of the same record beside it, is still no ref (it equals others by chance)
+    s = Session()
+    s.call("posts_browse", {"filter": "status:draft"}, posts)
+    s.call("schedule", {"at": "2026-11-26T11:20:11.000Z"}, {"ok": True})
+    assert templatize([s.steps], name="t").template.step("schedule_1").input == {"at": "2026-11-26T11:20:11.000Z"}

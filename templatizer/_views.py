@@ -40,6 +40,7 @@ VIEW_CODE: Final = r"""export default function(input) {
   if (input.shape === "csv") return csv(lines);
   if (input.shape === "names") return names(lines);
   if (input.shape === "yaml") return yaml(lines);
+  if (input.shape === "records") return records(lines);
   return sections(lines, input.level);
 }
 
@@ -197,6 +198,29 @@ function yaml(lines) {
   return out.filter((r) => Object.keys(r).length >= 2);
 }
 
+function records(lines) {
+  // Records of `Key: value` lines, one record per block: blocks end at a blank line or a `---` rule; other
+  // lines inside a block (a description's text) are skipped.
+  const field = /^([A-Za-z][\w .\/-]{0,40}?):\s+(.*)$/;
+  const out = [];
+  let row = null;
+  for (const line of lines) {
+    const text = line.trim();
+    if (text === "" || /^(-{3,}|={3,}|\*{3,})$/.test(text)) {
+      row = null;
+      continue;
+    }
+    const m = field.exec(text);
+    if (m === null) continue;
+    if (row === null) {
+      row = {};
+      out.push(row);
+    }
+    row[m[1]] = m[2];
+  }
+  return out.filter((r) => Object.keys(r).length >= 2);
+}
+
 function names(lines) {
   // One name per line (`#` comment lines aside), or names separated by commas on one line after a label
   // (`Kafka topics: orders,dlq.orders`).
@@ -265,7 +289,7 @@ class View:
 
     name: str
     source: str
-    shape: str  # table | pipes | csv | sections | json | names | yaml
+    shape: str  # table | pipes | csv | sections | json | names | yaml | records
     level: int  # the heading level of a section per row (sections only)
     rows: tuple[JSON, ...]  # per recording (None where the step is absent)
 
@@ -350,7 +374,24 @@ def _shape(text: str) -> tuple[str, int] | None:
         return "sections", level
     if _YAML_ITEM_RE.search(body):
         return "yaml", 0
+    if _records(body):
+        return "records", 0
     return ("names", 0) if _names(body) else None
+
+
+_RECORD_FIELD_RE: Final = re.compile(r"^([A-Za-z][\w .\/-]{0,40}?):\s+(.*)$")
+_BLOCK_SPLIT_RE: Final = re.compile(r"\n\s*(?:(?:-{3,}|={3,}|\*{3,})\s*)?\n")
+
+
+def _records(body: str) -> bool:
+    """Two blocks or more of `Key: value` lines (two fields at least each) that open with the same key: records
+    printed one per block (`Title: …` / `UUID: …`, then `---`), not prose with a colon."""
+    firsts: list[str] = []
+    for block in _BLOCK_SPLIT_RE.split(body):
+        fields = [m.group(1) for line in block.splitlines() if (m := _RECORD_FIELD_RE.match(line.strip()))]
+        if len(fields) >= 2:
+            firsts.append(fields[0])
+    return len(firsts) >= 2 and len(set(firsts)) == 1
 
 
 # A YAML sequence item that is a mapping of two fields at least (`- id: '12:401'` then `  name: cart-drawer`).

@@ -202,3 +202,25 @@ def test_a_record_s_own_timestamp_sent_back_beside_its_id_is_read_from_that_reco
     s.call("posts_browse", {"filter": "status:draft"}, posts)
     s.call("schedule", {"at": "2026-11-26T11:20:11.000Z"}, {"ok": True})
     assert templatize([s.steps], name="t").template.step("schedule_1").input == {"at": "2026-11-26T11:20:11.000Z"}
+
+
+def test_records_printed_as_key_value_blocks_are_read_as_rows_and_picked_by_name() -> None:
+    blocks = [
+        ("Call plumber", "2Xq7cWvN8bJrLk3TmA9dPe", "House"),
+        ("Renew passport", "7Hq2ZxN4pLmB8rTgW1cVsD", "Travel"),
+    ]
+    text = "\n\n---\n\n".join(f"Title: {t}\nUUID: {u}\nStatus: incomplete\nProject: {p}" for t, u, p in blocks)
+    s = Session()
+    s.call("get_today", {}, text)
+    s.call("update_todo", {"id": "7Hq2ZxN4pLmB8rTgW1cVsD", "completed": True}, "ok")
+    result = templatize([s.steps], name="t")
+    view = result.template.step("get_today_1_rows")
+    assert view.input == {"text": "@get_today_1", "shape": "records", "level": 0} and view.code is not None
+    rows = run_code(view.code, {"text": text, "shape": "records", "level": 0})
+    assert isinstance(rows, list) and rows[1] == {
+        "Title": "Renew passport",
+        "UUID": "7Hq2ZxN4pLmB8rTgW1cVsD",
+        "Status": "incomplete",
+        "Project": "Travel",
+    }
+    assert result.template.step("update_todo_1").input == {"id": "@pick_renew_passport.UUID", "completed": True}

@@ -11,7 +11,6 @@ other steps to the members become refs into the loop's output list (`@get_user_e
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,8 +37,8 @@ from toolreel.templatizer._reftext import (
     tokens,
 )
 from toolreel.templatizer._result import Loop, Unit, Unrolled
-from toolreel.templatizer._select import SELECT_CODE, Condition, Select, conditions_of, selected
-from toolreel.templatizer._values import is_trivial, items_schema, json_path, put_at, same, snake, strength
+from toolreel.templatizer._select import SELECT_CODE, Condition, Select, conditions_of, evident_filter, selected
+from toolreel.templatizer._values import is_trivial, items_schema, json_path, put_at, same, snake
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
     from toolreel.templatizer._inputs import InputTable
@@ -96,9 +95,8 @@ class _Folding:
     calls: list[tuple[str, ...]] = field(default_factory=list)  # the family being folded: its calls per recording
     selects: dict[str, Select] = field(default_factory=dict)  # `@select_x` -> the select step it would be
     applied: list[Select] = field(default_factory=list)  # the select steps the loops walk
-    cuts: dict[str, JSON] = field(default_factory=dict)  # `@cut_x` -> the cut step's input
+    cuts: dict[str, tuple[JSON, str]] = field(default_factory=dict)  # `@cut_x` -> its input, the argument it gives
     explained: set[tuple[str, str]] = field(default_factory=set)
-    cut_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)  # `@cut_x` -> the argument path it gives
 
     def resolved(self, ref: str, run: int) -> JSON:
         """`ref` in recording `run`, where the loops folded so far have their recorded outputs; None if absent."""
@@ -138,7 +136,7 @@ def _listed(folding: _Folding, base: str, at: list[int]) -> str | None:
         return None
     if at == list(range(len(elements))):
         return base
-    filtered = _evident_filter(base, elements, at)
+    filtered = evident_filter(base, elements, at)
     if filtered is None or not same(folding.resolved(filtered, 0), [elements[i] for i in at]):
         return None
     return filtered
@@ -202,14 +200,14 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
     names = tuple(m.name for m in members)
     added: list[Unit] = []
     for walked in walk.zipped.values() if walk.zipped is not None else [walk.over]:
-        cut = folding.cuts.get(walked)
+        cut, path = folding.cuts.get(walked, (None, ""))
         items = cut["items"] if isinstance(cut, dict) else walked
         if isinstance(items, str) and (select := folding.selects.get(items)) is not None:
-            added.append(Unit(select.step, "", members[0].record, _select_input(select), code=SELECT_CODE))
+            added.append(Unit(select.step, "", members[0].record, select.input, code=SELECT_CODE))
             folding.applied.append(select)
         if cut is not None:
             added.append(Unit(walked[1:], "", members[0].record, cut, code=CUT_CODE))
-            folding.explained |= {(m.name, path) for m in members for path in folding.cut_paths.get(walked, ())}
+            folding.explained |= {(m.name, path) for m in members}
     over = walk.over
     if walk.zipped is not None:
         zipped = _free(f"{name}_items", taken | {name})
@@ -271,7 +269,7 @@ def _cut_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     if at == list(range(len(elements))):
         over: str | None = found.base
     else:
-        over = _evident_filter(found.base, elements, at) or _selecting(found.base, elements, at, folding)
+        over = evident_filter(found.base, elements, at) or _selecting(found.base, elements, at, folding)
     if over is None or not same(folding.resolved(over, 0), [elements[i] for i in at]):
         return None
     values = cut_values(folding.resolved(over, 0), found.key, found.prefix, found.suffix)
@@ -280,9 +278,9 @@ def _cut_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
         return None
     taken = {u.name for u in folding.units} | set(folding.extra) | {n for n in run.steps} | {n for n in run.outputs}
     name = _free(f"cut_{snake(found.key.rsplit('.', 1)[-1])}", taken)
-    folding.cuts[f"@{name}"] = {"items": over, "key": found.key, "prefix": found.prefix, "suffix": found.suffix}
+    cut: JSON = {"items": over, "key": found.key, "prefix": found.prefix, "suffix": found.suffix}
+    folding.cuts[f"@{name}"] = (cut, json_path(found.path))
     folding.extra[name] = [values]
-    folding.cut_paths[f"@{name}"] = (json_path(found.path),)
     why = f"each call takes {found.key} of an element of {found.base} between {found.prefix!r} and {found.suffix!r}"
     took = tuple((("@item", f"{found.base}[{i}].{found.key}"),) for i in at)
     return _Walk(f"@{name}", per_item, why, elements=took)
@@ -453,7 +451,7 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
     elif at != sorted(at):
         return f"they handle the elements of {base} out of order ({at})"
     else:
-        filtered = _evident_filter(base, elements, at) or _selecting(base, elements, at, folding)
+        filtered = evident_filter(base, elements, at) or _selecting(base, elements, at, folding)
         if filtered is None:
             return (
                 f"they handle elements {at} of {base} ({len(elements)} elements) and no field tells the handled "
@@ -471,30 +469,6 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
         if not isinstance(got, list) or len(got) != len(folding.calls[run]):
             return f"in another recording {over} does not give as many elements as its calls there"
     return over, why
-
-
-def _evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | None:
-    """`base[?(@.key == value)]` when the handled elements share a value at `key` that no other element has."""
-    handled = [elements[i] for i in at]
-    others = [e for i, e in enumerate(elements) if i not in at]
-    if not all(isinstance(e, dict) for e in handled):
-        return None
-    first = handled[0]
-    assert isinstance(first, dict)
-    separating: list[tuple[str, JSON]] = []
-    for key, value in first.items():
-        if not _KEY_RE.fullmatch(key) or not isinstance(value, str | bool | int) or isinstance(value, float):
-            continue
-        if all(isinstance(e, dict) and same(e.get(key), value) for e in handled) and not any(
-            isinstance(e, dict) and same(e.get(key), value) for e in others
-        ):
-            separating.append((key, value))
-    if not separating:
-        return _excluding_filter(base, handled, others)
-    # Several fields may tell them apart here (`READY 0/1` and `STATUS CrashLoopBackOff`): the one that says
-    # most is a word of the domain, not a count that happens to match (`True` says little, `0/1` less).
-    key, value = max(separating, key=lambda kv: strength(kv[1]) if isinstance(kv[1], str) else 0.3)
-    return f"{base}[?(@.{key} == {json.dumps(value)})]"
 
 
 def _selecting(base: str, elements: list[JSON], at: list[int], folding: _Folding) -> str | None:
@@ -521,42 +495,6 @@ def _selecting(base: str, elements: list[JSON], at: list[int], folding: _Folding
 
 def _valued(condition: Condition, value: JSON) -> Condition:
     return replace(condition, value=value) if isinstance(value, str | int | bool) else condition
-
-
-def _select_input(select: Select) -> JSON:
-    where: list[JSON] = []
-    for i, condition in enumerate(select.where):
-        ref = select.refs[i] if i < len(select.refs) else None
-        value: JSON = f"@input.{ref}" if ref is not None else _literal(condition.value)
-        where.append({"key": condition.key, "op": condition.op, "value": value})
-    return {"items": select.base, "where": where}
-
-
-def _literal(value: str | int | bool) -> JSON:
-    if isinstance(value, str):
-        return "@" + value if value.startswith("@") else value.replace("{{@", "{{@@")
-    return value
-
-
-def _excluding_filter(base: str, handled: list[JSON], others: list[JSON]) -> str | None:
-    """`base[?(@.key != value)]` when the elements left out share a value at `key` that no handled element has,
-    and `key` is a category (two handled elements share a value there, so it is not an id): every ticket but
-    the closed ones, whether open or pending."""
-    if len(others) < 2 or not all(isinstance(e, dict) for e in others):
-        return None
-    first = others[0]
-    assert isinstance(first, dict)
-    for key, value in first.items():
-        if not _KEY_RE.fullmatch(key) or not isinstance(value, str) or not value:
-            continue
-        kept = [e.get(key) for e in handled if isinstance(e, dict)]
-        if not all(isinstance(e, dict) and same(e.get(key), value) for e in others):
-            continue
-        if any(same(k, value) for k in kept) or not all(isinstance(k, str) for k in kept):
-            continue
-        if len(set(map(str, kept))) < len(kept):
-            return f"{base}[?(@.{key} != {json.dumps(value)})]"
-    return None
 
 
 def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:

@@ -1,4 +1,7 @@
-"""Loops over the elements that pass a filter of several conditions: a `code` step selects them.
+"""Which elements of a list the calls of a loop handled: a JSONPath filter on one field, or a `select_*` step.
+
+`evident_filter` gives `base[?(@.key == value)]` when the handled elements share a top-level value no other
+element has (or `!=` a category the left-out ones share).
 
 When the handled elements of a list share no single field value that sets them apart (the machines of
 one region that are started, the web services whose names start with `checkout-`), two conditions
@@ -7,22 +10,35 @@ loop then walks the output of a `select_*` code step that keeps the elements mee
 Its condition values are what the user chose (a region, a name prefix): each is proposed as an input,
 ticked, unless it is a state of the task (`state: "started"`, `type: "web_service"`), which stays
 proposed unticked. A condition holding for every element, or setting them all apart alone, is no
-evidence here: the one-field filter of `_loops` handles the latter, as a JSONPath filter.
+evidence here: `evident_filter` handles the latter.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from toolreel.core.model import JSON
+from toolreel.templatizer._inputs import Names
+from toolreel.templatizer._pieces import literal
 from toolreel.templatizer._result import LikelyInput
-from toolreel.templatizer._values import same, snake
+from toolreel.templatizer._values import same, snake, strength
 
-__all__ = ["SELECT_CODE", "Condition", "Select", "conditions_of", "leaves", "select_inputs", "selected", "value_at"]
+__all__ = [
+    "SELECT_CODE",
+    "Condition",
+    "Select",
+    "conditions_of",
+    "evident_filter",
+    "leaves",
+    "select_inputs",
+    "selected",
+    "value_at",
+]
 
 SELECT_CODE: Final = """export default function(input) {
   const at = (item, key) =>
@@ -79,12 +95,67 @@ class Select:
     where: tuple[Condition, ...]
     refs: tuple[str | None, ...] = ()  # per condition, the named input that gives its value
 
+    @property
+    def input(self) -> JSON:
+        """The code step's input: the list, and each condition with its value (or the input giving it)."""
+        where: list[JSON] = []
+        for i, condition in enumerate(self.where):
+            ref = self.refs[i] if i < len(self.refs) else None
+            value = f"@input.{ref}" if ref is not None else literal(condition.value)
+            where.append({"key": condition.key, "op": condition.op, "value": value})
+        return {"items": self.base, "where": where}
+
 
 def selected(elements: JSON, where: Sequence[Condition]) -> JSON:
     """What the select step returns for `elements` (the code's twin, to check other recordings)."""
     if not isinstance(elements, list):
         return None
     return [e for e in elements if e is not None and all(c.holds(e) for c in where)]
+
+
+def evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | None:
+    """`base[?(@.key == value)]` when the handled elements share a value at `key` that no other element has."""
+    handled = [elements[i] for i in at]
+    others = [e for i, e in enumerate(elements) if i not in at]
+    if not all(isinstance(e, dict) for e in handled):
+        return None
+    first = handled[0]
+    assert isinstance(first, dict)
+    separating: list[tuple[str, JSON]] = []
+    for key, value in first.items():
+        if not _KEY_RE.fullmatch(key) or not isinstance(value, str | bool | int) or isinstance(value, float):
+            continue
+        if all(isinstance(e, dict) and same(e.get(key), value) for e in handled) and not any(
+            isinstance(e, dict) and same(e.get(key), value) for e in others
+        ):
+            separating.append((key, value))
+    if not separating:
+        return _excluding_filter(base, handled, others)
+    # Several fields may tell them apart here (`READY 0/1` and `STATUS CrashLoopBackOff`): the one that says
+    # most is a word of the domain, not a count that happens to match (`True` says little, `0/1` less).
+    key, value = max(separating, key=lambda kv: strength(kv[1]) if isinstance(kv[1], str) else 0.3)
+    return f"{base}[?(@.{key} == {json.dumps(value)})]"
+
+
+def _excluding_filter(base: str, handled: list[JSON], others: list[JSON]) -> str | None:
+    """`base[?(@.key != value)]` when the elements left out share a value at `key` that no handled element has,
+    and `key` is a category (two handled elements share a value there, so it is not an id): every ticket but
+    the closed ones, whether open or pending."""
+    if len(others) < 2 or not all(isinstance(e, dict) for e in others):
+        return None
+    first = others[0]
+    assert isinstance(first, dict)
+    for key, value in first.items():
+        if not _KEY_RE.fullmatch(key) or not isinstance(value, str) or not value:
+            continue
+        kept = [e.get(key) for e in handled if isinstance(e, dict)]
+        if not all(isinstance(e, dict) and same(e.get(key), value) for e in others):
+            continue
+        if any(same(k, value) for k in kept) or not all(isinstance(k, str) for k in kept):
+            continue
+        if len(set(map(str, kept))) < len(kept):
+            return f"{base}[?(@.{key} != {json.dumps(value)})]"
+    return None
 
 
 def conditions_of(elements: Sequence[JSON], at: Sequence[int]) -> tuple[Condition, ...] | None:
@@ -183,7 +254,7 @@ def select_inputs(
     """The likely inputs with each select condition's value no input gave: ticked for a value the user chose,
     unticked for a state of the task."""
     out = list(likely)
-    names = set(taken) | {item.name for item in likely}
+    names = Names(set(taken) | {item.name for item in likely})
     for select in selects:
         for i, condition in enumerate(select.where):
             if isinstance(condition.value, bool) or any(select.refs[i : i + 1]):
@@ -194,18 +265,10 @@ def select_inputs(
                 out[at] = replace(out[at], used_at=out[at].used_at + used_at)
                 continue
             base = snake(condition.key.rsplit(".", 1)[-1]) if condition.key else "value"
-            name = _free(f"{base}_prefix" if condition.op == "starts with" else base, names)
-            names.add(name)
+            name = names.fresh(f"{base}_prefix" if condition.op == "starts with" else base)
             why = f"{select.step} keeps the elements whose {condition.describe()}: which ones, the user's choice"
             if condition.state:
                 why = f"{select.step} keeps the elements whose {condition.describe()}: a state, proposed unticked"
             item = LikelyInput(name, condition.value, "string", used_at, why, ticked=not condition.state)
             out.append(item)
     return out
-
-
-def _free(base: str, taken: set[str]) -> str:
-    name, n = base, 2
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    return name

@@ -19,13 +19,13 @@ from mcp.client.stdio import stdio_client
 
 from fixtures._zygote import launch_command
 from fixtures.recordings import (
-    BLIND_DIR,
     CORPUS_DIR,
     WORLDS2_DIR,
     WORLDS3_DIR,
     WORLDS4_DIR,
     WORLDS5_DIR,
     WORLDS6_DIR,
+    WORLDS7_DIR,
     WORLDS_DIR,
     load_entry,
 )
@@ -160,15 +160,15 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
 @pytest.mark.parametrize(
     ("directory", "at_least"),
     [
-        (BLIND_DIR, 24),
         (WORLDS_DIR, 20),
         (WORLDS2_DIR, 24),
         (WORLDS3_DIR, 24),
         (WORLDS4_DIR, 24),
         (WORLDS5_DIR, 24),
         (WORLDS6_DIR, 24),
+        (WORLDS7_DIR, 24),
     ],
-    ids=["blind", "worlds", "worlds2", "worlds3", "worlds4", "worlds5", "worlds6"],
+    ids=["worlds", "worlds2", "worlds3", "worlds4", "worlds5", "worlds6", "worlds7"],
 )
 def test_the_world_sessions_are_loadable_and_each_has_a_changed_world(directory: Path, at_least: int) -> None:
     sessions = load_sessions(directory)

@@ -21,6 +21,7 @@ from toolreel.templatizer._values import Keys, key_tokens, last_key
 
 __all__ = [
     "CHOSEN",
+    "CRITERION_RE",
     "THIN",
     "Judgement",
     "is_machine_id",
@@ -70,6 +71,11 @@ _PIPED_RE: Final = re.compile(
 )
 _JOINED_RE: Final = re.compile(
     r"[\w.>-]+\s*(?:==|!=|>=?|<=?)\s*[\"'\w].*\s(?:&&|\|\|)\s|\s(?:&&|\|\|)\s.*[\w.>-]+\s*==\s*[\"']"
+)
+# A criterion `(field:operator:value)`, joined by `and`/`or` (Zoho CRM's search criteria, and APIs like it).
+CRITERION_RE: Final = re.compile(
+    r"\(\s*([A-Za-z_][\w.$]*):(?:equals|not_equal|starts_with|ends_with|contains|not_contains|in|not_in|"
+    r"greater_than|greater_equal|less_than|less_equal|between|like):([^()]+?)\s*\)"
 )
 # A label selector (`{service="api",code=~"5.."}`) of PromQL, LogQL, or a metrics query.
 _SELECTOR_RE: Final = re.compile(r"\w\{\s*\w+\s*(?:=|!=|=~|!~)\s*\"[^\"]*\"")
@@ -238,7 +244,7 @@ def is_query(text: str) -> bool:
     selecting series by their labels (PromQL, LogQL: `rate(http_requests_total{service="api"}[5m])`)."""
     if _URL_RE.match(text):
         return False
-    if _QUERY_RE.match(text) or _SELECTOR_RE.search(text):
+    if _QUERY_RE.match(text) or _SELECTOR_RE.search(text) or CRITERION_RE.search(text):
         return True
     if _CLAUSES_RE.match(text) and _COMPARED_RE.search(text):
         return True

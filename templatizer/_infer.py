@@ -75,6 +75,7 @@ _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output
 # A piece this weak (a word, "33") becomes a ref only beside another piece of the same output.
 _BACKED_PIECE: Final = 0.3
 _ALIGNED_WORD: Final = 0.55  # a weaker string (`open`, `high`) is vocabulary, in many items by design
+_ELSEWHERE_WORD: Final = 0.8  # below: a value that may sit in another element by chance (not an id)
 _PIECE_MIN: Final = 3  # a number of fewer digits written twice is still too likely to be chance
 _ENTITY_KEY: Final = 0.9  # key similarity of `<entity>_id` to `id` in the output of a tool about <entity>
 
@@ -100,6 +101,7 @@ class StepInferrer:
         self.ids: dict[Keys, int] = {}
         self.backers: set[str] = set()  # steps whose one output holds two or more of these arguments
         self.homes: dict[tuple[str, Keys], int] = {}  # (step, list item) -> how many of these arguments it holds
+        self.lead: dict[tuple[str, Keys], tuple[Keys, float]] = {}  # (step, list) -> the item of its strongest value
         self.result = StepResult(record.name, None)
 
     def infer(self) -> StepResult:
@@ -108,6 +110,7 @@ class StepInferrer:
         self.ids = self.index.interner.intern_tree(resolved)
         self.backers = self._joint_sources(resolved)
         self.homes = self._item_homes(resolved)
+        self.lead = self._leading_items(resolved)
         self.result.template_input = self._node((), resolved, written)
         return self.result
 
@@ -388,6 +391,40 @@ class StepInferrer:
                     found.setdefault((occ.step, home), set()).add(self.ids[keys])
         return {home: len(values) for home, values in found.items()}
 
+    def _leading_items(self, arguments: JSON) -> dict[tuple[str, Keys], tuple[Keys, float]]:
+        """For each list of an earlier output that this call takes values from, the item holding the strongest of
+        them (an id found in one item only): the element the call acts on."""
+        lead: dict[tuple[str, Keys], tuple[Keys, float]] = {}
+        for keys, node in walk(arguments):
+            if isinstance(node, dict | list | bool) or node is None or is_trivial(node) or "_meta" in keys:
+                continue
+            bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
+            homes = {(occ.step, home) for occ in bucket.sample() if (home := _outer_item(occ.keys)) is not None}
+            weight = strength(node)
+            for step, home in homes:
+                if sum(1 for s, h in homes if s == step and h[:-1] == home[:-1]) == 1:
+                    known = lead.get((step, home[:-1]))
+                    if known is None or weight > known[1]:
+                        lead[(step, home[:-1])] = (home, weight)
+        return lead
+
+    def _elsewhere(self, occ: Occurrence, weight: float) -> bool:
+        """A weak value found in another element of the list this call's strongest value comes from (a tag of
+        the first device, beside the id of the third): the call acts on that element, this value is chance."""
+        home = _outer_item(occ.keys)
+        if home is None or weight >= _ELSEWHERE_WORD:
+            return False
+        lead = self.lead.get((occ.step, home[:-1]))
+        return lead is not None and lead[0] != home and lead[1] > weight
+
+    def _beside_lead(self, occ: Occurrence) -> bool:
+        """Found in the element the call's strongest value comes from (its id, its email)."""
+        home = _outer_item(occ.keys)
+        if home is None:
+            return False
+        lead = self.lead.get((occ.step, home[:-1]))
+        return lead is not None and lead[0] == home and lead[1] >= _ELSEWHERE_WORD
+
     def _aligned(self, occ: Occurrence) -> int:
         """How many other arguments of this call come from the same list item as this occurrence."""
         home = item_of(occ.keys)
@@ -425,12 +462,21 @@ class StepInferrer:
             score = max(score, HIGH)
         if aligned and weight >= _ALIGNED_WORD:
             score = max(score, HIGH) + 0.05  # beside values of the same item: that item, not an equal one
+        elif (
+            kind == "exact"
+            and places == 1
+            and self._beside_lead(occ)
+            and _named(value_at(self.record.resolved_input, keys))
+        ):
+            score = max(score, HIGH)  # a name ("Nora") found only in the element whose id or email the call sends
         elif kind == "exact" and places == 1 and sim >= _ENTITY_KEY and names_entity(last_key(keys)):
             # `board_id` <- the `id` of a board listed by get_agile_boards, found nowhere else: the key names
             # the entity the producer lists, so even a short id ("42") is that entity, not chance.
             score = max(score, HIGH)
         if is_trivial(value_at(self.record.resolved_input, keys)) and kind != "subtree":
             score = min(score, MEDIUM - 0.01)  # small numbers: only several recordings can confirm them
+        elif kind in ("exact", "coerced") and self._elsewhere(occ, weight):
+            score = min(score, MEDIUM - 0.01)
         indexes = sum(1 for key in occ.keys if isinstance(key, int))
         evidence = partial(occurrence_evidence, occ, keys, kind, places, sim, aligned)
         return Cand(ref, kind, min(score, 1.0), evidence, rank=(aligned, -indexes, occ.order, -len(occ.keys)))
@@ -516,3 +562,15 @@ class StepInferrer:
                 pieces.append(Piece(start, end, best.value, best.score))
                 evidence.append(f"{text!r} at [{start}:{end}] is {best.why}")
         return pieces, evidence
+
+
+def _outer_item(keys: Keys) -> Keys | None:
+    """The path of the outermost list element holding `keys` (`data[0]` of `data[0].values.name[0].first_name`):
+    the element a call acts on, whatever lists it holds inside."""
+    first = next((i for i, key in enumerate(keys) if isinstance(key, int)), None)
+    return keys[: first + 1] if first is not None else None
+
+
+def _named(value: JSON) -> bool:
+    """A capitalized name (`Nora`, `Feld`), not a lower-case word of the vocabulary (`user`, `source`)."""
+    return isinstance(value, str) and value[:1].isupper() and not value.isupper()

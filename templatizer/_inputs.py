@@ -154,6 +154,7 @@ class Unexplained:
     in_query: bool = False  # a value inside a query's text (`service.name:"checkout-api"`), named by its field
     sole: bool = False  # in a query: the one text it selects by, no state (what the query is about)
     built: bool = False  # a text already built on earlier outputs: only a value inside it may be an input
+    opening: bool = False  # sent by the session's first call, before any output: from what the user asked
 
     @property
     def named(self) -> Keys:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from toolreel.templatizer._evidence import Judgement, is_query, is_statement
+from toolreel.templatizer._evidence import CRITERION_RE, Judgement, is_query, is_statement
 from toolreel.templatizer._inputs import Unexplained
 from toolreel.templatizer._pieces import occurrences
 
@@ -91,6 +91,10 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
         if statement and match.group(4) is not None:
             continue
         out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+    for match in CRITERION_RE.finditer(value):  # `(Owner.email:equals:ana@kettle.dev)`
+        field, found = match.group(1).split(".")[-1], match.group(2)
+        if not plain_word(found) and len(found) >= 2 and not found.isdigit():
+            out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
     for match in _LIKE_RE.finditer(value):  # `url LIKE '%/checkout%'`: the text the pattern looks for
         field, found = match.group(1).split(".")[-1], match.group(2)
         if not plain_word(found) and len(found) >= 2:

@@ -10,7 +10,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from toolreel.core.model import JSON
-from toolreel.templatizer._evidence import CHOSEN, THIN, Judgement, is_query, judge_text, param_schema
+from toolreel.templatizer._evidence import (
+    CHOSEN,
+    THIN,
+    Judgement,
+    is_machine_id,
+    is_query,
+    judge_text,
+    param_schema,
+)
 from toolreel.templatizer._inputs import Names, Schemas, Unexplained
 from toolreel.templatizer._inside import (
     PART_MIN,
@@ -190,6 +198,10 @@ def _judge(
             return Judgement(max(judged.score, CHOSEN), (*judged.reasons, f"{why}: what the query is about"))
         if first.flag and not first.in_query and not plain_word(first.value) and 0 < judged.score < CHOSEN:
             return Judgement(min(CHOSEN, judged.score + 0.1), (*judged.reasons, f"the value of --{first.flag}"))
+        opening = first.opening and first.reads and not first.in_query  # a first look at what the user named
+        if opening and THIN <= judged.score < CHOSEN and opening_word(first.value):
+            why = "sent by the first call, a read, before any output was seen: from what the user asked"
+            return Judgement(judged.score + _OPENING, (*judged.reasons, why))
         return judged
     tokens = set(key_tokens(last_key(first.keys) or ""))
     if schema is not None and ("const" in schema or schema.get("default") == first.value):
@@ -199,6 +211,7 @@ def _judge(
     return Judgement(0.0, ("a count, a round setting or a knob",))
 
 
+_OPENING: Final = 0.15
 _CONTACT: Final = 0.75  # the shape alone says whom or what (an email address, a path, a URL)
 _DATE_RE: Final = re.compile(r"^\d{4}-\d\d-\d\d$")
 
@@ -369,3 +382,15 @@ _CREATE_TOKENS: Final = frozenset({"create", "make", "mkdir", "new"})
 def _creates(literal: Unexplained) -> bool:
     """Used by a step that makes something (`create_directory_1`): the session's own, not the user's."""
     return bool(_CREATE_TOKENS & set(key_tokens(literal.step)))
+
+
+def opening_word(value: str) -> bool:
+    """A value shaped as a name of something (`daily-revenue`, `infra/orders`), not one lower-case word (`kv`), an
+    upper-case constant (`FAILED`), a snake-case field name (`created_at`), a query or a pattern, a date or a
+    machine-made id, which a first call sends as settings or works out itself."""
+    if plain_word(value) or value.isupper() or any(c.isspace() or c in "*?" for c in value) or is_query(value):
+        return False
+    return not (_FIELD_NAME_RE.match(value) or _DATE_RE.match(value) or is_machine_id(value))
+
+
+_FIELD_NAME_RE: Final = re.compile(r"^[a-z]+(?:_[a-z]+)+$")

@@ -23,7 +23,8 @@ from toolreel.core.model import JSON
 from toolreel.core.refs import resolve
 from toolreel.core.template import Template
 from toolreel.templatizer._result import LikelyInput, Pick
-from toolreel.templatizer._values import same, snake, walk
+from toolreel.templatizer._select import leaves
+from toolreel.templatizer._values import same, snake, strength, walk
 from toolreel.templatizer._views import drop_unread
 
 if TYPE_CHECKING:
@@ -37,9 +38,23 @@ _POSITIONAL_RE: Final = re.compile(
     r"(?<![@\w])(@(?!input\b|item\b|index\b)[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*)*)\[(\d+)\]"
 )
 # (a display name before a slug: a person names a collection "Blog Posts", its URL says `blog-posts`)
-_NAME_KEYS: Final = ("name", "title", "display_name", "slug", "key", "label", "login", "username", "handle", "email")
+_NAME_KEYS: Final = (
+    "name",
+    "title",
+    "heading",
+    "display_name",
+    "slug",
+    "key",
+    "label",
+    "login",
+    "username",
+    "handle",
+    "email",
+)
 _INNER_KEYS: Final = ("name", "ref", "slug", "key")  # what names an object inside the element (`head.ref`)
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KEY_PATH_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_GIVEN_STRENGTH: Final = 0.7  # a text strong enough that an equal field is no accident (`How do I ...?`, an email)
 _RELATION_RE: Final = re.compile(r"(author|committer|creator|owner|assignee|user|sender|reporter|parent)")
 PICK_CODE: Final = """export default function(input) {
   const at = (item) => input.key.split(".").reduce((v, key) => (v === null || v === undefined ? v : v[key]), item);
@@ -105,7 +120,7 @@ def _pick(
     if state is not None and all(_same_pick(base, n, state, run, element[state]) for run in runs):
         step = _free(f"pick_{_slug(state) or 'state'}", taken)
         return Pick(step, head, state, str(element[state]), state=True)
-    for key in _identity_keys(element):
+    for key in [*_input_keys(element, inputs), *_identity_keys(element)]:
         value = _at(element, key)
         if sum(1 for e in elements if same(_at(e, key), value)) != 1 or (
             n == 0 and not _partial(elements, key, searched)
@@ -231,6 +246,15 @@ def _identity_keys(element: Mapping[str, JSON]) -> list[str]:
         if isinstance(value.get(key), str) and value[key]
     ]
     return sorted(own + inner, key=lambda k: _digits(_at(element, k)))
+
+
+def _input_keys(element: Mapping[str, JSON], inputs: Mapping[str, JSON]) -> list[str]:
+    """Fields (nested ones too: `properties.question`) holding a text the user gave whole: the element that is
+    what the user named (the FAQ entry whose question is the one asked, among near misses a search ranked higher)."""
+    given = {v for v in inputs.values() if isinstance(v, str) and strength(v) >= _GIVEN_STRENGTH}
+    if not given:
+        return []
+    return [k for k, v in leaves(dict(element)) if isinstance(v, str) and v in given and _KEY_PATH_RE.match(k)]
 
 
 def _at(element: JSON, key: str) -> JSON:

@@ -45,7 +45,8 @@ SELECT_CODE: Final = """export default function(input) {
     key === "" ? item : key.split(".").reduce((v, k) => (v === null || v === undefined ? v : v[k]), item);
   const holds = (item, c) => {
     const v = at(item, c.key);
-    return c.op === "starts with" ? typeof v === "string" && v.startsWith(c.value) : v === c.value;
+    if (c.op === "starts with") return typeof v === "string" && v.startsWith(c.value);
+    return c.op === "in" ? c.value.includes(v) : v === c.value;
   };
   return input.items.filter((item) => item !== null && input.where.every((c) => holds(item, c)));
 }
@@ -63,29 +64,32 @@ _LONGEST: Final = 64  # longer values are texts, not categories
 @dataclass(frozen=True, slots=True)
 class Condition:
     key: str  # "" for the element itself (a list of names)
-    op: Literal["==", "starts with"]
-    value: str | int | bool
+    op: Literal["==", "starts with", "in"]
+    value: str | int | bool | tuple[str, ...]  # a tuple for `in`: the states the handled elements were in
 
     def holds(self, element: JSON) -> bool:
         got = value_at(element, self.key)
         if self.op == "starts with":
             return isinstance(got, str) and isinstance(self.value, str) and got.startswith(self.value)
+        if self.op == "in":
+            return isinstance(got, str) and isinstance(self.value, tuple) and got in self.value
         return same(got, self.value) and type(got) is type(self.value)
 
     @property
     def state(self) -> bool:
         """A condition of the task (a state or category), not a choice the user made for this run."""
-        if isinstance(self.value, bool):
+        if isinstance(self.value, bool) or self.op == "in":
             return True
         return (
             self.op == "=="
             and isinstance(self.value, str)
             and bool(_STATE_WORD_RE.match(self.value))
-            and bool(_STATE_KEY_RE.search(self.key.rsplit(".", 1)[-1]))
+            and _state_key(self.key)
         )
 
     def describe(self) -> str:
-        return f"{self.key or 'the element'} {self.op} {self.value!r}"
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        return f"{self.key or 'the element'} {self.op} {value!r}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +105,8 @@ class Select:
         where: list[JSON] = []
         for i, condition in enumerate(self.where):
             ref = self.refs[i] if i < len(self.refs) else None
-            value = f"@input.{ref}" if ref is not None else literal(condition.value)
+            given = list(condition.value) if isinstance(condition.value, tuple) else condition.value
+            value = f"@input.{ref}" if ref is not None else literal(given)
             where.append({"key": condition.key, "op": condition.op, "value": value})
         return {"items": self.base, "where": where}
 
@@ -203,19 +208,31 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
             if value != "":
                 out.append(Condition(key, "==", value))
         elif all(isinstance(v, str) for v in values):
-            prefix = _prefix([v for v in values if isinstance(v, str)])
+            texts = [v for v in values if isinstance(v, str)]
+            prefix = _prefix(texts)
             if prefix:
                 out.append(Condition(key, "starts with", prefix))
+            if _state_key(key) and all(_STATE_WORD_RE.match(v) for v in texts):
+                # `Failed` and `Error` handled alike: the states the task acts on, in the order first seen
+                out.append(Condition(key, "in", tuple(dict.fromkeys(texts))))
     return out
 
 
+def _state_key(key: str) -> bool:
+    """A field naming a state or a category, at any depth (`status`, `state.current`, `status.phase`)."""
+    return any(_STATE_KEY_RE.search(part) for part in key.split("."))
+
+
 def leaves(element: dict[str, JSON], depth: int = 3) -> list[tuple[str, JSON]]:
-    """The element's fields and those of the objects inside it (`status.sync.status`), as dotted paths."""
+    """The element's fields and those of the objects inside it (`status.sync.status`), as dotted paths; an object
+    alone in a list is read through it (`values.stage.0.status.title`: Attio wraps each value in a list)."""
     out: list[tuple[str, JSON]] = []
     for key, value in element.items():
         if not _KEY_RE.fullmatch(key):
             continue
-        if isinstance(value, dict) and depth > 1:
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict) and depth > 1:
+            out += [(f"{key}.0.{inner}", v) for inner, v in leaves(value[0], depth)]  # (the wrapper is no level)
+        elif isinstance(value, dict) and depth > 1:
             out += [(f"{key}.{inner}", v) for inner, v in leaves(value, depth - 1)]
         elif not isinstance(value, dict | list):
             out.append((key, value))
@@ -227,9 +244,12 @@ def value_at(element: JSON, key: str) -> JSON:
     if key == "":
         return element
     for part in key.split("."):
-        if not isinstance(element, dict):
+        if isinstance(element, list) and part.isdigit() and int(part) < len(element):
+            element = element[int(part)]
+        elif isinstance(element, dict):
+            element = element.get(part)
+        else:
             return None
-        element = element.get(part)
     return element
 
 
@@ -269,6 +289,8 @@ def select_inputs(
             why = f"{select.step} keeps the elements whose {condition.describe()}: which ones, the user's choice"
             if condition.state:
                 why = f"{select.step} keeps the elements whose {condition.describe()}: a state, proposed unticked"
-            item = LikelyInput(name, condition.value, "string", used_at, why, ticked=not condition.state)
+            value = list(condition.value) if isinstance(condition.value, tuple) else condition.value
+            kind = "array" if isinstance(value, list) else "string"
+            item = LikelyInput(name, value, kind, used_at, why, ticked=not condition.state)
             out.append(item)
     return out

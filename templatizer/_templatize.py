@@ -103,8 +103,9 @@ def templatize(
     # that is read out of an output is the user's own again); a text with a computed part still holds the user's.
     computed = {(inference.step, inference.input_path) for inference in transforms if "{{" not in str(inference.ref)}
     computed |= folded.explained  # a value a loop cuts out of each element
+    opening = min(kept, key=lambda r: r.seq).name if kept else None
     literals = [
-        dataclasses.replace(lit, reads=lit.tool in reads)
+        dataclasses.replace(lit, reads=lit.tool in reads, opening=lit.step == opening)
         for res in chosen
         for lit in res.literals
         if (lit.step, json_path(lit.keys)) not in computed

@@ -248,14 +248,40 @@ def likely(result: TemplatizeResult) -> dict[str, tuple[JSON, bool]]:
 
 def test_slugs_the_user_chose_are_inputs_whatever_their_key_and_query_syntax_is_only_proposed() -> None:
     s = Session()
+    s.call("get_pods", {"namespace": "payments-prod"}, {"items": []})
     s.call(
         "list_issues", {"organization_slug": "acme-corp", "project_slug": "web-frontend", "query": "is:unresolved"}, []
     )
-    s.call("get_pods", {"namespace": "payments-prod"}, {"items": []})
     found = likely(templatize([s.steps], name="t"))
     assert found["namespace"] == ("payments-prod", True)
     assert found["organization_slug"][1] is False and found["project_slug"][1] is False  # thin: no key says so
     assert found["query"] == ("is:unresolved", False)
+
+
+def test_slugs_a_first_read_sends_are_what_the_user_asked_for() -> None:
+    # Before any output, the agent had only the user's words: a slug it looks up first is the user's; a setting
+    # is not, nor is a slug a first write sends (a channel to post to is as likely the task's own).
+    s = Session()
+    s.call(
+        "list_issues",
+        {
+            "organization_slug": "acme-corp",
+            "project_slug": "web-frontend",
+            "query": "is:unresolved",
+            "sort": "created_at",
+        },
+        [],
+    )
+    s.call("get_pods", {"namespace": "payments-prod"}, {"items": []})
+    written = likely(templatize([s.steps], name="t"))
+    assert written["organization_slug"][1] is False and written["project_slug"][1] is False
+    result = templatize([s.steps], name="t", read_only={"svc__list_issues", "svc__get_pods"})
+    found = likely(result)
+    assert found["organization_slug"] == ("acme-corp", True) and found["project_slug"] == ("web-frontend", True)
+    reason = next(item.reason for item in result.likely_inputs if item.name == "project_slug")
+    assert "sent by the first call" in reason
+    assert found["query"] == ("is:unresolved", False)
+    assert found.get("sort", (None, False))[1] is False  # a field name to sort by: a setting, first call or not
 
 
 def test_the_tools_schema_is_evidence_for_and_against_an_input() -> None:

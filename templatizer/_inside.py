@@ -150,7 +150,8 @@ def built_on_others(
     by_value: Mapping[tuple[str, str], Sequence[Unexplained]], judged: Mapping[tuple[str, str], Judgement]
 ) -> list[tuple[str, str]]:
     """The sentences (text with a space) that hold another candidate's text as a whole word or words: a
-    number's text, or a chosen string of its own in a sentence of three words or more.
+    number's text, or a chosen string of its own in a sentence of three words or more; and the paths two of
+    whose segments are chosen words (`apps/orders/staging`).
 
     A name inside a two-word value ("Ada" in "Ada Lovelace") is often a value of its own: both stay."""
     parts = [text for kind, text in by_value if kind != "str" and len(text) >= PART_MIN]
@@ -159,9 +160,13 @@ def built_on_others(
         for (kind, text) in by_value
         if kind == "str" and len(text) >= PART_MIN and judged[(kind, text)].chosen and not plain_word(text)
     ]
+    words = {text for (kind, text) in by_value if kind == "str" and plain_word(text) and judged[(kind, text)].chosen}
     out: list[tuple[str, str]] = []
     for kind, text in by_value:
         if kind != "str":
+            continue
+        if len(words & set(text.split("/"))) >= 2 and text not in words:
+            out.append((kind, text))  # `apps/orders/staging` of the chosen `orders` and `staging`: built on them
             continue
         if " " not in text.strip():
             # a selector or a flag around a chosen value (`+orders_daily`, `--service=checkout`): built on it

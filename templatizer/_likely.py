@@ -92,8 +92,9 @@ def likely_inputs(
     judged: dict[tuple[str, str], Judgement] = {}
     stayed: list[StayedLiteral] = []
     texts_by_step = _texts_by_step([*literals, *built])  # a text built on outputs still carries a value
+    plain = frozenset(text for kind, text in by_value if kind == "str" and plain_word(text))
     weighed = {
-        key: _in_context(_read(_judge(uses, schemas or {}, produced), uses, words), uses, texts_by_step)
+        key: _in_context(_read(_judge(uses, schemas or {}, produced), uses, words), uses, texts_by_step, plain)
         for key, uses in by_value.items()
     }
     weighed.update(_records(weighed, by_value))
@@ -258,7 +259,12 @@ def _texts_by_step(literals: Sequence[Unexplained]) -> dict[str, list[str]]:
     return out
 
 
-def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mapping[str, list[str]]) -> Judgement:
+def _in_context(
+    judgement: Judgement,
+    uses: Sequence[Unexplained],
+    texts: Mapping[str, list[str]],
+    plain: frozenset[str] = frozenset(),
+) -> Judgement:
     """What the other calls of the session say about a value.
 
     - Carried into the text of another call (`PAY` as a `project_key` and inside the JQL `project = PAY AND
@@ -282,7 +288,16 @@ def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mappin
         # `--service=checkout` in one call, `checkout` whole in another: the flag names what the value is
         why = f"the value of --{next(lit.flag for lit in uses if lit.flag)}, given again whole to another call"
         return Judgement(CHOSEN, (*judgement.reasons, why))
-    if judgement.score >= CHOSEN or not carried_value(value) or is_query(value):
+    if judgement.score >= CHOSEN or is_query(value):
+        return judgement
+    if plain_word(value) and judgement.score >= THIN:
+        # `orders` and `staging` sent as a database and a branch, then both segments of `apps/orders/staging`: two
+        # words composed into another call's path are what the task is about (one word alone there may be chance)
+        paths = [t for step, held in texts.items() if step not in steps for t in held if value in _segments(t)]
+        if any(len(set(_segments(t)) & plain) >= 2 for t in paths):
+            why = f"a segment, beside another value sent alone, of the path {paths[0]!r}: carried from call to call"
+            return Judgement(CHOSEN, (*judgement.reasons, why))
+    if not carried_value(value):
         return judgement
     carriers = [step for step, held in texts.items() if step not in steps and any(holds_word(t, value) for t in held)]
     if carriers:
@@ -293,6 +308,13 @@ def _in_context(judgement: Judgement, uses: Sequence[Unexplained], texts: Mappin
 
 _BOILERPLATE_CAP: Final = 0.45
 _REPEATS: Final = 3
+_SEGMENT_RE: Final = re.compile(r"[/:]")
+
+
+def _segments(text: str) -> list[str]:
+    return _SEGMENT_RE.split(text) if " " not in text else []
+
+
 # A label is short (`Describe the problem textbox`); a longer text whose words were all read (a commit message
 # that sums up a diff) is still someone's wording of it.
 _LABEL_WORDS: Final = 4

@@ -228,3 +228,17 @@ def test_a_count_written_once_in_a_sentence_stays_as_written() -> None:
     s.call("create_ticket", {"subject": "482 errors", "description": "See the dashboard."}, {"id": 91230})
     ticket = template_to_dict(templatize([s.steps], name="t").template)["steps"][1]["input"]
     assert ticket["subject"] == "482 errors"
+
+
+def test_words_sent_alone_and_composed_into_another_call_s_path_are_the_user_s() -> None:
+    s = Session()
+    password = {"id": "k2x9m4q7r1t5", "username": "w8c3n1z6v0b4", "access_host_url": "aws.connect.psdb.cloud"}
+    s.call("create_password", {"database": "orders", "branch": "staging", "role": "readwriter"}, password)
+    s.call("write_secret", {"path": "apps/orders/staging", "key": "HOST", "value": "aws.connect.psdb.cloud"}, "ok")
+    found = {item.value: item.ticked for item in templatize([s.steps], name="t").likely_inputs}
+    assert found["orders"] is True and found["staging"] is True
+    assert "readwriter" not in found or found["readwriter"] is False  # not in the path: a setting
+    first = templatize([s.steps], name="t")
+    saved = templatize([s.steps], name="t", inputs=first.ticked_inputs)
+    path = template_to_dict(saved.template)["steps"][1]["input"]["path"]
+    assert path == "apps/{{@input.database}}/{{@input.branch}}"

@@ -149,3 +149,16 @@ def test_clauses_joined_by_a_plus_are_query_syntax_and_its_one_value_is_the_user
     assert is_query("status:draft+tag:release-notes")
     s = _query_step("filter", "status:draft+tag:release-notes")
     assert "release-notes" in ticked(templatize([s.steps], name="t")).values()
+
+
+def test_criteria_of_field_operator_value_are_query_syntax_and_their_email_is_the_user_s() -> None:
+    criteria = "((Stage:equals:Negotiation/Review)and(Owner.email:equals:nina.holt@kettle.dev))"
+    assert is_query(criteria) and not is_query("(see: equals: the same)")
+    s = Session()
+    s.call("search_records", {"module": "Deals", "criteria": criteria}, {"data": [{"id": "5725767000001"}]})
+    s.call("create_records", {"module": "Tasks", "data": [{"What_Id": "5725767000001"}]}, {"data": []})
+    assert "nina.holt@kettle.dev" in ticked(templatize([s.steps], name="t")).values()
+    result = saved(s)
+    name = next(n for n, v in result.input_values.items() if v == "nina.holt@kettle.dev")
+    sent = template_to_dict(result.template)["steps"][0]["input"]["criteria"]
+    assert sent == f"((Stage:equals:Negotiation/Review)and(Owner.email:equals:{{{{@input.{name}}}}}))"

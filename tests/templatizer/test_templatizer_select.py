@@ -224,3 +224,70 @@ def test_records_printed_as_key_value_blocks_are_read_as_rows_and_picked_by_name
         "Project": "Travel",
     }
     assert result.template.step("update_todo_1").input == {"id": "@pick_renew_passport.UUID", "completed": True}
+
+
+def _resubmit_failed(rows: list[tuple[str, str]]) -> list[StepRecord]:
+    s = Session()
+    s.call("list_workflows", {"namespace": "data"}, [{"name": name, "status": status} for name, status in rows])
+    for name, status in rows:
+        if name.startswith("nightly-etl-") and status in ("Failed", "Error"):
+            s.call("resubmit_workflow", {"namespace": "data", "name": name}, {"ok": True})
+    return s.steps
+
+
+def test_elements_in_any_of_the_states_handled_are_walked_beside_a_name_prefix() -> None:
+    # A Failed one of another prefix and a Succeeded one of this prefix are left: neither condition alone tells.
+    rows = [("nightly-etl-8k2lp", "Failed"), ("nightly-etl-7gq9d", "Succeeded"), ("report-mail-x2c4v", "Failed")]
+    recording = _resubmit_failed([*rows, ("nightly-etl-6bz1m", "Error"), ("nightly-etl-5hn8r", "Failed")])
+    result = templatize([recording], name="t")
+    where = result.template.step("select_list_workflows_1").input["where"]
+    assert where == [
+        {"key": "name", "op": "starts with", "value": "nightly-etl-"},
+        {"key": "status", "op": "in", "value": ["Failed", "Error"]},
+    ]
+    likely = {item.name: item for item in result.likely_inputs}
+    assert likely["name_prefix"].ticked and not likely["status"].ticked  # the states are the task's
+    assert verify(result, [recording]).verified
+    # the select step's code keeps what its Python twin keeps: a Running one is in no state handled
+    select = result.template.step("select_list_workflows_1")
+    assert select.code is not None
+    items = [{"name": "nightly-etl-a1", "status": "Running"}, {"name": "nightly-etl-b2", "status": "Error"}]
+    kept = run_code(select.code, {"items": items, "where": where})
+    assert kept == [{"name": "nightly-etl-b2", "status": "Error"}]
+
+
+def test_a_field_inside_one_element_lists_tells_elements_apart_and_names_come_from_the_same_element() -> None:
+    # Attio wraps each value in a list of one: `values.stage[0].status.title`, `values.name[0].first_name`.
+    people = [
+        ("Nora", "Feld", "Customer"),
+        ("Raj", "Mehta", "Customer"),
+        ("Ana", "Silva", "Lead"),
+        ("Ken", "Ito", "Customer"),
+    ]
+    records: list[JSON] = [
+        {
+            "id": {"record_id": f"a1b2c3d4-000{i}-4e5f-8a9b-0c1d2e3f4a0{i}"},
+            "values": {
+                "name": [{"first_name": first, "last_name": last}],
+                "email_addresses": [{"email_address": f"{first.lower()}@{last.lower()}.example"}],
+                "stage": [{"status": {"title": stage}}],
+            },
+        }
+        for i, (first, last, stage) in enumerate(people)
+    ]
+    s = Session()
+    s.call("list_records", {"object": "people", "filter": {"stage": "Customer"}}, {"data": records})
+    for first, last, stage in people:
+        if stage == "Customer":
+            email = f"{first.lower()}@{last.lower()}.example"
+            s.call("create_contact", {"email": email, "attributes": {"FIRSTNAME": first, "LASTNAME": last}}, {"id": 1})
+    result = templatize([s.steps], name="t")
+    assert result.template.step("select_data").input["where"] == [
+        {"key": "values.stage.0.status.title", "op": "==", "value": "Customer"}
+    ]
+    loop = result.template.step("create_contact_each")
+    assert loop.input == {
+        "email": "@item.values.email_addresses[0].email_address",
+        "attributes": {"FIRSTNAME": "@item.values.name[0].first_name", "LASTNAME": "@item.values.name[0].last_name"},
+    }
+    assert verify(result, [s.steps]).verified

@@ -20,6 +20,7 @@ from toolreel.core.secrets import REDACTED
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._capture import propose_captures
+from toolreel.templatizer._complete import complete_walks
 from toolreel.templatizer._conditions import guard_on_state, guard_writes
 from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._index import OutputIndex
@@ -84,7 +85,7 @@ def templatize(
     left_out += [(r.name, "not among the steps asked for, nor needed by them") for r in kept if r.name not in names]
     reads = frozenset(read_only)
     units = [Unit(r.name, _listed(r), r, results[r.name].template_input) for r in kept if r.name in names]
-    units = _with_views(units, views)
+    units, filled = complete_walks(_with_views(units, views), runs)
     folded = fold_loops(units, runs, table)
     picked, picks = pick_by_identity(folded.units, runs, table.values[0])
     template = _build(name, description or _describe(kept), picked, table, keep_order, reads)
@@ -102,7 +103,7 @@ def templatize(
     # A literal a code step now computes whole is no candidate, nor does it explain another (a slug inside a URL
     # that is read out of an output is the user's own again); a text with a computed part still holds the user's.
     computed = {(inference.step, inference.input_path) for inference in transforms if "{{" not in str(inference.ref)}
-    computed |= folded.explained  # a value a loop cuts out of each element
+    computed |= folded.explained | filled  # a value a loop cuts out of each element, or one a walk's gap read
     opening = min(kept, key=lambda r: r.seq).name if kept else None
     literals = [
         dataclasses.replace(lit, reads=lit.tool in reads, opening=lit.step == opening)

@@ -63,3 +63,25 @@ def test_the_element_whose_field_is_the_text_the_user_gave_is_picked_among_near_
         {"id": f"@{pick.name}.uuid", "properties": {"question": "@input.query", "answer": "Settings."}}
     ]
     assert verify(result, [s.steps]).verified
+
+
+def test_a_walk_with_a_short_name_in_it_still_walks_the_whole_list() -> None:
+    # `li.wang` alone is too weak to be found, but its siblings read the members around the same text.
+    s = Session()
+    members = ["mara.kowalski", "li.wang", "sam.adeyemi"]
+    s.call("get_group", {"name": "billing-core"}, {"spec": {"members": members}})
+    for member in members:
+        s.call("create_message", {"toPersonEmail": f"{member}@kettle.dev", "markdown": "Heads-up"}, {"id": member})
+    result = templatize([s.steps], name="t")
+    loop = result.template.step("create_message_each")
+    assert loop.for_each == "@get_group_1.spec.members"
+    assert loop.input == {"toPersonEmail": "{{@item}}@kettle.dev", "markdown": "Heads-up"}
+    assert "li.wang@kettle.dev" not in {item.value for item in result.likely_inputs}
+    assert verify(result, [s.steps]).verified
+    # a literal no element reads the same way stays what it was: no loop over a list it does not walk
+    s2 = Session()
+    s2.call("get_group", {"name": "billing-core"}, {"spec": {"members": members}})
+    for sent in ("mara.kowalski@kettle.dev", "ops@kettle.dev", "sam.adeyemi@kettle.dev"):
+        s2.call("create_message", {"toPersonEmail": sent, "markdown": "Heads-up"}, {"id": sent})
+    steps = {step.name: step for step in templatize([s2.steps], name="t").template.steps}
+    assert "create_message_each" not in steps and steps["create_message_2"].input["toPersonEmail"] == "ops@kettle.dev"

@@ -33,7 +33,7 @@ from toolreel.templatizer._candidates import (
     uniqueness,
     value_at,
 )
-from toolreel.templatizer._index import Occurrence, OutputIndex
+from toolreel.templatizer._index import Bucket, Occurrence, OutputIndex
 from toolreel.templatizer._inputs import InputTable, Unexplained
 from toolreel.templatizer._lockstep import lockstep_piece, lockstep_ref
 from toolreel.templatizer._pieces import (
@@ -76,6 +76,7 @@ _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output
 _BACKED_PIECE: Final = 0.3
 _ALIGNED_WORD: Final = 0.55  # a weaker string (`open`, `high`) is vocabulary, in many items by design
 _ELSEWHERE_WORD: Final = 0.8  # below: a value that may sit in another element by chance (not an id)
+_Sourced = tuple[Keys, JSON, Bucket]  # an argument's leaf, and the earlier outputs holding it whole
 _PIECE_MIN: Final = 3  # a number of fewer digits written twice is still too likely to be chance
 _ENTITY_KEY: Final = 0.9  # key similarity of `<entity>_id` to `id` in the output of a tool about <entity>
 
@@ -108,9 +109,10 @@ class StepInferrer:
         resolved = self.record.resolved_input if self.record.resolved_input is not None else {}
         written = self.record.input if self.record.input is not None else resolved
         self.ids = self.index.interner.intern_tree(resolved)
-        self.backers = self._joint_sources(resolved)
-        self.homes = self._item_homes(resolved)
-        self.lead = self._leading_items(resolved)
+        sourced = self._sourced(resolved)
+        self.backers = self._joint_sources(sourced)
+        self.homes = self._item_homes(sourced)
+        self.lead = self._leading_items(sourced)
         self.result.template_input = self._node((), resolved, written)
         return self.result
 
@@ -358,47 +360,47 @@ class StepInferrer:
                 out.append(Cand(occ.ref, "exact", HIGH + 0.05, why))
         return out[:1] if len(out) == 1 else []  # (two such elements: no telling which)
 
-    def _joint_sources(self, arguments: JSON) -> set[str]:
+    def _sourced(self, arguments: JSON) -> list[_Sourced]:
+        """Each non-trivial leaf of the call's arguments with the earlier outputs that hold it whole: looked up once
+        for the questions below (which outputs back two arguments, which items the arguments come from)."""
+        return [
+            (keys, node, self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys))))
+            for keys, node in walk(arguments)
+            if not (isinstance(node, dict | list | bool) or node is None or is_trivial(node) or "_meta" in keys)
+        ]
+
+    def _joint_sources(self, sourced: Sequence[_Sourced]) -> set[str]:
         """Steps whose output is the only source of two or more distinct non-trivial argument values.
 
         Each equality alone may be chance (`36` and `82` are common numbers); both arguments of one call
         equal to two fields of one earlier output (a city's temperature and humidity) are not."""
         found: dict[str, set[int]] = {}
-        for keys, node in walk(arguments):
-            if isinstance(node, dict | list | bool) or node is None or is_trivial(node) or "_meta" in keys:
-                continue
-            bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
+        for keys, _, bucket in sourced:
             if 0 < bucket.seen <= 2:
                 for occ in bucket.sample():
                     found.setdefault(occ.step, set()).add(self.ids[keys])
         return {step for step, values in found.items() if len(values) >= 2}
 
-    def _item_homes(self, arguments: JSON) -> dict[tuple[str, Keys], int]:
+    def _item_homes(self, sourced: Sequence[_Sourced]) -> dict[tuple[str, Keys], int]:
         """For each list item of an earlier output, how many distinct argument values of this call it holds.
 
         Arguments that came from one item take the same item (structural alignment): the amount of the
         invoice whose id sits in the neighbouring argument, not an equal amount on another page."""
         found: dict[tuple[str, Keys], set[int]] = {}
-        for keys, node in walk(arguments):
-            if isinstance(node, dict | list | bool) or node is None or is_trivial(node) or "_meta" in keys:
-                continue
+        for keys, node, bucket in sourced:
             if isinstance(node, str) and text_strength(node) < _ALIGNED_WORD:
                 continue  # a word such as `open` sits in many items by design
-            bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
             for occ in bucket.sample():
                 home = item_of(occ.keys)
                 if home is not None:
                     found.setdefault((occ.step, home), set()).add(self.ids[keys])
         return {home: len(values) for home, values in found.items()}
 
-    def _leading_items(self, arguments: JSON) -> dict[tuple[str, Keys], tuple[Keys, float]]:
+    def _leading_items(self, sourced: Sequence[_Sourced]) -> dict[tuple[str, Keys], tuple[Keys, float]]:
         """For each list of an earlier output that this call takes values from, the item holding the strongest of
         them (an id found in one item only): the element the call acts on."""
         lead: dict[tuple[str, Keys], tuple[Keys, float]] = {}
-        for keys, node in walk(arguments):
-            if isinstance(node, dict | list | bool) or node is None or is_trivial(node) or "_meta" in keys:
-                continue
-            bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
+        for _, node, bucket in sourced:
             homes = {(occ.step, home) for occ in bucket.sample() if (home := _outer_item(occ.keys)) is not None}
             weight = strength(node)
             for step, home in homes:
@@ -408,22 +410,23 @@ class StepInferrer:
                         lead[(step, home[:-1])] = (home, weight)
         return lead
 
+    def _lead_of(self, occ: Occurrence) -> tuple[bool, float] | None:
+        """Whether the occurrence sits in the element this call's strongest value comes from (the element it acts
+        on), and that value's strength; None outside a list the call takes values from."""
+        home = _outer_item(occ.keys)
+        lead = self.lead.get((occ.step, home[:-1])) if home is not None else None
+        return (lead[0] == home, lead[1]) if lead is not None else None
+
     def _elsewhere(self, occ: Occurrence, weight: float) -> bool:
         """A weak value found in another element of the list this call's strongest value comes from (a tag of
         the first device, beside the id of the third): the call acts on that element, this value is chance."""
-        home = _outer_item(occ.keys)
-        if home is None or weight >= _ELSEWHERE_WORD:
-            return False
-        lead = self.lead.get((occ.step, home[:-1]))
-        return lead is not None and lead[0] != home and lead[1] > weight
+        lead = self._lead_of(occ) if weight < _ELSEWHERE_WORD else None
+        return lead is not None and not lead[0] and lead[1] > weight
 
     def _beside_lead(self, occ: Occurrence) -> bool:
         """Found in the element the call's strongest value comes from (its id, its email)."""
-        home = _outer_item(occ.keys)
-        if home is None:
-            return False
-        lead = self.lead.get((occ.step, home[:-1]))
-        return lead is not None and lead[0] == home and lead[1] >= _ELSEWHERE_WORD
+        lead = self._lead_of(occ)
+        return lead is not None and lead[0] and lead[1] >= _ELSEWHERE_WORD
 
     def _aligned(self, occ: Occurrence) -> int:
         """How many other arguments of this call come from the same list item as this occurrence."""

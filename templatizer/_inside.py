@@ -22,6 +22,7 @@ __all__ = [
     "path_roots",
     "plain_word",
     "query_values",
+    "segments",
     "state_field",
     "versions_in_built",
     "versions_inside",
@@ -165,7 +166,7 @@ def built_on_others(
     for kind, text in by_value:
         if kind != "str":
             continue
-        if len(words & set(text.split("/"))) >= 2 and text not in words:
+        if len(words & set(segments(text))) >= 2 and text not in words:
             out.append((kind, text))  # `apps/orders/staging` of the chosen `orders` and `staging`: built on them
             continue
         if " " not in text.strip():
@@ -178,6 +179,14 @@ def built_on_others(
         if holds:
             out.append((kind, text))
     return out
+
+
+def segments(text: str) -> list[str]:
+    """The segments of a path or a key (`apps/orders/staging`, `group:default/billing-core`); none of a sentence."""
+    return _SEGMENT_RE.split(text) if not any(c.isspace() for c in text) else []
+
+
+_SEGMENT_RE: Final = re.compile(r"[/:]")
 
 
 def _affix_of(text: str, value: str) -> bool:

@@ -30,6 +30,7 @@ from toolreel.templatizer._inside import (
     path_roots,
     plain_word,
     query_values,
+    segments,
     state_field,
     versions_in_built,
     versions_inside,
@@ -92,9 +93,9 @@ def likely_inputs(
     judged: dict[tuple[str, str], Judgement] = {}
     stayed: list[StayedLiteral] = []
     texts_by_step = _texts_by_step([*literals, *built])  # a text built on outputs still carries a value
-    plain = frozenset(text for kind, text in by_value if kind == "str" and plain_word(text))
+    composed = _composed(texts_by_step, {text for kind, text in by_value if kind == "str" and plain_word(text)})
     weighed = {
-        key: _in_context(_read(_judge(uses, schemas or {}, produced), uses, words), uses, texts_by_step, plain)
+        key: _in_context(_read(_judge(uses, schemas or {}, produced), uses, words), uses, texts_by_step, composed)
         for key, uses in by_value.items()
     }
     weighed.update(_records(weighed, by_value))
@@ -200,7 +201,7 @@ def _judge(
         if first.flag and not first.in_query and not plain_word(first.value) and 0 < judged.score < CHOSEN:
             return Judgement(min(CHOSEN, judged.score + 0.1), (*judged.reasons, f"the value of --{first.flag}"))
         opening = first.opening and first.reads and not first.in_query  # a first look at what the user named
-        if opening and THIN <= judged.score < CHOSEN and opening_word(first.value):
+        if opening and THIN <= judged.score < CHOSEN and _opening_word(first.value):
             why = "sent by the first call, a read, before any output was seen: from what the user asked"
             return Judgement(judged.score + _OPENING, (*judged.reasons, why))
         return judged
@@ -259,11 +260,24 @@ def _texts_by_step(literals: Sequence[Unexplained]) -> dict[str, list[str]]:
     return out
 
 
+def _composed(texts: Mapping[str, list[str]], plain: set[str]) -> dict[str, dict[str, str]]:
+    """For each word sent alone, the steps whose path has it as a segment beside another such word (`orders` and
+    `staging` in `apps/orders/staging`), with that path: one pass over the texts for every word."""
+    out: dict[str, dict[str, str]] = {}
+    for step, held in texts.items():
+        for text in held:
+            found = plain.intersection(segments(text))
+            if len(found) >= 2:
+                for word in found:
+                    out.setdefault(word, {}).setdefault(step, text)
+    return out
+
+
 def _in_context(
     judgement: Judgement,
     uses: Sequence[Unexplained],
     texts: Mapping[str, list[str]],
-    plain: frozenset[str] = frozenset(),
+    composed: Mapping[str, Mapping[str, str]],
 ) -> Judgement:
     """What the other calls of the session say about a value.
 
@@ -290,13 +304,12 @@ def _in_context(
         return Judgement(CHOSEN, (*judgement.reasons, why))
     if judgement.score >= CHOSEN or is_query(value):
         return judgement
-    if plain_word(value) and judgement.score >= THIN:
-        # `orders` and `staging` sent as a database and a branch, then both segments of `apps/orders/staging`: two
-        # words composed into another call's path are what the task is about (one word alone there may be chance)
-        paths = [t for step, held in texts.items() if step not in steps for t in held if value in _segments(t)]
-        if any(len(set(_segments(t)) & plain) >= 2 for t in paths):
-            why = f"a segment, beside another value sent alone, of the path {paths[0]!r}: carried from call to call"
-            return Judgement(CHOSEN, (*judgement.reasons, why))
+    # `orders` and `staging` sent as a database and a branch, then both segments of `apps/orders/staging`: two words
+    # composed into another call's path are what the task is about (one word alone there may be chance)
+    paths = [path for step, path in composed.get(value, {}).items() if step not in steps]
+    if paths and judgement.score >= THIN:
+        why = f"a segment, beside another value sent alone, of the path {paths[0]!r}: carried from call to call"
+        return Judgement(CHOSEN, (*judgement.reasons, why))
     if not carried_value(value):
         return judgement
     carriers = [step for step, held in texts.items() if step not in steps and any(holds_word(t, value) for t in held)]
@@ -308,13 +321,6 @@ def _in_context(
 
 _BOILERPLATE_CAP: Final = 0.45
 _REPEATS: Final = 3
-_SEGMENT_RE: Final = re.compile(r"[/:]")
-
-
-def _segments(text: str) -> list[str]:
-    return _SEGMENT_RE.split(text) if " " not in text else []
-
-
 # A label is short (`Describe the problem textbox`); a longer text whose words were all read (a commit message
 # that sums up a diff) is still someone's wording of it.
 _LABEL_WORDS: Final = 4
@@ -406,7 +412,7 @@ def _creates(literal: Unexplained) -> bool:
     return bool(_CREATE_TOKENS & set(key_tokens(literal.step)))
 
 
-def opening_word(value: str) -> bool:
+def _opening_word(value: str) -> bool:
     """A value shaped as a name of something (`daily-revenue`, `infra/orders`), not one lower-case word (`kv`), an
     upper-case constant (`FAILED`), a snake-case field name (`created_at`), a query or a pattern, a date or a
     machine-made id, which a first call sends as settings or works out itself."""

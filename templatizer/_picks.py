@@ -53,6 +53,7 @@ _NAME_KEYS: Final = (
 )
 _INNER_KEYS: Final = ("name", "ref", "slug", "key")  # what names an object inside the element (`head.ref`)
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# a path of object keys only: `_at` (and the pick's code, as the check replays it) reads no list inside the element
 _KEY_PATH_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _GIVEN_STRENGTH: Final = 0.7  # a text strong enough that an equal field is no accident (`How do I ...?`, an email)
 _RELATION_RE: Final = re.compile(r"(author|committer|creator|owner|assignee|user|sender|reporter|parent)")

@@ -87,9 +87,13 @@ class Condition:
             and _state_key(self.key)
         )
 
+    @property
+    def given(self) -> JSON:
+        """The value as the select step is given it (the states of `in` as a list)."""
+        return list(self.value) if isinstance(self.value, tuple) else self.value
+
     def describe(self) -> str:
-        value = list(self.value) if isinstance(self.value, tuple) else self.value
-        return f"{self.key or 'the element'} {self.op} {value!r}"
+        return f"{self.key or 'the element'} {self.op} {self.given!r}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +109,7 @@ class Select:
         where: list[JSON] = []
         for i, condition in enumerate(self.where):
             ref = self.refs[i] if i < len(self.refs) else None
-            given = list(condition.value) if isinstance(condition.value, tuple) else condition.value
-            value = f"@input.{ref}" if ref is not None else literal(given)
+            value = f"@input.{ref}" if ref is not None else literal(condition.given)
             where.append({"key": condition.key, "op": condition.op, "value": value})
         return {"items": self.base, "where": where}
 
@@ -289,8 +292,7 @@ def select_inputs(
             why = f"{select.step} keeps the elements whose {condition.describe()}: which ones, the user's choice"
             if condition.state:
                 why = f"{select.step} keeps the elements whose {condition.describe()}: a state, proposed unticked"
-            value = list(condition.value) if isinstance(condition.value, tuple) else condition.value
-            kind = "array" if isinstance(value, list) else "string"
-            item = LikelyInput(name, value, kind, used_at, why, ticked=not condition.state)
+            kind = "array" if condition.op == "in" else "string"
+            item = LikelyInput(name, condition.given, kind, used_at, why, ticked=not condition.state)
             out.append(item)
     return out

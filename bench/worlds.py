@@ -1,6 +1,6 @@
 """Held-out sessions written blind, judged on text and on behaviour: `.venv/bin/python bench/worlds.py [-v]`.
 
-For each session of fixtures/recordings/blind/ (`--set worlds`/`worlds2`…`worlds7`: the once-blind sessions of
+For each session of fixtures/recordings/blind/ (`--set worlds`/`worlds2`…`worlds8`: the once-blind sessions of
 fixtures/recordings/worlds*/,
 `--set tuned`: the tuned top-level sessions that have a `world2`):
 - refs: templatized with the inputs a careful person names (none for several recordings), every value holding a
@@ -43,6 +43,7 @@ from fixtures.recordings import (
     WORLDS5_DIR,
     WORLDS6_DIR,
     WORLDS7_DIR,
+    WORLDS8_DIR,
     WORLDS_DIR,
     CorpusEntry,
     load_entry,
@@ -380,9 +381,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
         "--set",
-        choices=("blind", "worlds", "worlds2", "worlds3", "worlds4", "worlds5", "worlds6", "worlds7", "tuned"),
+        choices=(
+            "blind",
+            "worlds",
+            "worlds2",
+            "worlds3",
+            "worlds4",
+            "worlds5",
+            "worlds6",
+            "worlds7",
+            "worlds8",
+            "tuned",
+        ),
         default="blind",
-        help="which sessions: blind (default), worlds, worlds2-7 (once blind, tuned now), tuned (with a world2)",
+        help="which sessions: blind (default), worlds, worlds2-8 (once blind, tuned now), tuned (with a world2)",
     )
     parser.add_argument("--only", help="one session by name")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch and every wrong call")
@@ -396,6 +408,7 @@ def main() -> int:
         "worlds5": WORLDS5_DIR,
         "worlds6": WORLDS6_DIR,
         "worlds7": WORLDS7_DIR,
+        "worlds8": WORLDS8_DIR,
         "tuned": CORPUS_DIR,
     }[args.set]
     sessions = load_sessions(directory, args.only)

@@ -22,6 +22,7 @@ from toolreel.templatizer._values import Keys, key_tokens, last_key
 __all__ = [
     "CHOSEN",
     "CRITERION_RE",
+    "FUNCTION_FILTER_RE",
     "THIN",
     "Judgement",
     "is_machine_id",
@@ -61,6 +62,7 @@ _CLAUSE: Final = (
     r"(?:\"[^\"]*\"|'[^']*'|[^\s\"'()]+)\)?"
 )
 _CLAUSES_RE: Final = re.compile(rf"^{_CLAUSE}(?:\s+(?:(?:and|or|not|AND|OR|NOT)\s+)?{_CLAUSE})*$")
+_JOINED_CLAUSES_RE: Final = re.compile(r"\s(?:and|or|AND|OR)\s")
 _COMPARED_RE: Final = re.compile(r"\w[\"']?\s*(?:<=?|>=?|!=)\s*\S|\w\s+(?:eq|ne|gt|ge|lt|le|co|sw|ew)\s+\S")
 # A search piped into commands (`search index=web host="api-07" | stats count by uri`: SPL; `T | where x == 1`:
 # KQL), or a filter expression joined by `&&`/`||` (GROQ, JavaScript-like filters) with a comparison in it.
@@ -77,8 +79,20 @@ CRITERION_RE: Final = re.compile(
     r"\(\s*([A-Za-z_][\w.$]*):(?:equals|not_equal|starts_with|ends_with|contains|not_contains|in|not_in|"
     r"greater_than|greater_equal|less_than|less_equal|between|like):([^()]+?)\s*\)"
 )
-# A label selector (`{service="api",code=~"5.."}`) of PromQL, LogQL, or a metrics query.
-_SELECTOR_RE: Final = re.compile(r"\w\{\s*\w+\s*(?:=|!=|=~|!~)\s*\"[^\"]*\"")
+# A label selector (`{service="api",code=~"5.."}`) of PromQL, LogQL (a stream selector opens the query), or a metrics
+# query.
+_SELECTOR_RE: Final = re.compile(r"(?:\w|^\s*)\{\s*\w+\s*(?:=|!=|=~|!~)\s*\"[^\"]*\"")
+# A filter written as functions (`greater-than(created,2026-11-01T00:00:00Z)`, `and(equals(status,"open"),...)`): the
+# JSON:API filter syntax of Klaviyo and APIs like it.
+FUNCTION_FILTER_RE: Final = re.compile(
+    r"\b(?:equals|greater-than|less-than|greater-or-equal|less-or-equal|contains|contains-any|contains-all|"
+    r"starts-with|ends-with|any|has)\(\s*([A-Za-z_][\w.]*)\s*,\s*(\"[^\"]*\"|'[^']*'|[^(),\s]+)\s*\)"
+)
+_FUNCTIONS_RE: Final = re.compile(r"^[\w(),.:'\"@+\-\s\[\]]+$")
+# A GraphQL document: code, not a value.
+_GRAPHQL_RE: Final = re.compile(r"^\s*(?:(?:query|mutation|subscription)\b[^{]*)?\{\s*[A-Za-z_]\w*\s*[({]")
+# An API version (`kustomize.toolkit.fluxcd.io/v1`, `apps/v1beta1`): which schema the call speaks, not a choice.
+_API_VERSION_RE: Final = re.compile(r"^(?:[a-z0-9.-]+/)?v\d+(?:(?:alpha|beta)\d+)?$")
 # A time relative to the run (`now-1h`, `-24h`, `14d`, `in 2 days`, `tomorrow`): the same words every run.
 _RELATIVE_RE: Final = re.compile(
     r"^(?:now(?:[+-]\d+[smhdwMy])*(?:/[smhdwMy])?|[+-]?\d+(?:s|m|h|d|w|mo|y)|in \d+ (?:minute|hour|day|week|month)s?|"
@@ -119,6 +133,7 @@ _SUBJECT_KEYS: Final = frozenset(
 # Words servers read as keywords rather than values: `assignee: "me"`, `state: "all"`, `sort: "desc"`.
 _KEYWORDS: Final = frozenset(
     {"me", "self", "mine", "all", "any", "none", "today", "now", "yes", "no", "true", "false", "null", "asc", "desc"}
+    | {"utc", "gmt"}  # the zone of no place: the same on every run
 )
 _TIME_RE: Final = re.compile(r"^\d{1,4}[-:/.]\d{1,2}(?:[-:/.T ]\d{1,4})*(?:[+-]\d{2}:?\d{2}|Z)?$")
 _FILE_RE: Final = re.compile(r"^[\w./-]*\w\.[A-Za-z0-9]{1,5}$")
@@ -128,6 +143,8 @@ _OPAQUE_ID_RE: Final = re.compile(r"^(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{6,}$")
 _UUID_RE: Final = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 _RANDOM_KEY_RE: Final = re.compile(r"^(?=[^_-]*[0-9])(?=[^_-]*[A-Za-z])[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)?$")
 _MACHINE_ID_MIN: Final = 16
+# Keys naming what a call does (`tool_name` of a tool that calls others, `action`, `op` of a patch): its operation.
+_OPERATION_KEYS: Final = frozenset({"tool", "method", "operation", "operations", "action", "op", "verb"})
 _SETTING_KEYS: Final = frozenset(
     {"type", "kind", "mode", "format", "sort", "order", "status", "state", "role", "level", "unit", "encoding"}
 )
@@ -198,7 +215,10 @@ def judge_text(
         return Judgement(min(score, _QUERY_CAP), (*reasons, why))
     head = key_tokens(last_key(keys) or "")[-1:]  # the head noun of a compound key: message_type is a type
     tokens = set(head)
-    if tokens & _SUBJECT_KEYS:
+    if set(key_tokens(last_key(keys) or "")) & _OPERATION_KEYS:  # `tool_name: users_list` names no subject
+        score -= 0.2
+        reasons.append(f"the key {last_key(keys)!r} names what the call does (a weak signal)")
+    elif tokens & _SUBJECT_KEYS:
         score += 0.1
         reasons.append(f"the key {last_key(keys)!r} names a subject (a weak signal)")
     elif tokens & _ID_KEYS and _OPAQUE_ID_RE.match(text):
@@ -216,7 +236,17 @@ def judge_text(
         reasons.append(
             f"the tool's description gives other examples ({', '.join(examples[:3])}): a value picked per run"
         )
+    if _in_enum(value, schema):  # however often it is sent: one of the settings the tool offers
+        score = min(score, _ENUM_CAP)
     return Judgement(max(0.0, min(1.0, score)), tuple(reasons))
+
+
+_ENUM_CAP: Final = 0.45
+
+
+def _in_enum(value: str, schema: Mapping[str, Any] | None) -> bool:
+    enum = (schema or {}).get("enum")
+    return isinstance(enum, list) and value in enum
 
 
 def other_examples(value: str, schema: Mapping[str, Any] | None) -> tuple[str, ...]:
@@ -246,7 +276,12 @@ def is_query(text: str) -> bool:
         return False
     if _QUERY_RE.match(text) or _SELECTOR_RE.search(text) or CRITERION_RE.search(text):
         return True
-    if _CLAUSES_RE.match(text) and _COMPARED_RE.search(text):
+    if "{" in text and _GRAPHQL_RE.match(text):
+        return True
+    if "(" in text and FUNCTION_FILTER_RE.search(text) and _FUNCTIONS_RE.match(text):
+        return True
+    # (`a = 'x' and b.c = 'y'`: MLflow, OData; or one clause compared by an order or a word operator)
+    if _CLAUSES_RE.match(text) and (_COMPARED_RE.search(text) or _JOINED_CLAUSES_RE.search(text)):
         return True
     # (the cheap tests first: both regexes scan the whole text, and most texts have neither `|` nor `&&`)
     piped = "|" in text and bool(_PIPED_RE.search(text))
@@ -275,9 +310,9 @@ def _schema_hints(
 ) -> tuple[float, list[str]]:
     if schema is None:
         return score, reasons
-    enum = schema.get("enum")
-    if isinstance(enum, list) and value in enum:
-        return min(score, 0.45), [*reasons, f"one of the tool's {len(enum)} allowed values (enum): a setting"]
+    if _in_enum(value, schema):
+        count = len(schema["enum"])
+        return min(score, _ENUM_CAP), [*reasons, f"one of the tool's {count} allowed values (enum): a setting"]
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt in _SUBJECT_FORMATS:
         return score + 0.25, [*reasons, f"the tool's schema says it is a {fmt}"]
@@ -302,6 +337,8 @@ def _shape(text: str) -> tuple[float, list[str]]:
         return 0.75, ["a path or URL"]
     if _RELATIVE_RE.match(text):
         return 0.2, ["a time relative to the run (`now-1h`, `in 2 days`): the same words on every run"]
+    if _API_VERSION_RE.match(text):
+        return 0.2, ["an API version (`apps/v1`): which schema the call speaks"]
     if " " in text:
         return (0.8, ["free text"]) if len(text.split()) >= 2 else (0.5, ["a short text"])
     if text.lower() in _KEYWORDS:

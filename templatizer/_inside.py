@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from toolreel.templatizer._evidence import CRITERION_RE, Judgement, is_query, is_statement
+from toolreel.templatizer._evidence import CRITERION_RE, FUNCTION_FILTER_RE, Judgement, is_query, is_statement
 from toolreel.templatizer._inputs import Unexplained
 from toolreel.templatizer._pieces import occurrences
 
@@ -56,9 +56,10 @@ def command_flags(literal: Unexplained) -> list[Unexplained]:
     return flags or [literal]
 
 
-# `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax).
+# `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax);
+# `[System.AreaPath] UNDER 'Kettle\\Checkout'` (WIQL).
 _QUERY_VALUE_RE: Final = re.compile(
-    r"(?<![\w.])([A-Za-z_][\w.]*)(?:\s*(?::|=|==|~)\s*|\s+(?:eq|ne|co|sw|ew)\s+)"
+    r"(?<![\w.])\[?([A-Za-z_][\w.]*)\]?(?:\s*(?::|=|==|~)\s*|\s+(?:eq|ne|co|sw|ew|UNDER|under)\s+)"
     r"(?:\"([^\"]{2,60})\"|'([^']{2,60})'|([^\s\"'()\[\]{},:=+]{2,60}))"
 )
 
@@ -85,8 +86,9 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
     for match in _QUERY_VALUE_RE.finditer(value):
         found = next(group for group in match.groups()[1:] if group is not None)
         field = match.group(1).split(".")[-1]
-        if plain_word(found) or found.isdigit() or found == value or found.startswith("$"):
-            continue  # `$pageview`: a name of the query language's own
+        quoted = match.group(4) is None  # `app="checkout"`: quoted, a value; `type:ticket`, the query's word
+        if (plain_word(found) and not quoted) or found.isdigit() or found == value or found[0] in "$@":
+            continue  # `$pageview`, `@project`: names of the query language's own
         if " " in found and not _named(found, field):
             continue
         if statement and match.group(4) is not None:
@@ -96,12 +98,22 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
         field, found = match.group(1).split(".")[-1], match.group(2)
         if not plain_word(found) and len(found) >= 2 and not found.isdigit():
             out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+    for match in FUNCTION_FILTER_RE.finditer(value):  # `greater-than(created,2026-11-01T00:00:00Z)`
+        field, found = match.group(1).split(".")[-1], match.group(2).strip("\"'")
+        if len(found) >= 2 and not found.isdigit():
+            out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
     for match in _LIKE_RE.finditer(value):  # `url LIKE '%/checkout%'`: the text the pattern looks for
         field, found = match.group(1).split(".")[-1], match.group(2)
         if not plain_word(found) and len(found) >= 2:
             out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
-    texts = [i for i, lit in enumerate(out) if isinstance(lit.value, str) and not state_field(lit.flag)]
-    if len(texts) == 1:  # the query selects by this one text: what it is about
+    # the query selects by this one text: what it is about; a quoted lower-case word (`plan = 'pro'`) as often names
+    # a kind of thing the task works on as a choice: a candidate, never the one
+    texts = [
+        i
+        for i, lit in enumerate(out)
+        if isinstance(lit.value, str) and not state_field(lit.flag) and not plain_word(lit.value)
+    ]
+    if len(texts) == 1:
         out[texts[0]] = replace(out[texts[0]], sole=True)
     for match in _THRESHOLD_RE.finditer(value):
         found = match.group(2)
@@ -191,9 +203,10 @@ _SEGMENT_RE: Final = re.compile(r"[/:]")
 
 def _affix_of(text: str, value: str) -> bool:
     """`text` is `value` with an operator or a flag around it (`+orders_daily`, `--service=checkout`), not a path
-    or a URL of its own whose other segments the user chose too (`/data/exports/q3-ledger.parquet`)."""
+    or a URL of its own whose other segments the user chose too (`/data/exports/q3-ledger.parquet`, an area path
+    `Kettle\\Checkout`)."""
     rest = text.replace(value, "", 1)
-    return len(rest) <= _AFFIX_MAX and "/" not in rest and not any(c.isspace() for c in rest)
+    return len(rest) <= _AFFIX_MAX and not any(c in "/\\" or c.isspace() for c in rest)
 
 
 _AFFIX_MAX: Final = 16

@@ -40,12 +40,16 @@ __all__ = [
     "value_at",
 ]
 
-SELECT_CODE: Final = """export default function(input) {
+SELECT_CODE: Final = r"""export default function(input) {
   const at = (item, key) =>
     key === "" ? item : key.split(".").reduce((v, k) => (v === null || v === undefined ? v : v[k]), item);
   const holds = (item, c) => {
     const v = at(item, c.key);
     if (c.op === "starts with") return typeof v === "string" && v.startsWith(c.value);
+    if (c.op === "has words") {
+      const words = c.value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      return typeof v === "string" && new RegExp("(?<![A-Za-z0-9_])" + words + "(?![A-Za-z0-9_])", "i").test(v);
+    }
     return c.op === "in" ? c.value.includes(v) : v === c.value;
   };
   return input.items.filter((item) => item !== null && input.where.every((c) => holds(item, c)));
@@ -64,7 +68,7 @@ _LONGEST: Final = 64  # longer values are texts, not categories
 @dataclass(frozen=True, slots=True)
 class Condition:
     key: str  # "" for the element itself (a list of names)
-    op: Literal["==", "starts with", "in"]
+    op: Literal["==", "starts with", "in", "has words"]
     value: str | int | bool | tuple[str, ...]  # a tuple for `in`: the states the handled elements were in
 
     def holds(self, element: JSON) -> bool:
@@ -73,6 +77,8 @@ class Condition:
             return isinstance(got, str) and isinstance(self.value, str) and got.startswith(self.value)
         if self.op == "in":
             return isinstance(got, str) and isinstance(self.value, tuple) and got in self.value
+        if self.op == "has words":
+            return isinstance(got, str) and isinstance(self.value, str) and _has_words(got, self.value)
         return same(got, self.value) and type(got) is type(self.value)
 
     @property
@@ -80,6 +86,8 @@ class Condition:
         """A condition of the task (a state or category), not a choice the user made for this run."""
         if isinstance(self.value, bool) or self.op == "in":
             return True
+        if self.op == "has words":  # `blocked` in a message: the task's word; `Offer letter` in a subject, a choice
+            return isinstance(self.value, str) and self.value.isalpha() and self.value.islower()
         return (
             self.op == "=="
             and isinstance(self.value, str)
@@ -177,16 +185,22 @@ def conditions_of(elements: Sequence[JSON], at: Sequence[int]) -> tuple[Conditio
     # is `_loops`' JSONPath filter already).
     alone = [c for c in candidates if not any(c.holds(o) for o in others)]
     if alone:
-        return (max(alone, key=lambda c: (c.op == "starts with", -c.key.count("."), len(str(c.value)))),)
+        return (max(alone, key=lambda c: (c.op == "starts with", c.op != "has words", -c.key.count("."), _size(c))),)
+    fields = [c for c in candidates if c.op != "has words"]  # a word of a text with another condition: chance
     pairs = [
         (a, b)
-        for a, b in itertools.combinations(candidates, 2)
+        for a, b in itertools.combinations(fields, 2)
         if a.key != b.key and not any(a.holds(o) and b.holds(o) for o in others)
     ]
     if not pairs:
         return None
     # The pair that says most: a name prefix or a value the user chose before a second state.
     return max(pairs, key=lambda pair: sum(_weight(c) for c in pair))
+
+
+def _size(condition: Condition) -> int:
+    """The longer phrase says more; among fields, the longer value."""
+    return len(str(condition.value).split()) if condition.op == "has words" else len(str(condition.value))
 
 
 def _weight(condition: Condition) -> float:
@@ -204,6 +218,10 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
     assert isinstance(first, dict)
     out: list[Condition] = []
     for key, value in leaves(first):
+        if isinstance(value, str) and len(value) > _SHORTEST_TEXT:
+            out += [
+                Condition(key, "has words", phrase) for phrase in _shared_phrases([value_at(h, key) for h in handled])
+            ]
         if not isinstance(value, str | bool) or len(str(value)) > _LONGEST:
             continue
         values = [value_at(h, key) for h in handled]
@@ -218,6 +236,54 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
             if _state_key(key) and all(_STATE_WORD_RE.match(v) for v in texts):
                 # `Failed` and `Error` handled alike: the states the task acts on, in the order first seen
                 out.append(Condition(key, "in", tuple(dict.fromkeys(texts))))
+    return out
+
+
+# Phrases inside a text field (a message, a subject) that every handled element has and no other: the words a
+# careful person filtered by (`blocked` in a standup message, `Offer letter` in an envelope's subject).
+_WORD_RE: Final = re.compile(r"[A-Za-z0-9_]+(?:['-][A-Za-z0-9_]+)*")
+_PHRASE_WORDS: Final = 4
+_SHORTEST_TEXT: Final = 8  # shorter values are names and codes: `==` and `starts with` say it
+_TEXT_READ: Final = 2000  # a long body's opening is where such words sit; the rest costs time for nothing
+_STOP_WORDS: Final = frozenset(
+    {"the", "and", "for", "with", "from", "this", "that", "was", "are", "has", "have", "not", "but", "you", "our"}
+    | {"a", "an", "of", "to", "in", "on", "by", "at", "is", "or", "re"}
+)
+
+
+def _has_words(text: str, phrase: str) -> bool:
+    # ASCII word edges and case folding, as the select step's JavaScript reads them
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(phrase)}(?![A-Za-z0-9_])", text, re.IGNORECASE) is not None
+
+
+def _shared_phrases(texts: Sequence[JSON]) -> list[str]:
+    """Runs of up to four words (one space apart) that every text holds, as the first text writes them (lower
+    case when the texts write them in different cases); no number, no stop word alone, no word under 3 letters."""
+    if not all(isinstance(t, str) and " " in t for t in texts):  # prose, not a URI or a key
+        return []
+    grams = [_phrases(str(t)[:_TEXT_READ]) for t in texts]
+    shared = set(grams[0]).intersection(*grams[1:])
+    out: list[str] = []
+    for low in sorted(shared, key=lambda g: grams[0][g][0]):
+        forms = {grams_of[low][1] for grams_of in grams}
+        out.append(grams[0][low][1] if len(forms) == 1 else low)
+    return out
+
+
+def _phrases(text: str) -> dict[str, tuple[int, str]]:
+    """Each phrase of the text, lower-cased, with where it first starts and how it is written there."""
+    words = list(_WORD_RE.finditer(text))
+    out: dict[str, tuple[int, str]] = {}
+    for i, first in enumerate(words):
+        for j in range(i, min(i + _PHRASE_WORDS, len(words))):
+            if j > i and text[words[j - 1].end() : words[j].start()] != " ":
+                break
+            phrase = text[first.start() : words[j].end()]
+            if any(w.group().isdigit() for w in words[i : j + 1]) or first.group().lower() in _STOP_WORDS:
+                break
+            if (j == i and len(phrase) < 3) or words[j].group().lower() in _STOP_WORDS:
+                continue  # (`Offer letter`, not `Offer letter for`)
+            out.setdefault(phrase.lower(), (first.start(), phrase))
     return out
 
 

@@ -32,14 +32,18 @@ from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, str
 
 __all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]
 
-FUNCTIONS: Final = ("count", "sum", "max", "max_by", "newest_by", "lower", "upper", "join", "join_fields", "number")
+FUNCTIONS: Final = (
+    *("count", "sum", "max", "max_by", "min_by", "newest_by"),
+    *("lower", "upper", "join", "join_fields", "number"),
+)
 SEPARATORS: Final = (", ", ",", " ", "; ", " | ", "\n", "-", "/", ":")
-_PICKS: Final = frozenset({"max_by", "newest_by"})
+_PICKS: Final = frozenset({"max_by", "min_by", "newest_by"})
 _LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
 _MIN_TEXT: Final = 3  # shorter strings equal a function's result by accident too easily
 _MIN_ITEMS: Final = 3  # a sum, count or pick over two items equals a chosen value by accident too easily
 _LATER_ITEM_RE: Final = re.compile(r"\[[1-9][0-9]*\]")
 _NUMERAL_RE: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
+_ID_RE: Final = re.compile(r"(?:^|_)(?:id|uid|uuid|key)$|Id$", re.IGNORECASE)
 _NUMERAL_STRENGTH: Final = 0.8  # 5+ digits, or a decimal of 5+ characters: as for a number passed on as text
 
 
@@ -71,15 +75,16 @@ class Candidate:
 
 _PICK = (
     "const key = (x) => {0};\n  let best = input.list[0];\n"
-    "  for (const x of input.list) if (key(x) > key(best)) best = x;\n  return best[{{1}}];"
+    "  for (const x of input.list) if (key(x) {1} key(best)) best = x;\n  return best[{{1}}];"
 )
 _BODY: Final = {
     ("count", 0): "return input.list.length;",
     ("sum", 0): "return input.list.reduce((a, x) => a + x, 0);",
     ("sum", 1): "return input.list.reduce((a, x) => a + x[{0}], 0);",
     ("max", 0): "return Math.max(...input.list);",
-    ("max_by", 2): _PICK.format("x[{0}]"),
-    ("newest_by", 2): _PICK.format("Date.parse(x[{0}])"),
+    ("max_by", 2): _PICK.format("Number(x[{0}])", ">"),  # (an amount written as text, `"8.90"`, too)
+    ("min_by", 2): _PICK.format("Number(x[{0}])", "<"),
+    ("newest_by", 2): _PICK.format("Date.parse(x[{0}])", ">"),
     ("lower", 0): "return input.text.toLowerCase();",
     ("upper", 0): "return input.text.toUpperCase();",
     ("number", 0): "return Number(input.text);",
@@ -93,6 +98,7 @@ _WHAT: Final = {
     ("sum", 1): "the sum of `{0}` over",
     ("max", 0): "the largest of",
     ("max_by", 2): "`{1}` of the item with the largest `{0}` in",
+    ("min_by", 2): "`{1}` of the item with the smallest `{0}` in",
     ("newest_by", 2): "`{1}` of the item with the newest `{0}` in",
     ("lower", 0): "the lower case of",
     ("upper", 0): "the upper case of",
@@ -154,6 +160,11 @@ def _record_functions(source: str, items: list[dict[str, JSON]]) -> Iterator[Can
         if len(numbers) == len(items):
             yield Candidate("sum", _sum(numbers), source, (f,), data)
             yield from _picks("max_by", source, items, f, [float(x) for x in numbers])
+            if not _ID_RE.search(f):  # the smallest id is the oldest, or chance: a pick by an id is none
+                yield from _picks("min_by", source, items, f, [-float(x) for x in numbers])
+        elif len(texts) == len(items) and all(_NUMERAL_RE.fullmatch(x) and "." in x for x in texts):  # `"8.90"`
+            yield from _picks("max_by", source, items, f, [float(x) for x in texts])
+            yield from _picks("min_by", source, items, f, [-float(x) for x in texts])
         elif len(texts) == len(items):
             moments = [m for m in map(_moment, texts) if m is not None]
             if len(moments) == len(items):
@@ -163,14 +174,19 @@ def _record_functions(source: str, items: list[dict[str, JSON]]) -> Iterator[Can
 
 
 def _picks(function: str, source: str, items: list[dict[str, JSON]], by: str, keys: list[float]) -> Iterator[Candidate]:
-    """A field of the item with the largest `by` (a number, or a date: newest); none when two items tie."""
+    """A field of the item with the largest `by` (a number, or a date: newest; negated, the smallest); none when two
+    items tie."""
     top = max(keys)
     if len(keys) != len(items) or keys.count(top) > 1 or keys.index(top) == 0:
         return  # a tie, or the first item: "the first one" explains the value as well
+    if function == "min_by" and keys.index(top) == len(keys) - 1:
+        return  # the last of a list sorted largest first: a page's cursor, "the last one", as well
     best = items[keys.index(top)]
     data: JSON = list(items)
     for field in best:
-        yield Candidate(function, best[field], source, (by, field), data)
+        # a value other items have too (`target: production` in every one) is no reason to pick this one
+        if sum(1 for item in items if item.get(field) == best[field]) == 1:
+            yield Candidate(function, best[field], source, (by, field), data)
 
 
 def _text_functions(source: str, text: str) -> Iterator[Candidate]:
@@ -370,7 +386,7 @@ def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
 
 
 _INPUT_NAME: Final = {
-    **dict.fromkeys(("count", "sum", "max", "max_by", "newest_by", "join"), "list"),
+    **dict.fromkeys(("count", "sum", "max", "max_by", "min_by", "newest_by", "join"), "list"),
     "lower": "text",
     "upper": "text",
     "number": "text",

@@ -17,7 +17,7 @@ from toolreel.core.refs import MappingScope, resolve
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template_io import parse_template, tool_input_schema
 from toolreel.templatizer import TemplatizeResult, templatize, verify
-from toolreel.templatizer._evidence import is_query
+from toolreel.templatizer._evidence import is_query, judge_text
 
 
 def ticked(result: TemplatizeResult) -> dict[str, JSON]:
@@ -411,3 +411,15 @@ def test_a_time_read_from_calls_folded_into_a_loop_never_names_a_step_that_is_go
     chosen = {item.name: item.value for item in first.likely_inputs if item.ticked}
     result = templatize([s.steps], name="t", inputs=chosen)  # what a plain save does; it used to raise
     assert verify(result, [s.steps]).verified
+
+
+# --------------------------------------------------------------------------- ninth pass (worlds8)
+
+
+def test_settings_stay_unticked_however_often_they_are_sent() -> None:
+    schema = {"type": "string", "enum": ["get", "update", "delete"], "description": "The action"}
+    assert not judge_text("update", ("action",), schema, 4).chosen  # one of the tool's values, sent in a loop
+    assert not judge_text("users_update_status", ("tool_name",), None, 2).chosen  # names what the call does
+    assert judge_text("UTC", ("timezone",), {"description": "IANA timezone (e.g. Europe/London)"}, 1).score < 0.35
+    assert not judge_text("kustomize.toolkit.fluxcd.io/v1", ("api_version",), None, 1).thin  # an API version
+    assert judge_text("Europe/Berlin", ("timezone",), {"description": "IANA timezone (e.g. Europe/London)"}, 1).chosen

@@ -162,3 +162,54 @@ def test_criteria_of_field_operator_value_are_query_syntax_and_their_email_is_th
     name = next(n for n, v in result.input_values.items() if v == "nina.holt@kettle.dev")
     sent = template_to_dict(result.template)["steps"][0]["input"]["criteria"]
     assert sent == f"((Stage:equals:Negotiation/Review)and(Owner.email:equals:{{{{@input.{name}}}}}))"
+
+
+# --------------------------------------------------------------------------- ninth pass (worlds8)
+
+
+@pytest.mark.parametrize(
+    ("key", "query", "value"),
+    [
+        # a filter written as functions (JSON:API: Klaviyo)
+        ("filter", "greater-than(created,2026-11-01T00:00:00Z)", "2026-11-01T00:00:00Z"),
+        # clauses compared by `=` and joined by a lower-case `and` (MLflow, OData)
+        ("filter", "params.model_family = 'gbm-v2' and attributes.status = 'FINISHED'", "gbm-v2"),
+        # bracketed fields and the `UNDER` operator (WIQL); `@project` is the language's own
+        (
+            "wiql",
+            "SELECT [System.Id] FROM WorkItems WHERE [System.TeamProject] = @project AND [System.State] = 'Resolved' "
+            "AND [System.AreaPath] UNDER 'Kettle\\Checkout'",
+            "Kettle\\Checkout",
+        ),
+    ],
+)
+def test_a_value_inside_more_query_languages_is_the_user_s_and_the_query_is_built_on_it(
+    key: str, query: str, value: str
+) -> None:
+    assert is_query(query)
+    s = _query_step(key, query)
+    assert value in ticked(templatize([s.steps], name="t")).values()
+    result = saved(s)
+    name = next(name for name, v in result.input_values.items() if v == value)
+    assert template_to_dict(result.template)["steps"][0]["input"][key] == query.replace(value, f"{{{{@input.{name}}}}}")
+
+
+def test_a_quoted_word_a_query_selects_by_is_proposed_not_chosen() -> None:
+    s = _query_step("sql", "SELECT id, email FROM customers WHERE plan = 'pro' AND stripe_id IS NULL")
+    result = templatize([s.steps], name="t")
+    assert {item.value: item.ticked for item in result.likely_inputs}.get("pro") is False
+
+
+def test_a_stream_selector_and_a_graphql_document_are_queries() -> None:
+    assert is_query('{namespace="shop-prod", app="checkout"} |= "level=error"')
+    assert is_query("query Runs($entity: String!) { project(name: $entity) { runs { edges { node { name } } } } }")
+    assert not is_query("{ see the notes }") and not is_query("name = x and more")
+
+
+def test_an_area_path_under_the_chosen_project_is_an_input_of_its_own() -> None:
+    s = Session()
+    wiql = "SELECT [System.Id] FROM WorkItems WHERE [System.AreaPath] UNDER 'Kettle\\Payments'"
+    s.call("wit_query", {"project": "Kettle", "wiql": wiql}, {"workItems": [{"id": 5230}]})
+    s.call("wit_get", {"project": "Kettle", "id": 5230}, {"id": 5230, "fields": {"System.Title": "Refund fails"}})
+    chosen = ticked(templatize([s.steps], name="t"))
+    assert "Kettle\\Payments" in chosen.values()  # not `{{@input.project}}\Payments`: the path is what was named

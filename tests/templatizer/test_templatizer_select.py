@@ -8,6 +8,7 @@ from tests.recorded import Session
 from toolreel.core.model import JSON, StepRecord
 from toolreel.core.sandbox import run_code
 from toolreel.templatizer import summary, templatize, verify
+from toolreel.templatizer._select import SELECT_CODE, Condition, conditions_of
 
 _REGIONS = ("ams", "fra", "ams", "ams", "iad", "ams", "fra")
 _STATES = ("started", "started", "stopped", "started", "started", "started", "stopped")
@@ -291,3 +292,38 @@ def test_a_field_inside_one_element_lists_tells_elements_apart_and_names_come_fr
         "attributes": {"FIRSTNAME": "@item.values.name[0].first_name", "LASTNAME": "@item.values.name[0].last_name"},
     }
     assert verify(result, [s.steps]).verified
+
+
+def test_messages_that_say_a_word_are_walked_by_it_whatever_its_case_and_the_word_stays_the_task_s() -> None:
+    texts = [
+        "<p>Yesterday: checkout retries. Today: refunds review.</p>",
+        "<p>Today: tax rules. <strong>Blocked</strong> on the VAT keys.</p>",
+        "<p>Unblocked yesterday, shipping today</p>",
+        "<p>Still blocked by #812 review.</p>",
+    ]
+    messages: list[JSON] = [{"id": 50211 + i, "content": text} for i, text in enumerate(texts)]
+    s = Session()
+    s.call("get_messages", {"stream": "standup"}, {"messages": messages})
+    for message in (messages[1], messages[3]):
+        assert isinstance(message, dict)
+        s.call("add_reaction", {"message_id": message["id"], "emoji_name": "eyes"}, "added")
+    result = templatize([s.steps], name="t")
+    select = result.template.step("select_messages")
+    assert select.input == {
+        "items": "@get_messages_1.messages",
+        "where": [{"key": "content", "op": "has words", "value": "blocked"}],
+    }
+    assert result.template.step("add_reaction_each").for_each == "@select_messages"
+    assert "blocked" not in result.ticked_inputs.values()  # a lower-case word of the task, not the user's choice
+    assert verify(result, [s.steps]).verified  # the sandbox's twin of the condition keeps the same two
+    where = select.input["where"]
+    kept = run_code(SELECT_CODE, {"items": [*messages, {"id": 1, "content": "BLOCKED: no keys"}], "where": where})
+    assert [m["id"] for m in kept] == [50212, 50214, 1]  # not `Unblocked`
+
+
+def test_a_phrase_written_alike_in_every_handled_subject_is_the_user_s() -> None:
+    subjects = ["Offer letter for Jamie Fox", "Mutual NDA with Acme", "Offer letter for Ben Kraus", "Re: the plan"]
+    envelopes: list[JSON] = [{"envelopeId": f"3f9a1c2e-{i}", "emailSubject": t} for i, t in enumerate(subjects)]
+    where = conditions_of(envelopes, [0, 2])
+    assert where == (Condition("emailSubject", "has words", "Offer letter"),) and where is not None
+    assert not where[0].state

@@ -57,7 +57,10 @@ def session_with(args: dict[str, Any], output: JSON = None) -> Session:
 
 
 def test_the_closed_set_is_what_is_documented() -> None:
-    expected = ("count", "sum", "max", "max_by", "newest_by", "lower", "upper", "join", "join_fields", "number")
+    expected = (
+        *("count", "sum", "max", "max_by", "min_by", "newest_by"),
+        *("lower", "upper", "join", "join_fields", "number"),
+    )
     assert expected == FUNCTIONS
 
 
@@ -210,3 +213,25 @@ async def test_a_transform_saved_over_mcp_computes_the_value_for_new_data(tmp_pa
         run = await call(gw, "reel__newest", {"feed": json.dumps({"events": later})})
         assert not run.is_error, run.content
         assert json.loads(run.content[0].text) == "upgrade", run.content  # the newest of the new feed
+
+
+def test_a_positional_ref_to_the_cheapest_item_becomes_a_pick_even_with_amounts_written_as_text() -> None:
+    rates: list[JSON] = [
+        {"object_id": "rate_a1", "provider": "UPS", "amount": "14.20"},
+        {"object_id": "rate_b2", "provider": "USPS", "amount": "8.90"},
+        {"object_id": "rate_c3", "provider": "DHL", "amount": "31.40"},
+    ]
+    session = session_with({"rate": "rate_b2"}, {"rates": rates})
+    function, evidence = transform_of(session, "report_1", "$.rate")
+    assert function == "min" and "smallest `amount`" in evidence
+
+
+def test_no_pick_explains_a_value_every_item_has_nor_the_smallest_id() -> None:
+    items: list[JSON] = [
+        {"id": 2904411, "domain": "staging.kettle.shop", "target": "production"},
+        {"id": 2904398, "domain": "kettle.shop", "target": "production"},
+        {"id": 2910020, "domain": "kettle.shopping", "target": "production"},
+    ]
+    session = session_with({"domainId": 2904398, "target": "production"}, {"data": items})
+    result = templatize([session.steps], name="t")
+    assert [i for i in result.applied if i.kind == "transform"] == []

@@ -108,11 +108,22 @@ class _Folding:
             return None
 
 
+# A tool that calls others by name (`appwrite_call_tool` with `tool_name`, `wit_work_item` with `action`): each
+# operation it dispatches is a tool of its own for the loops, so a per-item pair of operations folds as two families.
+_DISPATCH_KEYS: Final = ("tool_name", "tool", "operation", "action", "method")
+
+
+def _kind(unit: Unit) -> tuple[str, str]:
+    given = unit.input if isinstance(unit.input, dict) else {}
+    operation = next((v for k in _DISPATCH_KEYS if isinstance(v := given.get(k), str) and not v.startswith("@")), "")
+    return unit.tool, operation
+
+
 def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) -> Folded:
     """Fold every family of repeated calls that walks a list into one `for_each` unit, in recorded order."""
     folding = _Folding(list(units), runs, table)
-    for tool in dict.fromkeys(u.tool for u in units if u.code is None):
-        members = [u for u in folding.units if u.tool == tool and u.for_each is None]
+    for kind in dict.fromkeys(_kind(u) for u in units if u.code is None):
+        members = [u for u in folding.units if _kind(u) == kind and u.for_each is None]
         if len(members) >= 2:
             _fold_family(folding, _walking(members))
 
@@ -202,7 +213,11 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
     for walked in walk.zipped.values() if walk.zipped is not None else [walk.over]:
         cut, path = folding.cuts.get(walked, (None, ""))
         items = cut["items"] if isinstance(cut, dict) else walked
-        if isinstance(items, str) and (select := folding.selects.get(items)) is not None:
+        if (
+            isinstance(items, str)
+            and (select := folding.selects.get(items)) is not None
+            and select not in folding.applied
+        ):
             added.append(Unit(select.step, "", members[0].record, select.input, code=SELECT_CODE))
             folding.applied.append(select)
         if cut is not None:
@@ -480,6 +495,9 @@ def _selecting(base: str, elements: list[JSON], at: list[int], folding: _Folding
     named = folding.table.values[0]
     # A condition's value the user named already is that input, in each recording its own value.
     refs = tuple(next((name for name, value in named.items() if same(value, c.value)), None) for c in where)
+    for ref, known in folding.selects.items():  # a second family over the same elements (a per-item pair of writes)
+        if (known.base, known.where, known.refs) == (base, where, refs):
+            return ref
     taken = {u.name for u in folding.units} | set(folding.extra) | {s.step for s in folding.selects.values()}
     taken |= {n for run in folding.runs for n in (*run.steps, *run.outputs)}
     last = _KEY_RE.findall(base.rsplit(".", 1)[-1]) or ["items"]

@@ -46,6 +46,7 @@ SELECT_CODE: Final = r"""export default function(input) {
   const holds = (item, c) => {
     const v = at(item, c.key);
     if (c.op === "starts with") return typeof v === "string" && v.startsWith(c.value);
+    if (c.op === "has") return Array.isArray(v) && v.includes(c.value);
     if (c.op === "has words") {
       const words = c.value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       return typeof v === "string" && new RegExp("(?<![A-Za-z0-9_])" + words + "(?![A-Za-z0-9_])", "i").test(v);
@@ -68,7 +69,7 @@ _LONGEST: Final = 64  # longer values are texts, not categories
 @dataclass(frozen=True, slots=True)
 class Condition:
     key: str  # "" for the element itself (a list of names)
-    op: Literal["==", "starts with", "in", "has words"]
+    op: Literal["==", "starts with", "in", "has words", "has"]
     value: str | int | bool | tuple[str, ...]  # a tuple for `in`: the states the handled elements were in
 
     def holds(self, element: JSON) -> bool:
@@ -79,6 +80,8 @@ class Condition:
             return isinstance(got, str) and isinstance(self.value, tuple) and got in self.value
         if self.op == "has words":
             return isinstance(got, str) and isinstance(self.value, str) and _has_words(got, self.value)
+        if self.op == "has":  # a tag among the element's tags
+            return isinstance(got, list) and self.value in got
         return same(got, self.value) and type(got) is type(self.value)
 
     @property
@@ -86,7 +89,7 @@ class Condition:
         """A condition of the task (a state or category), not a choice the user made for this run."""
         if isinstance(self.value, bool) or self.op == "in":
             return True
-        if self.op == "has words":  # `blocked` in a message: the task's word; `Offer letter` in a subject, a choice
+        if self.op in ("has words", "has"):  # `blocked` in a message: the task's word; `Offer letter`, a choice
             return isinstance(self.value, str) and self.value.isalpha() and self.value.islower()
         return (
             self.op == "=="
@@ -186,7 +189,8 @@ def conditions_of(elements: Sequence[JSON], at: Sequence[int]) -> tuple[Conditio
     alone = [c for c in candidates if not any(c.holds(o) for o in others)]
     if alone:
         return (max(alone, key=lambda c: (c.op == "starts with", c.op != "has words", -c.key.count("."), _size(c))),)
-    fields = [c for c in candidates if c.op != "has words"]  # a word of a text with another condition: chance
+    # a word of a text beside another condition is too likely chance; a tag beside a state may pair (`prod`, `active`)
+    fields = [c for c in candidates if c.op != "has words"]
     pairs = [
         (a, b)
         for a, b in itertools.combinations(fields, 2)
@@ -217,6 +221,10 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
         return []
     assert isinstance(first, dict)
     out: list[Condition] = []
+    for key, tags in first.items():  # a list of names (`tags`, `labels`): the ones every handled element carries
+        if _KEY_RE.fullmatch(key) and isinstance(tags, list) and all(isinstance(t, str) for t in tags):
+            carried = [value_at(h, key) for h in handled]
+            out += [Condition(key, "has", t) for t in tags if all(isinstance(c, list) and t in c for c in carried)]
     for key, value in leaves(first):
         if isinstance(value, str) and len(value) > _SHORTEST_TEXT:
             out += [

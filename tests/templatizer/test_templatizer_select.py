@@ -327,3 +327,39 @@ def test_a_phrase_written_alike_in_every_handled_subject_is_the_user_s() -> None
     where = conditions_of(envelopes, [0, 2])
     assert where == (Condition("emailSubject", "has words", "Offer letter"),) and where is not None
     assert not where[0].state
+
+
+def test_droplets_that_carry_a_tag_are_walked_by_it_and_a_second_write_per_droplet_walks_the_same_step() -> None:
+    tags = (["web", "prod"], ["db-primary", "prod"], ["db-primary-old", "prod"], ["db-primary", "cache"])
+    names = ("web-fra1-01", "pg-fra1-a", "pg-fra1-b", "redis-fra1")
+    pairs = enumerate(zip(names, tags, strict=True))
+    droplets: list[JSON] = [{"id": 481120931 + i, "name": name, "tags": list(t)} for i, (name, t) in pairs]
+    s = Session()
+    s.call("droplet_list", {"Page": 1}, droplets)
+    for droplet in (droplets[1], droplets[3]):
+        assert isinstance(droplet, dict)
+        s.call("shutdown_droplet", {"ID": droplet["id"]}, "ok")
+        s.call("snapshot_droplet", {"ID": droplet["id"], "Name": f"{droplet['name']}-pre-upgrade"}, "ok")
+    result = templatize([s.steps], name="t")
+    select = result.template.step("select_droplet_list_1")
+    assert select.input == {"items": "@droplet_list_1", "where": [{"key": "tags", "op": "has", "value": "db-primary"}]}
+    assert [step.for_each for step in result.template.steps if step.for_each] == ["@select_droplet_list_1"] * 2
+    assert result.ticked_inputs.get("tags") == "db-primary"  # the tag is the user's: `prod` would be too
+    assert verify(result, [s.steps]).verified
+
+
+def test_the_operations_of_a_tool_that_calls_others_fold_as_loops_of_their_own() -> None:
+    users: list[JSON] = [{"$id": f"66f1a2b3c4d5e6f7a8b{i}", "name": f"User {i}"} for i in range(3)]
+    s = Session()
+    s.call("call_tool", {"tool_name": "users_list", "arguments": {"search": "kettle.dev"}}, {"users": users})
+    for user in users:
+        assert isinstance(user, dict)
+        for operation in ("users_update_status", "users_delete_sessions"):
+            s.call("call_tool", {"tool_name": operation, "arguments": {"user_id": user["$id"]}}, "ok")
+    result = templatize([s.steps], name="t")
+    loops = [step for step in result.template.steps if step.for_each]
+    assert [(step.for_each, step.input["tool_name"]) for step in loops] == [
+        ("@call_tool_1.users", "users_update_status"),
+        ("@call_tool_1.users", "users_delete_sessions"),
+    ]
+    assert verify(result, [s.steps]).verified

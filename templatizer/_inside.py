@@ -206,7 +206,12 @@ def _affix_of(text: str, value: str) -> bool:
     or a URL of its own whose other segments the user chose too (`/data/exports/q3-ledger.parquet`, an area path
     `Kettle\\Checkout`)."""
     rest = text.replace(value, "", 1)
+    if text.startswith(value) and _NAME_SUFFIX_RE.match(rest):
+        return False  # `support-intents-v2` beside `support-intents`: another name, not the first one decorated
     return len(rest) <= _AFFIX_MAX and not any(c in "/\\" or c.isspace() for c in rest)
+
+
+_NAME_SUFFIX_RE: Final = re.compile(r"^[-_.][A-Za-z0-9][\w.-]*$")
 
 
 _AFFIX_MAX: Final = 16

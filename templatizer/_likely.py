@@ -311,6 +311,11 @@ def _in_context(
         why = f"a segment, beside another value sent alone, of the path {paths[0]!r}: carried from call to call"
         return Judgement(CHOSEN, (*judgement.reasons, why))
     if not carried_value(value):
+        # a word the agent quotes in another call's text (`tagged \`payments\``) is the value it was given
+        quoted = [step for step, held in texts.items() if step not in steps and any(_quotes(t, value) for t in held)]
+        if quoted and judgement.score >= THIN and plain_word(value):
+            why = f"quoted inside the text of {quoted[0]}: a value the task carries from call to call"
+            return Judgement(CHOSEN, (*judgement.reasons, why))
         return judgement
     carriers = [step for step, held in texts.items() if step not in steps and any(holds_word(t, value) for t in held)]
     if carriers:
@@ -319,6 +324,11 @@ def _in_context(
     return judgement
 
 
+def _quotes(text: str, word: str) -> bool:
+    return any(f"{mark}{word}{mark}" in text for mark in _QUOTE_MARKS)
+
+
+_QUOTE_MARKS: Final = ("`", '"', "'", "“")
 _BOILERPLATE_CAP: Final = 0.45
 _REPEATS: Final = 3
 # A label is short (`Describe the problem textbox`); a longer text whose words were all read (a commit message

@@ -213,3 +213,23 @@ def test_an_area_path_under_the_chosen_project_is_an_input_of_its_own() -> None:
     s.call("wit_get", {"project": "Kettle", "id": 5230}, {"id": 5230, "fields": {"System.Title": "Refund fails"}})
     chosen = ticked(templatize([s.steps], name="t"))
     assert "Kettle\\Payments" in chosen.values()  # not `{{@input.project}}\Payments`: the path is what was named
+
+
+def test_a_word_the_agent_quotes_in_a_later_message_is_the_user_s() -> None:
+    s = Session()
+    s.call("list_checks", {"tag": "payments", "limit": 100}, [{"id": "c1a2b3", "name": "Refund webhook"}])
+    s.call("post", {"channel": "ops", "message": "1 failing check tagged `payments`: Refund webhook"}, "ok")
+    assert ticked(templatize([s.steps], name="t")).get("tag") == "payments"
+    s = Session()  # unquoted, the same word in a sentence may be chance
+    s.call("list_checks", {"tag": "payments", "limit": 100}, [{"id": "c1a2b3", "name": "Refund webhook"}])
+    s.call("post", {"channel": "ops", "message": "1 failing check of payments: Refund webhook"}, "ok")
+    assert "payments" not in ticked(templatize([s.steps], name="t")).values()
+
+
+def test_a_name_with_a_suffix_beside_the_name_is_another_name_not_the_first_decorated() -> None:
+    s = Session()
+    for repo in ("kettle-labs/support-intents", "kettle-labs/support-intents-v2"):
+        s.call("hub_repo_details", {"repo_ids": [repo]}, f"# {repo}\n\n| split | rows |\n| test | 5.1K |")
+    s.call("send", {"topic": "kettle-labs/support-intents-v2", "content": "the test split shrank"}, "ok")
+    chosen = ticked(templatize([s.steps], name="t")).values()
+    assert "kettle-labs/support-intents" in chosen and "kettle-labs/support-intents-v2" in chosen

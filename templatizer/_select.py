@@ -47,6 +47,11 @@ SELECT_CODE: Final = r"""export default function(input) {
     const v = at(item, c.key);
     if (c.op === "starts with") return typeof v === "string" && v.startsWith(c.value);
     if (c.op === "has") return Array.isArray(v) && v.includes(c.value);
+    if (c.op === "ends with") {
+      if (typeof v !== "string") return false;
+      const low = v.toLowerCase(), end = c.value.toLowerCase(), at = low.length - end.length;
+      return low.endsWith(end) && (at === 0 || "@.-_/".includes(low[at - 1]));
+    }
     if (c.op === "has words") {
       const words = c.value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       return typeof v === "string" && new RegExp("(?<![A-Za-z0-9_])" + words + "(?![A-Za-z0-9_])", "i").test(v);
@@ -69,7 +74,7 @@ _LONGEST: Final = 64  # longer values are texts, not categories
 @dataclass(frozen=True, slots=True)
 class Condition:
     key: str  # "" for the element itself (a list of names)
-    op: Literal["==", "starts with", "in", "has words", "has"]
+    op: Literal["==", "starts with", "ends with", "in", "has words", "has"]
     value: str | int | bool | tuple[str, ...]  # a tuple for `in`: the states the handled elements were in
 
     def holds(self, element: JSON) -> bool:
@@ -82,6 +87,8 @@ class Condition:
             return isinstance(got, str) and isinstance(self.value, str) and _has_words(got, self.value)
         if self.op == "has":  # a tag among the element's tags
             return isinstance(got, list) and self.value in got
+        if self.op == "ends with":
+            return isinstance(got, str) and isinstance(self.value, str) and _ends_with(got, self.value)
         return same(got, self.value) and type(got) is type(self.value)
 
     @property
@@ -208,7 +215,7 @@ def _size(condition: Condition) -> int:
 
 
 def _weight(condition: Condition) -> float:
-    return (1.0 if condition.op == "starts with" else 0.6) - (0.2 if condition.state else 0.0)
+    return (1.0 if condition.op in ("starts with", "ends with") else 0.6) - (0.2 if condition.state else 0.0)
 
 
 def _candidates(handled: Sequence[JSON]) -> list[Condition]:
@@ -238,9 +245,11 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
                 out.append(Condition(key, "==", value))
         elif all(isinstance(v, str) for v in values):
             texts = [v for v in values if isinstance(v, str)]
-            prefix = _prefix(texts)
+            prefix, suffix = _prefix(texts), _suffix(texts)
             if prefix:
                 out.append(Condition(key, "starts with", prefix))
+            if suffix:
+                out.append(Condition(key, "ends with", suffix))
             if _state_key(key) and all(_STATE_WORD_RE.match(v) for v in texts):
                 # `Failed` and `Error` handled alike: the states the task acts on, in the order first seen
                 out.append(Condition(key, "in", tuple(dict.fromkeys(texts))))
@@ -328,6 +337,36 @@ def value_at(element: JSON, key: str) -> JSON:
         else:
             return None
     return element
+
+
+_END_SEPARATORS: Final = "@.-_/"
+
+
+def _ends_with(text: str, end: str) -> bool:
+    """`text` ends with `end` (case aside) right after a separator: `omar@BrightAgency.io` ends with
+    `brightagency.io`, `ana@notbrightagency.io` does not."""
+    low, end = text.lower(), end.lower()
+    at = len(low) - len(end)
+    return low.endswith(end) and (at == 0 or low[at - 1] in _END_SEPARATORS)
+
+
+def _suffix(values: Sequence[str]) -> str | None:
+    """The common ending of `values` (case aside) from just after a separator (`brightagency.io` of addresses at
+    that domain, `canary` of `api-canary`), four characters at least; None when they share none."""
+    if len(values) < 2:
+        return None
+    lows = [v.lower() for v in values]
+    common = lows[0]
+    for low in lows[1:]:
+        while not low.endswith(common):
+            common = common[1:]
+    cuts = [i for i, c in enumerate(common) if c in _END_SEPARATORS]
+    if not cuts:
+        return None
+    end = common[cuts[0] + 1 :]
+    if len(end) < 4 or any(len(low) <= len(end) + 1 for low in lows):
+        return None
+    return end
 
 
 def _prefix(values: Sequence[str]) -> str | None:

@@ -363,3 +363,24 @@ def test_the_operations_of_a_tool_that_calls_others_fold_as_loops_of_their_own()
         ("@call_tool_1.users", "users_delete_sessions"),
     ]
     assert verify(result, [s.steps]).verified
+
+
+def test_users_at_a_domain_the_user_searched_for_are_walked_by_the_domain_case_aside() -> None:
+    emails = ("mia@brightagency.io", "leo@brightagency.io.uk", "ivy@brightagency.io", "omar@BrightAgency.io")
+    users: list[JSON] = [
+        {"$id": f"66f1a2b3c4d5e6f7a8b{i}", "email": email, "status": i != 2} for i, email in enumerate(emails)
+    ]
+    s = Session()
+    s.call("users_list", {"search": "brightagency.io"}, {"users": users})
+    for user in (users[0], users[3]):
+        assert isinstance(user, dict)
+        s.call("users_update_status", {"user_id": user["$id"], "status": False}, "ok")
+    result = templatize([s.steps], name="t", inputs={"domain": "brightagency.io"})
+    where = result.template.step("select_users").input["where"]
+    assert {"key": "email", "op": "ends with", "value": "@input.domain"} in where
+    assert {"key": "status", "op": "==", "value": True} in where
+    assert verify(result, [s.steps]).verified
+    kept = run_code(
+        SELECT_CODE, {"items": users, "where": [{"key": "email", "op": "ends with", "value": "brightagency.io"}]}
+    )
+    assert [u["email"] for u in kept] == ["mia@brightagency.io", "ivy@brightagency.io", "omar@BrightAgency.io"]

@@ -42,7 +42,8 @@ _QUERY_RE: Final = re.compile(r"^[A-Za-z_.]+:[^\s:+]+(?:(?:\s+|\+)-?[A-Za-z_.]+:
 # task like code; a chosen value inside it (a project key) is an input of its own, interpolated.
 _QUERY_LANG_RE: Final = re.compile(
     r"^\s*(?:SELECT\s.+?\sFROM\s+[\w.\"`-]+(?:\s*;?\s*$|(?:\s+(?:AS\s+)?\w+)?\s+(?:WHERE|JOIN|LEFT|INNER|ORDER|GROUP|LIMIT)\b)"
-    r"|INSERT\s+INTO\s|UPDATE\s+[\w.\"]+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s*\()",
+    r"|INSERT\s+INTO\s|UPDATE\s+[\w.\"]+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s*\("
+    r"|(?:SET|REMOVE)\s+[\w.#]+\s*=\s*[:#\w])",  # a DynamoDB update expression (`SET pending = :n`)
     re.IGNORECASE | re.DOTALL,
 )
 _STATEMENT_RE: Final = re.compile(
@@ -107,7 +108,7 @@ _EXAMPLES_FLOOR: Final = 0.7
 _QUERY_CAP: Final = 0.45  # whatever the key or the description says: proposed unticked at most
 _CERTAIN: Final = 0.95  # free text the tool describes as a subject is the user's, required or not
 _WORD_RE: Final = re.compile(r"^[a-z]+$")
-_UPPER_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_UPPER_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]*#?$")  # (`ORDER#`: a key prefix of a single-table design)
 _EMAIL_RE: Final = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
 _URL_RE: Final = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 _PHONE_RE: Final = re.compile(r"^\+[1-9]\d{6,14}$")

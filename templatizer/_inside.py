@@ -19,6 +19,7 @@ __all__ = [
     "command_flags",
     "holds_word",
     "inside_urls",
+    "key_parts",
     "path_roots",
     "plain_word",
     "query_values",
@@ -54,6 +55,20 @@ def command_flags(literal: Unexplained) -> list[Unexplained]:
         for m in _FLAG_RE.finditer(value)
     ]
     return flags or [literal]
+
+
+# A composite key of a single-table design (DynamoDB): `CUSTOMER#C-20417`, the customer `C-20417` under a prefix.
+_KEY_PART_RE: Final = re.compile(r"^([A-Z][A-Z0-9_]*)#([^#\s]{2,64})$")
+
+
+def key_parts(literal: Unexplained) -> list[Unexplained]:
+    """The value inside a composite key (`C-20417` of `CUSTOMER#C-20417`), a candidate the key is built on, as the
+    one value a query selects by; none for a key that is all prefix or all upper case (`ORDER#PENDING`)."""
+    match = _KEY_PART_RE.match(literal.value) if isinstance(literal.value, str) else None
+    if match is None or (match.group(2).isupper() and match.group(2).isalpha()):
+        return []
+    flag = match.group(1).lower()
+    return [replace(literal, value=match.group(2), flag=flag, in_query=True, sole=True)]
 
 
 # `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax);

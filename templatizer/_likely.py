@@ -27,6 +27,7 @@ from toolreel.templatizer._inside import (
     command_flags,
     holds_word,
     inside_urls,
+    key_parts,
     path_roots,
     plain_word,
     query_values,
@@ -86,6 +87,7 @@ def likely_inputs(
     literals = [lit for lit in literals if not lit.built]
     lists, literals = _whole_lists(literals, schemas or {})
     literals = [flag for lit in literals for flag in command_flags(lit)]
+    literals += [part for lit in literals for part in key_parts(lit)]
     literals += [value for lit in literals for value in query_values(lit)]
     by_value: dict[tuple[str, str], list[Unexplained]] = {}
     for literal in literals:

@@ -233,3 +233,18 @@ def test_a_name_with_a_suffix_beside_the_name_is_another_name_not_the_first_deco
     s.call("send", {"topic": "kettle-labs/support-intents-v2", "content": "the test split shrank"}, "ok")
     chosen = ticked(templatize([s.steps], name="t")).values()
     assert "kettle-labs/support-intents" in chosen and "kettle-labs/support-intents-v2" in chosen
+
+
+def test_the_value_inside_a_composite_key_is_the_user_s_and_its_prefix_and_update_expression_stay() -> None:
+    s = Session()
+    values = {":pk": {"S": "CUSTOMER#C-20417"}, ":order": {"S": "ORDER#"}}
+    query = {"table_name": "orders", "key_condition_expression": "pk = :pk AND begins_with(sk, :order)"}
+    s.call("query", {**query, "expression_attribute_values": values}, {"Items": [], "Count": 0})
+    key = {"pk": {"S": "CUSTOMER#C-20417"}, "sk": {"S": "PROFILE"}}
+    s.call("update_item", {"key": key, "update_expression": "SET pending_orders = :n"}, {"ok": True})
+    chosen = ticked(templatize([s.steps], name="t"))
+    assert "C-20417" in chosen.values()
+    assert not {"CUSTOMER#C-20417", "ORDER#", "SET pending_orders = :n"} & set(chosen.values())
+    result = saved(s)
+    name = next(n for n, v in result.input_values.items() if v == "C-20417")
+    assert template_to_dict(result.template)["steps"][1]["input"]["key"]["pk"]["S"] == f"CUSTOMER#{{{{@input.{name}}}}}"

@@ -41,7 +41,53 @@ def lockstep_ref(step: str, per_run: Sequence[tuple[bool, JSON]], runs: Sequence
                 ref = format_ref(producer, keys)
                 shown = ", ".join(repr(v) for v in values)
                 return ref, f"changes in lockstep with {ref} across all {len(values)} recordings ({shown})"
+    return _moved(earlier, per_run, runs, values)
+
+
+def _moved(
+    earlier: Sequence[str], per_run: Sequence[tuple[bool, JSON]], runs: Sequence[Run], values: Sequence[JSON]
+) -> tuple[str, str] | None:
+    """The same field of an element that sits elsewhere in each recording's list (`items[1].id`, then
+    `items[0].id`), when in each recording that element alone has a field equal to one of the recording's named
+    inputs (its name): the ref of the first recording, which the pick by that input then holds in place."""
+    for producer in reversed(earlier):
+        for keys, node in walk(runs[0].outputs.get(producer)):
+            at = next((i for i, key in enumerate(keys) if isinstance(key, int)), None)
+            if at is None or not same(node, values[0]) or is_trivial(node) or not _named(runs[0], producer, keys, at):
+                continue
+            if all(
+                _somewhere(run, producer, keys, at, value)
+                for run, (found, value) in zip(runs[1:], per_run[1:], strict=True)
+                if found
+            ):
+                ref = format_ref(producer, keys)
+                shown = ", ".join(repr(v) for v in values)
+                return ref, f"the same field of an element of one list across all {len(values)} recordings ({shown})"
     return None
+
+
+def _somewhere(run: Run, producer: str, keys: tuple[str | int, ...], at: int, value: JSON) -> bool:
+    found, elements = get_at(run.outputs.get(producer), keys[:at])
+    if not found or not isinstance(elements, list):
+        return False
+    here = [i for i, element in enumerate(elements) if get_at(element, keys[at + 1 :]) == (True, value)]
+    return len(here) == 1 and _named(run, producer, (*keys[:at], here[0]), at)
+
+
+def _named(run: Run, producer: str, keys: tuple[str | int, ...], at: int) -> bool:
+    """The element at `keys[: at + 1]` alone in its list has a field equal to a named input of this recording."""
+    found, elements = get_at(run.outputs.get(producer), keys[:at])
+    index = keys[at]
+    if not found or not isinstance(elements, list) or not isinstance(index, int):
+        return False
+    element = elements[index]
+    given = [v for v in run.inputs.values() if isinstance(v, str) and not is_trivial(v)]
+    if not isinstance(element, dict):
+        return False
+    for field_value in element.values():
+        if any(same(field_value, v) for v in given):
+            return sum(1 for other in elements if isinstance(other, dict) and field_value in other.values()) == 1
+    return False
 
 
 def _holds(run: Run, producer: str, keys: tuple[str | int, ...], value: JSON) -> bool:

@@ -128,7 +128,9 @@ def _pick(
         ):
             continue
         named = next((name for name, v in inputs.items() if same(v, value)), None)
-        if not all(_same_pick(base, n, key, run, value if named is None else run.inputs.get(named)) for run in runs):
+        # picked by an input, the element may sit elsewhere in another recording (the dry replay checks the call)
+        at = None if named is not None else n
+        if not all(_same_pick(base, at, key, run, value if named is None else run.inputs.get(named)) for run in runs):
             continue
         slug = _slug(str(value))
         step = _free(f"pick_{slug}" if slug[:1].isalpha() else f"pick_{_slug(key) or 'item'}", taken)
@@ -218,16 +220,16 @@ def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Col
     return out
 
 
-def _same_pick(base: str, n: int, key: str, run: Run, value: JSON) -> bool:
-    """In this recording too, the one element whose `key` is `value` is the element the call took."""
+def _same_pick(base: str, n: int | None, key: str, run: Run, value: JSON) -> bool:
+    """In this recording too, one element has `value` at `key`: the element the call took (at `n`, when given)."""
     try:
         elements = resolve(base, run.scope())
     except RefError:
         return False
-    if not isinstance(elements, list) or not n < len(elements):
+    if not isinstance(elements, list) or (n is not None and not n < len(elements)):
         return False
     matching = [e for e in elements if same(_at(e, key), value)]
-    return len(matching) == 1 and same(matching[0], elements[n])
+    return len(matching) == 1 and (n is None or same(matching[0], elements[n]))
 
 
 def _identity_keys(element: Mapping[str, JSON]) -> list[str]:

@@ -384,3 +384,23 @@ def test_users_at_a_domain_the_user_searched_for_are_walked_by_the_domain_case_a
         SELECT_CODE, {"items": users, "where": [{"key": "email", "op": "ends with", "value": "brightagency.io"}]}
     )
     assert [u["email"] for u in kept] == ["mia@brightagency.io", "ivy@brightagency.io", "omar@BrightAgency.io"]
+
+
+def test_an_element_a_named_input_picks_in_each_recording_wherever_it_sits_is_a_pick_not_an_input() -> None:
+    worlds = (
+        ("Checkout API", ["Checkout API (legacy)", "Checkout API", "Checkout API Docs"]),
+        ("Search", ["Search", "Search Indexer"]),
+    )
+    runs = []
+    for n, (project, names) in enumerate(worlds):
+        s = Session(execution=f"e{n}")
+        projects = [{"id": f"Projects-{100 * n + i + 11}", "name": name} for i, name in enumerate(names)]
+        s.call("list_projects", {"partialName": project}, {"items": projects})
+        chosen = next(p for p in projects if p["name"] == project)
+        s.call("find_releases", {"projectId": chosen["id"]}, {"items": [{"version": "1.0.0"}]})
+        runs.append(s.steps)
+    result = templatize(runs, name="t")  # the name varies between the recordings: an input
+    assert result.template.step("find_releases_1").input == {"projectId": "@pick_checkout_api.id"}
+    assert result.template.step("pick_checkout_api").input["value"] == "@input.partial_name"
+    assert set(result.input_values) == {"partial_name"}  # the id is read, not asked for
+    assert verify(result, runs).verified

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from tests.browser import chromium, screenshot_dir
-from tests.gw import HttpGateway, call, gateway_env, http_gateway
+from tests.gw import HttpGateway, call, gateway_env, http_gateway, wait_until
 from toolreel.core.model import TemplateDraft
 from toolreel.core.store import open_store
 
@@ -186,8 +186,12 @@ async def test_a_paused_run_is_resumed_with_an_answer_and_a_running_one_cancelle
     store.close()
     args = ["--name", "feat", "--", sys.executable, "-m", "fixtures.features"]
     async with http_gateway(args, gateway_env(db)) as gw, chromium() as browser:
-        async with gw.connect() as agent:  # the upstream is up once it answers
-            assert not (await call(agent, "echo", {"text": "up?"})).is_error
+        async with gw.connect() as agent:  # the gateway listens before its upstream is up: until it answers
+
+            async def up() -> bool:
+                return not (await call(agent, "echo", {"text": "up?"})).is_error
+
+            await wait_until(up, 60, "the fixture server behind the gateway to answer")
         page = await browser.new_page(viewport={"width": 1400, "height": 900})
         await page.goto(_ui(gw, "/ui/templates/approve-echo"))
         await page.fill("#run-form [name='text']", "hello")

@@ -283,10 +283,7 @@ class Front:
             local = await self.hook.call_local(LocalCall(name, arguments, link, ctx, exchange))
         if local is not None:
             return local
-        route = self.hub.tool_route(name)
-        if route is None and not self.hub.started.is_set():
-            await self.hub.wait_started(START_TIMEOUT)
-            route = self.hub.tool_route(name)
+        route = await self.hub.route_soon(name, START_TIMEOUT)
         if route is None:
             return error_result(self.hub.unknown_tool_message(name))
         meta_in = params.get("_meta") or {}

@@ -393,6 +393,25 @@ class Hub:
     def tool_route(self, listed: str) -> Route | None:
         return self._tools.get(listed)
 
+    async def route_soon(self, listed: str, timeout: float) -> Route | None:
+        """The tool's route, waiting for servers still coming up: the ready budget, then any server on its first
+        start (a call that comes while a slow server is starting waits for it, rather than being refused as an
+        unknown tool). A server restarting after a failure is not waited for: its calls say why it is down."""
+        route = self.tool_route(listed)
+        if route is None and not self.started.is_set():
+            await self.wait_started(timeout)
+            route = self.tool_route(listed)
+        if route is None and self._first_starting():
+            with anyio.move_on_after(timeout):
+                while self._first_starting():
+                    await self._state_changed.wait()
+            route = self.tool_route(listed)
+        return route
+
+    def _first_starting(self) -> bool:
+        starting = UpstreamState.STARTING
+        return any(u.state is starting and u.sign_in is None and not u.last_error for u in self.upstreams.values())
+
     def prompt_route(self, listed: str) -> Route | None:
         return self._prompts.get(listed)
 

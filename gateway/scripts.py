@@ -270,9 +270,7 @@ class ScriptTools(Extension):
         hub = self.hook.hub
         if name.startswith(("toolreel__", "reel__")):
             return CodeError(f"script_tool_refused: a script calls upstream tools only, not {name!r}")
-        if not hub.started.is_set():  # as a client's call: the servers' tools are listed once they started
-            await hub.wait_started(START_TIMEOUT)
-        if hub.tool_route(name) is not None:
+        if await hub.route_soon(name, START_TIMEOUT) is not None:  # as a client's call: waits for starting servers
             return name
         server, _, tool = name.partition("__")
         for listed in (str(t.get("name")) for t in hub.listed_tools()):

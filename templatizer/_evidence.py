@@ -29,6 +29,7 @@ __all__ = [
     "is_query",
     "is_statement",
     "judge_text",
+    "names_operation",
     "other_examples",
     "param_schema",
 ]
@@ -216,7 +217,7 @@ def judge_text(
         return Judgement(min(score, _QUERY_CAP), (*reasons, why))
     head = key_tokens(last_key(keys) or "")[-1:]  # the head noun of a compound key: message_type is a type
     tokens = set(head)
-    if set(key_tokens(last_key(keys) or "")) & _OPERATION_KEYS:  # `tool_name: users_list` names no subject
+    if names_operation(last_key(keys) or ""):  # `tool_name: users_list` names no subject
         score -= 0.2
         reasons.append(f"the key {last_key(keys)!r} names what the call does (a weak signal)")
     elif tokens & _SUBJECT_KEYS:
@@ -248,6 +249,11 @@ _ENUM_CAP: Final = 0.45
 def _in_enum(value: str, schema: Mapping[str, Any] | None) -> bool:
     enum = (schema or {}).get("enum")
     return isinstance(enum, list) and value in enum
+
+
+def names_operation(key: str) -> bool:
+    """A key naming what the call does (`tool_name` of a tool that calls others, `action`, a patch's `op`)."""
+    return bool(set(key_tokens(key)) & _OPERATION_KEYS)
 
 
 def other_examples(value: str, schema: Mapping[str, Any] | None) -> tuple[str, ...]:

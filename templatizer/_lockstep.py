@@ -76,18 +76,13 @@ def _somewhere(run: Run, producer: str, keys: tuple[str | int, ...], at: int, va
 
 def _named(run: Run, producer: str, keys: tuple[str | int, ...], at: int) -> bool:
     """The element at `keys[: at + 1]` alone in its list has a field equal to a named input of this recording."""
-    found, elements = get_at(run.outputs.get(producer), keys[:at])
-    index = keys[at]
-    if not found or not isinstance(elements, list) or not isinstance(index, int):
+    found, element = get_at(run.outputs.get(producer), keys[: at + 1])
+    _, elements = get_at(run.outputs.get(producer), keys[:at])
+    if not found or not isinstance(element, dict) or not isinstance(elements, list):
         return False
-    element = elements[index]
     given = [v for v in run.inputs.values() if isinstance(v, str) and not is_trivial(v)]
-    if not isinstance(element, dict):
-        return False
-    for field_value in element.values():
-        if any(same(field_value, v) for v in given):
-            return sum(1 for other in elements if isinstance(other, dict) and field_value in other.values()) == 1
-    return False
+    name = next((v for v in element.values() if any(same(v, g) for g in given)), None)
+    return name is not None and sum(1 for e in elements if isinstance(e, dict) and name in e.values()) == 1
 
 
 def _holds(run: Run, producer: str, keys: tuple[str | int, ...], value: JSON) -> bool:

@@ -24,6 +24,7 @@ from toolreel.core.template import InputSpec
 from toolreel.templatizer._affixes import around, built_around_item
 from toolreel.templatizer._conditions import join_texts
 from toolreel.templatizer._cuts import CUT_CODE, cut_values, find_cut
+from toolreel.templatizer._evidence import names_operation
 from toolreel.templatizer._reftext import (
     TOKEN_RE,
     collapse,
@@ -108,14 +109,14 @@ class _Folding:
             return None
 
 
-# A tool that calls others by name (`appwrite_call_tool` with `tool_name`, `wit_work_item` with `action`): each
-# operation it dispatches is a tool of its own for the loops, so a per-item pair of operations folds as two families.
-_DISPATCH_KEYS: Final = ("tool_name", "tool", "operation", "action", "method")
-
-
 def _kind(unit: Unit) -> tuple[str, str]:
+    """A tool that calls others by name (`appwrite_call_tool` with `tool_name`, `wit_work_item` with `action`):
+    each operation it dispatches is a tool of its own for the loops, so a per-item pair of operations folds as two
+    families."""
     given = unit.input if isinstance(unit.input, dict) else {}
-    operation = next((v for k in _DISPATCH_KEYS if isinstance(v := given.get(k), str) and not v.startswith("@")), "")
+    operation = next(
+        (v for k, v in given.items() if names_operation(k) and isinstance(v, str) and not v.startswith("@")), ""
+    )
     return unit.tool, operation
 
 

@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -265,9 +265,12 @@ class Hub:
     async def wait_settled(self, timeout: float) -> None:
         """Return once no upstream is starting (each is ready or failed), or after `timeout` seconds: unlike
         `wait_started`, past READY_BUDGET too (for a process with no client waiting on a first answer)."""
+        await self._wait_while(lambda u: u.state is UpstreamState.STARTING and u.sign_in is None, timeout)
+
+    async def _wait_while(self, starting: Callable[[Upstream], bool], timeout: float) -> None:
+        """Until no upstream is `starting`, or `timeout` seconds (one waiting for a sign-in cannot come up alone)."""
         with anyio.move_on_after(timeout):
-            # One waiting for a sign-in goes on retrying (STARTING again), but cannot come up by itself.
-            while any(u.state is UpstreamState.STARTING and u.sign_in is None for u in self.upstreams.values()):
+            while any(map(starting, self.upstreams.values())):
                 await self._state_changed.wait()
 
     async def wait_started(self, timeout: float) -> None:
@@ -394,23 +397,16 @@ class Hub:
         return self._tools.get(listed)
 
     async def route_soon(self, listed: str, timeout: float) -> Route | None:
-        """The tool's route, waiting for servers still coming up: the ready budget, then any server on its first
-        start (a call that comes while a slow server is starting waits for it, rather than being refused as an
-        unknown tool). A server restarting after a failure is not waited for: its calls say why it is down."""
+        """The tool's route, waiting for the ready budget, then for servers on their first start (not for one
+        restarting after a failure: its calls say why it is down); None if it is still not listed."""
         route = self.tool_route(listed)
         if route is None and not self.started.is_set():
             await self.wait_started(timeout)
             route = self.tool_route(listed)
-        if route is None and self._first_starting():
-            with anyio.move_on_after(timeout):
-                while self._first_starting():
-                    await self._state_changed.wait()
+        if route is None:
+            await self._wait_while(_on_first_start, timeout)
             route = self.tool_route(listed)
         return route
-
-    def _first_starting(self) -> bool:
-        starting = UpstreamState.STARTING
-        return any(u.state is starting and u.sign_in is None and not u.last_error for u in self.upstreams.values())
 
     def prompt_route(self, listed: str) -> Route | None:
         return self._prompts.get(listed)
@@ -604,3 +600,7 @@ async def open_upstreams(config: GatewayConfig, *, wait: float = 30.0) -> AsyncI
     async with open_hub(config, capabilities=types.ClientCapabilities()) as hub:
         await hub.wait_settled(wait)
         yield hub
+
+
+def _on_first_start(upstream: Upstream) -> bool:
+    return upstream.state is UpstreamState.STARTING and upstream.sign_in is None and not upstream.last_error

@@ -1,6 +1,6 @@
 """Held-out sessions written blind, judged on text and on behaviour: `.venv/bin/python bench/worlds.py [-v]`.
 
-For each session of fixtures/recordings/blind/ (`--set worlds`/`worlds2`…`worlds8`: the once-blind sessions of
+For each session of fixtures/recordings/blind/ (`--set worlds`/`worlds2`…`worlds9`: the once-blind sessions of
 fixtures/recordings/worlds*/,
 `--set tuned`: the tuned top-level sessions that have a `world2`):
 - refs: templatized with the inputs a careful person names (none for several recordings), every value holding a
@@ -44,6 +44,7 @@ from fixtures.recordings import (
     WORLDS6_DIR,
     WORLDS7_DIR,
     WORLDS8_DIR,
+    WORLDS9_DIR,
     WORLDS_DIR,
     CorpusEntry,
     load_entry,
@@ -391,10 +392,11 @@ def main() -> int:
             "worlds6",
             "worlds7",
             "worlds8",
+            "worlds9",
             "tuned",
         ),
         default="blind",
-        help="which sessions: blind (default), worlds, worlds2-8 (once blind, tuned now), tuned (with a world2)",
+        help="which sessions: blind (default), worlds, worlds2-9 (once blind, tuned now), tuned (with a world2)",
     )
     parser.add_argument("--only", help="one session by name")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch and every wrong call")
@@ -409,6 +411,7 @@ def main() -> int:
         "worlds6": WORLDS6_DIR,
         "worlds7": WORLDS7_DIR,
         "worlds8": WORLDS8_DIR,
+        "worlds9": WORLDS9_DIR,
         "tuned": CORPUS_DIR,
     }[args.set]
     sessions = load_sessions(directory, args.only)

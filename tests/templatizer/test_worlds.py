@@ -19,6 +19,7 @@ from mcp.client.stdio import stdio_client
 
 from fixtures._zygote import launch_command
 from fixtures.recordings import (
+    BLIND_DIR,
     CORPUS_DIR,
     WORLDS2_DIR,
     WORLDS3_DIR,
@@ -171,8 +172,9 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS7_DIR, 24),
         (WORLDS8_DIR, 24),
         (WORLDS9_DIR, 24),
+        (BLIND_DIR, 24),
     ],
-    ids=["worlds", "worlds2", "worlds3", "worlds4", "worlds5", "worlds6", "worlds7", "worlds8", "worlds9"],
+    ids=["worlds", "worlds2", "worlds3", "worlds4", "worlds5", "worlds6", "worlds7", "worlds8", "worlds9", "blind"],
 )
 def test_the_world_sessions_are_loadable_and_each_has_a_changed_world(directory: Path, at_least: int) -> None:
     sessions = load_sessions(directory)

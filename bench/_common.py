@@ -7,11 +7,13 @@ machine touches them all alike; a figure is the median over rounds.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -44,9 +46,8 @@ class Command:
     cwd: str | None = None
 
     def params(self) -> StdioServerParameters:
-        return StdioServerParameters(
-            command=self.argv[0], args=list(self.argv[1:]), env=dict(self.env) or None, cwd=self.cwd
-        )
+        argv = _launch(list(self.argv))
+        return StdioServerParameters(command=argv[0], args=argv[1:], env=dict(self.env) or None, cwd=self.cwd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,32 @@ def toolreel_bin() -> str:
     if found is None:
         raise SystemExit("bench: the `toolreel` console script is not installed (pip install -e '.[dev]')")
     return found
+
+
+def _launch(argv: list[str]) -> list[str]:
+    """`argv`, through this process's zygote when it has one (a smoke run's: `smoke_fork`)."""
+    launched: list[str] = _zygote().launch_command(argv)
+    return launched
+
+
+def _zygote() -> Any:
+    """fixtures._zygote (the repository root is not on sys.path when a bench runs as a script)."""
+    if str(REPO) not in sys.path:
+        sys.path.append(str(REPO))
+    import fixtures._zygote
+
+    return fixtures._zygote
+
+
+def smoke_fork() -> None:
+    """In the suite's smoke runs (`fixtures._zygote.SMOKE_FORK`, set by tests/product/test_bench_smoke.py), which
+    check only that a benchmark still runs to its end, the programs it starts are forked from a warm interpreter
+    of its own, as the tests' are, and no figure is read. A measuring run never sets it: its programs start as a
+    user's would."""
+    zygote = _zygote()
+    if os.environ.get(zygote.SMOKE_FORK) and not zygote.configured():
+        zygote.configure(Path(tempfile.mkdtemp(prefix="toolreel-zygote-")))
+        atexit.register(zygote.stop)
 
 
 def _fixture_servers() -> Any:
@@ -364,3 +391,6 @@ def descendants(pid: int) -> Iterator[int]:
 def write_json(path: Path, value: Any) -> Path:
     path.write_text(json.dumps(value, indent=2))
     return path
+
+
+smoke_fork()  # a no-op outside the suite's smoke runs

@@ -30,6 +30,7 @@ __all__ = [
     "is_statement",
     "judge_text",
     "names_operation",
+    "names_scope",
     "other_examples",
     "param_schema",
 ]
@@ -131,6 +132,9 @@ _SUBJECT_KEYS: Final = frozenset(
     {"name", "title", "query", "q", "search", "keyword", "term", "text", "body", "message", "content", "contents"}
     | {"subject", "observation", "observations", "note", "comment", "description", "summary", "email", "path"}
     | {"owner", "repo", "repository", "org", "organization", "project", "namespace", "team", "user", "customer"}
+)
+_SCOPE_KEYS: Final = frozenset(
+    {"category", "categories", "tag", "tags", "label", "labels", "environment", "subreddit", "department", "region"}
 )
 # Words servers read as keywords rather than values: `assignee: "me"`, `state: "all"`, `sort: "desc"`.
 _KEYWORDS: Final = frozenset(
@@ -249,6 +253,13 @@ _ENUM_CAP: Final = 0.45
 def _in_enum(value: str, schema: Mapping[str, Any] | None) -> bool:
     enum = (schema or {}).get("enum")
     return isinstance(enum, list) and value in enum
+
+
+def names_scope(key: str) -> bool:
+    """`category`, `environment_slug`, `subreddit`: a key naming which part of the user's world a call looks at (a
+    category, a tag, an environment, a forum), not a state's category (`status_category`: a setting)."""
+    tokens = set(key_tokens(key))
+    return bool(tokens & _SCOPE_KEYS) and not tokens & _SETTING_KEYS
 
 
 def names_operation(key: str) -> bool:

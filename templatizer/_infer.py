@@ -64,6 +64,7 @@ from toolreel.templatizer._values import (
     snake,
     strength,
     text_strength,
+    value_strength,
     walk,
 )
 
@@ -340,7 +341,7 @@ class StepInferrer:
         if not bucket.seen:
             return self._own_stamp(keys)
         kind: InferenceKind = "subtree" if isinstance(value, dict | list) else "exact"
-        weight = strength(value)
+        weight = value_strength(value)
         scored = [(occ.step, self._scored(keys, occ, kind, weight, bucket.seen, occ.ref)) for occ in bucket.sample()]
         # Numbers only: a word such as `person` or `high` is vocabulary, shared by outputs and calls by design.
         if is_number(value) and bucket.seen <= 2 and not is_trivial(value):
@@ -388,7 +389,7 @@ class StepInferrer:
         invoice whose id sits in the neighbouring argument, not an equal amount on another page."""
         found: dict[tuple[str, Keys], set[int]] = {}
         for keys, node, bucket in sourced:
-            if isinstance(node, str) and text_strength(node) < _ALIGNED_WORD:
+            if isinstance(node, str) and value_strength(node) < _ALIGNED_WORD:
                 continue  # a word such as `open` sits in many items by design
             for occ in bucket.sample():
                 home = item_of(occ.keys)
@@ -402,7 +403,7 @@ class StepInferrer:
         lead: dict[tuple[str, Keys], tuple[Keys, float]] = {}
         for _, node, bucket in sourced:
             homes = {(occ.step, home) for occ in bucket.sample() if (home := _outer_item(occ.keys)) is not None}
-            weight = strength(node)
+            weight = value_strength(node)
             for step, home in homes:
                 if sum(1 for s, h in homes if s == step and h[:-1] == home[:-1]) == 1:
                     known = lead.get((step, home[:-1]))

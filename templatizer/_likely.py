@@ -17,6 +17,7 @@ from toolreel.templatizer._evidence import (
     is_machine_id,
     is_query,
     judge_text,
+    names_scope,
     param_schema,
 )
 from toolreel.templatizer._inputs import Names, Schemas, Unexplained
@@ -203,7 +204,7 @@ def _judge(
         if first.flag and not first.in_query and not plain_word(first.value) and 0 < judged.score < CHOSEN:
             return Judgement(min(CHOSEN, judged.score + 0.1), (*judged.reasons, f"the value of --{first.flag}"))
         opening = first.opening and first.reads and not first.in_query  # a first look at what the user named
-        if opening and THIN <= judged.score < CHOSEN and _opening_word(first.value):
+        if opening and THIN <= judged.score < CHOSEN and _opening_word(first.value, last_key(first.keys)):
             why = "sent by the first call, a read, before any output was seen: from what the user asked"
             return Judgement(judged.score + _OPENING, (*judged.reasons, why))
         return judged
@@ -424,11 +425,14 @@ def _creates(literal: Unexplained) -> bool:
     return bool(_CREATE_TOKENS & set(key_tokens(literal.step)))
 
 
-def _opening_word(value: str) -> bool:
+def _opening_word(value: str, key: str | None) -> bool:
     """A value shaped as a name of something (`daily-revenue`, `infra/orders`), not one lower-case word (`kv`), an
     upper-case constant (`FAILED`), a snake-case field name (`created_at`), a query or a pattern, a date or a
-    machine-made id, which a first call sends as settings or works out itself."""
-    if plain_word(value) or value.isupper() or any(c.isspace() or c in "*?" for c in value) or is_query(value):
+    machine-made id, which a first call sends as settings or works out itself. A lower-case word is one when its
+    key names the part of the user's world the task looks at (`category: network`, `subreddit: selfhosted`)."""
+    if plain_word(value):
+        return "\n" not in value and names_scope(key or "")
+    if value.isupper() or any(c.isspace() or c in "*?" for c in value) or is_query(value):
         return False
     return not (_FIELD_NAME_RE.match(value) or _DATE_RE.match(value) or is_machine_id(value))
 

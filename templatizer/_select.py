@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from toolreel.core.model import JSON
+from toolreel.templatizer._evidence import names_scope
 from toolreel.templatizer._inputs import Names
 from toolreel.templatizer._pieces import literal
 from toolreel.templatizer._result import LikelyInput
@@ -65,6 +66,8 @@ SELECT_CODE: Final = r"""export default function(input) {
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SEPARATORS: Final = "-_./:"
 _STATE_WORD_RE: Final = re.compile(r"^[A-Za-z][A-Za-z_-]{1,23}$")  # `started`, `OutOfSync`
+# A flag's value, after the emoji a text listing may put before it (`✅ enabled`)
+_FLAG_WORD_RE: Final = re.compile(r"^\W{0,3}(?:yes|no|true|false|on|off|enabled|disabled|active|inactive)$", re.I)
 # A field naming a state or a category of the element: its value is the task's own condition
 # ("stop the started machines"), unlike a region or a name prefix the user named for this run.
 _STATE_KEY_RE: Final = re.compile(r"(?:^|_)(state|status|phase|type|kind|conclusion|health|lifecycle)$", re.I)
@@ -97,7 +100,11 @@ class Condition:
         if isinstance(self.value, bool) or self.op == "in":
             return True
         if self.op in ("has words", "has"):  # `blocked` in a message: the task's word; `Offer letter`, a choice
+            if self.op == "has" and names_scope(self.key.rsplit(".", 1)[-1]):
+                return False  # the label or tag the user named (`labels` has `spam`)
             return isinstance(self.value, str) and self.value.isalpha() and self.value.islower()
+        if self.op == "==" and isinstance(self.value, str) and _FLAG_WORD_RE.match(self.value):
+            return True  # `stale: yes`, `production: ✅ enabled`: a flag's state, whatever the field's name
         return (
             self.op == "=="
             and isinstance(self.value, str)

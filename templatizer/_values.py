@@ -196,6 +196,12 @@ def strength(value: JSON) -> float:
     return min(1.0, max(leaves) + 0.15 * (sum(1 for s in leaves if s > 0) - 1))
 
 
+def value_strength(value: JSON) -> float:
+    """`strength`, with a number written as text ("101", a vmid) as rare as the number."""
+    numeric = numeric_strength(value) if isinstance(value, str) else None
+    return numeric if numeric is not None else strength(value)
+
+
 def number_strength(n: float) -> float:
     if n < 100:
         return 0.4
@@ -254,13 +260,25 @@ def key_similarity(input_key: str | None, output_key: str | None, producer_tool:
         return 0.0
     if a == b:
         return 1.0
+    a, b = _split_id(a, b), _split_id(b, a)
     short, long_ = (a, b) if len(a) < len(b) else (b, a)
     if long_[-len(short) :] == short:
         entity = {_singular(t) for t in long_[: -len(short)]}
         tool = {_singular(t) for t in key_tokens(producer_tool)}
-        return 0.9 if entity & tool else 0.7
+        plural = {f"{t}s" for t in entity}  # (`vms`: too short for _singular to read as a plural)
+        return 0.9 if entity & tool or plural & tool else 0.7
     overlap = len(set(a) & set(b)) / max(len(set(a)), len(set(b)))
     return 0.5 * overlap
+
+
+def _split_id(tokens: tuple[str, ...], other: tuple[str, ...]) -> tuple[str, ...]:
+    """`vmid` beside an `id`: one word run together (`vmid`, `userid`) read as `vm` `id`."""
+    if other == ("id",) and len(tokens) == 1 and len(tokens[0]) >= _RUN_TOGETHER_MIN and tokens[0].endswith("id"):
+        return (tokens[0][:-2], "id")
+    return tokens
+
+
+_RUN_TOGETHER_MIN: Final = 4
 
 
 _VOLATILE_RE: Final = re.compile(

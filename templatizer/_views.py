@@ -199,19 +199,34 @@ function yaml(lines) {
 }
 
 function records(lines) {
-  // Records of `Key: value` lines, one record per block: blocks end at a blank line or a `---` rule; other
-  // lines inside a block (a description's text) are skipped.
-  const field = /^([A-Za-z][\w .\/-]{0,40}?):\s+(.*)$/;
+  // Records of `Key: value` lines, one record per block: blocks end at a blank line or a `---` rule. A bullet
+  // before a field is dropped (`• Status: RUNNING`). A block's first line that is not a field is its title
+  // (`🗃️ web-01 (ID: 101)`: `title` web-01, and `ID` 101 from the closing parenthesis); other lines inside a
+  // block (a description's text) are skipped.
+  const field = /^(?:[-*\u2022\u00b7\u25aa\u25e6\u2023]\s+)?([A-Za-z][\w .\/-]{0,40}?):\s+(.*)$/;
+  const titled = /^(.*?)\s*\(([A-Za-z][\w .\/-]{0,40}?):\s*([^()]*?)\)$/;
   const out = [];
   let row = null;
+  let opening = true;
   for (const line of lines) {
     const text = line.trim();
     if (text === "" || /^(-{3,}|={3,}|\*{3,})$/.test(text)) {
       row = null;
+      opening = true;
       continue;
     }
     const m = field.exec(text);
-    if (m === null) continue;
+    if (m === null) {
+      if (opening) {
+        const title = text.replace(/^[^\p{L}\p{N}]+/u, "").replace(/[*_`]+$/, "");  // (`**new-checkout**`)
+        const parts = titled.exec(title);
+        row = parts === null ? { title: title } : { title: parts[1], [parts[2]]: parts[3] };
+        out.push(row);
+      }
+      opening = false;
+      continue;
+    }
+    opening = false;
     if (row === null) {
       row = {};
       out.push(row);
@@ -379,7 +394,7 @@ def _shape(text: str) -> tuple[str, int] | None:
     return ("names", 0) if _names(body) else None
 
 
-_RECORD_FIELD_RE: Final = re.compile(r"^([A-Za-z][\w .\/-]{0,40}?):\s+(.*)$")
+_RECORD_FIELD_RE: Final = re.compile(r"^(?:[-*\u2022\u00b7\u25aa\u25e6\u2023]\s+)?([A-Za-z][\w .\/-]{0,40}?):\s+(.*)$")
 _BLOCK_SPLIT_RE: Final = re.compile(r"\n\s*(?:(?:-{3,}|={3,}|\*{3,})\s*)?\n")
 
 

@@ -24,8 +24,13 @@ from toolreel.upstreams.hub import Hub
 __all__ = ["watch_config"]
 
 logger = logging.getLogger("toolreel.reload")
+# watchfiles logs each wake with nothing changed at debug level: every WAKE_MS in `serve -v`'s stderr.
+logging.getLogger("watchfiles.main").setLevel(logging.INFO)
 
 STEP_MS = 50  # how long a burst of writes may pause before it counts as one save
+# How long the watching thread waits for a change before it looks again. A stop waits for that thread to come
+# back (it cannot be abandoned): watchfiles' default of 5 s held every `serve --config` 5 s at SIGTERM.
+WAKE_MS = 200
 
 
 async def watch_config(
@@ -38,7 +43,9 @@ async def watch_config(
         return _absolute(changed) == target and change != watchfiles.Change.deleted
 
     stop = anyio.Event()
-    watcher = watchfiles.awatch(target.parent, watch_filter=ours, step=STEP_MS, stop_event=stop, recursive=False)
+    watcher = watchfiles.awatch(
+        target.parent, watch_filter=ours, step=STEP_MS, stop_event=stop, recursive=False, rust_timeout=WAKE_MS
+    )
     task_status.started()
     try:
         async for _changes in watcher:

@@ -5,6 +5,7 @@ figures are bench/README.md's, at the benchmarks' own sizes."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Final
 
 import pytest
 
-from fixtures._zygote import launch_command
+from fixtures._zygote import SMOKE_FORK, launch_command
 from tests.gw import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -56,8 +57,9 @@ def test_the_benchmark_runs_at_a_tiny_size(script: str) -> None:
     if not (BENCH / script).exists():
         pytest.skip(f"bench/{script} is not in this checkout")
     done = subprocess.run(
-        launch_command([sys.executable, str(BENCH / script), *SMOKE[script]]),  # what it starts starts afresh
+        launch_command([sys.executable, str(BENCH / script), *SMOKE[script]]),
         cwd=REPO,
+        env={**os.environ, SMOKE_FORK: "1"},  # what it starts is forked from a warm interpreter of its own
         capture_output=True,
         text=True,
         timeout=840,

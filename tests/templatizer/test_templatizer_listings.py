@@ -1,0 +1,107 @@
+"""Lists a tool prints as text blocks (a title line, then `• Key: value` bullets), ids written as text, and the
+words a first look at the user's world sends (a category, a label): the tenth pass's rules."""
+
+from __future__ import annotations
+
+from tests.recorded import Session
+from toolreel.core.model import JSON
+from toolreel.core.sandbox import run_code
+from toolreel.templatizer import templatize, verify
+from toolreel.templatizer._values import key_similarity
+
+VMS = [
+    ("db-main", 100, "RUNNING", "pve1"),
+    ("web-01", 101, "RUNNING", "pve1"),
+    ("web-02", 102, "STOPPED", "pve2"),
+    ("old-web-03", 105, "RUNNING", "pve2"),
+    ("web-04", 108, "RUNNING", "pve3"),
+]
+
+
+def _vm_listing(vms: list[tuple[str, int, str, str]]) -> str:
+    blocks = [f"\U0001f5c3\ufe0f {n} (ID: {i})\n  • Status: {status}\n  • Node: {node}" for n, i, status, node in vms]
+    return "\U0001f5c3\ufe0f Virtual Machines\n\n" + "\n\n".join(blocks)
+
+
+def test_blocks_of_bullets_under_a_title_line_are_rows_and_a_loop_walks_the_ones_the_calls_handled() -> None:
+    # Proxmox's VM list: the name and `(ID: n)` on the title line, the rest as bullets. The node of web-01 is also
+    # db-main's (pve1): the id sent beside it says which element the call acts on.
+    s = Session()
+    s.call("get_vms", {}, _vm_listing(VMS))
+    for name, vmid, status, node in VMS:
+        if name.startswith("web-") and status == "RUNNING":
+            s.call("execute_vm_command", {"node": node, "vmid": str(vmid), "command": "systemctl restart nginx"}, "ok")
+    result = templatize([s.steps], name="t")
+    view = result.template.step("get_vms_1_rows")
+    assert view.code is not None
+    rows = run_code(view.code, {"text": _vm_listing(VMS[:2]), "shape": "records", "level": 0})
+    assert rows == [
+        {"title": "db-main", "ID": "100", "Status": "RUNNING", "Node": "pve1"},
+        {"title": "web-01", "ID": "101", "Status": "RUNNING", "Node": "pve1"},
+    ]
+    assert result.template.step("select_get_vms_1_rows").input["where"] == [
+        {"key": "title", "op": "starts with", "value": "web-"},
+        {"key": "Status", "op": "==", "value": "RUNNING"},
+    ]
+    assert {item.value for item in result.likely_inputs if item.ticked} == {"web-"}
+    loop = result.template.step("execute_vm_command_each")
+    assert loop.input == {"node": "@item.Node", "vmid": "@item.ID", "command": "systemctl restart nginx"}
+    assert verify(result, [s.steps]).verified
+
+
+def test_an_id_run_together_with_its_entity_matches_the_entity_s_id_listed_by_the_entity_s_tool() -> None:
+    assert key_similarity("vmid", "ID", "proxmox__get_vms") == 0.9  # `vm` + `id`, and the tool lists vms
+    assert key_similarity("vmid", "ID", "proxmox__get_nodes") == 0.7
+    assert key_similarity("valid", "name", "svc__list") == 0.0  # only beside an `id` is a word read as one
+
+
+def test_a_flag_s_state_printed_with_its_emoji_is_the_task_s_condition_not_an_input() -> None:
+    flags = [("new-checkout", True, "no"), ("holiday-banner", True, "yes"), ("legacy", False, "yes")]
+    flags += [("beta-dark-mode", True, "yes")]
+    lines = [
+        f"**{name}**\n  • production: {'✅ enabled' if on else '⭕ disabled'}\n  • stale: {stale}"
+        for name, on, stale in flags
+    ]
+    s = Session()
+    listing = "\U0001f6a9 Feature flags in project 'web' (4)\n\n" + "\n\n".join(lines)
+    s.call("list_feature_flags", {"project": "web"}, listing)
+    for name, on, stale in flags:
+        if on and stale == "yes":
+            s.call("toggle_feature_flag", {"flagName": name, "enabled": False}, f"Feature flag '{name}' disabled")
+    result = templatize([s.steps], name="t")
+    assert result.template.step("select_list_feature_flags_1_rows").input["where"] == [
+        {"key": "production", "op": "==", "value": "✅ enabled"},
+        {"key": "stale", "op": "==", "value": "yes"},
+    ]
+    assert result.template.step("toggle_feature_flag_each").input == {"flagName": "@item.title", "enabled": False}
+    states = {item.value: item.ticked for item in result.likely_inputs if item.value in ("✅ enabled", "yes")}
+    assert states == {"✅ enabled": False, "yes": False}
+    assert verify(result, [s.steps]).verified
+
+
+def test_a_word_a_first_read_sends_under_a_key_naming_a_part_of_the_user_s_world_is_the_user_s() -> None:
+    def first_read(key: str, word: str) -> bool:
+        s = Session()
+        s.call("list_incidents", {key: word, "limit": 50}, {"result": [{"number": "INC0011004"}]})
+        s.call("add_comment", {"incident_id": "INC0011004", "comment": "Looked at."}, {"ok": True})
+        likely = templatize([s.steps], name="t", read_only=("svc__list_incidents",)).likely_inputs
+        return next((item.ticked for item in likely if item.value == word), False)  # (or it stayed literal)
+
+    assert first_read("category", "network") and first_read("subreddit", "selfhosted")
+    assert first_read("environmentSlug", "staging")
+    # a state's category, a kind, a branch: settings of the task, proposed unticked at most
+    assert not first_read("status_category", "live") and not first_read("type", "prometheus")
+    assert not first_read("ref", "main")
+
+
+def test_a_loop_over_the_elements_carrying_a_label_takes_the_label_as_the_user_s() -> None:
+    labelled = [(311, ["billing"]), (312, ["spam"]), (315, ["spam-review"]), (318, ["spam", "bot"])]
+    conversations: list[JSON] = [{"id": number, "labels": list(labels)} for number, labels in labelled]
+    s = Session()
+    s.call("list_conversations", {"status": "pending"}, {"data": {"payload": conversations}})
+    for number, labels in labelled:
+        if "spam" in labels:
+            s.call("toggle_status", {"conversation_id": number, "status": "resolved"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    label = next(item for item in result.likely_inputs if item.value == "spam")
+    assert label.ticked, label.reason

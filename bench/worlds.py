@@ -231,8 +231,8 @@ def _found(template: Template, rename: Mapping[str, str], grouped: set[str]) -> 
     found: Found = set()
     for step, path, value in raw:
         spec = next(s for s in template.steps if s.name == step)
-        if step in grouped or (grouped and spec.for_each and step not in rename):
-            continue  # a per-item group is judged by its replays
+        if step in grouped or (grouped and (spec.for_each or spec.script) and step not in rename):
+            continue  # a per-item group (two loops, or the script step walking it) is judged by its replays
         if spec.code is not None:
             continue  # a code step's own input is how it computes, not a value of the task
         found.add((rename.get(step, step), path, value))

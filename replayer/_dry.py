@@ -4,41 +4,27 @@ It resolves every step's input exactly as a run does (`bind_inputs`, the run's `
 `core.refs.resolve`) and compares it with the input the step received while recording, so a
 template that passes would send the recorded arguments if the servers answered as they did.
 A `code` step (the templatizer's inferred transforms) has no recording: it is pure, so it is run
-in its sandbox on the resolved input, and its output feeds the steps after it.
+in its sandbox on the resolved input, and its output feeds the steps after it. A `script` step the
+templatizer wrote for calls that took turns runs too, its calls answered from the recorded ones.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from toolreel.core.errors import CodeError, ExecutionError, RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import resolve
 from toolreel.core.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, CodeLimits, run_code
-from toolreel.core.secrets import REDACTED
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import topo_order
+from toolreel.replayer._differences import Difference, diff, shown
+from toolreel.replayer._dry_script import check_script
 from toolreel.replayer._inputs import bind_inputs
 from toolreel.replayer._state import RunScope, StepState, build_states
 
 __all__ = ["Difference", "dry_replay"]
-
-_MAX_SHOWN = 200  # characters of a value quoted in a difference
-
-
-@dataclass(frozen=True, slots=True)
-class Difference:
-    """Step `step` would receive `got` at `field` (a JSON path of its input) where it recorded `recorded`."""
-
-    step: str
-    field: str
-    recorded: str
-    got: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"step": self.step, "field": self.field, "recorded": self.recorded, "got": self.got}
 
 
 def dry_replay(
@@ -67,6 +53,9 @@ def dry_replay(
         if state.spec.kind == "tool" and state.spec.for_each is not None:
             differences += _check_loop(state, scope, recorded, (items or {}).get(name))
             continue
+        if state.spec.kind == "script" and name in (items or {}):
+            differences += check_script(state, scope, recorded, (items or {})[name])
+            continue
         differences += _check(state.spec, scope, recorded.get(name))
         _preset(state, recorded.get(name))
     return differences
@@ -85,7 +74,7 @@ def _check_loop(
         return [Difference(spec.name, "for_each", spec.for_each, f"does not resolve: {exc}")]
     if not isinstance(elements, list):
         state.status, state.error = StepStatus.FAILED, "for_each is not a list"
-        return [Difference(spec.name, "for_each", "a list", _shown(elements))]
+        return [Difference(spec.name, "for_each", "a list", shown(elements))]
     names = list(members) if members is not None else [f"{spec.name}[{i}]" for i in range(len(elements))]
     if len(names) != len(elements):
         state.status, state.error = StepStatus.FAILED, "another number of elements"
@@ -122,9 +111,9 @@ def _check(spec: StepSpec, scope: RunScope, record: StepRecord | None) -> list[D
     try:
         got = resolve(spec.input, scope) if spec.input is not None else {}
     except RefError as exc:
-        return [Difference(spec.name, "$", _shown(record.resolved_input), f"does not resolve: {exc}")]
+        return [Difference(spec.name, "$", shown(record.resolved_input), f"does not resolve: {exc}")]
     want = record.resolved_input if record.resolved_input is not None else {}
-    return [Difference(spec.name, path, _shown(a), _shown(b)) for path, a, b in _diff(want, got, "$")]
+    return [Difference(spec.name, path, shown(a), shown(b)) for path, a, b in diff(want, got, "$")]
 
 
 def _preset(state: StepState, record: StepRecord | None) -> None:
@@ -143,24 +132,3 @@ def _latest(recording: Sequence[StepRecord]) -> dict[str, StepRecord]:
         if current is None or record.attempt > current.attempt:
             latest[record.name] = record
     return latest
-
-
-def _diff(want: JSON, got: JSON, path: str) -> list[tuple[str, JSON, JSON]]:
-    """(path, recorded, resolved) for every leaf that differs; types kept apart (1 is not "1" nor 1.0)."""
-    if isinstance(want, dict) and isinstance(got, dict):
-        out: list[tuple[str, JSON, JSON]] = []
-        for key in [*want, *(k for k in got if k not in want)]:
-            out += _diff(want.get(key), got.get(key), f"{path}.{key}")
-        return out
-    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
-        return [d for i, (a, b) in enumerate(zip(want, got, strict=True)) for d in _diff(a, b, f"{path}[{i}]")]
-    if type(want) is type(got) and want == got:
-        return []
-    if want == REDACTED:  # redacted when recorded: nothing to compare (a literal placeholder is refused apart)
-        return []
-    return [(path, want, got)]
-
-
-def _shown(value: JSON) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."

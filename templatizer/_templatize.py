@@ -23,6 +23,7 @@ from toolreel.templatizer._capture import propose_captures
 from toolreel.templatizer._complete import complete_walks
 from toolreel.templatizer._conditions import guard_on_state, guard_writes
 from toolreel.templatizer._dates import propose_dates
+from toolreel.templatizer._groups import group_items
 from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import StepInferrer, StepResult
 from toolreel.templatizer._inputs import InputTable, Schemas
@@ -99,6 +100,7 @@ def templatize(
     template, states = guard_on_state(template, reads, runs[0].outputs)
     guards += states
     template = _without_unused_code(template)
+    template, loops = group_items(template, folded.loops, {name: r.seq for name, r in runs[0].steps.items()})
     chosen = [results[r.name] for r in kept if r.name in names]
     # A literal a code step now computes whole is no candidate, nor does it explain another (a slug inside a URL
     # that is read out of an output is the user's own again); a text with a computed part still holds the user's.
@@ -130,7 +132,7 @@ def templatize(
         input_values={k: v for k, v in table.values[0].items() if k in template.inputs},
         run_inputs=tuple({k: v for k, v in run.items() if k in template.inputs} for run in table.values),
         stayed_literal=tuple(stayed),
-        loops=folded.loops,
+        loops=loops,
         unrolled=folded.unrolled,
         picks=tuple(picks),
         conditions=tuple((guard.step, guard.why) for guard in guards),

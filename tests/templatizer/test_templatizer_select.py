@@ -329,7 +329,7 @@ def test_a_phrase_written_alike_in_every_handled_subject_is_the_user_s() -> None
     assert not where[0].state
 
 
-def test_droplets_that_carry_a_tag_are_walked_by_it_and_a_second_write_per_droplet_walks_the_same_step() -> None:
+def test_droplets_that_carry_a_tag_are_walked_by_it_each_shut_down_then_snapshot_in_turn() -> None:
     tags = (["web", "prod"], ["db-primary", "prod"], ["db-primary-old", "prod"], ["db-primary", "cache"])
     names = ("web-fra1-01", "pg-fra1-a", "pg-fra1-b", "redis-fra1")
     pairs = enumerate(zip(names, tags, strict=True))
@@ -343,7 +343,10 @@ def test_droplets_that_carry_a_tag_are_walked_by_it_and_a_second_write_per_dropl
     result = templatize([s.steps], name="t")
     select = result.template.step("select_droplet_list_1")
     assert select.input == {"items": "@droplet_list_1", "where": [{"key": "tags", "op": "has", "value": "db-primary"}]}
-    assert [step.for_each for step in result.template.steps if step.for_each] == ["@select_droplet_list_1"] * 2
+    # each droplet shut down, then snapshot, before the next: one script step walking the selected droplets
+    group = result.template.step("shutdown_droplet_snapshot_droplet_each")
+    assert group.kind == "script" and group.input == {"items": "@select_droplet_list_1"}
+    assert group.script is not None and 'text(at(item, ["name"], "@item.name")) + "-pre-upgrade"' in group.script
     assert result.ticked_inputs.get("tags") == "db-primary"  # the tag is the user's: `prod` would be too
     assert verify(result, [s.steps]).verified
 
@@ -357,11 +360,13 @@ def test_the_operations_of_a_tool_that_calls_others_fold_as_loops_of_their_own()
         for operation in ("users_update_status", "users_delete_sessions"):
             s.call("call_tool", {"tool_name": operation, "arguments": {"user_id": user["$id"]}}, "ok")
     result = templatize([s.steps], name="t")
-    loops = [step for step in result.template.steps if step.for_each]
-    assert [(step.for_each, step.input["tool_name"]) for step in loops] == [
-        ("@call_tool_1.users", "users_update_status"),
-        ("@call_tool_1.users", "users_delete_sessions"),
-    ]
+    # two operations per user, in turn: the script step makes both for each user before the next
+    group = result.template.step("call_tool_each")
+    assert group.kind == "script" and group.input == {"items": "@call_tool_1.users"}
+    assert group.script is not None
+    assert all(
+        f'"tool_name": "{operation}"' in group.script for operation in ("users_update_status", "users_delete_sessions")
+    )
     assert verify(result, [s.steps]).verified
 
 

@@ -211,7 +211,15 @@ def score_refs(session: Session, result: TemplatizeResult) -> tuple[int, int, in
             expected[first, "for_each"] = loop["over"] if isinstance(loop["over"], list) else [loop["over"]]
             for ref in loop["refs"]:
                 expected[first, ref["input_path"]] = ref["ref"] if isinstance(ref["ref"], list) else [ref["ref"]]
-    found = _found(template, rename, grouped)
+    # A paged read is one script step named after its first page, its arguments under `args`: the later pages'
+    # arguments are its own work, judged by the replays (as a loop's later calls are).
+    paged = {loop.step: loop.members for loop in result.loops if loop.tool == "script" and not loop.over}
+    later = {member for members in paged.values() for member in members[1:]}
+    expected = {key: choices for key, choices in expected.items() if key[0] not in later}
+    found = {
+        (step, "$" + path.removeprefix("$.args") if step in paged and path.startswith("$.args") else path, value)
+        for step, path, value in _found(template, rename, grouped)
+    }
     derived, code = _derived(template), {s.name for s in template.steps if s.code is not None}
     hits, problems = 0, []
     for step, path, value in sorted(found):

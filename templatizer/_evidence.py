@@ -21,6 +21,7 @@ from toolreel.templatizer._values import Keys, key_tokens, last_key
 
 __all__ = [
     "CHOSEN",
+    "CLAUSE_FILTER_RE",
     "CRITERION_RE",
     "FUNCTION_FILTER_RE",
     "THIN",
@@ -91,6 +92,13 @@ FUNCTION_FILTER_RE: Final = re.compile(
     r"\b(?:equals|greater-than|less-than|greater-or-equal|less-or-equal|contains|contains-any|contains-all|"
     r"starts-with|ends-with|any|has)\(\s*([A-Za-z_][\w.]*)\s*,\s*(\"[^\"]*\"|'[^']*'|[^(),\s]+)\s*\)"
 )
+# NocoDB's `where`: `(Field,op,value)` clauses joined by `~and`/`~or`, a date's sub-operator before its value
+# (`(TrialEnds,lt,exactDate,2026-12-01)`).
+CLAUSE_FILTER_RE: Final = re.compile(
+    r"\(\s*([A-Za-z_][\w ]*?)\s*,\s*(?:eq|neq|not|gt|ge|lt|le|gte|lte|like|nlike|in|btw|nbtw|is|isnot|allof|anyof)"
+    r"\s*,\s*(?:(?:exactDate|daysAgo|daysFromNow|pastNumberOfDays|nextNumberOfDays)\s*,\s*)?([^(),~]+?)\s*\)"
+)
+_CLAUSES_JOINED_RE: Final = re.compile(r"^\(.*\)(?:~(?:and|or|not)\(.*\))*$")
 _FUNCTIONS_RE: Final = re.compile(r"^[\w(),.:'\"@+\-\s\[\]]+$")
 # A GraphQL document: code, not a value.
 _GRAPHQL_RE: Final = re.compile(r"^\s*(?:(?:query|mutation|subscription)\b[^{]*)?\{\s*[A-Za-z_]\w*\s*[({]")
@@ -297,6 +305,8 @@ def is_query(text: str) -> bool:
     if "{" in text and _GRAPHQL_RE.match(text):
         return True
     if "(" in text and FUNCTION_FILTER_RE.search(text) and _FUNCTIONS_RE.match(text):
+        return True
+    if text.startswith("(") and _CLAUSES_JOINED_RE.match(text) and CLAUSE_FILTER_RE.search(text):
         return True
     # (`a = 'x' and b.c = 'y'`: MLflow, OData; or one clause compared by an order or a word operator)
     if _CLAUSES_RE.match(text) and (_COMPARED_RE.search(text) or _JOINED_CLAUSES_RE.search(text)):

@@ -8,7 +8,14 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from toolreel.templatizer._evidence import CRITERION_RE, FUNCTION_FILTER_RE, Judgement, is_query, is_statement
+from toolreel.templatizer._evidence import (
+    CLAUSE_FILTER_RE,
+    CRITERION_RE,
+    FUNCTION_FILTER_RE,
+    Judgement,
+    is_query,
+    is_statement,
+)
 from toolreel.templatizer._inputs import Unexplained
 from toolreel.templatizer._pieces import occurrences
 
@@ -112,6 +119,10 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
     for match in CRITERION_RE.finditer(value):  # `(Owner.email:equals:ana@kettle.dev)`
         field, found = match.group(1).split(".")[-1], match.group(2)
         if not plain_word(found) and len(found) >= 2 and not found.isdigit():
+            out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+    for match in CLAUSE_FILTER_RE.finditer(value):  # `(TrialEnds,lt,exactDate,2026-12-01)`
+        field, found = match.group(1).split(".")[-1], match.group(2).strip("\"'")
+        if len(found) >= 2 and not found.isdigit():
             out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
     for match in FUNCTION_FILTER_RE.finditer(value):  # `greater-than(created,2026-11-01T00:00:00Z)`
         field, found = match.group(1).split(".")[-1], match.group(2).strip("\"'")

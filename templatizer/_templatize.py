@@ -30,6 +30,7 @@ from toolreel.templatizer._inputs import InputTable, Schemas
 from toolreel.templatizer._likely import likely_inputs
 from toolreel.templatizer._loops import Unit, fold_loops
 from toolreel.templatizer._order import Call, order_after
+from toolreel.templatizer._pages import find_pagings, merge_pages, page_steps
 from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity, pick_inputs
 from toolreel.templatizer._pieces import literal
 from toolreel.templatizer._result import Inference, TemplatizeResult
@@ -73,6 +74,8 @@ def templatize(
         why = "; ".join(f"{step}: {reason}" for step, reason in left_out)
         raise TemplateError(f"no step of the recording can be templatized ({why})", template=name)
     runs = [_run(recording, include_failed) for recording in recordings]
+    pagings = find_pagings(kept) if len(runs) == 1 else []  # (across recordings, pages would have to agree)
+    kept = merge_pages(kept, runs[0], pagings)
     table = InputTable(runs=len(runs))
     table.add_named(inputs or {})
     for values, found in zip(table.values[1:], named_in_runs(inputs or {}, kept, runs), strict=True):
@@ -101,6 +104,8 @@ def templatize(
     guards += states
     template = _without_unused_code(template)
     template, loops = group_items(template, folded.loops, {name: r.seq for name, r in runs[0].steps.items()})
+    template, paged = page_steps(template, pagings)
+    loops += paged
     chosen = [results[r.name] for r in kept if r.name in names]
     # A literal a code step now computes whole is no candidate, nor does it explain another (a slug inside a URL
     # that is read out of an output is the user's own again); a text with a computed part still holds the user's.

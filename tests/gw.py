@@ -570,6 +570,23 @@ async def call(connected: Connected, name: str, arguments: Mapping[str, Any] | N
     return await connected.client.call_tool(name, dict(arguments or {}), **kw)
 
 
+async def call_ok(connected: Connected, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A call that must succeed with structured content, and that content."""
+    result = await call(connected, name, arguments)
+    assert not result.is_error, text_of(result)
+    assert isinstance(result.structured_content, dict), text_of(result)
+    return result.structured_content
+
+
+async def until_listed(connected: Connected, tool: str) -> None:
+    """Until `tool` is listed: its server started (on a busy machine a first listing may come before it)."""
+
+    async def listed() -> bool:
+        return tool in {t.name for t in (await connected.client.list_tools()).tools}
+
+    await wait_until(listed, 30, f"{tool} in tools/list")
+
+
 async def status(connected: Connected) -> dict[str, Any]:
     result = await connected.client.call_tool("toolreel__status", {})
     assert not result.is_error, text_of(result)

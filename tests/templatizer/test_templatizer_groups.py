@@ -5,11 +5,10 @@ first stay two loops. The script runs in the verifying dry replay and in a repla
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.gw import call, fixture_entry, text_of, wait_until
+from tests.gw import call, call_ok, fixture_entry, text_of, until_listed
 from tests.inproc import gateway_with_clients
 from tests.recorded import Session
 from toolreel.core.model import JSON, StepRecord
@@ -79,13 +78,6 @@ def test_an_interpolated_text_mixing_the_element_and_an_input_is_written_by_the_
     assert verify(result, [s.steps]).verified
 
 
-async def _ok(client: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await call(client, tool, arguments)
-    assert not result.is_error, text_of(result)
-    assert isinstance(result.structured_content, dict), text_of(result)
-    return result.structured_content
-
-
 @pytest.mark.anyio
 @pytest.mark.slow
 async def test_a_saved_group_replays_each_element_s_calls_in_turn_on_another_number_of_elements(
@@ -94,23 +86,19 @@ async def test_a_saved_group_replays_each_element_s_calls_in_turn_on_another_num
     db = f"sqlite:///{tmp_path / 'store.db'}"
     async with gateway_with_clients({"shop": fixture_entry("ids")}, db=db) as gateway:
         async with gateway.connect(answers=False) as seeder:
-
-            async def listed() -> bool:
-                return "shop__create_user" in {t.name for t in (await seeder.client.list_tools()).tools}
-
-            await wait_until(listed, 30, "shop__create_user in tools/list")
+            await until_listed(seeder, "shop__create_user")
             for name in ("Ann Lee", "Bob Stone"):
-                await _ok(seeder, "shop__create_user", {"name": name, "email": f"{name[:3].lower()}@example.com"})
+                await call_ok(seeder, "shop__create_user", {"name": name, "email": f"{name[:3].lower()}@example.com"})
         async with gateway.connect(answers=False) as agent:
-            for user in (await _ok(agent, "shop__list_users", {"limit": 100}))["users"]:
-                await _ok(agent, "shop__create_order", {"user_id": user["id"], "items": [{"sku": "tea", "qty": 1}]})
+            for user in (await call_ok(agent, "shop__list_users", {"limit": 100}))["users"]:
+                await call_ok(agent, "shop__create_order", {"user_id": user["id"], "items": [{"sku": "tea", "qty": 1}]})
                 noted = await call(agent, "shop__note", {"text": f"Tea ordered for {user['email']}"})
                 assert not noted.is_error, text_of(noted)
             saved = await call(agent, "toolreel__save_template", {"name": "tea", "inputs": {}})
             assert not saved.is_error, text_of(saved)
             assert (saved.structured_content or {})["verified"] is True
-            await _ok(agent, "shop__create_user", {"name": "Cyd Marsh", "email": "cyd@example.com"})
-            users = (await _ok(agent, "shop__list_users", {"limit": 100}))["users"]
+            await call_ok(agent, "shop__create_user", {"name": "Cyd Marsh", "email": "cyd@example.com"})
+            users = (await call_ok(agent, "shop__list_users", {"limit": 100}))["users"]
             replayed = await call(agent, "reel__tea", {})
             assert not replayed.is_error, text_of(replayed)
             execution_id = (replayed.meta or {})["toolreel/execution"]

@@ -16,7 +16,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from tests.gw import Connected, call, fixture_entry, text_of, wait_until
+from tests.gw import Connected, call, call_ok, fixture_entry, text_of, until_listed
 from tests.inproc import InProcessGateway, gateway_with_clients
 from tests.recorded import Session
 from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepRecord, StepStatus
@@ -204,35 +204,21 @@ def test_a_template_holding_a_redacted_literal_never_verifies() -> None:
 SHOP = {"shop": fixture_entry("ids")}
 
 
-async def _ok(gw: Connected, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await call(gw, tool, arguments)
-    assert not result.is_error, text_of(result)
-    assert isinstance(result.structured_content, dict), text_of(result)
-    return result.structured_content
-
-
-async def _until_listed(client: Connected, tool: str) -> None:
-    """The server started (on a busy machine a first listing may come before it)."""
-
-    async def listed() -> bool:
-        return tool in {t.name for t in (await client.client.list_tools()).tools}
-
-    await wait_until(listed, 30, f"{tool} in tools/list")
-
-
 async def _seed(gateway: InProcessGateway, names: list[str]) -> None:
     """Users created by a client of their own: the world the workflow finds, not part of its recording."""
     async with gateway.connect(answers=False) as seeder:
-        await _until_listed(seeder, "shop__create_user")
+        await until_listed(seeder, "shop__create_user")
         for name in names:
-            await _ok(seeder, "shop__create_user", {"name": name, "email": f"{name.split()[0].lower()}@example.com"})
+            await call_ok(
+                seeder, "shop__create_user", {"name": name, "email": f"{name.split()[0].lower()}@example.com"}
+            )
 
 
 async def _orders_for_everyone(gw: Connected) -> None:
     """The agent's task: an order for every user, and a note naming the order and the user."""
-    page = await _ok(gw, "shop__list_users", {"limit": 100})
+    page = await call_ok(gw, "shop__list_users", {"limit": 100})
     for user in page["users"]:
-        order = await _ok(gw, "shop__create_order", {"user_id": user["id"], "items": [{"sku": "cheese", "qty": 1}]})
+        order = await call_ok(gw, "shop__create_order", {"user_id": user["id"], "items": [{"sku": "cheese", "qty": 1}]})
         result = await call(gw, "shop__note", {"text": f"Order {order['order_id']} placed for {user['name']}"})
         assert not result.is_error, text_of(result)
 
@@ -255,7 +241,7 @@ def _rows(db: str, execution_id: str) -> dict[str, StepRecord]:
 
 async def _replay(gateway: InProcessGateway, db: str) -> tuple[list[dict[str, Any]], dict[str, StepRecord]]:
     async with gateway.connect(answers=False) as client:
-        users = (await _ok(client, "shop__list_users", {"limit": 100}))["users"]
+        users = (await call_ok(client, "shop__list_users", {"limit": 100}))["users"]
         replayed = await call(client, "reel__orders", {})
         assert not replayed.is_error, text_of(replayed)
         execution_id = (replayed.meta or {})["toolreel/execution"]
@@ -306,16 +292,16 @@ async def test_independent_read_only_steps_replay_at_once_and_a_write_waits_for_
         gateway_with_clients({"rv": fixture_entry("rendezvous")}, db=db) as gateway,
         gateway.connect(answers=False) as agent,
     ):
-        await _until_listed(agent, "rv__look")
+        await until_listed(agent, "rv__look")
         for name in ("alpha", "beta"):
-            await _ok(agent, "rv__look", {"name": name})
-        await _ok(agent, "rv__log", {"text": "seen both"})
+            await call_ok(agent, "rv__look", {"name": name})
+        await call_ok(agent, "rv__log", {"text": "seen both"})
         saved = await call(agent, "toolreel__save_template", {"name": "looks", "inputs": {}})
         assert not saved.is_error, text_of(saved)
         steps = {s["name"]: s for s in (saved.structured_content or {})["template"]["steps"]}
         assert "depends_on" not in steps["look_2"]  # both only read, no data between them
         assert steps["log_1"]["depends_on"] == ["look_1", "look_2"]  # a write after the reads it follows
-        await _ok(agent, "rv__expect", {"n": 2})  # from now on each look waits to meet the other
+        await call_ok(agent, "rv__expect", {"n": 2})  # from now on each look waits to meet the other
         replayed = await call(agent, "reel__looks", {})
         assert not replayed.is_error, text_of(replayed)
         execution_id = (replayed.meta or {})["toolreel/execution"]

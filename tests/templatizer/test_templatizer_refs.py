@@ -114,11 +114,12 @@ def test_coincidences_never_become_refs(output: JSON, args: dict[str, JSON]) -> 
 
 
 def test_a_cursor_links_to_a_cursor() -> None:
+    # (another tool's call: the same tool's next call would be the next page of one paged read)
     s = Session()
     s.call("list", {"limit": 2}, {"items": [1, 2], "next_cursor": "c-xyz-123456789"})
-    s.call("list", {"limit": 2, "cursor": "c-xyz-123456789"}, {"items": [3]})
+    s.call("list_more", {"limit": 2, "cursor": "c-xyz-123456789"}, {"items": [3]})
     result = templatize([s.steps], name="t")
-    assert inputs_of(result)["list_2"] == {"limit": 2, "cursor": "@list_1.next_cursor"}
+    assert inputs_of(result)["list_more_1"] == {"limit": 2, "cursor": "@list_1.next_cursor"}
 
 
 def test_a_value_produced_in_many_places_is_weaker_evidence() -> None:

@@ -1,0 +1,115 @@
+"""Paged reads: the same read called again for the next page (a cursor the previous answer gave, a page number, an
+offset) is saved as one script step that pages until the answer ends the list, whatever the number of pages in
+another world; what the agent did with the elements of every page walks that step's merged answer."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from tests.gw import call, call_ok, fixture_entry, text_of, until_listed
+from tests.inproc import gateway_with_clients
+from tests.recorded import Session
+from toolreel.core.model import JSON
+from toolreel.core.sandbox import run_code
+from toolreel.core.store import open_store
+from toolreel.replayer import dry_replay
+from toolreel.templatizer import templatize, verify
+
+
+def _notion_pages() -> Session:
+    pages = [
+        ({"results": [{"id": "pg-aa11"}, {"id": "pg-bb22"}], "next_cursor": "cur-7f3e9a01", "has_more": True}),
+        ({"results": [{"id": "pg-cc33"}], "next_cursor": None, "has_more": False}),
+    ]
+    s = Session()
+    s.call("query_database", {"database_id": "db-5e1b0c3a", "page_size": 2}, pages[0])
+    s.call("query_database", {"database_id": "db-5e1b0c3a", "page_size": 2, "start_cursor": "cur-7f3e9a01"}, pages[1])
+    for page_id in ("pg-aa11", "pg-bb22", "pg-cc33"):
+        s.call("archive_page", {"page_id": page_id}, {"ok": True})
+    return s
+
+
+def test_pages_read_by_a_cursor_are_one_step_paging_until_the_cursor_is_gone() -> None:
+    s = _notion_pages()
+    result = templatize([s.steps], name="t")
+    paged = result.template.step("query_database_1")
+    assert paged.kind == "script" and paged.input == {"args": {"database_id": "db-5e1b0c3a", "page_size": 2}}
+    assert "query_database_2" not in {step.name for step in result.template.steps}
+    loop = result.template.step("archive_page_each")
+    assert loop.for_each == "@query_database_1.results" and loop.input == {"page_id": "@item.id"}
+    assert verify(result, [s.steps]).verified
+    # The dry replay runs the paging: a second page asked for with another cursor is a difference.
+    wrong = [*s.steps]
+    wrong[1] = dataclasses.replace(wrong[1], resolved_input={**(wrong[1].resolved_input or {}), "start_cursor": "x"})
+    found = dry_replay(result.template, result.input_values, wrong, result.loop_items)
+    assert [(d.step, d.field) for d in found] == [("query_database_1.2", "$.start_cursor")]
+
+
+def test_pages_read_by_an_offset_end_where_the_answer_says_it_is_the_last() -> None:
+    rows = [{"Id": n, "Status": "Trial"} for n in (14, 19, 23, 31, 37, 40, 44)]
+    s = Session()
+    for offset in (0, 3, 6):
+        last = offset + 3 >= len(rows)
+        page: JSON = {"list": rows[offset : offset + 3], "pageInfo": {"isLastPage": last, "page": offset // 3 + 1}}
+        s.call("list_records", {"tableId": "tbl_m3wq8h2k", "limit": 3, "offset": offset}, page)
+    result = templatize([s.steps], name="t")
+    paged = result.template.step("list_records_1")
+    assert paged.script is not None and verify(result, [s.steps]).verified
+    # on one page that says it is the last, one call; the merged answer holds that page's rows
+    one: JSON = {"list": rows[:2], "pageInfo": {"isLastPage": True, "page": 1}}
+    merge = paged.script.replace("export default async function", "async function paged")
+    merge += "\nexport default function (input) { return {ended: ended(input.page), merged: merge([input.page])}; }"
+    assert run_code(merge, {"page": one}) == {"ended": True, "merged": one}
+
+
+def test_two_reads_of_consecutive_ids_are_two_reads_not_pages() -> None:
+    s = Session()
+    s.call("get_issue", {"id": 101}, {"id": 101, "labels": ["bug", "ui"]})
+    s.call("get_issue", {"id": 102}, {"id": 102, "labels": ["bug"]})
+    result = templatize([s.steps], name="t")
+    assert [step.kind for step in result.template.steps] == ["tool", "tool"]
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_paged_read_saved_on_two_pages_replays_on_three(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    async with gateway_with_clients({"shop": fixture_entry("ids")}, db=db) as gateway:
+        async with gateway.connect(answers=False) as agent:
+            await until_listed(agent, "shop__list_users")
+            for name in ("Ann Lee", "Bob Stone", "Cyd Marsh"):
+                await call_ok(agent, "shop__create_user", {"name": name, "email": f"{name[:3].lower()}@example.com"})
+        async with gateway.connect(answers=False) as agent:
+            page = await call_ok(agent, "shop__list_users", {"limit": 2})
+            users = list(page["users"])
+            page = await call_ok(agent, "shop__list_users", {"limit": 2, "cursor": page["next_cursor"]})
+            users += page["users"]
+            for user in users:
+                await call_ok(agent, "shop__create_order", {"user_id": user["id"], "items": [{"sku": "tea", "qty": 1}]})
+            saved = await call(agent, "toolreel__save_template", {"name": "tea", "inputs": {}})
+            assert not saved.is_error, text_of(saved)
+            assert (saved.structured_content or {})["verified"] is True
+            for name in ("Dee Ford", "Eve Kahn"):
+                await call_ok(agent, "shop__create_user", {"name": name, "email": f"{name[:3].lower()}@example.com"})
+            everyone = (await call_ok(agent, "shop__list_users", {"limit": 100}))["users"]
+            replayed = await call(agent, "reel__tea", {})
+            assert not replayed.is_error, text_of(replayed)
+            execution_id = (replayed.meta or {})["toolreel/execution"]
+    store = open_store(db)
+    try:
+        rows = store.get_steps(execution_id)
+    finally:
+        store.close()
+    pages = sorted((r for r in rows if r.tool == "list_users"), key=lambda r: r.seq)
+    assert [r.resolved_input.get("cursor") is None for r in pages if isinstance(r.resolved_input, dict)] == [
+        True,
+        False,
+        False,
+    ]
+    ordered = [r.resolved_input for r in rows if r.tool == "create_order" and "[" in r.name]  # (the loop's items)
+    assert sorted(str(o) for o in ordered) == sorted(
+        str({"user_id": u["id"], "items": [{"sku": "tea", "qty": 1}]}) for u in everyone
+    )

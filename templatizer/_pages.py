@@ -22,6 +22,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import parse_qs, urlsplit
 
 from toolreel.core.errors import CodeError
 from toolreel.core.model import JSON, StepRecord, StepStatus
@@ -71,9 +72,19 @@ function ended(page) {
   if (end.when === "truthy") return truthy(get(page, end.path));
   return items(page).length < end.size;
 }
+function param(url, name) {
+  // a query parameter of a URL, decoded (`page%5Bcursor%5D=bmV4...%3D` of a `links.next`)
+  if (typeof url !== "string" || url.indexOf("?") < 0) return undefined;
+  for (const part of url.slice(url.indexOf("?") + 1).split("#")[0].split("&")) {
+    const at = part.indexOf("=");
+    const decode = (text) => decodeURIComponent(text.replace(/\+/g, " "));
+    if (decode(at < 0 ? part : part.slice(0, at)) === name) return decode(at < 0 ? "" : part.slice(at + 1));
+  }
+  return undefined;
+}
 function following(page, args) {
   const next = PAGING.next;
-  if (next.kind === "cursor") return get(page, next.path);
+  if (next.kind === "cursor") return next.param ? param(get(page, next.path), next.param) : get(page, next.path);
   const now = get(args, PAGING.key);
   return (typeof now === "number" ? now : next.start) + next.by;
 }
@@ -209,23 +220,26 @@ def _at(value: JSON, keys: Keys) -> JSON:
 
 
 def _cursor(pages: Sequence[StepRecord], key: Keys) -> dict[str, JSON] | None:
-    """Each next page's argument is a value the previous answer holds whole, at one place for every page."""
-    places: set[Keys] | None = None
+    """Each next page's argument is a value the previous answer holds whole, or as a parameter of a URL it holds
+    (`links.next`), at one place for every page."""
+    places: set[tuple[Keys, str]] | None = None  # (where, and the URL's parameter holding it, or "")
     for before, page in itertools.pairwise(pages):
         sent = _at(page.resolved_input, key)
         if not (isinstance(sent, dict) or (isinstance(sent, str) and len(sent) >= _CURSOR_MIN)):
             return None
-        here = {
-            keys
-            for keys, node in walk(before.output)
-            if keys and len(keys) <= _DEPTH and not any(isinstance(k, int) for k in keys) and node == sent
-        }
+        here: set[tuple[Keys, str]] = set()
+        for keys, node in walk(before.output):
+            if keys and len(keys) <= _DEPTH and not any(isinstance(k, int) for k in keys):
+                if node == sent:
+                    here.add((keys, ""))
+                elif isinstance(node, str) and isinstance(sent, str) and "?" in node:
+                    here |= {(keys, name) for name, values in parse_qs(urlsplit(node).query).items() if sent in values}
         places = here if places is None else places & here
-    named: list[Keys] = [keys for keys in places or set() if set(key_tokens(str(keys[-1]))) & _NEXT_WORDS]
+    named = [(keys, name) for keys, name in places or set() if set(key_tokens(str(keys[-1]))) & _NEXT_WORDS]
     if not named:
         return None  # (a value passed on from one answer to the next call is a ref, not a page's cursor)
-    shortest = min(named, key=lambda keys: len(keys))
-    return {"kind": "cursor", "path": list(shortest)}
+    keys, name = min(named, key=lambda place: len(place[0]))
+    return {"kind": "cursor", "path": list(keys), **({"param": name} if name else {})}
 
 
 def _step(pages: Sequence[StepRecord], key: Keys) -> dict[str, JSON] | None:

@@ -39,6 +39,7 @@ from toolreel.templatizer._reftext import (
 )
 from toolreel.templatizer._result import Loop, Unit, Unrolled
 from toolreel.templatizer._select import SELECT_CODE, Condition, Select, conditions_of, evident_filter, selected
+from toolreel.templatizer._subsets import collapse_subsets
 from toolreel.templatizer._values import is_trivial, items_schema, json_path, put_at, same, snake
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
@@ -133,11 +134,33 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
         return len(got) if isinstance(got, list) else None
 
     whole = [u if (c := collapse(u.input, recorded_length)) is u.input else replace(u, input=c) for u in folding.units]
+    whole = [unit for u in whole for unit in _subset_of(u, folding)]
     taken = {u.name for u in whole} | {n for run in runs for n in run.steps} | {n for run in runs for n in run.outputs}
     whole = join_texts(whole, partial(_listed, folding), taken)
     notes = [note for unit in whole for note in _positional(unit, folding.loops)]
     selects, explained = tuple(folding.applied), frozenset(folding.explained)
     return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes), selects, explained)
+
+
+def _subset_of(unit: Unit, folding: _Folding) -> list[Unit]:
+    """The unit with its lists of some elements' field made that field of the elements a filter keeps
+    (`_subsets`), after the select step a filter needs."""
+    added: list[Unit] = []
+
+    def choose(base: str, at: list[int]) -> str | None:
+        listed = _listed(folding, base, at)
+        elements = folding.resolved(base, 0)
+        if listed is not None or not isinstance(elements, list) or not at or at[-1] >= len(elements):
+            return listed
+        ref = _selecting(base, elements, at, folding)
+        select = folding.selects.get(ref) if ref is not None else None
+        if select is not None and select not in folding.applied:
+            added.append(Unit(select.step, "", unit.record, select.input, code=SELECT_CODE))
+            folding.applied.append(select)
+        return ref
+
+    changed = collapse_subsets(unit.input, choose) if unit.code is None else unit.input
+    return [*added, unit if changed is unit.input else replace(unit, input=changed)]
 
 
 def _listed(folding: _Folding, base: str, at: list[int]) -> str | None:

@@ -105,3 +105,27 @@ def test_a_loop_over_the_elements_carrying_a_label_takes_the_label_as_the_user_s
     result = templatize([s.steps], name="t")
     label = next(item for item in result.likely_inputs if item.value == "spam")
     assert label.ticked, label.reason
+
+
+def test_one_call_taking_the_ids_of_the_elements_a_condition_keeps_takes_them_from_a_select() -> None:
+    # Cloudinary's add-tag with the public ids of the assets in one folder that carry a tag: one call, not a loop.
+    assets: list[JSON] = [
+        {"public_id": "products/teapots/blue-glaze", "tags": ["discontinued", "teapot"]},
+        {"public_id": "products/teapots/cast-iron", "tags": ["teapot"]},
+        {"public_id": "products/cups/espresso-pair", "tags": ["discontinued"]},
+        {"public_id": "products/cups/latte-bowl", "tags": ["cup", "new"]},
+    ]
+    s = Session()
+    s.call("search_assets", {"expression": "folder:products"}, {"resources": assets})
+    ids = ["products/teapots/blue-glaze", "products/cups/espresso-pair"]
+    s.call("add_tag", {"public_ids": ids, "tag": "archive-2026"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    assert result.template.step("add_tag_1").input == {
+        "public_ids": "@select_resources[*].public_id",
+        "tag": "archive-2026",
+    }
+    assert result.template.step("select_resources").input == {
+        "items": "@search_assets_1.resources",
+        "where": [{"key": "tags", "op": "has", "value": "discontinued"}],
+    }
+    assert verify(result, [s.steps]).verified

@@ -120,7 +120,8 @@ def test_a_cursor_found_only_inside_the_next_page_s_url_is_read_out_of_it() -> N
     link = "https://a.example/api/profiles/?page%5Bcursor%5D=bmV4dDo6aWQ6OjAx%3D&page%5Bsize%5D=2"
     s = Session()
     s.call("get_profiles", {"page_size": 2}, {"data": [{"id": "p-01"}, {"id": "p-02"}], "links": {"next": link}})
-    s.call("get_profiles", {"page_size": 2, "page_cursor": "bmV4dDo6aWQ6OjAx="}, {"data": [{"id": "p-03"}], "links": {}})
+    last: JSON = {"data": [{"id": "p-03"}], "links": {}}
+    s.call("get_profiles", {"page_size": 2, "page_cursor": "bmV4dDo6aWQ6OjAx="}, last)
     result = templatize([s.steps], name="t")
     paged = result.template.step("get_profiles_1")
     assert paged.script is not None and '"param": "page[cursor]"' in paged.script

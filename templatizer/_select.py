@@ -53,6 +53,10 @@ SELECT_CODE: Final = r"""export default function(input) {
       const low = v.toLowerCase(), end = c.value.toLowerCase(), at = low.length - end.length;
       return low.endsWith(end) && (at === 0 || "@.-_/".includes(low[at - 1]));
     }
+    if (c.op === "at domain") {
+      const domain = typeof v === "string" && v.includes("@") ? v.slice(v.lastIndexOf("@") + 1) : "";
+      return domain !== "" && domain.toLowerCase() === c.value.toLowerCase();
+    }
     if (c.op === "has words") {
       const words = c.value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       return typeof v === "string" && new RegExp("(?<![A-Za-z0-9_])" + words + "(?![A-Za-z0-9_])", "i").test(v);
@@ -77,7 +81,7 @@ _LONGEST: Final = 64  # longer values are texts, not categories
 @dataclass(frozen=True, slots=True)
 class Condition:
     key: str  # "" for the element itself (a list of names)
-    op: Literal["==", "starts with", "ends with", "in", "has words", "has"]
+    op: Literal["==", "starts with", "ends with", "at domain", "in", "has words", "has"]
     value: str | int | bool | tuple[str, ...]  # a tuple for `in`: the states the handled elements were in
 
     def holds(self, element: JSON) -> bool:
@@ -92,6 +96,8 @@ class Condition:
             return isinstance(got, list) and self.value in got
         if self.op == "ends with":
             return isinstance(got, str) and isinstance(self.value, str) and _ends_with(got, self.value)
+        if self.op == "at domain":
+            return isinstance(got, str) and isinstance(self.value, str) and _domain(got) == self.value.lower()
         return same(got, self.value) and type(got) is type(self.value)
 
     @property
@@ -222,7 +228,9 @@ def _size(condition: Condition) -> int:
 
 
 def _weight(condition: Condition) -> float:
-    return (1.0 if condition.op in ("starts with", "ends with") else 0.6) - (0.2 if condition.state else 0.0)
+    return (1.0 if condition.op in ("starts with", "ends with", "at domain") else 0.6) - (
+        0.2 if condition.state else 0.0
+    )
 
 
 def _candidates(handled: Sequence[JSON]) -> list[Condition]:
@@ -257,6 +265,9 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
                 out.append(Condition(key, "starts with", prefix))
             if suffix:
                 out.append(Condition(key, "ends with", suffix))
+            domains = {_domain(text) for text in texts}
+            if len(domains) == 1 and (domain := domains.pop()) and "@" in texts[0]:
+                out.append(Condition(key, "at domain", domain))  # (`sub.northwind.io` ends with it, but is not it)
             if _state_key(key) and all(_STATE_WORD_RE.match(v) for v in texts):
                 # `Failed` and `Error` handled alike: the states the task acts on, in the order first seen
                 out.append(Condition(key, "in", tuple(dict.fromkeys(texts))))
@@ -357,6 +368,11 @@ def _ends_with(text: str, end: str) -> bool:
     return low.endswith(end) and (at == 0 or low[at - 1] in _END_SEPARATORS)
 
 
+def _domain(text: str) -> str:
+    """The domain of an email address, lower case (`Tom.Reyes@Northwind.io`: `northwind.io`); "" for no address."""
+    return text.rsplit("@", 1)[1].lower() if "@" in text else ""
+
+
 def _suffix(values: Sequence[str]) -> str | None:
     """The common ending of `values` (case aside) from just after a separator (`brightagency.io` of addresses at
     that domain, `canary` of `api-canary`), four characters at least; None when they share none."""
@@ -408,7 +424,8 @@ def select_inputs(
                 out[at] = replace(out[at], used_at=out[at].used_at + used_at)
                 continue
             base = snake(condition.key.rsplit(".", 1)[-1]) if condition.key else "value"
-            name = names.fresh(f"{base}_prefix" if condition.op == "starts with" else base)
+            suffix = {"starts with": "_prefix", "at domain": "_domain"}.get(condition.op, "")
+            name = names.fresh(f"{base}{suffix}")
             why = f"{select.step} keeps the elements whose {condition.describe()}: which ones, the user's choice"
             if condition.state:
                 why = f"{select.step} keeps the elements whose {condition.describe()}: a state, proposed unticked"

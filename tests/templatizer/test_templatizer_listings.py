@@ -129,3 +129,20 @@ def test_one_call_taking_the_ids_of_the_elements_a_condition_keeps_takes_them_fr
         "where": [{"key": "tags", "op": "has", "value": "discontinued"}],
     }
     assert verify(result, [s.steps]).verified
+
+
+def test_addresses_at_one_domain_are_kept_by_the_domain_not_by_an_ending_a_subdomain_shares() -> None:
+    emails = ["dana@gmail.com", "priya@northwind.io", "ben@sub.northwind.io", "alice@northwind.iot", "Tom@Northwind.io"]
+    profiles: list[JSON] = [{"id": f"01JBX{i:04d}", "attributes": {"email": e}} for i, e in enumerate(emails)]
+    s = Session()
+    s.call("get_profiles", {"page_size": 10}, {"data": profiles})
+    s.call("add_profiles_to_list", {"list_id": "Rk4Tq9", "profile_ids": ["01JBX0001", "01JBX0004"]}, "added")
+    result = templatize([s.steps], name="t")
+    assert result.template.step("select_data").input["where"] == [
+        {"key": "attributes.email", "op": "at domain", "value": "northwind.io"}
+    ]
+    assert result.template.step("add_profiles_to_list_1").input["profile_ids"] == "@select_data[*].id"
+    assert {item.name: item.ticked for item in result.likely_inputs if item.value == "northwind.io"} == {
+        "email_domain": True
+    }
+    assert verify(result, [s.steps]).verified

@@ -41,6 +41,8 @@ _DEPTH: Final = 4  # how deep in an answer a cursor, an end flag or the list is 
 _NEXT_WORDS: Final = frozenset({"next", "more", "cursor", "token", "continuation", "last", "evaluated"})
 _END_WORDS: Final = frozenset({"last", "end", "done", "complete", "finished"})
 _PAGE_WORDS: Final = frozenset({"page", "offset", "skip", "start", "from"})
+_CURSOR_WORDS: Final = frozenset({"cursor", "token", "after", "marker", "key", "continuation", "next"})
+_SHORTER_TRIES: Final = 3
 
 # One source for paging at replay and for merging the recorded pages when saving.
 _PAGING_JS: Final = r"""
@@ -152,19 +154,26 @@ def find_pagings(kept: Sequence[StepRecord]) -> list[Paging]:
             paging, length = _longest(tool, calls[start:])
             if paging is not None:
                 found.append(paging)
-                start += length
-            else:
-                start += 1
+            start += max(length, 1)  # (a run that does not page is passed over whole: linear in the calls)
     return found
 
 
 def _longest(tool: str, calls: Sequence[StepRecord]) -> tuple[Paging | None, int]:
-    """The paging that the longest run of `calls` from the first one makes (two calls at least), and its length."""
-    for length in range(len(calls), 1, -1):
+    """The paging that the run of `calls` from the first one makes (two calls at least), and how many calls it
+    spans (or how many to pass over: the run that does not page, but its last call, which may start another):
+    the calls that each differ from the one before in the same paging-named argument; a few shorter runs are
+    tried when the whole run does not page."""
+    key = _differs(calls[0].resolved_input, calls[1].resolved_input)
+    if key is None or not set(key_tokens(str(key[-1]))) & (_PAGE_WORDS | _CURSOR_WORDS):
+        return None, 1
+    end = 2
+    while end < len(calls) and _differs(calls[end - 1].resolved_input, calls[end].resolved_input) == key:
+        end += 1
+    for length in range(end, max(1, end - _SHORTER_TRIES), -1):
         paging = _paging(tool, calls[:length])
         if paging is not None:
             return paging, length
-    return None, 0
+    return None, end - 1
 
 
 def _paging(tool: str, pages: Sequence[StepRecord]) -> Paging | None:
@@ -176,11 +185,25 @@ def _paging(tool: str, pages: Sequence[StepRecord]) -> Paging | None:
     if following is None or items is None:
         return None
     for end in _ends(pages, items, following):
+        if [_ended(p.output, items, end) for p in pages] != [False] * (len(pages) - 1) + [True]:
+            continue  # (the script's own test, run once below on the one that holds here)
         paging = Paging(tuple(p.name for p in pages), tool, key, following, items, end)
         merged = _run(paging, [p.output for p in pages])
         if merged is not None and merged["ended"] == [False] * (len(pages) - 1) + [True]:
             return paging
     return None
+
+
+def _ended(page: JSON, items: Keys, end: dict[str, JSON]) -> bool:
+    """The script's `ended`, in Python: whether `page` ends the list under the end condition `end`."""
+    if end["when"] == "short":
+        found = _at(page, items) if items else page
+        size = end["size"]
+        return isinstance(size, int) and len(found if isinstance(found, list) else []) < size
+    path = end["path"]
+    value = _at(page, tuple(path)) if isinstance(path, list) else None
+    truthy = value not in (None, False, "", [], {})
+    return truthy if end["when"] == "truthy" else not truthy
 
 
 def _leaves(value: JSON) -> dict[Keys, JSON]:

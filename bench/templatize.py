@@ -62,7 +62,8 @@ def template_refs(result: TemplatizeResult) -> Found:
         if step.name in zips:
             continue  # the lists a loop walks together: no recorded call
         loop = loops.get(step.name)
-        calls = [(step.name, [])] if loop is None else list(zip(loop.members, map(list, loop.elements), strict=True))
+        walked = loop is not None and step.for_each is not None  # (a script step's calls are its own work)
+        calls = list(zip(loop.members, map(list, loop.elements), strict=True)) if loop and walked else [(step.name, [])]
         for name, heads in calls:
             for path, value in _ref_values(step.input, "$"):
                 found.add((name, path, _with_heads(value, [*heads, *back])))

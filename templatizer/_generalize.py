@@ -297,13 +297,19 @@ def _item_of(keys: Keys) -> Keys:
 # --------------------------------------------------------------------------- the check
 
 
-def generalize(template: Template, inputs: Mapping[str, JSON], recording: Sequence[StepRecord]) -> list[Finding]:
+def generalize(
+    template: Template,
+    inputs: Mapping[str, JSON],
+    recording: Sequence[StepRecord],
+    scripts: Mapping[str, Sequence[str]] | None = None,
+) -> list[Finding]:
     """The fields a replay on a changed world gets wrong (none: the template generalizes).
 
     Reported: a value that stays where the changed world needs a fresh one (wholly, or an id left inside a
     text), and a whole-value ref that follows an output the world says it should not. A field built by a
     code step or by interpolation into prose is judged only for stale values: which words of a sentence
-    travel with an output is beyond what this check can know."""
+    travel with an output is beyond what this check can know. `scripts`: the recorded calls each script step the
+    templatizer wrote stands for (a paged read's pages, a group's calls), which answer it in the changed world."""
     from toolreel.replayer import dry_replay  # the replayer loads on first use
 
     world = _changed_world(template, inputs, recording)
@@ -311,7 +317,7 @@ def generalize(template: Template, inputs: Mapping[str, JSON], recording: Sequen
     written = {step.name: step.input for step in template.steps}
     computed = _computed_fields(template)
     findings: list[Finding] = []
-    for difference in dry_replay(template, world.inputs, world.recording):
+    for difference in dry_replay(template, world.inputs, world.recording, scripts):
         keys = _keys(difference.field)
         found, before = get_at(original.get(difference.step), keys)
         _, held = get_at(written.get(difference.step), keys)

@@ -83,7 +83,10 @@ def verify(result: TemplatizeResult, recordings: Sequence[Sequence[StepRecord]])
         for d in dry_replay(result.template, inputs, recording, result.loop_items_in(index)):
             found.append(Mismatch(execution_id, d.step, d.field, d.recorded, d.got))
     found += _redacted_literals(result.template)
-    checked = generalize(result.template, runs[0], recordings[0]) if recordings and not found else []
+    scripts = {
+        step: calls for step, calls in result.loop_items_in(0).items() if result.template.step(step).kind == "script"
+    }
+    checked = generalize(result.template, runs[0], recordings[0], scripts) if recordings and not found else []
     return Verification(recordings=len(recordings), mismatches=tuple(found), generalization=tuple(checked))
 
 

@@ -10,17 +10,9 @@ from toolreel.core.errors import RefError
 from toolreel.core.model import StepRecord, StepStatus
 from toolreel.core.names import prefixed_name
 from toolreel.core.refs import resolve
-from toolreel.core.script_sandbox import (
-    DEFAULT_MAX_CALLS,
-    DEFAULT_SCRIPT_MEMORY_MB,
-    DEFAULT_SCRIPT_TIMEOUT,
-    Answer,
-    Finished,
-    Request,
-    ScriptLimits,
-    ScriptMachine,
-)
+from toolreel.core.script_sandbox import Answer, Finished, Request, ScriptMachine
 from toolreel.replayer._differences import Difference, diff, shown
+from toolreel.replayer._script import script_limits
 from toolreel.replayer._state import RunScope, StepState
 
 __all__ = ["check_script"]
@@ -40,12 +32,7 @@ def check_script(
     except RefError as exc:
         state.status, state.error = StepStatus.FAILED, str(exc)
         return [Difference(spec.name, "$", "(the script's input)", f"does not resolve: {exc}")]
-    limits = ScriptLimits(
-        timeout=spec.timeout or DEFAULT_SCRIPT_TIMEOUT,
-        memory_mb=spec.memory_mb or DEFAULT_SCRIPT_MEMORY_MB,
-        max_calls=spec.max_calls if spec.max_calls is not None else DEFAULT_MAX_CALLS,
-    )
-    machine = ScriptMachine(spec.script, value, limits)
+    machine = ScriptMachine(spec.script, value, script_limits(spec))
     calls = _Calls(spec.name, recorded, members)
     step = machine.start(_CPU_SECONDS)
     while not isinstance(step, Finished):

@@ -31,7 +31,7 @@ from toolreel.core.template import StepSpec
 from toolreel.replayer._host import StepHost
 from toolreel.replayer._state import error_text, failed, succeeded
 
-__all__ = ["call_row_name", "script_step"]
+__all__ = ["call_row_name", "script_limits", "script_step"]
 
 _FIRST_DELAY, _LAST_DELAY = 0.25, 4.0  # seconds between tries of a transient failure: about 8 s in all
 
@@ -41,15 +41,20 @@ def call_row_name(step: str, index: int) -> str:
     return f"{step}.{index + 1}"
 
 
-async def script_step(host: StepHost, spec: StepSpec, record: StepRecord, value: JSON) -> StepRecord:
-    assert spec.script is not None
-    if value is not None and not isinstance(value, dict):
-        return failed(record, f"input: resolved to {type(value).__name__}, not an object for the script")
-    limits = ScriptLimits(
+def script_limits(spec: StepSpec) -> ScriptLimits:
+    """A script step's limits: its own, else the defaults (a run and a dry replay alike)."""
+    return ScriptLimits(
         timeout=spec.timeout or DEFAULT_SCRIPT_TIMEOUT,
         memory_mb=spec.memory_mb or DEFAULT_SCRIPT_MEMORY_MB,
         max_calls=spec.max_calls if spec.max_calls is not None else DEFAULT_MAX_CALLS,
     )
+
+
+async def script_step(host: StepHost, spec: StepSpec, record: StepRecord, value: JSON) -> StepRecord:
+    assert spec.script is not None
+    if value is not None and not isinstance(value, dict):
+        return failed(record, f"input: resolved to {type(value).__name__}, not an object for the script")
+    limits = script_limits(spec)
     rows = await anyio.to_thread.run_sync(partial(host.ctx.store.get_steps, host.execution_id))
     journal = {row.name: row for row in rows if row.name.startswith(f"{spec.name}.") and answered(row)}
     calls = _Calls(host, spec, journal)

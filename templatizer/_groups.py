@@ -23,6 +23,7 @@ from toolreel.core.model import JSON
 from toolreel.core.refs import parse_ref, refs_in
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._result import Loop
+from toolreel.templatizer._values import free_name
 
 __all__ = ["group_items"]
 
@@ -115,9 +116,9 @@ def _grouped(template: Template, members: Sequence[Loop]) -> tuple[Template, Loo
     )
     names = {spec.name for spec in specs}
     bases = dict.fromkeys(_EACH_RE.sub("", spec.name) for spec in specs)  # (one tool's two operations: one base)
-    name = _free("_".join(bases) + "_each", {step.name for step in template.steps} - names)
+    name = free_name("_".join(bases) + "_each", {step.name for step in template.steps} - names)
     depends = tuple(dict.fromkeys(d for spec in specs for d in spec.depends_on if d not in names))
-    group = StepSpec(name=name, script=code, input=passed, depends_on=depends, max_calls=None)
+    group = StepSpec(name=name, script=code, input=passed, depends_on=depends)
     steps: list[StepSpec] = []
     for step in template.steps:
         if step.name == specs[0].name:
@@ -134,13 +135,6 @@ def _grouped(template: Template, members: Sequence[Loop]) -> tuple[Template, Loo
 
 def _var(index: int) -> str:
     return f"call{index + 1}"
-
-
-def _free(base: str, taken: set[str]) -> str:
-    name, n = base, 2
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    return name
 
 
 def _js(value: JSON, passed: dict[str, JSON]) -> str:

@@ -40,7 +40,7 @@ from toolreel.templatizer._reftext import (
 from toolreel.templatizer._result import Loop, Unit, Unrolled
 from toolreel.templatizer._select import SELECT_CODE, Condition, Select, conditions_of, evident_filter, selected
 from toolreel.templatizer._subsets import collapse_subsets
-from toolreel.templatizer._values import is_trivial, items_schema, json_path, put_at, same, snake
+from toolreel.templatizer._values import free_name, is_trivial, items_schema, json_path, put_at, same, snake
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
     from toolreel.templatizer._inputs import InputTable
@@ -226,7 +226,7 @@ def _fold_family(folding: _Folding, members: list[Unit]) -> None:
 
 def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
     taken = {u.name for u in folding.units} | {n for run in folding.runs for n in run.steps}
-    name = _free(f"{step_name_base(members[0].tool.partition('__')[2] or members[0].tool)}_each", taken)
+    name = free_name(f"{step_name_base(members[0].tool.partition('__')[2] or members[0].tool)}_each", taken)
     if walk.list_input is not None:
         input_name, spec, per_run = walk.list_input
         folding.table.specs[input_name] = spec
@@ -249,7 +249,7 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
             folding.explained |= {(m.name, path) for m in members}
     over = walk.over
     if walk.zipped is not None:
-        zipped = _free(f"{name}_items", taken | {name})
+        zipped = free_name(f"{name}_items", taken | {name})
         added.append(Unit(zipped, "", members[0].record, dict(walk.zipped), code=ZIP_CODE))
         over = f"@{zipped}"
     added.append(Unit(name, members[0].tool, members[0].record, walk.per_item, over, names))
@@ -316,7 +316,7 @@ def _cut_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     if values is None or not _gives_back(per_item, [m.record for m in members], values, folding):
         return None
     taken = {u.name for u in folding.units} | set(folding.extra) | {n for n in run.steps} | {n for n in run.outputs}
-    name = _free(f"cut_{snake(found.key.rsplit('.', 1)[-1])}", taken)
+    name = free_name(f"cut_{snake(found.key.rsplit('.', 1)[-1])}", taken)
     cut: JSON = {"items": over, "key": found.key, "prefix": found.prefix, "suffix": found.suffix}
     folding.cuts[f"@{name}"] = (cut, json_path(found.path))
     folding.extra[name] = [values]
@@ -398,7 +398,7 @@ def _agrees(partial_at: Sequence[int | None], full: Sequence[int | None]) -> boo
 def _walk_over(members: Sequence[Unit], walked: Mapping[str, list[int]], folding: _Folding) -> _Walk | str | None:
     """The loop over `walked` (one list, or several zipped) if some call's generalized arguments give back
     every call's recorded arguments; else why not (or None: no candidate fits)."""
-    keys = {base: _free(re.sub(r"[^A-Za-z0-9_]+", "_", base[1:]).strip("_"), set()) for base in walked}
+    keys = {base: free_name(re.sub(r"[^A-Za-z0-9_]+", "_", base[1:]).strip("_"), set()) for base in walked}
     single = len(walked) == 1
     candidates: list[JSON] = []
     for i, member in enumerate(members):
@@ -525,7 +525,7 @@ def _selecting(base: str, elements: list[JSON], at: list[int], folding: _Folding
     taken = {u.name for u in folding.units} | set(folding.extra) | {s.step for s in folding.selects.values()}
     taken |= {n for run in folding.runs for n in (*run.steps, *run.outputs)}
     last = _KEY_RE.findall(base.rsplit(".", 1)[-1]) or ["items"]
-    select = Select(_free(f"select_{last[0]}", taken), base, where, refs)
+    select = Select(free_name(f"select_{last[0]}", taken), base, where, refs)
     outputs: list[JSON] = []
     for run in folding.runs:
         conditions = [c if ref is None else _valued(c, run.inputs.get(ref)) for c, ref in zip(where, refs, strict=True)]
@@ -564,7 +564,7 @@ def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
         per_run.append([values[n] for n in names])
     per_item, per_run = built_around_item(generalized[0], per_run)
     base = _NUMBERED_RE.sub("", names[0])
-    name = _free(base if base.endswith("s") else f"{base}s", set(folding.table.specs))
+    name = free_name(base if base.endswith("s") else f"{base}s", set(folding.table.specs))
     spec = InputSpec(
         type="array",
         description=f"one {base} per call of {members[0].tool}, in order (recorded {per_run[0]!r})",
@@ -584,13 +584,6 @@ def _alone(members: Sequence[Unit], units: Sequence[Unit]) -> bool:
 
 def _used_elsewhere(names: set[str], members: Sequence[Unit], units: Sequence[Unit]) -> bool:
     return any(input_names([u.input, u.for_each]) & names for u in units if u not in members)
-
-
-def _free(base: str, taken: set[str]) -> str:
-    name, n = base, 2
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    return name
 
 
 def _calls_of(run: Run, tool: str) -> tuple[str, ...]:

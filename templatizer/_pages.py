@@ -31,7 +31,7 @@ from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._result import Loop
 from toolreel.templatizer._runs import Run
-from toolreel.templatizer._values import Keys, key_tokens, walk
+from toolreel.templatizer._values import Keys, get_at, key_tokens, walk
 
 __all__ = ["Paging", "find_pagings", "merge_pages", "page_steps"]
 
@@ -43,6 +43,7 @@ _END_WORDS: Final = frozenset({"last", "end", "done", "complete", "finished"})
 _PAGE_WORDS: Final = frozenset({"page", "offset", "skip", "start", "from"})
 _CURSOR_WORDS: Final = frozenset({"cursor", "token", "after", "marker", "key", "continuation", "next"})
 _SHORTER_TRIES: Final = 3
+_MISSING: Final = object()  # an argument one call leaves out
 
 # One source for paging at replay and for merging the recorded pages when saving.
 _PAGING_JS: Final = r"""
@@ -197,11 +198,11 @@ def _paging(tool: str, pages: Sequence[StepRecord]) -> Paging | None:
 def _ended(page: JSON, items: Keys, end: dict[str, JSON]) -> bool:
     """The script's `ended`, in Python: whether `page` ends the list under the end condition `end`."""
     if end["when"] == "short":
-        found = _at(page, items) if items else page
+        found = get_at(page, items)[1]
         size = end["size"]
         return isinstance(size, int) and len(found if isinstance(found, list) else []) < size
     path = end["path"]
-    value = _at(page, tuple(path)) if isinstance(path, list) else None
+    value = get_at(page, tuple(path))[1] if isinstance(path, list) else None
     truthy = value not in (None, False, "", [], {})
     return truthy if end["when"] == "truthy" else not truthy
 
@@ -228,26 +229,12 @@ def _differs(a: JSON, b: JSON) -> Keys | None:
     return common
 
 
-_MISSING: Final = object()
-
-
-def _at(value: JSON, keys: Keys) -> JSON:
-    for key in keys:
-        if isinstance(value, dict) and isinstance(key, str):
-            value = value.get(key)
-        elif isinstance(value, list) and isinstance(key, int) and 0 <= key < len(value):
-            value = value[key]
-        else:
-            return None
-    return value
-
-
 def _cursor(pages: Sequence[StepRecord], key: Keys) -> dict[str, JSON] | None:
     """Each next page's argument is a value the previous answer holds whole, or as a parameter of a URL it holds
     (`links.next`), at one place for every page."""
     places: set[tuple[Keys, str]] | None = None  # (where, and the URL's parameter holding it, or "")
     for before, page in itertools.pairwise(pages):
-        sent = _at(page.resolved_input, key)
+        sent = get_at(page.resolved_input, key)[1]
         if not (isinstance(sent, dict) or (isinstance(sent, str) and len(sent) >= _CURSOR_MIN)):
             return None
         here: set[tuple[Keys, str]] = set()
@@ -270,7 +257,7 @@ def _step(pages: Sequence[StepRecord], key: Keys) -> dict[str, JSON] | None:
     may leave it out (its value is then the one before the second's: 1 for a page number, 0 for an offset)."""
     if not set(key_tokens(str(key[-1]))) & _PAGE_WORDS:
         return None  # (`id: 101` then `id: 102` are two items, not two pages)
-    values = [_at(p.resolved_input, key) for p in pages]
+    values = [get_at(p.resolved_input, key)[1] for p in pages]
     given = [v for v in values[1:] if isinstance(v, int) and not isinstance(v, bool)]
     if len(given) != len(values) - 1:
         return None
@@ -298,7 +285,7 @@ def _items(pages: Sequence[StepRecord]) -> Keys | None:
     common = [keys for keys, count in lists.items() if count == len(pages)]
     if not common:
         return None
-    return max(common, key=lambda keys: sum(len(_at(p.output, keys) or []) for p in pages))
+    return max(common, key=lambda keys: sum(len(get_at(p.output, keys)[1] or []) for p in pages))
 
 
 def _ends(pages: Sequence[StepRecord], items: Keys, following: dict[str, JSON]) -> list[dict[str, JSON]]:
@@ -323,7 +310,7 @@ def _ends(pages: Sequence[StepRecord], items: Keys, following: dict[str, JSON]) 
             candidates.append((1, {"when": "falsy", "path": list(keys)}))
         if words & _END_WORDS:
             candidates.append((2, {"when": "truthy", "path": list(keys)}))
-    sizes = {len(_at(p.output, items) or []) for p in pages[:-1]}
+    sizes = {len(get_at(p.output, items)[1] or []) for p in pages[:-1]}
     if len(sizes) == 1:
         candidates.append((3, {"when": "short", "size": sizes.pop()}))
     return [end for _, end in sorted(candidates, key=lambda c: c[0])]

@@ -24,7 +24,7 @@ from toolreel.core.refs import resolve
 from toolreel.core.template import Template
 from toolreel.templatizer._result import LikelyInput, Pick
 from toolreel.templatizer._select import leaves
-from toolreel.templatizer._values import same, snake, strength, walk
+from toolreel.templatizer._values import free_name, same, snake, strength, walk
 from toolreel.templatizer._views import drop_unread
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def _pick(
     searched = _searched(base, given, inputs) if n == 0 else set()
     state = _state_key(elements, n) if n else None
     if state is not None and all(_same_pick(base, n, state, run, element[state]) for run in runs):
-        step = _free(f"pick_{_slug(state) or 'state'}", taken)
+        step = free_name(f"pick_{_slug(state) or 'state'}", taken)
         return Pick(step, head, state, str(element[state]), state=True)
     for key in [*_input_keys(element, inputs), *_identity_keys(element)]:
         value = _at(element, key)
@@ -133,7 +133,7 @@ def _pick(
         if not all(_same_pick(base, at, key, run, value if named is None else run.inputs.get(named)) for run in runs):
             continue
         slug = _slug(str(value))
-        step = _free(f"pick_{slug}" if slug[:1].isalpha() else f"pick_{_slug(key) or 'item'}", taken)
+        step = free_name(f"pick_{slug}" if slug[:1].isalpha() else f"pick_{_slug(key) or 'item'}", taken)
         return Pick(step, head, key, f"@input.{named}" if named is not None else str(value))
     return None
 
@@ -212,7 +212,7 @@ def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Col
             if not pick.walked:
                 out[at] = replace(out[at], ticked=True, reason=f"{out[at].reason}; {why}")
             continue
-        name = _free(snake(pick.key.split(".")[-1]), names)
+        name = free_name(snake(pick.key.split(".")[-1]), names)
         names.add(name)
         used_at = ((pick.step, "$.value"),)
         item = LikelyInput(name=name, value=pick.value, type="string", used_at=used_at, reason=why)
@@ -292,10 +292,3 @@ def _rewritten(value: JSON, picks: Mapping[str, Pick]) -> JSON:
     if isinstance(value, list):
         return [_rewritten(v, picks) for v in value]
     return value
-
-
-def _free(base: str, taken: set[str]) -> str:
-    name, n = base, 2
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    return name

@@ -50,6 +50,14 @@ def json_path(keys: Keys) -> str:
     return "".join(out)
 
 
+def free_name(base: str, taken: set[str]) -> str:
+    """`base`, or `base_2`, `base_3`, ... : the first name not in `taken` (a step the templatizer adds)."""
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
 def get_at(value: JSON, keys: Keys) -> tuple[bool, JSON]:
     """(True, the value at `keys`) or (False, None) when the path does not exist."""
     for key in keys:

@@ -25,7 +25,7 @@ from toolreel.core.refs import refs_in
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
-from toolreel.templatizer._values import json_path
+from toolreel.templatizer._values import free_name, json_path
 
 if TYPE_CHECKING:
     from toolreel.templatizer._runs import Run
@@ -334,7 +334,7 @@ def read_view(record: StepRecord, runs: Sequence[Run], taken: set[str]) -> View 
         rows = _rows(text, *shape)
         if not isinstance(rows, list) or not rows:
             continue
-        name = _free(f"{record.name}_rows", taken)
+        name = free_name(f"{record.name}_rows", taken)
         source = record.name if at is None else f"{record.name}[{at}].text" if isinstance(at, int) else ""
         if isinstance(at, str):
             source = f"{record.name}{json_path((at,))[1:]}"
@@ -532,10 +532,3 @@ def drop_unread(template: Template, added: set[str]) -> tuple[Template, set[str]
 def _values_of(step: StepSpec) -> JSON:
     leaves = [leaf.ref for leaf in step.when.leaves()] if step.when is not None else []
     return [step.input, step.for_each, step.idempotency_key, step.return_, step.approve, *leaves]
-
-
-def _free(base: str, taken: set[str]) -> str:
-    name, n = base, 2
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    return name

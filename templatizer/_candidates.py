@@ -89,7 +89,20 @@ NAMED_BY_TOOL: Final = 0.9  # key_similarity: `board_id` against `id` of a step 
 
 
 def id_key(key: str | None) -> bool:
-    return key is not None and key_tokens(key)[-1:] in (("id",), ("key",), ("number",))
+    """`id`, `user_id`, `issueKey`, `number`, and one word run together with its `id` (`groupid`, `eventid`)."""
+    if key is None:
+        return False
+    last = key_tokens(key)[-1:]
+    if last in (("id",), ("key",), ("number",)):
+        return True
+    word = last[0] if last else ""
+    return len(word) >= _RUN_TOGETHER_ID and word.endswith("id") and word not in _WORDS_ENDING_IN_ID
+
+
+_RUN_TOGETHER_ID: Final = 5  # `hostid`, `groupid`; shorter words ending in "id" (`paid`, `grid`) are words
+_WORDS_ENDING_IN_ID: Final = frozenset(
+    {"valid", "invalid", "unpaid", "prepaid", "android", "fluid", "liquid", "solid", "hybrid", "rapid", "avoid"}
+)
 
 
 def item_of(keys: Keys) -> Keys | None:

@@ -25,8 +25,8 @@ from toolreel.core.refs import is_ref, refs_in, resolve
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
+from toolreel.templatizer._held import HeldText, Sent, Texts, position
 from toolreel.templatizer._patterns import fits, line_patterns, patterns
-from toolreel.templatizer._pieces import occurrences
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run
 from toolreel.templatizer._values import Keys, get_at, json_path, strength, walk
@@ -36,9 +36,6 @@ __all__ = ["Capture", "propose_captures"]
 _LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
 _MIN_STRENGTH: Final = 0.55  # weaker values ("open", "42") sit inside prose by chance
 _GLUED_STRENGTH: Final = 0.9
-_MIN_TEXT: Final = 2
-_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9]+")
-_SAMPLE: Final = 6  # texts kept per token (the latest): a lookup costs the same however long the recording
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,59 +88,6 @@ def _text_of(field: Keys | None) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Text:
-    step: str
-    order: int
-    keys: Keys
-    text: str
-
-
-class _Texts:
-    """Every string of the outputs so far, by the words it holds (a bounded sample per word)."""
-
-    def __init__(self) -> None:
-        self._by_token: dict[str, list[_Text]] = {}
-
-    def add(self, step: str, order: int, output: JSON) -> None:
-        for keys, node in walk(output):
-            if isinstance(node, str) and len(node) >= _MIN_TEXT:
-                entry = _Text(step, order, keys, node)
-                by_token = self._by_token
-                for token in set(_TOKEN_RE.findall(node)):
-                    kept = by_token.get(token)
-                    if kept is None:
-                        by_token[token] = [entry]
-                    else:
-                        kept.append(entry)
-                        if len(kept) > _SAMPLE:
-                            del kept[0]
-
-    def holding(self, value: str, *, whole: bool = False) -> list[_Text]:
-        """Texts holding `value` at word boundaries (`whole`: or equal to it), latest first."""
-        first = _TOKEN_RE.search(value)
-        if first is None:
-            return []
-        found = [
-            t for t in self._by_token.get(first.group(0), []) if (whole or t.text != value) and _bounded(t.text, value)
-        ]
-        return sorted(found, key=lambda t: t.order, reverse=True)
-
-
-def _bounded(text: str, value: str) -> bool:
-    return _position(text, value) is not None
-
-
-def _position(text: str, value: str) -> int | None:
-    glued: int | None = None
-    for start, left, right in occurrences(text, value):
-        if left and right:
-            return start
-        if (left or right) and glued is None:
-            glued = start  # inside a token on one side (a date before its "T"): delimited() judges it
-    return glued
-
-
 # --------------------------------------------------------------------------- finding them
 
 
@@ -177,7 +121,7 @@ def _delimited(text: str, start: int, value: str) -> bool:
     )
 
 
-def _find(record: StepRecord, spec: StepSpec, texts: _Texts, runs: Sequence[Run], sent: _Sent) -> Iterator[Capture]:
+def _find(record: StepRecord, spec: StepSpec, texts: Texts, runs: Sequence[Run], sent: Sent) -> Iterator[Capture]:
     recorded_input = record.resolved_input if record.resolved_input is not None else {}
     for keys, leaf in walk(spec.input):
         if isinstance(leaf, dict | list) or not keys:
@@ -211,7 +155,7 @@ def _beside(arguments: JSON, keys: Keys) -> list[str]:
 
 
 def _named_line(
-    step: str, keys: Keys, recorded: str, beside: Sequence[str], texts: _Texts, runs: Sequence[Run], sent: _Sent
+    step: str, keys: Keys, recorded: str, beside: Sequence[str], texts: Texts, runs: Sequence[Run], sent: Sent
 ) -> Capture | None:
     """A short value too weak to be evidence alone (`e9`), read off the line of an earlier text that a word of
     the call's other argument names (`textbox "Subject" [ref=e9]` beside `element: "Subject textbox"`): the
@@ -247,7 +191,7 @@ def _has_word(line: str, word: str) -> bool:
     return re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", line) is not None
 
 
-def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run], sent: _Sent) -> Iterator[Capture]:
+def _pieces(step: str, keys: Keys, leaf: str, texts: Texts, runs: Sequence[Run], sent: Sent) -> Iterator[Capture]:
     """Names and ids inside the literal parts of a text argument (`.../notes/report-q3.txt`), each read out of
     an earlier output: the part becomes `{{@extract_n}}`."""
     for fragment in _LITERAL_RE.split(leaf)[::2]:
@@ -269,6 +213,12 @@ def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run]
             and (_piece_strength(m.group(0)) >= _GLUED_STRENGTH or _same_label(fragment, m, texts))
             and _apart(fragment, m.start(), m.end())
         ]
+        for value, start in _labelled_values(fragment, texts):
+            if start not in done:
+                capture = _first_capture(step, keys, value, value, texts, runs, sent, piece=True)
+                if capture is not None:
+                    done |= set(range(start, start + len(value)))
+                    yield capture
         for run in _enumerations(fragment, strong):
             capture = _every_capture(step, keys, fragment, run, texts, runs, sent)
             if capture is not None:
@@ -285,12 +235,36 @@ def _pieces(step: str, keys: Keys, leaf: str, texts: _Texts, runs: Sequence[Run]
 # A labelled line of a text the agent wrote (`Culprit: CartSummary in src/components/cart`).
 _LABELLED_RE: Final = re.compile(r"(?m)^[ \t*>-]*([A-Za-z][A-Za-z ]{1,30}?)\**:\**[ \t]+(\S.{6,}?)[ \t]*$")
 _LABEL_BEFORE_RE: Final = re.compile(r"([A-Za-z]{2,})\W{0,4}$")
+# A labelled line of a tool's text (`Conditions: light rain`, `Temperature: 17.2°C (feels like 16.8°C)`).
+_LINE_VALUE_RE: Final = re.compile(r"(?m)^[ \t*>-]*[A-Za-z][\w ]{1,30}?\**:\**[ \t]+(\S[^\n]*?)[ \t]*$")
 
 
-def _labelled_in(label: str, value: str, texts: _Texts) -> bool:
+def _labelled_values(fragment: str, texts: Texts) -> Iterator[tuple[str, int]]:
+    """What the agent copied off labelled lines of an earlier text into its own words, without the label
+    ("17.2°C, light rain" from `Temperature: 17.2°C (...)` and `Conditions: light rain`): the line's whole value,
+    or its first word where that holds a number, found apart in `fragment`; with a digit or two words in it, a
+    copy is no chance. (value, where it starts in `fragment`)"""
+    seen: set[str] = set()
+    for held in texts.sharing(fragment):
+        for match in _LINE_VALUE_RE.finditer(held.text):
+            whole = match.group(1)
+            first = whole.split()[0]
+            for value in (whole, first) if first != whole and any(c.isdigit() for c in first) else (whole,):
+                if value in seen or len(value) < _LABELLED_MIN or not (" " in value or any(c.isdigit() for c in value)):
+                    continue
+                seen.add(value)
+                start = position(fragment, value)
+                if start is not None and _delimited(fragment, start, value):
+                    yield value, start
+
+
+_LABELLED_MIN: Final = 3
+
+
+def _labelled_in(label: str, value: str, texts: Texts) -> bool:
     """An earlier text holds the value after the same label on its line (`**Culprit**: CartSummary in ...`)."""
     for held in texts.holding(value):
-        start = _position(held.text, value)
+        start = position(held.text, value)
         if start is not None:
             line = held.text[held.text.rfind("\n", 0, start) + 1 : start]
             if label.lower() in line.lower():
@@ -298,7 +272,7 @@ def _labelled_in(label: str, value: str, texts: _Texts) -> bool:
     return False
 
 
-def _same_label(fragment: str, match: re.Match[str], texts: _Texts) -> bool:
+def _same_label(fragment: str, match: re.Match[str], texts: Texts) -> bool:
     """A number too short to be evidence alone, labelled by the same word in the argument and in an earlier
     text: right before it in both (`week 48` and `Week 48`), or the word that labels it in the earlier text
     (a JSON key, `"signups": 42`) named earlier on the argument's line when that line writes a labelled value
@@ -312,7 +286,7 @@ def _same_label(fragment: str, match: re.Match[str], texts: _Texts) -> bool:
     # Named anywhere on the line only when the line writes it as a labelled value (`Signups today so far: 42`).
     line = {word.lower() for word in _WORD_RE.findall(head)} if _LABELLED_END_RE.search(head) else set()
     for held in texts.holding(piece):
-        start = _position(held.text, piece)
+        start = position(held.text, piece)
         theirs = _LABEL_BEFORE_RE.search(held.text[:start]) if start is not None else None
         if theirs is None:
             continue
@@ -345,7 +319,7 @@ def _enumerations(text: str, pieces: Sequence[re.Match[str]]) -> Iterator[list[r
 
 
 def _every_capture(
-    step: str, keys: Keys, text: str, run: Sequence[re.Match[str]], texts: _Texts, runs: Sequence[Run], sent: _Sent
+    step: str, keys: Keys, text: str, run: Sequence[re.Match[str]], texts: Texts, runs: Sequence[Run], sent: Sent
 ) -> Capture | None:
     """A list written out in the argument whose items are every match of one pattern in an earlier text, in
     order: one code step that joins every match the same way (`A, B and C`), so the next run names all of its
@@ -359,7 +333,7 @@ def _every_capture(
     for held in texts.holding(values[0]):
         if any(t.order <= held.order for t in sent.holding(values[0], whole=True)):
             continue
-        start = _position(held.text, values[0])
+        start = position(held.text, values[0])
         if start is None:
             continue
         for source, whole, at, field in _readings(held, start, runs[0]):
@@ -408,9 +382,9 @@ def _first_capture(
     keys: Keys,
     recorded: JSON,
     value: str,
-    texts: _Texts,
+    texts: Texts,
     runs: Sequence[Run],
-    sent: _Sent,
+    sent: Sent,
     piece: bool = False,
 ) -> Capture | None:
     from_input = _from_inputs(step, keys, recorded, value, runs)
@@ -423,7 +397,7 @@ def _first_capture(
             # The agent had sent it before this text held it: an echo of its own value. A text from before
             # it first sent it (the commit's sentence, before the branch made from that commit) is its origin.
             continue
-        start = _position(held.text, value)
+        start = position(held.text, value)
         if start is None:
             continue
         if not _delimited(held.text, start, value) and _strength(recorded) < _GLUED_STRENGTH:
@@ -438,7 +412,7 @@ def _first_capture(
     return None
 
 
-def _readings(held: _Text, start: int, run: Run) -> Iterator[tuple[str, str, int, Keys | None]]:
+def _readings(held: HeldText, start: int, run: Run) -> Iterator[tuple[str, str, int, Keys | None]]:
     """Where to read the value: first, for a text that is one item's field in a list (an incident's title), that
     field of every item, one per line, so the next run reads the item that says it rather than the item at this
     position; then the text alone."""
@@ -464,7 +438,7 @@ def _from_inputs(step: str, keys: Keys, recorded: JSON, value: str, runs: Sequen
     for name, given in runs[0].inputs.items():
         if not isinstance(given, str) or given == value:
             continue
-        start = _position(given, value)
+        start = position(given, value)
         if start is None or not _delimited(given, start, value):
             continue
         for pattern in patterns(given, start, value):
@@ -511,27 +485,8 @@ def _part_of(recorded: JSON, pattern: str, run: Run, capture: Capture) -> JSON:
     except (RefError, CodeError):
         return recorded
     return (
-        got if isinstance(recorded, str) and isinstance(got, str) and _position(recorded, got) is not None else recorded
+        got if isinstance(recorded, str) and isinstance(got, str) and position(recorded, got) is not None else recorded
     )
-
-
-class _Sent:
-    """What the agent sent, step by step, searched only when an output's text holds a candidate value."""
-
-    def __init__(self) -> None:
-        self.records: list[tuple[int, JSON]] = []
-
-    def add(self, record: StepRecord, order: int) -> None:
-        self.records.append((order, record.resolved_input))
-
-    def holding(self, value: str, *, whole: bool = True) -> list[_Text]:
-        found: list[_Text] = []
-        for order, sent in self.records:
-            for keys, node in walk(sent):
-                text = json.dumps(node) if isinstance(node, int | float) and not isinstance(node, bool) else node
-                if isinstance(text, str) and (text == value or _bounded(text, value)):
-                    found.append(_Text("", order, keys, text))
-        return found
 
 
 # --------------------------------------------------------------------------- the template
@@ -542,7 +497,7 @@ def propose_captures(
 ) -> tuple[Template, tuple[Inference, ...]]:
     """The template with an extraction `code` step before each literal an earlier output's text explains."""
     specs = {step.name: step for step in template.steps}
-    texts, sent = _Texts(), _Sent()
+    texts, sent = Texts(), Sent()
     found: list[Capture] = []
     for order, record in enumerate(kept, start=1):
         spec = specs.get(record.name)
@@ -560,7 +515,7 @@ def _with_placeholder(text: str, piece: str, step: str) -> str | None:
     """`text` with the first literal occurrence of `piece` (outside any `{{...}}`) as `{{@step}}`."""
     parts = _LITERAL_RE.split(text)
     for i in range(0, len(parts), 2):
-        start = _position(parts[i], piece)
+        start = position(parts[i], piece)
         if start is not None:
             parts[i] = parts[i][:start] + "{{@" + step + "}}" + parts[i][start + len(piece) :]
             return "".join(parts)

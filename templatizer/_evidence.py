@@ -28,12 +28,14 @@ __all__ = [
     "Judgement",
     "is_machine_id",
     "is_query",
+    "is_search",
     "is_statement",
     "judge_text",
     "names_operation",
     "names_scope",
     "other_examples",
     "param_schema",
+    "search_terms",
 ]
 
 CHOSEN: Final = 0.6
@@ -67,7 +69,7 @@ _CLAUSE: Final = (
 )
 _CLAUSES_RE: Final = re.compile(rf"^{_CLAUSE}(?:\s+(?:(?:and|or|not|AND|OR|NOT)\s+)?{_CLAUSE})*$")
 _JOINED_CLAUSES_RE: Final = re.compile(r"\s(?:and|or|AND|OR)\s")
-_COMPARED_RE: Final = re.compile(r"\w[\"']?\s*(?:<=?|>=?|!=)\s*\S|\w\s+(?:eq|ne|gt|ge|lt|le|co|sw|ew)\s+\S")
+_COMPARED_RE: Final = re.compile(r"\w[\"']?\s*(?:<=?|>=?|!=|==)\s*\S|\w\s+(?:eq|ne|gt|ge|lt|le|co|sw|ew)\s+\S")
 # A search piped into commands (`search index=web host="api-07" | stats count by uri`: SPL; `T | where x == 1`:
 # KQL), or a filter expression joined by `&&`/`||` (GROQ, JavaScript-like filters) with a comparison in it.
 _PIPED_RE: Final = re.compile(
@@ -76,7 +78,15 @@ _PIPED_RE: Final = re.compile(
     re.DOTALL,
 )
 _JOINED_RE: Final = re.compile(
-    r"[\w.>-]+\s*(?:==|!=|>=?|<=?)\s*[\"'\w].*\s(?:&&|\|\|)\s|\s(?:&&|\|\|)\s.*[\w.>-]+\s*==\s*[\"']"
+    r"[\w.>-]+\s*(?:==?|!=|>=?|<=?)\s*[\"'\w].*\s(?:&&|\|\|)\s|\s(?:&&|\|\|)\s.*[\w.>-]+\s*==\s*[\"']"
+)
+# One term of a search box's syntax (Kanboard, Paperless, BookStack, linkding, GitHub): a field compared with a
+# value (`assignee:"Ines Duarte"`, `due:<2026-11-27`, `brand:=Moccamaster`, `created:[2026-07-01 to 2026-09-30]`),
+# maybe braced (`{type:page}`, `[owner=platform]`); a tag or a flag (`#rust`, `!unread`); or a word searched for.
+_SEARCH_TERM_RE: Final = re.compile(
+    r"(?:-?[{\[]?(?P<field>[A-Za-z_][\w.]*)(?P<op>:[<>]=?|:=|:|[<>!]?=)(?!\s)"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|\[[^\]]*\]|[^\s\"'\]}]+)[\]}]?"
+    r"|(?P<mark>[#!]\w[\w.-]*)|(?P<word>\"[^\"]*\"|[^\s\"':]+))(?:\s+|$)"
 )
 # A criterion `(field:operator:value)`, joined by `and`/`or` (Zoho CRM's search criteria, and APIs like it).
 CRITERION_RE: Final = re.compile(
@@ -300,7 +310,9 @@ def is_query(text: str) -> bool:
     selecting series by their labels (PromQL, LogQL: `rate(http_requests_total{service="api"}[5m])`)."""
     if _URL_RE.match(text):
         return False
-    if _QUERY_RE.match(text) or _SELECTOR_RE.search(text) or CRITERION_RE.search(text):
+    if len(text) > 2 and text[0] == text[-1] == '"' and '"' not in text[1:-1]:
+        text = text[1:-1]  # a query sent inside quotes of its own (`"primary_email:'a@b.c'"`)
+    if _QUERY_RE.match(text) or _SELECTOR_RE.search(text) or CRITERION_RE.search(text) or is_search(text):
         return True
     if "{" in text and _GRAPHQL_RE.match(text):
         return True
@@ -316,6 +328,43 @@ def is_query(text: str) -> bool:
     if " " in text and (piped or ("&&" in text and bool(_JOINED_RE.search(text)))):
         return True
     return " " in text and bool(_QUERY_LANG_RE.search(text) or _FILTER_RE.search(text))
+
+
+def is_search(text: str) -> bool:
+    """A search box's syntax: every term a field compared with a value, a tag, a flag or a word, with two
+    fields, two tags or flags, a field and a tag, or a field whose value is quoted, a range or compared by an order
+    (`status:"In Progress"`, `due:<2026-11-27`). One `field:value` among words is prose (`TODO:fix the bug`)."""
+    if ":" not in text and "=" not in text and "#" not in text and "!" not in text:
+        return False
+    fields = marks = 0
+    shaped = False
+    position = 0
+    while position < len(text):
+        match = _SEARCH_TERM_RE.match(text, position)
+        if match is None or match.end() == position:
+            return False
+        position = match.end()
+        if match["field"]:
+            fields += 1
+            shaped = shaped or match["value"][0] in "\"'[" or match["op"] not in (":", "=")
+        elif match["mark"]:
+            marks += 1
+    return fields >= 2 or marks >= 2 or (fields >= 1 and (marks >= 1 or shaped))
+
+
+def search_terms(text: str) -> list[tuple[str, str, str, bool]]:
+    """The terms of a search (`is_search`): (kind, field, value, quoted) with kind `field`, `tag` (`#rust`: the tag's
+    name) or `word` (searched for), quotes taken off; flags (`!unread`) are the search's vocabulary: left out."""
+    out: list[tuple[str, str, str, bool]] = []
+    for match in _SEARCH_TERM_RE.finditer(text):
+        if match["field"]:
+            value = match["value"]
+            out.append(("field", match["field"], value.strip("\"'"), value[0] in "\"'"))
+        elif match["mark"] and match["mark"][0] == "#":
+            out.append(("tag", "tag", match["mark"][1:], False))
+        elif match["word"]:
+            out.append(("word", "text", match["word"].strip('"'), match["word"][0] == '"'))
+    return out
 
 
 def is_statement(text: str) -> bool:

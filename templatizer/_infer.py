@@ -461,8 +461,10 @@ class StepInferrer:
         else:
             score = base + 0.25 * sim
         aligned = self._aligned(occ) if kind in ("exact", "coerced") else 0
-        if kind == "exact" and places == 1 and sim >= NAMED_BY_TOOL and id_key(occ.key):
-            # `board_id: "42"` and the only `id` "42" is that of a board the boards' tool listed: not chance.
+        named_id = kind == "exact" and places == 1 and sim >= NAMED_BY_TOOL and id_key(occ.key)
+        if named_id:
+            # `board_id: "42"` and the only `id` "42" is that of a board the boards' tool listed: not chance,
+            # even when the id is as small as 5 (a template, a feed, a host group of a small installation).
             score = max(score, HIGH)
         if aligned and weight >= _ALIGNED_WORD:
             score = max(score, HIGH) + 0.05  # beside values of the same item: that item, not an equal one
@@ -477,7 +479,7 @@ class StepInferrer:
             # `board_id` <- the `id` of a board listed by get_agile_boards, found nowhere else: the key names
             # the entity the producer lists, so even a short id ("42") is that entity, not chance.
             score = max(score, HIGH)
-        if is_trivial(value_at(self.record.resolved_input, keys)) and kind != "subtree":
+        if is_trivial(value_at(self.record.resolved_input, keys)) and kind != "subtree" and not named_id:
             score = min(score, MEDIUM - 0.01)  # small numbers: only several recordings can confirm them
         elif kind in ("exact", "coerced") and self._elsewhere(occ, weight):
             score = min(score, MEDIUM - 0.01)

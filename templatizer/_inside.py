@@ -4,7 +4,7 @@ id in a URL, a name a selector or a sentence is built on, the directory several 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -14,7 +14,9 @@ from toolreel.templatizer._evidence import (
     FUNCTION_FILTER_RE,
     Judgement,
     is_query,
+    is_search,
     is_statement,
+    search_terms,
 )
 from toolreel.templatizer._inputs import Unexplained
 from toolreel.templatizer._pieces import occurrences
@@ -86,6 +88,39 @@ _QUERY_VALUE_RE: Final = re.compile(
 )
 
 
+def _field_values(query: str) -> Iterator[tuple[str, str, bool, bool]]:
+    """(field, value, quoted, searched) of each `field:value` clause; quoted: a value, not a word of the query's
+    own; searched: a tag or words a search looks for (none here)."""
+    for match in _QUERY_VALUE_RE.finditer(query):
+        found = next(group for group in match.groups()[1:] if group is not None)
+        yield match.group(1).split(".")[-1], found, match.group(4) is None, False
+
+
+_CONNECTIVES: Final = frozenset({"AND", "OR", "NOT", "and", "or", "not", "TO"})
+_OPERATOR_RE: Final = re.compile(r"^(?:[<>!=]=?|==|~)$")
+_RANGE_RE: Final = re.compile(r"^\[\s*(\S+)\s+(?:to|TO)\s+(\S+)\s*\]$|^(\S+?)\.\.(\S+)$")
+
+
+def _search_values(query: str) -> Iterator[tuple[str, str, bool, bool]]:
+    """The values of a search box's terms: each field's value (both bounds of a range), a tag's name and the words
+    searched for, which are what the search is about (as a search's whole text is the user's); a flag (`!unread`)
+    is the syntax's own."""
+    words: list[str] = []
+    compared = False  # `created > "2026-11-19"`: an expression's words are its fields and values, not a search
+    for kind, field, found, quoted in search_terms(query):
+        if kind == "word":
+            if not any(c.isalnum() for c in found):
+                compared = compared or bool(_OPERATOR_RE.match(found))
+            elif quoted or (found not in _CONNECTIVES and not any(c in "<>=" for c in found)):
+                words.append(found)
+            continue
+        bounds = _RANGE_RE.match(found)
+        for bound in [b for b in bounds.groups() if b] if bounds else [found]:
+            yield field.split(".")[-1], bound, quoted or kind == "tag" or found != bound, kind == "tag"
+    if words and not compared:
+        yield "text", " ".join(words), True, True
+
+
 # A number an inequality compares with (`julianday(...) > 30`, `qty <= 5`, `age >= 18.5`): a threshold.
 _THRESHOLD_RE: Final = re.compile(
     r"(?:([A-Za-z_][\w.]*)\)*|\))(?:\s*(?:<=|>=|<|>)\s*|\s+(?:gt|ge|lt|le)\s+)(?:(?i:DATE|TIMESTAMP)\s+)?[\"']?(\d{4}-\d\d-\d\d(?=T|[\"'\s)]|$)|-?\d+(?:\.\d+)?)"
@@ -105,17 +140,16 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
         return []
     statement = is_statement(value)
     out: list[Unexplained] = []
-    for match in _QUERY_VALUE_RE.finditer(value):
-        found = next(group for group in match.groups()[1:] if group is not None)
-        field = match.group(1).split(".")[-1]
-        quoted = match.group(4) is None  # `app="checkout"`: quoted, a value; `type:ticket`, the query's word
+    for field, found, quoted, searched in _search_values(value) if is_search(value) else _field_values(value):
         if (plain_word(found) and not quoted) or found.isdigit() or found == value or found[0] in "$@":
             continue  # `$pageview`, `@project`: names of the query language's own
         if " " in found and not _named(found, field):
             continue
-        if statement and match.group(4) is not None:
+        if statement and not quoted:
             continue
-        out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+        out.append(
+            Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True, sole=searched)
+        )
     for match in CRITERION_RE.finditer(value):  # `(Owner.email:equals:ana@kettle.dev)`
         field, found = match.group(1).split(".")[-1], match.group(2)
         if not plain_word(found) and len(found) >= 2 and not found.isdigit():

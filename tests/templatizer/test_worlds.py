@@ -176,7 +176,19 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS10_DIR, 24),
         (BLIND_DIR, 24),
     ],
-    ids=["worlds", "worlds2", "worlds3", "worlds4", "worlds5", "worlds6", "worlds7", "worlds8", "worlds9", "worlds10", "blind"],
+    ids=[
+        "worlds",
+        "worlds2",
+        "worlds3",
+        "worlds4",
+        "worlds5",
+        "worlds6",
+        "worlds7",
+        "worlds8",
+        "worlds9",
+        "worlds10",
+        "blind",
+    ],
 )
 def test_the_world_sessions_are_loadable_and_each_has_a_changed_world(directory: Path, at_least: int) -> None:
     sessions = load_sessions(directory)

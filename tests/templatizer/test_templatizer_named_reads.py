@@ -1,0 +1,81 @@
+"""Values the agent read, eleventh pass: a small id that the call's key names as the id of what the producer
+lists (`template_id: 5` from a template list, `groupids: ["2"]` from a host group lookup) is a ref, however small;
+values copied off labelled lines of a tool's text into the agent's own sentence (`Conditions: light rain`) are read
+out of that text on the next run, not kept stale or made inputs."""
+
+from __future__ import annotations
+
+from tests.recorded import Session, applied
+from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.template_io import template_to_dict
+from toolreel.templatizer import TemplatizeResult, templatize, verify
+from toolreel.templatizer._candidates import id_key
+
+
+def saved(s: Session) -> TemplatizeResult:
+    first = templatize([s.steps], name="t")
+    result = templatize([s.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
+    assert verify(result, [s.steps]).verified
+    return result
+
+
+def test_a_small_id_named_by_its_key_is_the_listed_entity_s() -> None:
+    s = Session()
+    templates = [
+        {"id": 4, "project_id": 2, "name": "Deploy API (canary)"},
+        {"id": 5, "project_id": 2, "name": "Deploy API"},
+        {"id": 9, "project_id": 2, "name": "Deploy API dry-run"},
+    ]
+    s.call("list_templates", {"project_id": 2}, templates)
+    s.call("run_task", {"project_id": 2, "template_id": 5, "limit": "api_eu"}, {"id": 812, "template_id": 5})
+    result = saved(s)
+    task = template_to_dict(result.template)["steps"][-1]["input"]
+    assert str(task["template_id"]).startswith("@")  # linked to the listed template, not the literal 5
+    assert task["project_id"] == 2  # shared by every element: no entity of its own, stays literal
+
+
+def test_a_small_id_under_the_same_run_together_key_is_a_ref() -> None:
+    s = Session()
+    s.call("hostgroup_get", {"filter": {"name": ["Linux servers"]}}, [{"groupid": "2", "name": "Linux servers"}])
+    s.call("problem_get", {"groupids": ["2"], "severities": [4, 5]}, [{"eventid": "18811", "acknowledged": "0"}])
+    result = saved(s)
+    assert applied(result)[("problem_get_1", "$.groupids[0]")] == "@hostgroup_get_1[0].groupid"
+
+
+def test_a_small_number_under_a_key_that_names_no_entity_stays_literal() -> None:
+    s = Session()
+    s.call("list_feeds", {}, [{"id": 3, "title": "LWN"}, {"id": 5, "title": "HN"}])
+    s.call("get_entries", {"limit": 5, "status": "unread"}, {"entries": []})
+    result = templatize([s.steps], name="t")
+    assert ("get_entries_1", "$.limit") not in applied(result)
+
+
+def test_run_together_ids_and_words_that_end_in_id() -> None:
+    assert id_key("groupid") and id_key("eventid") and id_key("user_id") and id_key("issueKey")
+    assert not id_key("valid") and not id_key("paid") and not id_key("grid") and not id_key("android")
+
+
+def test_values_copied_off_labelled_lines_are_read_again_not_stale() -> None:
+    s = Session()
+    s.call("geocode", {"address": "Rua Augusta 24, Lisboa"}, {"location": {"lat": 38.7093, "lng": -9.1368}})
+    weather = "Current weather:\nTemperature: 17.2°C (feels like 16.8°C)\nConditions: light rain\nWind: 4.1 m/s"
+    s.call("get_weather", {"lat": 38.7093, "lon": -9.1368}, weather)
+    s.call("create_note", {"board_id": "uXjVKq1c3ZA=", "content": "Site visit: 17.2°C, light rain"}, {"id": "n1"})
+    result = saved(s)
+    steps = {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+    content = steps["create_note_1"]["input"]["content"]
+    assert "17.2" not in content and "light rain" not in content
+    assert "content" not in result.input_values  # the agent's reading, not the user's choice
+    other = "Current weather:\nTemperature: 3.4°C (feels like 1.0°C)\nConditions: overcast clouds\nWind: 9.0 m/s"
+    limits = CodeLimits(timeout=5.0, memory_mb=32)
+    read = sorted(str(run_code(step["code"], {"text": other}, limits)) for step in steps.values() if "code" in step)
+    assert read == ["3.4°C", "overcast clouds"]
+
+
+def test_a_single_plain_word_off_a_labelled_line_is_no_evidence() -> None:
+    s = Session()
+    s.call("get_status", {"service": "api-7f3a"}, "Service: api-7f3a\nState: open\nOwner: platform team")
+    s.call("post_message", {"channel": "C0ABC123", "text": "api-7f3a is open for now"}, {"ok": True})
+    result = templatize([s.steps], name="t")
+    steps = template_to_dict(result.template)["steps"]
+    assert [step["name"] for step in steps if "code" in step] == []

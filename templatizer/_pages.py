@@ -40,6 +40,7 @@ _CURSOR_MIN: Final = 4  # characters of a cursor at least (a shorter equal value
 _DEPTH: Final = 4  # how deep in an answer a cursor, an end flag or the list is looked for
 _NEXT_WORDS: Final = frozenset({"next", "more", "cursor", "token", "continuation", "last", "evaluated"})
 _END_WORDS: Final = frozenset({"last", "end", "done", "complete", "finished"})
+_TOTAL_WORDS: Final = frozenset({"total", "count"})
 _PAGE_WORDS: Final = frozenset({"page", "offset", "skip", "start", "from"})
 _CURSOR_WORDS: Final = frozenset({"cursor", "token", "after", "marker", "key", "continuation", "next"})
 _SHORTER_TRIES: Final = 3
@@ -69,10 +70,12 @@ function items(page) {
   const found = get(page, PAGING.items);
   return Array.isArray(found) ? found : [];
 }
-function ended(page) {
+function ended(page, seen) {
+  // seen: the items of this page and of the ones before it
   const end = PAGING.end;
   if (end.when === "falsy") return !truthy(get(page, end.path));
   if (end.when === "truthy") return truthy(get(page, end.path));
+  if (end.when === "total") return items(page).length === 0 || !(seen < Number(get(page, end.path)));
   return items(page).length < end.size;
 }
 function param(url, name) {
@@ -100,10 +103,12 @@ _SCRIPT: Final = """
 export default async function (input) {
   let args = input.args;
   const pages = [];
+  let seen = 0;
   for (;;) {
     const page = await callTool(PAGING.tool, args);
     pages.push(page);
-    if (ended(page)) break;
+    seen += items(page).length;
+    if (ended(page, seen)) break;
     args = put(args, PAGING.key, following(page, args));
   }
   return merge(pages);
@@ -111,7 +116,9 @@ export default async function (input) {
 """
 _MERGE: Final = """
 export default function (input) {
-  return {merged: merge(input.pages), ended: input.pages.map(ended)};
+  let seen = 0;
+  const ends = input.pages.map((page) => ended(page, (seen += items(page).length)));
+  return {merged: merge(input.pages), ended: ends};
 }
 """
 
@@ -125,7 +132,7 @@ class Paging:
     key: Keys  # the argument that pages
     next: dict[str, JSON]  # {"kind": "cursor", "path": [...]} or {"kind": "step", "by": n, "start": n}
     items: Keys  # where each page's list is ([] : the answer is the list)
-    end: dict[str, JSON]  # {"when": "falsy" | "truthy", "path": [...]} or {"when": "short", "size": n}
+    end: dict[str, JSON]  # {"when": "falsy" | "truthy" | "total", "path": [...]} or {"when": "short", "size": n}
 
     @property
     def first(self) -> str:
@@ -185,24 +192,33 @@ def _paging(tool: str, pages: Sequence[StepRecord]) -> Paging | None:
     items = _items(pages)
     if following is None or items is None:
         return None
+    seen = list(itertools.accumulate(len(_list_at(p.output, items)) for p in pages))
+    last_ends = [False] * (len(pages) - 1) + [True]
     for end in _ends(pages, items, following):
-        if [_ended(p.output, items, end) for p in pages] != [False] * (len(pages) - 1) + [True]:
+        if [_ended(p.output, items, end, n) for p, n in zip(pages, seen, strict=True)] != last_ends:
             continue  # (the script's own test, run once below on the one that holds here)
         paging = Paging(tuple(p.name for p in pages), tool, key, following, items, end)
         merged = _run(paging, [p.output for p in pages])
-        if merged is not None and merged["ended"] == [False] * (len(pages) - 1) + [True]:
+        if merged is not None and merged["ended"] == last_ends:
             return paging
     return None
 
 
-def _ended(page: JSON, items: Keys, end: dict[str, JSON]) -> bool:
-    """The script's `ended`, in Python: whether `page` ends the list under the end condition `end`."""
+def _list_at(page: JSON, items: Keys) -> list[JSON]:
+    found = get_at(page, items)[1]
+    return found if isinstance(found, list) else []
+
+
+def _ended(page: JSON, items: Keys, end: dict[str, JSON], seen: int) -> bool:
+    """The script's `ended`, in Python: whether `page` ends the list under the end condition `end`, `seen` items
+    read with it."""
     if end["when"] == "short":
-        found = get_at(page, items)[1]
         size = end["size"]
-        return isinstance(size, int) and len(found if isinstance(found, list) else []) < size
+        return isinstance(size, int) and len(_list_at(page, items)) < size
     path = end["path"]
     value = get_at(page, tuple(path))[1] if isinstance(path, list) else None
+    if end["when"] == "total":
+        return not _list_at(page, items) or not (isinstance(value, int | float) and seen < value)
     truthy = value not in (None, False, "", [], {})
     return truthy if end["when"] == "truthy" else not truthy
 
@@ -295,6 +311,7 @@ def _ends(pages: Sequence[StepRecord], items: Keys, following: dict[str, JSON]) 
     if following["kind"] == "cursor":
         candidates.append((0, {"when": "falsy", "path": following["path"]}))
     paths: set[Keys] = set()
+    total = sum(len(_list_at(p.output, items)) for p in pages)
     for page in pages:
         paths |= {
             keys
@@ -310,6 +327,8 @@ def _ends(pages: Sequence[StepRecord], items: Keys, following: dict[str, JSON]) 
             candidates.append((1, {"when": "falsy", "path": list(keys)}))
         if words & _END_WORDS:
             candidates.append((2, {"when": "truthy", "path": list(keys)}))
+        if words & _TOTAL_WORDS and all(get_at(p.output, keys)[1] == total for p in pages):
+            candidates.append((2, {"when": "total", "path": list(keys)}))  # `total: 3` on every page: all there is
     sizes = {len(get_at(p.output, items)[1] or []) for p in pages[:-1]}
     if len(sizes) == 1:
         candidates.append((3, {"when": "short", "size": sizes.pop()}))

@@ -65,6 +65,26 @@ def test_pages_read_by_an_offset_end_where_the_answer_says_it_is_the_last() -> N
     assert run_code(merge, {"page": one}) == {"ended": True, "merged": one}
 
 
+def test_pages_with_a_total_end_when_all_of_it_is_read_even_on_a_full_page() -> None:
+    s = Session()
+    pages: list[JSON] = [
+        {"total": 3, "entries": [{"id": 9001}, {"id": 9004}]},
+        {"total": 3, "entries": [{"id": 9010}]},
+    ]
+    for offset, page in zip((0, 2), pages, strict=True):
+        s.call("get_feed_entries", {"feed_id": 5, "status": "unread", "limit": 2, "offset": offset}, page)
+    result = templatize([s.steps], name="t")
+    paged = result.template.step("get_feed_entries_1")
+    assert paged.script is not None and verify(result, [s.steps]).verified
+    assert '"end": {"when": "total", "path": ["total"]}' in paged.script
+    # Another world: two entries in all, on one full page. A short-page rule would ask for a second page.
+    ended = paged.script.replace("export default async function", "async function paged")
+    ended += "\nexport default function (input) { return ended(input.page, input.seen); }"
+    full: JSON = {"total": 2, "entries": [{"id": 700}, {"id": 701}]}
+    assert run_code(ended, {"page": full, "seen": 2}) is True
+    assert run_code(ended, {"page": {"total": 5, "entries": [{"id": 50}, {"id": 51}]}, "seen": 2}) is False
+
+
 def test_two_reads_of_consecutive_ids_are_two_reads_not_pages() -> None:
     s = Session()
     s.call("get_issue", {"id": 101}, {"id": 101, "labels": ["bug", "ui"]})

@@ -392,15 +392,10 @@ def _first_capture(
         return from_input  # read out of what the user gave (the id in the issue's URL): that is its origin
     holders = texts.holding(value)
     echoes = [t.order for t in sent.holding(value, whole=True)] if holders else []
-    for held in holders:
+    for held, start in _places(holders, value, recorded):
         if echoes and min(echoes) <= held.order:
             # The agent had sent it before this text held it: an echo of its own value. A text from before
             # it first sent it (the commit's sentence, before the branch made from that commit) is its origin.
-            continue
-        start = position(held.text, value)
-        if start is None:
-            continue
-        if not _delimited(held.text, start, value) and _strength(recorded) < _GLUED_STRENGTH:
             continue
         number = not isinstance(recorded, str)
         for source, text, at, field in _readings(held, start, runs[0]):
@@ -410,6 +405,21 @@ def _first_capture(
                     if _reproduces(capture, runs):
                         return capture
     return None
+
+
+def _places(holders: Sequence[HeldText], value: str, recorded: JSON) -> list[tuple[HeldText, int]]:
+    """Where each text holds the value, the texts that hold it standing apart first (`- checkout-api (URL`), then
+    those that hold it glued into a longer token (`checkout-api-canary`), which a strong value may be read from
+    when no text holds it apart."""
+    apart: list[tuple[HeldText, int]] = []
+    glued: list[tuple[HeldText, int]] = []
+    for held in holders:
+        start = next(_delimited_at(held.text, value), None)
+        if start is not None:
+            apart.append((held, start))
+        elif (start := position(held.text, value)) is not None and _strength(recorded) >= _GLUED_STRENGTH:
+            glued.append((held, start))
+    return apart + glued
 
 
 def _readings(held: HeldText, start: int, run: Run) -> Iterator[tuple[str, str, int, Keys | None]]:

@@ -30,6 +30,7 @@ from toolreel.templatizer._result import LikelyInput
 from toolreel.templatizer._values import same, snake, strength
 
 __all__ = [
+    "HEADING_FIELD",
     "SELECT_CODE",
     "Condition",
     "Select",
@@ -68,6 +69,7 @@ SELECT_CODE: Final = r"""export default function(input) {
 """
 
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+HEADING_FIELD: Final = "section"  # the field of a checklist view's rows naming the heading above the item
 _SEPARATORS: Final = "-_./:"
 _STATE_WORD_RE: Final = re.compile(r"^[A-Za-z][A-Za-z_-]{1,23}$")  # `started`, `OutOfSync`
 # A flag's value, after the emoji a text listing may put before it (`✅ enabled`)
@@ -103,8 +105,8 @@ class Condition:
     @property
     def state(self) -> bool:
         """A condition of the task (a state or category), not a choice the user made for this run."""
-        if isinstance(self.value, bool) or self.op == "in":
-            return True
+        if isinstance(self.value, bool) or self.op == "in" or self.key == HEADING_FIELD:
+            return True  # (the heading a checklist item sits under, `Action items`: where the task looks)
         if self.op in ("has words", "has"):  # `blocked` in a message: the task's word; `Offer letter`, a choice
             if self.op == "has" and names_scope(self.key.rsplit(".", 1)[-1]):
                 return False  # the label or tag the user named (`labels` has `spam`)

@@ -41,6 +41,8 @@ VIEW_CODE: Final = r"""export default function(input) {
   if (input.shape === "names") return names(lines);
   if (input.shape === "yaml") return yaml(lines);
   if (input.shape === "records") return records(lines);
+  if (input.shape === "links") return links(lines);
+  if (input.shape === "checklist") return checklist(lines);
   return sections(lines, input.level);
 }
 
@@ -236,6 +238,42 @@ function records(lines) {
   return out.filter((r) => Object.keys(r).length >= 2);
 }
 
+function links(lines) {
+  // A markdown list of links, one item per line (`- [Retro 2026-11-20](https://wiki/doc/...) (id: Xy8v) — …`): the
+  // link's text as `title`, its target as `url` (a URL may hold parentheses: it ends at a `)` before a space), and
+  // every `(Key: value)` after it as a field.
+  const item = /^\s*(?:[-*\u2022]|\d+\.)\s+\[([^\]]+)\]\((\S+?)\)(?=\s|$)(.*)$/;
+  const field = /\(([A-Za-z][\w .\/-]{0,40}?):\s*([^()]*?)\)/g;
+  const out = [];
+  for (const line of lines) {
+    const m = item.exec(line);
+    if (m === null) continue;
+    const row = { title: m[1], url: m[2] };
+    for (const f of m[3].matchAll(field)) row[f[1]] = f[2];
+    out.push(row);
+  }
+  return out;
+}
+
+function checklist(lines) {
+  // A markdown task list (`- [ ] Rotate the staging certs`, `- [x] Write the timeline`): one row per item, its
+  // text as `title`, `done` whether it is ticked, and `section` the heading it sits under.
+  const item = /^\s*[-*+]\s+\[([ xX])\]\s+(.*?)\s*$/;
+  const heading = /^\s*#{1,6}\s+(.*?)\s*#*\s*$/;
+  const out = [];
+  let section = "";
+  for (const line of lines) {
+    const h = heading.exec(line);
+    if (h !== null) {
+      section = h[1];
+      continue;
+    }
+    const m = item.exec(line);
+    if (m !== null) out.push({ title: m[2], done: m[1] !== " ", section: section });
+  }
+  return out;
+}
+
 function names(lines) {
   // One name per line (`#` comment lines aside), or names separated by commas on one line after a label
   // (`Kafka topics: orders,dlq.orders`).
@@ -304,7 +342,7 @@ class View:
 
     name: str
     source: str
-    shape: str  # table | pipes | csv | sections | json | names | yaml | records
+    shape: str  # table | pipes | csv | sections | json | names | yaml | records | links | checklist
     level: int  # the heading level of a section per row (sections only)
     rows: tuple[JSON, ...]  # per recording (None where the step is absent)
 
@@ -391,6 +429,10 @@ def _shape(text: str) -> tuple[str, int] | None:
         return "yaml", 0
     if _records(body):
         return "records", 0
+    if _links(body):
+        return "links", 0
+    if len(_CHECK_ITEM_RE.findall(body)) >= _LINKS_MIN:
+        return "checklist", 0
     return ("names", 0) if _names(body) else None
 
 
@@ -407,6 +449,17 @@ def _records(body: str) -> bool:
         if len(fields) >= 2:
             firsts.append(fields[0])
     return len(firsts) >= 2 and len(set(firsts)) == 1
+
+
+_LINK_ITEM_RE: Final = re.compile(r"^\s*(?:[-*\u2022]|\d+\.)\s+\[[^\]]+\]\(\S+?\)(?=\s|$)")
+_LINKS_MIN: Final = 2
+_CHECK_ITEM_RE: Final = re.compile(r"(?m)^\s*[-*+]\s+\[[ xX]\]\s+\S")
+
+
+def _links(body: str) -> bool:
+    """A markdown list of links, two items at least, every item a link (a search's hits, a page's children)."""
+    items = [line for line in body.splitlines() if re.match(r"^\s*(?:[-*\u2022]|\d+\.)\s", line)]
+    return len(items) >= _LINKS_MIN and all(_LINK_ITEM_RE.match(line) for line in items)
 
 
 # A YAML sequence item that is a mapping of two fields at least (`- id: '12:401'` then `  name: cart-drawer`).

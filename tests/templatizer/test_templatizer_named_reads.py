@@ -79,3 +79,16 @@ def test_a_single_plain_word_off_a_labelled_line_is_no_evidence() -> None:
     result = templatize([s.steps], name="t")
     steps = template_to_dict(result.template)["steps"]
     assert [step["name"] for step in steps if "code" in step] == []
+
+
+def test_a_value_is_read_where_it_stands_apart_not_where_it_is_glued_into_a_longer_name() -> None:
+    s = Session()
+    listing = "Services:\n- checkout-api-canary (URL: https://a.example)\n- checkout-api (URL: https://b.example)"
+    s.call("list_services", {"project": "shop-prod-4411"}, listing)
+    s.call("get_service", {"service": "checkout-api"}, "Name: checkout-api\nLast deployed by: mara@shop.example")
+    result = templatize([s.steps], name="t")
+    steps = {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+    code = next(step["code"] for step in steps.values() if "code" in step)
+    assert "canary" not in code  # not `(...)-canary`: the name cut out of a longer one
+    other = "Services:\n- search-canary (URL: https://a.example)\n- search (URL: https://b.example)"
+    assert run_code(code, {"text": other}, CodeLimits(timeout=5.0, memory_mb=32)) == "search"

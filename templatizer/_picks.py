@@ -22,6 +22,7 @@ from toolreel.core.errors import RefError
 from toolreel.core.model import JSON
 from toolreel.core.refs import resolve
 from toolreel.core.template import Template
+from toolreel.templatizer._candidates import id_key
 from toolreel.templatizer._result import LikelyInput, Pick
 from toolreel.templatizer._select import leaves
 from toolreel.templatizer._values import free_name, same, snake, strength, walk
@@ -121,7 +122,9 @@ def _pick(
     if state is not None and all(_same_pick(base, n, state, run, element[state]) for run in runs):
         step = free_name(f"pick_{_slug(state) or 'state'}", taken)
         return Pick(step, head, state, str(element[state]), state=True)
-    for key in [*_input_keys(element, inputs), *_identity_keys(element)]:
+    identity = _identity_keys(element)
+    quoted = _quoted_keys(head, element, given) if identity else []  # (an entity's other name, not a metric's)
+    for key in dict.fromkeys([*_input_keys(element, inputs), *quoted, *identity]):
         value = _at(element, key)
         if sum(1 for e in elements if same(_at(e, key), value)) != 1 or (
             n == 0 and not _partial(elements, key, searched)
@@ -249,6 +252,18 @@ def _identity_keys(element: Mapping[str, JSON]) -> list[str]:
         if isinstance(value.get(key), str) and value[key]
     ]
     return sorted(own + inner, key=lambda k: _digits(_at(element, k)))
+
+
+def _quoted_keys(head: str, element: Mapping[str, JSON], given: Mapping[str, JSON]) -> list[str]:
+    """Text fields of the element that a call writes into a sentence of its own (`Top referrer for
+    {{@websites.data[1].domain}}`): what the agent calls the element, so most likely the words the user named it
+    by (the site `kettle.dev`, beside its display name `Kettle`). Ids are passed on, not quoted."""
+    quoted = re.findall(re.escape("{{" + head) + r"\.([A-Za-z_][A-Za-z0-9_]*)\}\}", json.dumps(list(given.values())))
+    return [
+        key
+        for key in dict.fromkeys(quoted)
+        if isinstance(element.get(key), str) and not id_key(key) and strength(element[key]) >= _GIVEN_STRENGTH
+    ]
 
 
 def _input_keys(element: Mapping[str, JSON], inputs: Mapping[str, JSON]) -> list[str]:

@@ -92,3 +92,19 @@ def test_a_value_is_read_where_it_stands_apart_not_where_it_is_glued_into_a_long
     assert "canary" not in code  # not `(...)-canary`: the name cut out of a longer one
     other = "Services:\n- search-canary (URL: https://a.example)\n- search (URL: https://b.example)"
     assert run_code(code, {"text": other}, CodeLimits(timeout=5.0, memory_mb=32)) == "search"
+
+
+def test_an_element_is_picked_by_the_field_the_agent_quotes_in_its_own_words() -> None:
+    s = Session()
+    sites = [
+        {"id": "02d89813-7a72-41e1-87f0-8d668f85008b", "name": "Kettle docs", "domain": "docs.kettle.dev"},
+        {"id": "5ea5a7e8-3c5b-4f3a-9c2e-2b7d1f6c8a90", "name": "Kettle", "domain": "kettle.dev"},
+    ]
+    s.call("get_websites", {}, {"data": sites})
+    s.call("get_stats", {"websiteId": "5ea5a7e8-3c5b-4f3a-9c2e-2b7d1f6c8a90"}, {"visitors": 18022})
+    s.call("publish", {"channel": "growth", "data": "kettle.dev had 18022 visitors"}, {"ok": True})
+    result = saved(s)
+    steps = {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+    pick = next(step for name, step in steps.items() if name.startswith("pick_"))
+    assert pick["input"]["key"] == "domain"  # not the display name: the words the message calls it by
+    assert "kettle.dev" in result.input_values.values()

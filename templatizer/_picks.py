@@ -138,7 +138,59 @@ def _pick(
         slug = _slug(str(value))
         step = free_name(f"pick_{slug}" if slug[:1].isalpha() else f"pick_{_slug(key) or 'item'}", taken)
         return Pick(step, head, key, f"@input.{named}" if named is not None else str(value))
+    return _best(head, base, n, elements, runs, given, taken)
+
+
+def _best(
+    head: str, base: str, n: int, elements: list[JSON], runs: Sequence[Run], given: Mapping[str, JSON], taken: set[str]
+) -> Pick | None:
+    """The element a sentence quotes a number of (`{{@metrics[1].x}} ({{@metrics[1].y}} visitors)`) when that
+    number is the largest (or smallest) of the list's, alone: the top referrer, the cheapest plan. Not the first
+    element (a sorted list's first is its first) nor the last (a page's last is where the next page starts), not an
+    id, and the same holds in every recording."""
+    if not 0 < n < len(elements) - 1 or len(elements) < _BEST_MIN:
+        return None
+    quoted = re.findall(re.escape("{{" + head) + r"\.([A-Za-z_][A-Za-z0-9_]*)\}\}", json.dumps(list(given.values())))
+    for key in dict.fromkeys(quoted):
+        if id_key(key):
+            continue
+        for best in ("max", "min"):
+            # (another recording's call is checked by the dry replay: its element must be its list's best too)
+            if _best_at(base, key, best, runs[0]) == n and all(_best_at(base, key, best, r) is not None for r in runs):
+                step = free_name(f"pick_{best}_{_slug(key) or 'item'}", taken)
+                return Pick(step, head, key, best, state=True, best=best)
     return None
+
+
+def _best_at(base: str, key: str, best: str, run: Run) -> int | None:
+    """Where the one largest (smallest) number at `key` sits in the list; None if any element has none, or a tie."""
+    try:
+        elements = resolve(base, run.scope())
+    except RefError:
+        return None
+    if not isinstance(elements, list):
+        return None
+    numbers = [_at(e, key) for e in elements]
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in numbers):
+        return None
+    top = max(numbers) if best == "max" else min(numbers)
+    at = [i for i, x in enumerate(numbers) if x == top]
+    return at[0] if len(at) == 1 else None
+
+
+_BEST_MIN: Final = 3
+BEST_CODE: Final = """export default function(input) {
+  const at = (item) => input.key.split(".").reduce((v, key) => (v === null || v === undefined ? v : v[key]), item);
+  let found = null;
+  for (const item of input.items) {
+    const x = item === null ? undefined : at(item);
+    if (typeof x !== "number") continue;
+    if (found === null || (input.best === "max" ? x > at(found) : x < at(found))) found = item;
+  }
+  if (found === null) throw new Error("no element has a number at " + input.key);
+  return found;
+}
+"""
 
 
 def _slug(text: str) -> str:
@@ -288,6 +340,9 @@ def _digits(value: JSON) -> int:
 
 
 def _pick_unit(user: Unit, pick: Pick, base: str) -> Unit:
+    if pick.best:
+        best = {"items": base, "key": pick.key, "best": pick.best}
+        return replace(user, name=pick.step, tool="", input=best, for_each=None, members=(), code=BEST_CODE)
     value: JSON = pick.value if pick.value.startswith("@input.") else _escaped(pick.value)
     picked = {"items": base, "key": pick.key, "value": value}
     return replace(user, name=pick.step, tool="", input=picked, for_each=None, members=(), code=PICK_CODE)

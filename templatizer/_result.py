@@ -124,9 +124,13 @@ class Pick:
     value: str  # a literal value or `@input.x`
     state: bool = False  # picked by a state the element alone has (a condition of the task), not by a name
     walked: bool = False  # one of several elements of one list handed to the same tool: walked, not named
+    best: str = ""  # "max" or "min": the element with the largest (smallest) `key`, which the agent quoted
 
     @property
     def why(self) -> str:
+        if self.best:
+            most = "largest" if self.best == "max" else "smallest"
+            return f"{self.replaces} is now the element with the {most} {self.key} ({self.step})"
         return f"{self.replaces} is now the element whose {self.key} is {self.value} ({self.step})"
 
 

@@ -108,3 +108,29 @@ def test_an_element_is_picked_by_the_field_the_agent_quotes_in_its_own_words() -
     pick = next(step for name, step in steps.items() if name.startswith("pick_"))
     assert pick["input"]["key"] == "domain"  # not the display name: the words the message calls it by
     assert "kettle.dev" in result.input_values.values()
+
+
+def _referrers(rows: list[tuple[str, int]]) -> Session:
+    s = Session()
+    s.call("get_metrics", {"websiteId": "5ea5a7e8-3c5b-4f3a", "type": "referrer"}, [{"x": x, "y": y} for x, y in rows])
+    top = max(rows, key=lambda row: row[1])
+    s.call("publish", {"channel": "growth", "data": f"Top referrer: {top[0]} ({top[1]} visitors)"}, {"ok": True})
+    return s
+
+
+def test_the_element_a_sentence_quotes_the_largest_number_of_is_picked_by_that_number() -> None:
+    result = saved(
+        _referrers([("news.ycombinator.com", 812), ("google.com", 2210), ("github.com", 1544), ("x.com", 3)])
+    )
+    steps = {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+    assert steps["publish_1"]["input"]["data"] == "Top referrer: {{@pick_max_y.x}} ({{@pick_max_y.y}} visitors)"
+    other = [{"x": "a.example", "y": 5}, {"x": "b.example", "y": 640}, {"x": "c.example", "y": 95}]
+    limits = CodeLimits(timeout=5.0, memory_mb=32)
+    picked = run_code(steps["pick_max_y"]["code"], {**steps["pick_max_y"]["input"], "items": other}, limits)
+    assert picked == {"x": "b.example", "y": 640}
+
+
+def test_the_first_element_of_a_list_is_not_taken_for_its_largest() -> None:
+    # a list sorted by the number puts its largest first: `[0]` says that already, and no pick is added
+    result = templatize([_referrers([("google.com", 2210), ("github.com", 1544), ("x.com", 3)]).steps], name="t")
+    assert not [step for step in result.template.steps if step.name.startswith("pick_")]

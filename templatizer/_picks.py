@@ -10,6 +10,7 @@ listed the elements searched for that element's name (the exact match among part
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import unicodedata
@@ -59,10 +60,11 @@ _KEY_PATH_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-
 _GIVEN_STRENGTH: Final = 0.7  # a text strong enough that an equal field is no accident (`How do I ...?`, an email)
 _RELATION_RE: Final = re.compile(r"(author|committer|creator|owner|assignee|user|sender|reporter|parent)")
 PICK_CODE: Final = """export default function(input) {
-  const at = (item) => input.key.split(".").reduce((v, key) => (v === null || v === undefined ? v : v[key]), item);
-  const found = input.items.filter((item) => item !== null && at(item) === input.value);
+  const at = (item, k) => k.split(".").reduce((v, key) => (v === null || v === undefined ? v : v[key]), item);
+  const where = [[input.key, input.value], ...(input.also || [])];
+  const found = input.items.filter((item) => item !== null && where.every(([k, v]) => at(item, k) === v));
   if (found.length !== 1) {
-    const what = input.key + " = " + JSON.stringify(input.value);
+    const what = where.map(([k, v]) => k + " = " + JSON.stringify(v)).join(" and ");
     throw new Error(found.length + " elements have " + what + ", not exactly one");
   }
   return found[0];
@@ -138,7 +140,47 @@ def _pick(
         slug = _slug(str(value))
         step = free_name(f"pick_{slug}" if slug[:1].isalpha() else f"pick_{_slug(key) or 'item'}", taken)
         return Pick(step, head, key, f"@input.{named}" if named is not None else str(value))
-    return _best(head, base, n, elements, runs, given, taken)
+    return _pair(head, elements, n, [*quoted, *identity], runs, inputs, taken) or _best(
+        head, base, n, elements, runs, given, taken
+    )
+
+
+def _pair(
+    head: str,
+    elements: list[JSON],
+    n: int,
+    keys: Sequence[str],
+    runs: Sequence[Run],
+    inputs: Mapping[str, JSON],
+    taken: set[str],
+) -> Pick | None:
+    """Two names that say together which element it is, where neither does alone: a track's title and its
+    artist (the same title by a tribute band), a page's title and its space. One recording only: which two
+    fields the user named is the first recording's guess."""
+    if len(runs) > 1 or n == 0:
+        return None
+    element = elements[n]
+    assert isinstance(element, dict)
+    # the second: any text field of the element but an id, a link or the same text again (the album named as
+    # the track is no second name)
+    others = [k for k, v in element.items() if isinstance(v, str) and not id_key(k) and "://" not in v]
+    for a, b in itertools.product(keys, others):
+        values = (_at(element, a), _at(element, b))
+        if a == b or not all(isinstance(v, str) and v and _digits(v) < _PAIR_DIGITS for v in values):
+            continue  # names, not stamps: a date or a version names no element the user chose
+        if same(values[0], values[1]):
+            continue
+        if any(all(same(_at(e, k), v) for e in elements) for k, v in zip((a, b), values, strict=True)):
+            continue  # a value every element has (a time zone, a type) names none of them
+        if sum(1 for e in elements if same(_at(e, a), values[0]) and same(_at(e, b), values[1])) != 1:
+            continue
+        named = [
+            next((f"@input.{name}" for name, v in inputs.items() if same(v, value)), str(value)) for value in values
+        ]
+        slug = _slug(str(values[0]))
+        step = free_name(f"pick_{slug}" if slug[:1].isalpha() else f"pick_{_slug(a) or 'item'}", taken)
+        return Pick(step, head, a, named[0], also=((b, named[1]),))
+    return None
 
 
 def _best(
@@ -179,6 +221,7 @@ def _best_at(base: str, key: str, best: str, run: Run) -> int | None:
 
 
 _BEST_MIN: Final = 3
+_PAIR_DIGITS: Final = 4
 BEST_CODE: Final = """export default function(input) {
   const at = (item) => input.key.split(".").reduce((v, key) => (v === null || v === undefined ? v : v[key]), item);
   let found = null;
@@ -254,24 +297,28 @@ def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Col
     out = list(likely)
     names = set(taken) | {item.name for item in likely}
     for pick in picks:
-        if pick.state or pick.value.startswith("@input."):
+        if pick.state:
             continue
-        why = f"the value {pick.step} picks the element by (its {pick.key}): which one it is, the user's choice"
-        if pick.walked:
-            why = (
-                f"{pick.step} picks one of several elements of a list that the same tool was called on: the elements"
-                " were walked, not named; proposed unticked"
-            )
-        at = next((i for i, item in enumerate(out) if same(item.value, pick.value)), None)
-        if at is not None:
-            if not pick.walked:
-                out[at] = replace(out[at], ticked=True, reason=f"{out[at].reason}; {why}")
-            continue
-        name = free_name(snake(pick.key.split(".")[-1]), names)
-        names.add(name)
-        used_at = ((pick.step, "$.value"),)
-        item = LikelyInput(name=name, value=pick.value, type="string", used_at=used_at, reason=why)
-        out.append(replace(item, ticked=not pick.walked))
+        at_pick = [(pick.key, pick.value, "$.value")]
+        at_pick += [(key, value, f"$.also[{i}][1]") for i, (key, value) in enumerate(pick.also)]
+        for key, value, path in at_pick:
+            if value.startswith("@input."):
+                continue
+            why = f"the value {pick.step} picks the element by (its {key}): which one it is, the user's choice"
+            if pick.walked:
+                why = (
+                    f"{pick.step} picks one of several elements of a list that the same tool was called on: the"
+                    " elements were walked, not named; proposed unticked"
+                )
+            at = next((i for i, item in enumerate(out) if same(item.value, value)), None)
+            if at is not None:
+                if not pick.walked:
+                    out[at] = replace(out[at], ticked=True, reason=f"{out[at].reason}; {why}")
+                continue
+            name = free_name(snake(key.split(".")[-1]), names)
+            names.add(name)
+            item = LikelyInput(name=name, value=value, type="string", used_at=((pick.step, path),), reason=why)
+            out.append(replace(item, ticked=not pick.walked))
     return out
 
 
@@ -344,7 +391,9 @@ def _pick_unit(user: Unit, pick: Pick, base: str) -> Unit:
         best = {"items": base, "key": pick.key, "best": pick.best}
         return replace(user, name=pick.step, tool="", input=best, for_each=None, members=(), code=BEST_CODE)
     value: JSON = pick.value if pick.value.startswith("@input.") else _escaped(pick.value)
-    picked = {"items": base, "key": pick.key, "value": value}
+    picked: dict[str, JSON] = {"items": base, "key": pick.key, "value": value}
+    if pick.also:
+        picked["also"] = [[key, v if v.startswith("@input.") else _escaped(v)] for key, v in pick.also]
     return replace(user, name=pick.step, tool="", input=picked, for_each=None, members=(), code=PICK_CODE)
 
 

@@ -125,13 +125,15 @@ class Pick:
     state: bool = False  # picked by a state the element alone has (a condition of the task), not by a name
     walked: bool = False  # one of several elements of one list handed to the same tool: walked, not named
     best: str = ""  # "max" or "min": the element with the largest (smallest) `key`, which the agent quoted
+    also: tuple[tuple[str, str], ...] = ()  # (key, value) the element has too: a name and an artist together
 
     @property
     def why(self) -> str:
         if self.best:
             most = "largest" if self.best == "max" else "smallest"
             return f"{self.replaces} is now the element with the {most} {self.key} ({self.step})"
-        return f"{self.replaces} is now the element whose {self.key} is {self.value} ({self.step})"
+        more = "".join(f" and whose {key} is {value}" for key, value in self.also)
+        return f"{self.replaces} is now the element whose {self.key} is {self.value}{more} ({self.step})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,3 +134,27 @@ def test_the_first_element_of_a_list_is_not_taken_for_its_largest() -> None:
     # a list sorted by the number puts its largest first: `[0]` says that already, and no pick is added
     result = templatize([_referrers([("google.com", 2210), ("github.com", 1544), ("x.com", 3)]).steps], name="t")
     assert not [step for step in result.template.steps if step.name.startswith("pick_")]
+
+
+def test_two_names_together_pick_the_element_neither_names_alone() -> None:
+    s = Session()
+    hits = [
+        {"Id": "a1b2c3d4e5f60718293a4b5c6d7e8f90", "Name": "Windowlicker (Remix)", "AlbumArtist": "Aphex Twin"},
+        {"Id": "0f1e2d3c4b5a69788796a5b4c3d2e1f0", "Name": "Windowlicker", "AlbumArtist": "Aphex Twin"},
+        {"Id": "11223344556677889900aabbccddeeff", "Name": "Windowlicker", "AlbumArtist": "Tribute Band"},
+    ]
+    s.call("search_items", {"searchTerm": "Windowlicker"}, {"SearchHints": hits})
+    s.call("add_to_playlist", {"playlistId": "5f5f5f5f5f5f", "ids": ["0f1e2d3c4b5a69788796a5b4c3d2e1f0"]}, "")
+    result = saved(s)
+    steps = {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+    pick = next(step for name, step in steps.items() if name.startswith("pick_"))
+    assert pick["input"]["key"] == "Name" and pick["input"]["also"][0][0] == "AlbumArtist"
+    assert {"Windowlicker", "Aphex Twin"} <= set(result.input_values.values())
+    limits = CodeLimits(timeout=5.0, memory_mb=32)
+    other = [{**hit, "Id": f"id{n}"} for n, hit in enumerate(reversed(hits))]
+    picked = run_code(
+        pick["code"],
+        {**pick["input"], "items": other, "value": "Windowlicker", "also": [["AlbumArtist", "Aphex Twin"]]},
+        limits,
+    )
+    assert picked["Id"] == "id1"

@@ -14,11 +14,13 @@ from typing import Final
 import pytest
 
 from fixtures._zygote import SMOKE_FORK, launch_command
+from tests.browser import needs_chromium
 from tests.gw import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 # script -> arguments for a tiny run; a script added to bench/ without an entry here fails the last test
+_BROWSER: Final = frozenset({"ui.py"})  # benchmarks that drive the web view in Chromium
 SMOKE: Final = {
     "codemode.py": ["--quick", "--calls", "10"],
     "cpu_split.py": ["--calls", "5", "--rounds", "1"],
@@ -56,6 +58,8 @@ BENCH: Final = Path(REPO) / "bench"
 def test_the_benchmark_runs_at_a_tiny_size(script: str) -> None:
     if not (BENCH / script).exists():
         pytest.skip(f"bench/{script} is not in this checkout")
+    if script in _BROWSER:
+        needs_chromium()  # skipped without Chromium, as the web view's own tests are (failed where CI requires it)
     done = subprocess.run(
         launch_command([sys.executable, str(BENCH / script), *SMOKE[script]]),
         cwd=REPO,

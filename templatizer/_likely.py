@@ -102,6 +102,7 @@ def likely_inputs(
         for key, uses in by_value.items()
     }
     weighed.update(_records(weighed, by_value))
+    weighed.update(_inner_scopes(weighed, by_value))
     for key, uses in list(by_value.items()):
         judgement = weighed[key]
         if judgement.score < THIN:
@@ -169,6 +170,35 @@ def _records(
 
 
 _RECORD_CHOSEN: Final = 3
+
+
+def _inner_scopes(
+    weighed: Mapping[tuple[str, str], Judgement], by_value: Mapping[tuple[str, str], Sequence[Unexplained]]
+) -> dict[tuple[str, str], Judgement]:
+    """The project (repository, app, service) a call works in, beside an organization (workspace, owner, team) the
+    user chose: proposed, it is ticked too. Whoever picks the organization for this run picks the project in it."""
+    outer = {
+        lit.step for key, uses in by_value.items() if weighed[key].chosen for lit in uses if _scope(lit, _OUTER_SCOPE)
+    }
+    raised: dict[tuple[str, str], Judgement] = {}
+    for key, uses in by_value.items():
+        judged = weighed[key]
+        inner = next((lit for lit in uses if lit.step in outer and _scope(lit, _INNER_SCOPE)), None)
+        if inner is not None and THIN <= judged.score < CHOSEN and key[0] == "str":
+            why = f"the {last_key(inner.keys)} of {inner.step}, inside an organization chosen for the run"
+            raised[key] = Judgement(CHOSEN, (*judged.reasons, why))
+    return raised
+
+
+def _scope(literal: Unexplained, words: frozenset[str]) -> bool:
+    key = last_key(literal.keys)
+    tokens = [t for t in key_tokens(key) if t not in _ID_WORDS] if key and not literal.flag else []
+    return len(tokens) == 1 and tokens[0] in words
+
+
+_OUTER_SCOPE: Final = frozenset({"org", "organization", "organisation", "workspace", "owner", "team", "account"})
+_INNER_SCOPE: Final = frozenset({"project", "repo", "repository", "app", "application", "service", "site", "board"})
+_ID_WORDS: Final = frozenset({"id", "slug", "name", "key"})
 
 
 _LOOKED_VARIABLE: Final = 0.25  # below THIN but above this: the summary says why it stayed literal

@@ -1,7 +1,8 @@
 """Values the agent read, eleventh pass: a small id that the call's key names as the id of what the producer
 lists (`template_id: 5` from a template list, `groupids: ["2"]` from a host group lookup) is a ref, however small;
 values copied off labelled lines of a tool's text into the agent's own sentence (`Conditions: light rain`) are read
-out of that text on the next run, not kept stale or made inputs."""
+out of that text on the next run, not kept stale or made inputs; the project inside an organization the user chose
+is the user's too."""
 
 from __future__ import annotations
 
@@ -158,3 +159,19 @@ def test_two_names_together_pick_the_element_neither_names_alone() -> None:
         limits,
     )
     assert picked["Id"] == "id1"
+
+
+def test_the_project_inside_an_organization_the_user_chose_is_the_user_s_too() -> None:
+    s = Session()
+    query = "is:unresolved release:web@4.12.0"
+    args = {"organization_slug": "acme", "project_slug": "storefront", "query": query}
+    s.call("list_issues", args, [{"id": "801"}, {"id": "805"}])
+    s.call("bulk_update_issues", {"organization_slug": "acme", "id": ["801", "805"], "status": "resolved"}, "ok")
+    ticked = templatize([s.steps], name="t").ticked_inputs
+    assert "acme" in ticked.values() and "storefront" in ticked.values()
+
+
+def test_a_project_beside_an_organization_left_literal_stays_as_it_was() -> None:
+    s = Session()
+    s.call("list_issues", {"organization_slug": "acme", "project_slug": "storefront"}, [{"id": "801"}])
+    assert "storefront" not in templatize([s.steps], name="t").ticked_inputs.values()

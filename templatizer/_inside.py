@@ -96,6 +96,8 @@ def _field_values(query: str) -> Iterator[tuple[str, str, bool, bool]]:
         yield match.group(1).split(".")[-1], found, match.group(4) is None, False
 
 
+_BOUND_FIELD_RE: Final = re.compile(r"(?i)^(?:before|after|since|until|from|to)$|created|updated|modified|due|date")
+_STAMP_DIGITS: Final = 9  # an epoch in seconds (or milliseconds): not a count or a small id
 _CONNECTIVES: Final = frozenset({"AND", "OR", "NOT", "and", "or", "not", "TO"})
 _OPERATOR_RE: Final = re.compile(r"^(?:[<>!=]=?|==|~)$")
 _RANGE_RE: Final = re.compile(r"^\[\s*(\S+)\s+(?:to|TO)\s+(\S+)\s*\]$|^(\S+?)\.\.(\S+)$")
@@ -141,6 +143,10 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
     statement = is_statement(value)
     out: list[Unexplained] = []
     for field, found, quoted, searched in _search_values(value) if is_search(value) else _field_values(value):
+        if found.isdigit() and _BOUND_FIELD_RE.search(field) and len(found) >= _STAMP_DIGITS:
+            # `before:1795700000`: a time the search is bounded by, picked per run like a date
+            out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+            continue
         if (plain_word(found) and not quoted) or found.isdigit() or found == value or found[0] in "$@":
             continue  # `$pageview`, `@project`: names of the query language's own
         if " " in found and not _named(found, field):
@@ -171,7 +177,10 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
     texts = [
         i
         for i, lit in enumerate(out)
-        if isinstance(lit.value, str) and not state_field(lit.flag) and not plain_word(lit.value)
+        if isinstance(lit.value, str)
+        and not state_field(lit.flag)
+        and not plain_word(lit.value)
+        and not lit.value.isdigit()
     ]
     if len(texts) == 1:
         out[texts[0]] = replace(out[texts[0]], sole=True)

@@ -210,7 +210,8 @@ def _judge(
     first = uses[0]
     schema = param_schema(schemas.get(first.tool), first.keys)
     steps = len({lit.step for lit in uses})
-    if first.in_query and (not isinstance(first.value, str) or _DATE_RE.match(first.value)):
+    # (digits a query holds are a time stamp only: `_inside.query_values` lets no other through)
+    if first.in_query and (not isinstance(first.value, str) or _DATE_RE.match(first.value) or first.value.isdigit()):
         why = f"a number or a date the query compares {first.flag!r} with: a bound picked per run"
         return Judgement(CHOSEN + 0.1, (why,))
     if isinstance(first.value, str):

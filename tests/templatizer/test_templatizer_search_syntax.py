@@ -68,3 +68,16 @@ def test_a_tag_and_the_words_searched_for_are_the_user_s_a_flag_is_not() -> None
     result = templatize([s.steps], name="t", inputs=first.ticked_inputs)
     sent = str(template_to_dict(result.template)["steps"][0]["input"]["q"])
     assert sent.startswith("#{{@input.") and " !unread {{@input." in sent
+
+
+def test_a_time_stamp_a_search_is_bounded_by_is_the_user_s_beside_the_tag() -> None:
+    s = Session()
+    query = 'tag:"newsletter-replies" is:open before:1795700000'
+    s.call("search_conversations", {"query": query, "limit": 50}, {"_results": [{"id": "cnv_55x"}]})
+    s.call("update_conversation", {"conversation_id": "cnv_55x", "status": "archived"}, {"ok": True})
+    assert sorted(map(str, templatize([s.steps], name="t").ticked_inputs.values())) == [
+        "1795700000",
+        "newsletter-replies",
+    ]
+    # a short number under a field that names no time stays the query's own (`priority:2`)
+    assert values("tag:urgent priority:2 before:1795700000") == [("before", "1795700000")]

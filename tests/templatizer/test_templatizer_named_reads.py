@@ -175,3 +175,18 @@ def test_a_project_beside_an_organization_left_literal_stays_as_it_was() -> None
     s = Session()
     s.call("list_issues", {"organization_slug": "acme", "project_slug": "storefront"}, [{"id": "801"}])
     assert "storefront" not in templatize([s.steps], name="t").ticked_inputs.values()
+
+
+def test_a_small_number_read_off_the_row_another_argument_came_from_is_that_row_s() -> None:
+    s = Session()
+    stacks = [
+        {"id": 3, "name": "traefik", "environmentId": 1, "status": 1},
+        {"id": 7, "name": "monitoring-old", "environmentId": 2, "status": 2},
+        {"id": 9, "name": "monitoring", "environmentId": 2, "status": 2},
+    ]
+    s.call("listLocalStacks", {}, stacks)
+    s.call("startLocalStack", {"id": 9, "environmentId": 2}, "Local stack started successfully")
+    result = templatize([s.steps], name="t")
+    started = template_to_dict(result.template)["steps"][-1]["input"]
+    row = str(started["id"]).rsplit(".", 1)[0]
+    assert row.startswith("@") and started["environmentId"] == f"{row}.environmentId"

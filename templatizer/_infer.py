@@ -9,7 +9,6 @@ hold in every one of them, and a value that differs between them becomes an inpu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -48,7 +47,7 @@ from toolreel.templatizer._pieces import (
 )
 from toolreel.templatizer._result import HIGH, MEDIUM, Inference, InferenceKind
 from toolreel.templatizer._runs import Run
-from toolreel.templatizer._siblings import sibling_pieces
+from toolreel.templatizer._siblings import row_siblings, sibling_pieces
 from toolreel.templatizer._values import (
     Keys,
     get_at,
@@ -76,7 +75,6 @@ _NAMED_NUMBER_MIN: Final = 2
 _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output only under a matching key name
 # A piece this weak (a word, "33") becomes a ref only beside another piece of the same output.
 _BACKED_PIECE: Final = 0.3
-_ITEM_REF_RE: Final = re.compile(r"^(@[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*|\[\d+\])*\[\d+\])\.[A-Za-z_]\w*$")
 _ALIGNED_WORD: Final = 0.55  # a weaker string (`open`, `high`) is vocabulary, in many items by design
 _ELSEWHERE_WORD: Final = 0.8  # below: a value that may sit in another element by chance (not an id)
 _Sourced = tuple[Keys, JSON, Bucket]  # an argument's leaf, and the earlier outputs holding it whole
@@ -120,37 +118,12 @@ class StepInferrer:
         self._siblings()
         return self.result
 
-    def _everywhere(self, row: str, key: str, value: JSON) -> bool:
-        """Every element of the row's list has `value` at `key` (`project_id: 2` of each template): the same for all,
-        it tells no row apart, so the call's constant as well as the row's."""
-        try:
-            items = resolve(row[: row.rindex("[")], self.runs[0].scope())
-        except (RefError, ValueError):
-            return True
-        return not isinstance(items, list) or all(isinstance(i, dict) and same(i.get(key), value) for i in items)
-
     def _siblings(self) -> None:
-        """A small number left literal under the very key it has in the list item another argument was taken
-        from (`environmentId: 2` beside `id: @stacks[2].id`, stack 9 of environment 2) is that item's: a careful
-        person reads both off the same row. Too small to be evidence alone, it is linked by the row."""
+        """Small numbers read off the row another argument came from (`_siblings.row_siblings`)."""
         args = self.result.template_input
         if not isinstance(args, dict) or len(self.runs) > 1:
             return
-        rows = {m.group(1) for v in args.values() if isinstance(v, str) and (m := _ITEM_REF_RE.match(v))}
-        if len(rows) != 1:
-            return  # no row, or two: which one would be chance
-        row = rows.pop()
-        for key, value in args.items():
-            if not (isinstance(key, str) and is_number(value) and not isinstance(value, bool)):
-                continue
-            ref = f"{row}.{key}"
-            try:
-                got = resolve(ref, self.runs[0].scope())
-            except RefError:
-                continue
-            if not (same(got, value) and type(got) is type(value)) or self._everywhere(row, key, value):
-                continue
-            why = f"{key} of the item {row} that this call's other argument was taken from"
+        for key, ref, why in row_siblings(args, self.runs[0].scope()):
             args[key] = self._apply((key,), Cand(ref, "exact", HIGH, why))
             self.result.literals = [lit for lit in self.result.literals if lit.keys != (key,)]
 

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import Final
 
 from toolreel.core.errors import RefError
+from toolreel.core.model import JSON
 from toolreel.core.refs import MappingScope, resolve
 
-__all__ = ["sibling_pieces"]
+__all__ = ["row_siblings", "sibling_pieces"]
 
 _LAST_KEY_RE: Final = re.compile(r"^(@.+)\.([A-Za-z_][A-Za-z0-9_]*)$")
 _NAME_RE: Final = re.compile(r"[^\W\d_][\w'’-]*")  # a word starting with a letter
@@ -77,3 +78,34 @@ def _sibling(parent: dict[str, object], own: str, word: str) -> str | None:
 
 def _proper(word: str) -> bool:
     return bool(word) and word[0].isupper() and _NAME_RE.fullmatch(word) is not None
+
+
+# A ref to one field of one list item: `@stacks[2].id` (the item: `@stacks[2]`).
+_ITEM_REF_RE: Final = re.compile(r"^(@[A-Za-z_]\w*(?:\.[A-Za-z_][\w-]*|\[\d+\])*\[\d+\])\.[A-Za-z_]\w*$")
+
+
+def row_siblings(args: dict[str, JSON], scope: MappingScope) -> list[tuple[str, str, str]]:
+    """A small number left literal under the very key it has in the list item another argument was taken from
+    (`environmentId: 2` beside `id: @stacks[2].id`, stack 9 of environment 2) is that item's: a careful person
+    reads both off the same row. Not when every item has it (`project_id: 2` of each template: the call's
+    constant as well), nor when the arguments come from two rows. (key, ref, why) per argument to link."""
+    rows = {m.group(1) for v in args.values() if isinstance(v, str) and (m := _ITEM_REF_RE.match(v))}
+    if len(rows) != 1:
+        return []
+    row = rows.pop()
+    try:
+        items = resolve(row[: row.rindex("[")], scope)
+    except RefError:
+        return []
+    out: list[tuple[str, str, str]] = []
+    for key, value in args.items():
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        try:
+            got = resolve(f"{row}.{key}", scope)
+        except RefError:
+            continue
+        shared = not isinstance(items, list) or all(isinstance(i, dict) and i.get(key) == value for i in items)
+        if got == value and type(got) is type(value) and not shared:
+            out.append((key, f"{row}.{key}", f"{key} of the item {row} that this call's other argument was taken from"))
+    return out

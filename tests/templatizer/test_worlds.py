@@ -30,6 +30,7 @@ from fixtures.recordings import (
     WORLDS8_DIR,
     WORLDS9_DIR,
     WORLDS10_DIR,
+    WORLDS11_DIR,
     WORLDS_DIR,
     load_entry,
 )
@@ -174,6 +175,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS8_DIR, 24),
         (WORLDS9_DIR, 24),
         (WORLDS10_DIR, 24),
+        (WORLDS11_DIR, 24),
         (BLIND_DIR, 24),
     ],
     ids=[
@@ -187,6 +189,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         "worlds8",
         "worlds9",
         "worlds10",
+        "worlds11",
         "blind",
     ],
 )

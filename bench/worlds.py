@@ -264,9 +264,14 @@ def template_refs_of(template: Template) -> Found:
 # --------------------------------------------------------------------------- a session
 
 
+def template_name(session: str) -> str:
+    """The session's name as a template's: at most 64 characters (a session may be named at more length)."""
+    return session[:64].rstrip("-_")
+
+
 def plain_save(session: Session) -> tuple[TemplatizeResult, bool]:
     """What `toolreel__save_template(name)` stores: the likely inputs applied, then verification."""
-    recordings, name = session.entry.recordings, session.entry.name
+    recordings, name = session.entry.recordings, template_name(session.entry.name)
     read_only, schemas = session.read_only, session.schemas
     first = templatize(recordings, name=name, read_only=read_only, schemas=schemas)
     chosen = first.ticked_inputs  # thin candidates are proposed unticked and never applied by a plain save
@@ -293,13 +298,19 @@ async def judge(session: Session) -> SessionReport:
     several = len(entry.recordings) > 1
     named = None if several else dict(entry.inputs)
     with_names = templatize(
-        entry.recordings, name=entry.name, inputs=named, read_only=session.read_only, schemas=session.schemas
+        entry.recordings,
+        name=template_name(entry.name),
+        inputs=named,
+        read_only=session.read_only,
+        schemas=session.schemas,
     )
     refs = score_refs(session, with_names)
     unnamed = (
         with_names
         if several
-        else templatize(entry.recordings, name=entry.name, read_only=session.read_only, schemas=session.schemas)
+        else templatize(
+            entry.recordings, name=template_name(entry.name), read_only=session.read_only, schemas=session.schemas
+        )
     )
     inputs = score_inputs(entry, unnamed)
     report.refs, report.inputs = refs[:3], inputs[:3]

@@ -26,9 +26,9 @@ from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._values import strength
 
 if TYPE_CHECKING:
-    from toolreel.templatizer._result import Unit
+    from toolreel.templatizer._result import Pick, Unit
 
-__all__ = ["JOIN_CODE", "Guard", "guard_on_state", "guard_writes", "join_texts"]
+__all__ = ["JOIN_CODE", "Guard", "guard_on_picks", "guard_on_state", "guard_writes", "join_texts"]
 
 JOIN_CODE: Final = """export default function(input) {
   const at = (value) => input.path.reduce((v, key) => (v === null || v === undefined ? v : v[key]), value);
@@ -52,6 +52,7 @@ class Guard:
     step: str
     over: str
     value: JSON = None  # a state the element had (`ERROR`), when the step runs only in that state
+    picked: bool = False  # `over` is a pick by a state: the step runs only when an element is in it
 
     @property
     def why(self) -> str:
@@ -59,6 +60,11 @@ class Guard:
             return (
                 f"{self.step} runs only when {self.over} is {json.dumps(self.value)} (the element it acts on was the "
                 "only one in that state when recorded)"
+            )
+        if self.picked:
+            return (
+                f"{self.step} runs only when {self.over} finds an element (it acts on the one in that state: where "
+                "none is, a careful agent does nothing)"
             )
         return f"{self.step} runs only when {self.over} has elements (it lists every one of them)"
 
@@ -193,6 +199,28 @@ def guard_on_state(
             if found is not None:
                 guards.append(Guard(step.name, found[0], found[1]))
                 step = replace(step, when=When(ref=found[0], op="eq", value=found[1]))
+        steps.append(step)
+    if not guards:
+        return template, []
+    return parse_template(template_to_dict(replace(template, steps=tuple(steps)))), guards
+
+
+def guard_on_picks(
+    template: Template, read_only: Collection[str], picks: Sequence[Pick]
+) -> tuple[Template, list[Guard]]:
+    """A call that may write and acts on the element a pick by state found (`@pick_status.id`, the `authorized`
+    payment) gets `when: {ref: <the pick>}`: where no element is in that state the pick gives null, and the
+    call is skipped, as a careful agent would leave it."""
+    by_state = [f"@{pick.step}" for pick in picks if pick.state and not pick.best]
+    guards: list[Guard] = []
+    steps: list[StepSpec] = []
+    for step in template.steps:
+        if step.tool is not None and step.tool not in read_only and step.when is None and step.for_each is None:
+            text = json.dumps(step.input)
+            over = next((ref for ref in by_state if re.search(re.escape(ref) + r"(?![\w])", text)), None)
+            if over is not None:
+                guards.append(Guard(step.name, over, picked=True))
+                step = replace(step, when=When(ref=over))
         steps.append(step)
     if not guards:
         return template, []

@@ -6,7 +6,7 @@ those with thin evidence are proposed unticked, and the rest stay literal (the s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
 from toolreel.core.model import JSON
@@ -350,12 +350,37 @@ def _in_context(
         if quoted and judgement.score >= THIN and plain_word(value):
             why = f"quoted inside the text of {quoted[0]}: a value the task carries from call to call"
             return Judgement(CHOSEN, (*judgement.reasons, why))
+        written = _searched_and_written(value, uses, texts, steps)
+        if written is not None and judgement.score >= THIN and plain_word(value):
+            why = f"the string a query searches for, written again in the text of {written}: what the task is about"
+            return Judgement(CHOSEN, (*judgement.reasons, why))
         return judgement
     carriers = [step for step, held in texts.items() if step not in steps and any(holds_word(t, value) for t in held)]
     if carriers:
         why = f"also written inside the text of {carriers[0]}: a value the task carries from call to call"
         return Judgement(CHOSEN, (*judgement.reasons, why))
     return judgement
+
+
+def _searched_and_written(
+    value: str, uses: Sequence[Unexplained], texts: Mapping[str, list[str]], steps: Collection[str]
+) -> str | None:
+    """The step whose text has the word a query quotes as a value (`service.name = "checkout"`), if any: the
+    agent wrote again, in its own words, what it searched for."""
+    quoted = (t for lit in uses if lit.in_query and not _category(lit.flag) for t in texts.get(lit.step, ()))
+    if not any(_quotes(t, value) for t in quoted):
+        return None
+    return next(
+        (step for step, held in texts.items() if step not in steps and any(holds_word(t, value) for t in held)), None
+    )
+
+
+def _category(field: str | None) -> bool:
+    """A field that files elements by kind (`importance eq 'high'`, `tag:"refund"`): its value is the task's own."""
+    return bool(field) and (state_field(str(field)) or _CATEGORY_RE.search(str(field)) is not None)
+
+
+_CATEGORY_RE: Final = re.compile(r"(?i)tag|label|importance|severity|level|flag")
 
 
 def _quotes(text: str, word: str) -> bool:

@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
 from toolreel.core.errors import RefError
@@ -63,6 +63,7 @@ PICK_CODE: Final = """export default function(input) {
   const at = (item, k) => k.split(".").reduce((v, key) => (v === null || v === undefined ? v : v[key]), item);
   const where = [[input.key, input.value], ...(input.also || [])];
   const found = input.items.filter((item) => item !== null && where.every(([k, v]) => at(item, k) === v));
+  if (found.length === 0 && input.optional) return null;
   if (found.length !== 1) {
     const what = where.map(([k, v]) => k + " = " + JSON.stringify(v)).join(" and ");
     throw new Error(found.length + " elements have " + what + ", not exactly one");
@@ -126,23 +127,49 @@ def _pick(
         return Pick(step, head, state, str(element[state]), state=True)
     identity = _identity_keys(element)
     quoted = _quoted_keys(head, element, given) if identity else []  # (an entity's other name, not a metric's)
-    for key in dict.fromkeys([*_input_keys(element, inputs), *quoted, *identity]):
-        value = _at(element, key)
-        if sum(1 for e in elements if same(_at(e, key), value)) != 1 or (
-            n == 0 and not _partial(elements, key, searched)
+    where = _Where(head, base, n, elements, runs, inputs, taken, searched)
+    # a name the user gave first; then the one largest (smallest) number the agent quotes, the superlative it
+    # acted on, before a name that merely sets the element apart (the slowest trace's service, `frontend`)
+    return (
+        _by_keys(_input_keys(element, inputs), where)
+        or _best(head, base, n, elements, runs, given, taken)
+        or _by_keys([*quoted, *identity], where)
+        or _pair(head, elements, n, [*quoted, *identity], runs, inputs, taken)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """The positional ref a pick replaces, and what it is judged against."""
+
+    head: str
+    base: str
+    n: int
+    elements: list[JSON]
+    runs: Sequence[Run]
+    inputs: Mapping[str, JSON]
+    taken: set[str]
+    searched: set[str]
+
+
+def _by_keys(keys: Sequence[str], where: _Where) -> Pick | None:
+    """The pick by the first of `keys` whose value the element alone has, in every recording."""
+    for key in dict.fromkeys(keys):
+        value = _at(where.elements[where.n], key)
+        if sum(1 for e in where.elements if same(_at(e, key), value)) != 1 or (
+            where.n == 0 and not _partial(where.elements, key, where.searched)
         ):
             continue
-        named = next((name for name, v in inputs.items() if same(v, value)), None)
+        named = next((name for name, v in where.inputs.items() if same(v, value)), None)
         # picked by an input, the element may sit elsewhere in another recording (the dry replay checks the call)
-        at = None if named is not None else n
-        if not all(_same_pick(base, at, key, run, value if named is None else run.inputs.get(named)) for run in runs):
+        at = None if named is not None else where.n
+        picked = [value if named is None else run.inputs.get(named) for run in where.runs]
+        if not all(_same_pick(where.base, at, key, run, v) for run, v in zip(where.runs, picked, strict=True)):
             continue
         slug = _slug(str(value))
-        step = free_name(f"pick_{slug}" if slug[:1].isalpha() else f"pick_{_slug(key) or 'item'}", taken)
-        return Pick(step, head, key, f"@input.{named}" if named is not None else str(value))
-    return _pair(head, elements, n, [*quoted, *identity], runs, inputs, taken) or _best(
-        head, base, n, elements, runs, given, taken
-    )
+        step = free_name(f"pick_{slug}" if slug[:1].isalpha() else f"pick_{_slug(key) or 'item'}", where.taken)
+        return Pick(step, where.head, key, f"@input.{named}" if named is not None else str(value))
+    return None
 
 
 def _pair(
@@ -272,12 +299,16 @@ def _state_key(elements: Sequence[JSON], n: int) -> str | None:
     """A field that singles the element out by a state rather than a name: short lower-case tokens in every
     element (`conclusion: "failure"`), the element's value its own, and the others' values repeating (two
     `success` beside a `skipped`): the agent took the odd one out, a condition of the task, not a name."""
-    if len(elements) < 3 or not all(isinstance(e, dict) for e in elements):
+    if len(elements) < 2 or not all(isinstance(e, dict) for e in elements):
         return None
     element = elements[n]
     if not isinstance(element, dict):
         return None
+    if len(elements) == 2:
+        return _status_apart(elements, n)
     for key, value in element.items():
+        if snake(key) in _NAME_KEYS or re.search(r"(name|title)$", key.lower()):
+            continue  # `rootServiceName: frontend` among `checkout`s names the element: a name, not a state
         values = [e.get(key) if isinstance(e, dict) else None for e in elements]
         if not all(isinstance(v, str) and _STATE_RE.match(v) for v in values):
             continue
@@ -288,6 +319,27 @@ def _state_key(elements: Sequence[JSON], n: int) -> str | None:
 
 
 _STATE_RE: Final = re.compile(r"^[a-z][a-z_-]{1,23}$")
+_STATUS_KEYS: Final = frozenset({"status", "state", "phase", "conclusion"})
+
+
+def _status_apart(elements: Sequence[JSON], n: int) -> str | None:
+    """Of two elements, the second taken by its status alone (`authorized` beside `failed`): nothing else names it
+    apart (no name-like field differs), so the agent took the one in the state the task acts on."""
+    element, other = elements[n], elements[1 - n]
+    if not isinstance(element, dict) or not isinstance(other, dict):
+        return None
+    if any(_at(element, key) != _at(other, key) for key in _identity_keys(element)):
+        return None
+    for key in element:
+        value, theirs = element[key], other.get(key)
+        words = (
+            isinstance(value, str)
+            and isinstance(theirs, str)
+            and bool(_STATE_RE.match(value) and _STATE_RE.match(theirs))
+        )
+        if snake(key) in _STATUS_KEYS and words and value != theirs:  # two state words, not a name and a blank
+            return str(key)
+    return None
 
 
 def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Collection[str]) -> list[LikelyInput]:
@@ -338,11 +390,10 @@ def _identity_keys(element: Mapping[str, JSON]) -> list[str]:
     """Name-like keys holding text (and those of an object inside, `head.ref`), the usual ones first, then
     those whose value carries fewer digits: a title with a version or a count in it ("update lodash to
     v4.17.22") changes from one world to the next, a branch or a slug ("renovate/lodash-4.x") much less."""
-    keys = [k for k in element if isinstance(element[k], str) and element[k] and "." not in k]
-    usual = [k for usual_key in _NAME_KEYS for k in keys if snake(k) == usual_key]  # `displayName` too
-    named = [k for k in keys if k not in usual and re.search(r"(name|title)$", k.lower())]
-    # `author_name`, `owner_name`: who made or owns the element, shared by design, not what it is
-    own = usual + [k for k in named if not _RELATION_RE.match(k.lower())]
+    own = _own_names(element)
+    for parent in _ENVELOPES:  # JSON:API's `attributes`, Airtable's `fields`: the element's own fields, one level in
+        if isinstance(inside := element.get(parent), dict):
+            own += [f"{parent}.{key}" for key in _own_names(inside)]
     inner = [
         f"{parent}.{key}"
         for parent, value in element.items()
@@ -351,6 +402,17 @@ def _identity_keys(element: Mapping[str, JSON]) -> list[str]:
         if isinstance(value.get(key), str) and value[key]
     ]
     return sorted(own + inner, key=lambda k: _digits(_at(element, k)))
+
+
+def _own_names(element: Mapping[str, JSON]) -> list[str]:
+    keys = [k for k in element if isinstance(element[k], str) and element[k] and "." not in k]
+    usual = [k for usual_key in _NAME_KEYS for k in keys if snake(k) == usual_key]  # `displayName` too
+    named = [k for k in keys if k not in usual and re.search(r"(name|title)$", k.lower())]
+    # `author_name`, `owner_name`: who made or owns the element, shared by design, not what it is
+    return usual + [k for k in named if not _RELATION_RE.match(k.lower())]
+
+
+_ENVELOPES: Final = ("attributes", "fields", "properties")
 
 
 def _quoted_keys(head: str, element: Mapping[str, JSON], given: Mapping[str, JSON]) -> list[str]:
@@ -392,6 +454,8 @@ def _pick_unit(user: Unit, pick: Pick, base: str) -> Unit:
         return replace(user, name=pick.step, tool="", input=best, for_each=None, members=(), code=BEST_CODE)
     value: JSON = pick.value if pick.value.startswith("@input.") else _escaped(pick.value)
     picked: dict[str, JSON] = {"items": base, "key": pick.key, "value": value}
+    if pick.state:
+        picked["optional"] = True  # no element in that state: nothing to act on (`guard_on_picks` skips the users)
     if pick.also:
         picked["also"] = [[key, v if v.startswith("@input.") else _escaped(v)] for key, v in pick.also]
     return replace(user, name=pick.step, tool="", input=picked, for_each=None, members=(), code=PICK_CODE)

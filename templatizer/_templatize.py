@@ -21,7 +21,7 @@ from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._capture import propose_captures
 from toolreel.templatizer._complete import complete_walks
-from toolreel.templatizer._conditions import guard_on_state, guard_writes
+from toolreel.templatizer._conditions import guard_on_picks, guard_on_state, guard_writes
 from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._groups import group_items
 from toolreel.templatizer._index import OutputIndex
@@ -102,6 +102,8 @@ def templatize(
     template, guards = guard_writes(template, reads)
     template, states = guard_on_state(template, reads, runs[0].outputs)
     guards += states
+    template, chosen_by_state = guard_on_picks(template, reads, picks)
+    guards += chosen_by_state
     template = _without_unused_code(template)
     template, loops = group_items(template, folded.loops, {name: r.seq for name, r in runs[0].steps.items()})
     template, paged = page_steps(template, pagings)

@@ -290,7 +290,8 @@ _RUN_TOGETHER_MIN: Final = 4
 
 
 _VOLATILE_RE: Final = re.compile(
-    r"^_meta$|^(?:request|trace|span|correlation|transaction)_?id$|^etag$"
+    # (a trace's, a span's or a transaction's id names what a tracing or payments tool lists: an entity's id)
+    r"^_meta$|^(?:request|correlation)_?id$|^etag$"
     r"|(?:^|_)(?:timestamp|time|datetime|date|created|updated|modified|expires|expiry|deadline|now)(?:_at|_on)?$"
     r"|_at$"
 )

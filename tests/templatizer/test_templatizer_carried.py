@@ -83,7 +83,7 @@ def test_an_element_singled_out_by_its_state_is_picked_by_the_state_and_no_input
     s.call("get_job_logs", {"job_id": 11}, "FAILED test_cart")
     result = saved(s)
     pick = next(step for step in template_to_dict(result.template)["steps"] if step["name"].startswith("pick_"))
-    assert pick["input"] == {"items": "@list_jobs_1.jobs", "key": "conclusion", "value": "failure"}
+    assert pick["input"] == {"items": "@list_jobs_1.jobs", "key": "conclusion", "value": "failure", "optional": True}
     assert "unit (3.11)" not in result.input_values.values()
     assert [p.state for p in result.picks] == [True]
 

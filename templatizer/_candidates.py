@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Final, TypeGuard
 
 from toolreel.core.model import JSON
-from toolreel.templatizer._index import Occurrence
+from toolreel.templatizer._index import Bucket, Occurrence
 from toolreel.templatizer._result import HIGH, MEDIUM, Confidence, InferenceKind, confidence_of
 from toolreel.templatizer._values import Keys, get_at, is_trivial, json_path, key_tokens
 
@@ -19,6 +19,7 @@ __all__ = [
     "NAMED_BY_TOOL",
     "Cand",
     "backed",
+    "entity_places",
     "id_key",
     "in_version",
     "is_number",
@@ -146,3 +147,12 @@ def is_number(value: JSON) -> TypeGuard[int | float]:
 
 def value_at(value: JSON, keys: Keys) -> JSON:
     return get_at(value, keys)[1]
+
+
+def entity_places(bucket: Bucket) -> int:
+    """Where a value was produced, a record's own `id` and another's reference to it (`parent_id: 23` beside the
+    category whose `id` is 23) counted once: the same entity named twice, not two candidates."""
+    sample = bucket.sample()
+    if len(sample) != bucket.seen or not any(occ.key == "id" for occ in sample):
+        return bucket.seen
+    return bucket.seen - sum(1 for occ in sample if occ.key != "id" and occ.key is not None and id_key(occ.key))

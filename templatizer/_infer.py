@@ -23,6 +23,7 @@ from toolreel.templatizer._candidates import (
     NAMED_BY_TOOL,
     Cand,
     backed,
+    entity_places,
     id_key,
     in_version,
     is_number,
@@ -352,7 +353,8 @@ class StepInferrer:
             return self._own_stamp(keys)
         kind: InferenceKind = "subtree" if isinstance(value, dict | list) else "exact"
         weight = value_strength(value)
-        scored = [(occ.step, self._scored(keys, occ, kind, weight, bucket.seen, occ.ref)) for occ in bucket.sample()]
+        places = entity_places(bucket)
+        scored = [(occ.step, self._scored(keys, occ, kind, weight, places, occ.ref)) for occ in bucket.sample()]
         # Numbers only: a word such as `person` or `high` is vocabulary, shared by outputs and calls by design.
         if is_number(value) and bucket.seen <= 2 and not is_trivial(value):
             return backed(scored, self.backers, floor=0.0)
@@ -454,7 +456,8 @@ class StepInferrer:
         weight = numeric if numeric is not None else strength(value)
         # A number into a string interpolates (`{{@x}}` is text); text into a number has no ref syntax.
         wrap = "{{%s}}" if isinstance(value, str) else "%s"
-        return [self._scored(keys, o, "coerced", weight, bucket.seen, wrap % o.ref) for o in bucket.sample()]
+        places = entity_places(bucket)
+        return [self._scored(keys, o, "coerced", weight, places, wrap % o.ref) for o in bucket.sample()]
 
     def _scored(
         self, keys: Keys, occ: Occurrence, kind: InferenceKind, weight: float, places: int, ref: str, piece: float = 0.9
@@ -471,7 +474,7 @@ class StepInferrer:
         else:
             score = base + 0.25 * sim
         aligned = self._aligned(occ) if kind in ("exact", "coerced") else 0
-        named_id = kind == "exact" and places == 1 and sim >= NAMED_BY_TOOL and id_key(occ.key)
+        named_id = kind in ("exact", "coerced") and places == 1 and sim >= NAMED_BY_TOOL and id_key(occ.key)
         if named_id:
             # `board_id: "42"` and the only `id` "42" is that of a board the boards' tool listed: not chance,
             # even when the id is as small as 5 (a template, a feed, a host group of a small installation).

@@ -105,8 +105,8 @@ class Condition:
     @property
     def state(self) -> bool:
         """A condition of the task (a state or category), not a choice the user made for this run."""
-        if isinstance(self.value, bool) or self.op == "in" or self.key == HEADING_FIELD:
-            return True  # (the heading a checklist item sits under, `Action items`: where the task looks)
+        if isinstance(self.value, bool) or self.op == "in" or self.key == HEADING_FIELD or self.value == 0:
+            return True  # (the heading a checklist item sits under, `Action items`: where the task looks; none left)
         if self.op in ("has words", "has"):  # `blocked` in a message: the task's word; `Offer letter`, a choice
             if self.op == "has" and names_scope(self.key.rsplit(".", 1)[-1]):
                 return False  # the label or tag the user named (`labels` has `spam`)
@@ -254,7 +254,9 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
             out += [
                 Condition(key, "has words", phrase) for phrase in _shared_phrases([value_at(h, key) for h in handled])
             ]
-        if not isinstance(value, str | bool) or len(str(value)) > _LONGEST:
+        # (a number shared by chance says nothing, but none left is a state: out of stock, no replicas, unread 0)
+        empty = isinstance(value, int | float) and not isinstance(value, bool) and value == 0
+        if not (isinstance(value, str | bool) or empty) or len(str(value)) > _LONGEST:
             continue
         values = [value_at(h, key) for h in handled]
         if all(same(v, value) and type(v) is type(value) for v in values):

@@ -262,21 +262,33 @@ def key_similarity(input_key: str | None, output_key: str | None, producer_tool:
     """1.0 same name; 0.9 `user_id` vs `id` of a step about users; 0.7 one name inside the other; else overlap."""
     if input_key is None or output_key is None:
         return 0.0
-    a = tuple(_singular(t) for t in key_tokens(input_key))
+    a = _unfiltered(tuple(_singular(t) for t in key_tokens(input_key)))
     b = tuple(_singular(t) for t in key_tokens(output_key))
     if not a or not b:
         return 0.0
     if a == b:
         return 1.0
+    tool = {_singular(t) for t in key_tokens(producer_tool)}
+    if b == ("id",) and len(a) == 1 and a[0] in tool:
+        return 0.9  # `category: 23`, `categories:in: "23"` <- the `id` of a category get_categories listed
     a, b = _split_id(a, b), _split_id(b, a)
     short, long_ = (a, b) if len(a) < len(b) else (b, a)
     if long_[-len(short) :] == short:
         entity = {_singular(t) for t in long_[: -len(short)]}
-        tool = {_singular(t) for t in key_tokens(producer_tool)}
         plural = {f"{t}s" for t in entity}  # (`vms`: too short for _singular to read as a plural)
         return 0.9 if entity & tool or plural & tool else 0.7
     overlap = len(set(a) & set(b)) / max(len(set(a)), len(set(b)))
     return 0.5 * overlap
+
+
+def _unfiltered(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """A filter's key without its operator (`categories:in`, `name__icontains`, `price[gte]`): the field it filters."""
+    return tokens[:-1] if len(tokens) > 1 and tokens[-1] in _OPERATORS else tokens
+
+
+_OPERATORS: Final = frozenset(
+    {"in", "nin", "like", "ilike", "eq", "ne", "neq", "gt", "gte", "lt", "lte", "contains", "icontains", "any"}
+)
 
 
 def _split_id(tokens: tuple[str, ...], other: tuple[str, ...]) -> tuple[str, ...]:

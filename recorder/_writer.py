@@ -255,7 +255,12 @@ class StoreWriter:
     async def _feed_one_drain(self) -> None:
         """Run one drain until it ends (raises _DrainLost) or we are cancelled (it is given
         what is queued and SHUTDOWN_GRACE to write it)."""
-        process = await anyio.open_process(list(DRAIN), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+        # A session of its own: a hangup or Ctrl-C of the gateway's group never reaches it, not even while it is
+        # still starting (before it can ignore them; on a busy machine its imports take seconds). It ends when the
+        # gateway ends its input, or is gone.
+        process = await anyio.open_process(
+            list(DRAIN), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, start_new_session=True
+        )
         assert process.stdin is not None and process.stdout is not None
         stdin, replies = process.stdin, BufferedByteReceiveStream(process.stdout)
         async with anyio.create_task_group() as tg:

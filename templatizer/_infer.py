@@ -41,6 +41,7 @@ from toolreel.templatizer._pieces import (
     Piece,
     bounded_finds,
     interpolate,
+    labelled_note,
     literal,
     non_overlapping,
     note_after,
@@ -171,12 +172,14 @@ class StepInferrer:
         if chosen is not None:
             note = note_after(value, chosen) if isinstance(value, str) and isinstance(chosen, str) else None
             if note is not None:  # `Call with {{first}} {{last}}: <note>`: the note may be the user's
-                self.result.literals.append(Unexplained(self.record.name, keys, note, tool))
+                self.result.literals.append(Unexplained(self.record.name, keys, note, tool, note=True))
             elif isinstance(value, str) and isinstance(chosen, str) and "{{" in chosen:  # a version inside may be
                 self.result.literals.append(Unexplained(self.record.name, keys, value, tool, built=True))
             return chosen
         if may_be_chosen(value, cands):
             self.result.literals.append(Unexplained(self.record.name, keys, value, tool, self._list_size(keys)))
+            if isinstance(value, str) and (note := labelled_note(value)) is not None:
+                self.result.literals.append(Unexplained(self.record.name, keys, note, tool, note=True))
         return literal(value)
 
     def _list_size(self, keys: Keys) -> int:

@@ -155,6 +155,7 @@ class Unexplained:
     sole: bool = False  # in a query: the one text it selects by, no state (what the query is about)
     built: bool = False  # a text already built on earlier outputs: only a value inside it may be an input
     opening: bool = False  # sent by the session's first call, before any output: from what the user asked
+    note: bool = False  # the words after a label and a colon the agent wrote (`Closing wishlist items: <reason>`)
 
     @property
     def named(self) -> Keys:

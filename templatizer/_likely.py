@@ -323,6 +323,10 @@ def _in_context(
     value = uses[0].value
     if not isinstance(value, str):
         return judgement
+    if all(lit.note for lit in uses) and judgement.score >= THIN:
+        # (the same note on each item a loop handled is the one reason the user gave for all: not boilerplate)
+        why = "the words after a label the agent wrote (`Closing: <note>`): a reason or a remark the user gave"
+        return Judgement(max(judgement.score, CHOSEN), (*judgement.reasons, why))
     whole = {lit.step for lit in uses if not lit.in_query}
     steps = whole or {lit.step for lit in uses}  # beside a whole use, a query holding it is a text it is carried into
     tools = [lit.tool for lit in uses if lit.tool]

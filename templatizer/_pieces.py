@@ -12,7 +12,16 @@ from toolreel.core.model import JSON
 from toolreel.core.refs import escape_literal
 from toolreel.templatizer._result import HIGH
 
-__all__ = ["Piece", "bounded_finds", "interpolate", "literal", "non_overlapping", "note_after", "occurrences"]
+__all__ = [
+    "Piece",
+    "bounded_finds",
+    "interpolate",
+    "labelled_note",
+    "literal",
+    "non_overlapping",
+    "note_after",
+    "occurrences",
+]
 
 _OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
 
@@ -81,6 +90,17 @@ def note_after(value: str, written: str) -> str | None:
 
 
 _NOTE_WORDS: Final = 2
+# `Closing wishlist items: out of scope for 2027`: a short capitalized label, then words that start in lower case
+_LABELLED_RE: Final = re.compile(r"^[A-Z][^:{}\n]{2,40}:[ \t]+([a-z][^{}\n]*\S)$")
+
+
+def labelled_note(value: str) -> str | None:
+    """The note after a label the agent wrote whole (`Refund order #1043: arrived damaged`): a reason or a remark,
+    as often the user's words for this run as the task's own; two words at least."""
+    match = _LABELLED_RE.match(value)
+    if match is None or len(match.group(1).split()) < _NOTE_WORDS:
+        return None
+    return match.group(1)
 
 
 def non_overlapping(pieces: list[Piece]) -> list[Piece]:

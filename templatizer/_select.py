@@ -49,6 +49,8 @@ SELECT_CODE: Final = r"""export default function(input) {
     const v = at(item, c.key);
     if (c.op === "starts with") return typeof v === "string" && v.startsWith(c.value);
     if (c.op === "has") return Array.isArray(v) && v.includes(c.value);
+    if (c.op === "is set") return v !== null && v !== undefined && v !== "";
+    if (c.op === "equals, case aside") return typeof v === "string" && v.toLowerCase() === c.value.toLowerCase();
     if (c.op === "ends with") {
       if (typeof v !== "string") return false;
       const low = v.toLowerCase(), end = c.value.toLowerCase(), at = low.length - end.length;
@@ -83,7 +85,7 @@ _LONGEST: Final = 64  # longer values are texts, not categories
 @dataclass(frozen=True, slots=True)
 class Condition:
     key: str  # "" for the element itself (a list of names)
-    op: Literal["==", "starts with", "ends with", "at domain", "in", "has words", "has"]
+    op: Literal["==", "starts with", "ends with", "at domain", "in", "has words", "has", "is set", "equals, case aside"]
     value: str | int | bool | tuple[str, ...]  # a tuple for `in`: the states the handled elements were in
 
     def holds(self, element: JSON) -> bool:
@@ -100,6 +102,10 @@ class Condition:
             return isinstance(got, str) and isinstance(self.value, str) and _ends_with(got, self.value)
         if self.op == "at domain":
             return isinstance(got, str) and isinstance(self.value, str) and _domain(got) == self.value.lower()
+        if self.op == "is set":
+            return got is not None and got != ""
+        if self.op == "equals, case aside":
+            return isinstance(got, str) and isinstance(self.value, str) and got.lower() == self.value.lower()
         return same(got, self.value) and type(got) is type(self.value)
 
     @property
@@ -213,6 +219,9 @@ def conditions_of(elements: Sequence[JSON], at: Sequence[int]) -> tuple[Conditio
         return (max(alone, key=lambda c: (c.op == "starts with", c.op != "has words", -c.key.count("."), _size(c))),)
     # a word of a text beside another condition is too likely chance; a tag beside a state may pair (`prod`, `active`)
     fields = [c for c in candidates if c.op != "has words"]
+    if any(_state_key(c.key) and c.op in ("==", "in") for c in fields):
+        # (`status: errored` says what `errors` being there only suggests: the state field is the category)
+        fields = [c for c in fields if c.op != "is set"]
     pairs = [
         (a, b)
         for a, b in itertools.combinations(fields, 2)
@@ -230,9 +239,17 @@ def _size(condition: Condition) -> int:
 
 
 def _weight(condition: Condition) -> float:
-    return (1.0 if condition.op in ("starts with", "ends with", "at domain") else 0.6) - (
-        0.2 if condition.state else 0.0
-    )
+    if condition.op == "is set":
+        return _SET_WEIGHT  # (`date_paid` set: the paid ones, whatever their dates)
+    if condition.op == "starts with" and isinstance(condition.value, str) and _DATE_PREFIX_RE.match(condition.value):
+        return _DAY_WEIGHT  # dates that share a month or a day: when the recording was made, not what was asked
+    lead = condition.op in ("starts with", "ends with", "at domain", "equals, case aside")
+    return (1.0 if lead else 0.6) - (0.2 if condition.state else 0.0)
+
+
+_SET_WEIGHT: Final = 0.8
+_DAY_WEIGHT: Final = 0.3
+_DATE_PREFIX_RE: Final = re.compile(r"^\d{4}-\d\d(?:-\d\d)?")
 
 
 def _candidates(handled: Sequence[JSON]) -> list[Condition]:
@@ -254,11 +271,18 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
             out += [
                 Condition(key, "has words", phrase) for phrase in _shared_phrases([value_at(h, key) for h in handled])
             ]
+        values = [value_at(h, key) for h in handled]
+        if not isinstance(value, bool) and all(v is not None and v != "" for v in values):
+            out.append(Condition(key, "is set", True))  # kept only where another element has none
         # (a number shared by chance says nothing, but none left is a state: out of stock, no replicas, unread 0)
         empty = isinstance(value, int | float) and not isinstance(value, bool) and value == 0
         if not (isinstance(value, str | bool) or empty) or len(str(value)) > _LONGEST:
             continue
-        values = [value_at(h, key) for h in handled]
+        cases = {v.lower() if isinstance(v, str) else v for v in values}
+        if isinstance(value, str) and len(cases) == 1 and len(set(values)) > 1:
+            # `ana.ruiz@…` and `Ana.Ruiz@…`: one address, written two ways
+            lower = next((v for v in values if isinstance(v, str) and v == v.lower()), value)
+            out.append(Condition(key, "equals, case aside", lower))
         if all(same(v, value) and type(v) is type(value) for v in values):
             if value != "":
                 out.append(Condition(key, "==", value))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.recorded import Session, applied
+from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template_io import template_to_dict
 from toolreel.templatizer import TemplatizeResult, templatize, verify
 from toolreel.templatizer._values import key_similarity
@@ -81,3 +82,40 @@ def test_a_shared_number_other_than_zero_is_no_condition() -> None:
     result = templatize([s.steps], name="t")
     steps = template_to_dict(result.template)["steps"]
     assert not any(c.get("value") == 3 for step in steps for c in step.get("input", {}).get("where", []))
+
+
+def _order(oid: int, paid: str | None, email: str) -> dict[str, Any]:
+    return {"id": oid, "status": "processing", "date_paid": paid, "billing": {"email": email, "first_name": "Ana"}}
+
+
+def test_the_paid_orders_of_one_address_written_two_ways_are_selected_by_both() -> None:
+    s = Session()
+    orders = [
+        _order(4811, "2026-11-28T10:13:00", "hana.ruiz@mail.example"),
+        _order(4807, "2026-11-27T18:01:00", "ana.ruiz@mail.example"),
+        _order(4803, None, "ana.ruiz@mail.example"),
+        _order(4799, "2026-11-26T09:30:00", "Ana.Ruiz@mail.example"),
+    ]
+    s.call("list_orders", {"status": "processing", "search": "ana.ruiz@mail.example"}, orders)
+    for order in (4807, 4799):
+        s.call("update_order", {"order_id": order, "status": "completed"}, {"id": order})
+    result = saved(s)
+    steps = {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+    (select,) = [step for name, step in steps.items() if name.startswith("select_")]
+    where = {(c["key"], c["op"]): c["value"] for c in select["input"]["where"]}
+    assert where == {("date_paid", "is set"): True, ("billing.email", "equals, case aside"): "@input.search"}
+    other = [
+        _order(5120, "2026-12-01T08:00:00", "li.wei@corp.example"),
+        _order(5118, "2026-12-01T07:00:00", "li.weis@corp.example"),
+        _order(5117, "2026-11-30T16:00:00", "LI.WEI@corp.example"),
+        _order(5109, None, "li.wei@corp.example"),
+    ]
+    given = {
+        "items": other,
+        "where": [
+            {**c, "value": "li.wei@corp.example"} if c["value"] == "@input.search" else c
+            for c in select["input"]["where"]
+        ],
+    }
+    kept = run_code(select["code"], given, CodeLimits(timeout=5.0, memory_mb=32))
+    assert [order["id"] for order in kept] == [5120, 5117]

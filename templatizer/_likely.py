@@ -103,6 +103,7 @@ def likely_inputs(
     }
     weighed.update(_records(weighed, by_value))
     weighed.update(_inner_scopes(weighed, by_value))
+    weighed.update(_periods(weighed, by_value))
     for key, uses in list(by_value.items()):
         judgement = weighed[key]
         if judgement.score < THIN:
@@ -194,6 +195,34 @@ def _scope(literal: Unexplained, words: frozenset[str]) -> bool:
     key = last_key(literal.keys)
     tokens = [t for t in key_tokens(key) if t not in _ID_WORDS] if key and not literal.flag else []
     return len(tokens) == 1 and tokens[0] in words
+
+
+def _periods(
+    weighed: Mapping[tuple[str, str], Judgement], by_value: Mapping[tuple[str, str], Sequence[Unexplained]]
+) -> dict[tuple[str, str], Judgement]:
+    """Two days a call is bounded by (`startDate: 2026-11-01`, `endDate: 2026-11-30`): a period the user named,
+    both proposed ticked. Days only: a range with times of day (`…T00:00:00Z`) is more often worked out from now."""
+    bounds: dict[str, list[tuple[str, str]]] = {}
+    for key, uses in by_value.items():
+        for lit in uses:
+            bound = last_key(lit.keys)
+            if key[0] == "str" and _DAY_RE.match(key[1]) and bound and _BOUND_RE.search(bound) and not lit.in_query:
+                bounds.setdefault(lit.step, []).append(key)
+    raised: dict[tuple[str, str], Judgement] = {}
+    for step, keys in bounds.items():
+        if len(set(keys)) != 2:
+            continue
+        for key in keys:
+            judged = weighed[key]
+            if THIN <= judged.score < CHOSEN:
+                raised[key] = Judgement(
+                    CHOSEN, (*judged.reasons, f"one of the two days {step} is bounded by: a period")
+                )
+    return raised
+
+
+_DAY_RE: Final = re.compile(r"^\d{4}-\d\d-\d\d$")
+_BOUND_RE: Final = re.compile(r"(?i)start|end|from|to$|^to|since|until|after|before|begin")
 
 
 _OUTER_SCOPE: Final = frozenset({"org", "organization", "organisation", "workspace", "owner", "team", "account"})

@@ -43,6 +43,14 @@ _MIN_TEXT: Final = 3  # shorter strings equal a function's result by accident to
 _MIN_ITEMS: Final = 3  # a sum, count or pick over two items equals a chosen value by accident too easily
 _LATER_ITEM_RE: Final = re.compile(r"\[[1-9][0-9]*\]")
 _NUMERAL_RE: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
+# a currency sign, or thousands grouped by commas: `-$86.40`, `$1,204.00`, `€12.50`, `12,400.00`
+_MONEY_RE: Final = re.compile(r"[-+]?[$€£¥]\s?-?\d+(?:,\d{3})*(?:\.\d+)?|-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def _amount(text: str) -> float:
+    return float(re.sub(r"[^0-9.-]", "", text))
+
+
 _ID_RE: Final = re.compile(r"(?:^|_)(?:id|uid|uuid|key)$|Id$", re.IGNORECASE)
 _NUMERAL_STRENGTH: Final = 0.8  # 5+ digits, or a decimal of 5+ characters: as for a number passed on as text
 
@@ -84,6 +92,9 @@ _BODY: Final = {
     ("max", 0): "return Math.max(...input.list);",
     ("max_by", 2): _PICK.format("Number(x[{0}])", ">"),  # (an amount written as text, `"8.90"`, too)
     ("min_by", 2): _PICK.format("Number(x[{0}])", "<"),
+    # an amount written for people (`-$86.40`, `$1,204.00`): its digits, sign and point
+    ("max_by", 3): _PICK.format('Number(String(x[{0}]).replace(/[^0-9.-]/g, ""))', ">"),
+    ("min_by", 3): _PICK.format('Number(String(x[{0}]).replace(/[^0-9.-]/g, ""))', "<"),
     ("newest_by", 2): _PICK.format("Date.parse(x[{0}])", ">"),
     ("lower", 0): "return input.text.toLowerCase();",
     ("upper", 0): "return input.text.toUpperCase();",
@@ -99,6 +110,8 @@ _WHAT: Final = {
     ("max", 0): "the largest of",
     ("max_by", 2): "`{1}` of the item with the largest `{0}` in",
     ("min_by", 2): "`{1}` of the item with the smallest `{0}` in",
+    ("max_by", 3): "`{1}` of the item with the largest {2} `{0}` in",
+    ("min_by", 3): "`{1}` of the item with the smallest {2} `{0}` in",
     ("newest_by", 2): "`{1}` of the item with the newest `{0}` in",
     ("lower", 0): "the lower case of",
     ("upper", 0): "the upper case of",
@@ -165,6 +178,10 @@ def _record_functions(source: str, items: list[dict[str, JSON]]) -> Iterator[Can
         elif len(texts) == len(items) and all(_NUMERAL_RE.fullmatch(x) and "." in x for x in texts):  # `"8.90"`
             yield from _picks("max_by", source, items, f, [float(x) for x in texts])
             yield from _picks("min_by", source, items, f, [-float(x) for x in texts])
+        elif len(texts) == len(items) and all(_MONEY_RE.fullmatch(x) for x in texts):  # `-$86.40`, `$1,204.00`
+            amounts = [_amount(x) for x in texts]
+            yield from _picks("max_by", source, items, f, amounts, written="amount")
+            yield from _picks("min_by", source, items, f, [-x for x in amounts], written="amount")
         elif len(texts) == len(items):
             moments = [m for m in map(_moment, texts) if m is not None]
             if len(moments) == len(items):
@@ -173,9 +190,11 @@ def _record_functions(source: str, items: list[dict[str, JSON]]) -> Iterator[Can
                 yield Candidate("join", sep.join(texts), source, (f, sep), data)
 
 
-def _picks(function: str, source: str, items: list[dict[str, JSON]], by: str, keys: list[float]) -> Iterator[Candidate]:
+def _picks(
+    function: str, source: str, items: list[dict[str, JSON]], by: str, keys: list[float], written: str = ""
+) -> Iterator[Candidate]:
     """A field of the item with the largest `by` (a number, or a date: newest; negated, the smallest); none when two
-    items tie."""
+    items tie. `written`: "amount" when `by` holds amounts written for people (read by their digits)."""
     top = max(keys)
     if len(keys) != len(items) or keys.count(top) > 1 or keys.index(top) == 0:
         return  # a tie, or the first item: "the first one" explains the value as well
@@ -186,7 +205,7 @@ def _picks(function: str, source: str, items: list[dict[str, JSON]], by: str, ke
     for field in best:
         # a value other items have too (`target: production` in every one) is no reason to pick this one
         if sum(1 for item in items if item.get(field) == best[field]) == 1:
-            yield Candidate(function, best[field], source, (by, field), data)
+            yield Candidate(function, best[field], source, (by, field, written) if written else (by, field), data)
 
 
 def _text_functions(source: str, text: str) -> Iterator[Candidate]:

@@ -288,7 +288,7 @@ function names(lines) {
 }
 
 function pipes(lines) {
-  const rule = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
+  const rule = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*\|(\s*:?-+:?\s*\|){2,}\s*$/;
   const at = lines.findIndex((line, i) => i > 0 && rule.test(line) && lines[i - 1].includes("|"));
   if (at < 1) return [];
   const cells = (line) => line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
@@ -326,7 +326,10 @@ function sections(lines, level) {
 """
 _LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
 _HEADER_RE: Final = re.compile(r"^[A-Z][A-Z0-9 _%/().#-]*$")
-_RULE_RE: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$", re.MULTILINE)
+# `| --- | --- |`, `---|---`; between pipes on both sides a cell may be shorter (`| -- | ---- |`, as GFM allows)
+_RULE_RE: Final = re.compile(
+    r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*\|(\s*:?-+:?\s*\|){2,}\s*$", re.MULTILINE
+)
 _HEADING_RE: Final = re.compile(r"^(#{1,6})\s+\S")
 _FIELD_RE: Final = re.compile(r"^\s*(?:[-*]\s+)?\*\*[^*]+?\*\*")
 # A line that opens JSON records inside prose (a database tool's rows between untrusted-data tags).

@@ -91,9 +91,32 @@ def pick_by_identity(
                 users[pick.step] = (base, unit.tool)
                 out.append(_pick_unit(unit, pick, base))
         mine = {head: pick for head, pick in picks.items() if head in heads}
-        out.append(replace(unit, input=_rewritten(unit.input, mine)) if mine else unit)
+        unit = replace(unit, input=_rewritten(unit.input, mine)) if mine else unit
+        for head, (base, n, outer) in _inside_picks(unit.input, picks).items():
+            # `@pick_sales.stages[1]`: a list inside the picked element, its element taken by position too
+            if head not in picks and (pick := _pick(f"{outer}[{n}]", outer, n, runs, inputs, taken, given)):
+                pick = replace(pick, replaces=head)
+                taken.add(pick.step)
+                picks[head] = pick
+                users[pick.step] = (base, unit.tool)
+                out.append(_pick_unit(unit, pick, base))
+                unit = replace(unit, input=_rewritten(unit.input, {head: pick}))
+        out.append(unit)
     walked = Counter(users.values())
     return out, [replace(p, walked=walked[users[p.step]] >= 2) for p in picks.values()]
+
+
+def _inside_picks(value: JSON, picks: Mapping[str, Pick]) -> dict[str, tuple[str, int, str]]:
+    """Each positional ref into a list inside a picked element (`@pick_sales.stages[1]`): head -> (the list as the
+    template reads it, `@pick_sales.stages`; the position; the list as the recording holds it,
+    `@list_pipelines_1[2].stages`)."""
+    by_step = {f"@{pick.step}": pick.replaces for pick in picks.values()}
+    found: dict[str, tuple[str, int, str]] = {}
+    for m in _POSITIONAL_RE.finditer(json.dumps(value)):
+        root, _, rest = m.group(1).partition(".")
+        if root in by_step and rest:
+            found[m.group(0)] = (m.group(1), int(m.group(2)), f"{by_step[root]}.{rest}")
+    return found
 
 
 def drop_unused_picks(template: Template, picks: Sequence[Pick]) -> tuple[Template, list[Pick]]:

@@ -77,12 +77,12 @@ def _tag(text: str, start: int, needle: str) -> bool:
     )
 
 
-_NOTE_RE: Final = re.compile(r"\}\}:[ \t]+([^{}\n]*\S)$")
+_NOTE_RE: Final = re.compile(r"\}\}(?::|[ \t]+[-\u2013\u2014])[ \t]+([^{}\n]*\S)$")  # `}}: note`, `}} - note`
 
 
 def note_after(value: str, written: str) -> str | None:
-    """The free text after a record named by refs and a colon (`Call with {{@c.first}} {{@c.last}}: renewal moves
-    to Q1`): a note written about that record, a candidate input of its own (weighed like any other)."""
+    """The free text after a record named by refs and a colon or a dash (`Call with {{@c.first}} {{@c.last}}: renewal
+    moves to Q1`, `{{@person.company_name}} - Fleet tracking`): a note about that record, an input of its own."""
     match = _NOTE_RE.search(written)
     if match is None or len(match.group(1).split()) < _NOTE_WORDS or not value.endswith(match.group(1)):
         return None

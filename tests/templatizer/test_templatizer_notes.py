@@ -44,3 +44,17 @@ def test_what_follows_a_label_is_a_note_only_when_it_is_words_in_lower_case() ->
     assert labelled_note("Closed: done") is None  # one word: a state
     assert labelled_note("Onboarding: Brightpath Labs") is None  # a name: its own evidence decides
     assert labelled_note("see https://x.example: not a label") is None
+
+
+def test_the_words_after_a_ref_and_a_dash_are_the_user_s_note() -> None:
+    s = Session()
+    s.call("fetch_person", {"email": "dana.weiss@nordwind.example"}, {"id": 41900011, "company_name": "Nordwind GmbH"})
+    s.call("create_opportunity", {"name": "Nordwind GmbH - Fleet tracking", "contact_id": 41900011}, {"id": 7})
+    result = saved(s)
+    assert "Fleet tracking" in result.input_values.values()
+    (name,) = [key for key, value in result.input_values.items() if value == "Fleet tracking"]
+    steps = {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+    assert (
+        steps["create_opportunity_1"]["input"]["name"]
+        == f"{{{{@fetch_person_1.company_name}}}} - {{{{@input.{name}}}}}"
+    )

@@ -149,3 +149,27 @@ def test_a_quoted_query_string_written_nowhere_else_stays_unticked() -> None:
     s.call("send_message", {"space": "spaces/AAAAq3kTz8E", "text": "No failing traces today."}, {"name": "m/1"})
     result = templatize([s.steps], name="t")
     assert "checkout" not in result.ticked_inputs.values()
+
+
+def test_a_list_inside_a_picked_element_is_picked_from_by_name_too() -> None:
+    s = Session()
+
+    def pipeline(pid: int, name: str, stages: list[str]) -> dict[str, Any]:
+        return {"id": pid, "name": name, "stages": [{"id": pid * 10 + i, "name": n} for i, n in enumerate(stages)]}
+
+    pipelines = [
+        pipeline(300001, "Sales (partners)", ["Lead", "Qualified", "Won"]),
+        pipeline(300002, "Onboarding", ["Start", "Done"]),
+        pipeline(300003, "Sales", ["Lead", "Qualified", "Proposal", "Won"]),
+    ]
+    s.call("list_pipelines", {}, pipelines)
+    s.call("create_opportunity", {"name": "Deal", "pipeline_id": 300003, "pipeline_stage_id": 3000031}, {"id": 1})
+    result = saved(s)
+    steps = _steps(result)
+    opportunity = steps["create_opportunity_1"]["input"]
+    assert opportunity["pipeline_id"] == "@pick_sales.id"
+    stage = opportunity["pipeline_stage_id"]
+    assert stage.startswith("@pick_") and stage != "@pick_sales.id"
+    inner = steps[stage[1:].split(".")[0]]["input"]
+    assert inner["items"] == "@pick_sales.stages" and inner["key"] == "name"
+    assert inner["value"] == "Qualified" or result.input_values[inner["value"].removeprefix("@input.")] == "Qualified"

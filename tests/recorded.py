@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
 from toolreel.replayer import dry_replay
-from toolreel.templatizer import TemplatizeResult
+from toolreel.templatizer import TemplatizeResult, templatize, verify
 
-__all__ = ["Session", "applied", "candidates", "inputs_of", "reproduces"]
+__all__ = ["Session", "applied", "candidates", "inputs_of", "reproduces", "saved"]
 
 
 @dataclass
@@ -71,3 +71,11 @@ def reproduces(result: TemplatizeResult, steps: Sequence[StepRecord]) -> None:
     (the replayer's dry replay: the code steps the templatizer adds run in their sandbox, loops per element)."""
     differences = dry_replay(result.template, result.input_values, steps, result.loop_items)
     assert differences == [], [d.to_json() for d in differences]
+
+
+def saved(s: Session) -> TemplatizeResult:
+    """What a plain "save this" keeps: the ticked likely inputs applied, then verified against the recording."""
+    first = templatize([s.steps], name="t")
+    result = templatize([s.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
+    assert verify(result, [s.steps]).verified
+    return result

@@ -7,18 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.recorded import Session, applied
+from tests.recorded import Session, applied, saved
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer import TemplatizeResult, templatize, verify
+from toolreel.templatizer import templatize
 from toolreel.templatizer._values import key_similarity
-
-
-def saved(s: Session) -> TemplatizeResult:
-    first = templatize([s.steps], name="t")
-    result = templatize([s.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
-    assert verify(result, [s.steps]).verified
-    return result
 
 
 def test_a_filter_key_is_read_without_its_operator_and_an_entity_key_takes_its_id() -> None:

@@ -4,10 +4,9 @@ headings, whose unticked items under one heading a loop walks, however many ther
 
 from __future__ import annotations
 
-from tests.recorded import Session
+from tests.recorded import Session, saved
 from toolreel.core.sandbox import run_code
 from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer import TemplatizeResult, templatize, verify
 
 
 def _hits(*titles: tuple[str, str]) -> str:
@@ -31,13 +30,6 @@ def _session() -> Session:
         if not done:
             s.call("create_task", {"project_id": 12, "title": text, "description": "From Retro 2026-11-20"}, {"id": 1})
     return s
-
-
-def saved(s: Session) -> TemplatizeResult:
-    first = templatize([s.steps], name="t")
-    result = templatize([s.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
-    assert verify(result, [s.steps]).verified
-    return result
 
 
 def test_a_list_of_links_is_rows_and_the_hit_is_picked_by_the_title_searched_for() -> None:

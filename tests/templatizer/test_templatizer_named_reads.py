@@ -6,18 +6,11 @@ is the user's too."""
 
 from __future__ import annotations
 
-from tests.recorded import Session, applied
+from tests.recorded import Session, applied, saved
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer import TemplatizeResult, templatize, verify
+from toolreel.templatizer import templatize
 from toolreel.templatizer._candidates import id_key
-
-
-def saved(s: Session) -> TemplatizeResult:
-    first = templatize([s.steps], name="t")
-    result = templatize([s.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
-    assert verify(result, [s.steps]).verified
-    return result
 
 
 def test_a_small_id_named_by_its_key_is_the_listed_entity_s() -> None:

@@ -5,17 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.recorded import Session
+from tests.recorded import Session, saved
 from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer import TemplatizeResult, templatize, verify
 from toolreel.templatizer._pieces import labelled_note
-
-
-def saved(s: Session) -> TemplatizeResult:
-    first = templatize([s.steps], name="t")
-    result = templatize([s.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
-    assert verify(result, [s.steps]).verified
-    return result
 
 
 def _tasks() -> list[dict[str, Any]]:

@@ -4,17 +4,9 @@ amount written for people (`-$86.40`, `$1,204.00`) is picked by that amount."""
 
 from __future__ import annotations
 
-from tests.recorded import Session
+from tests.recorded import Session, saved
 from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer import TemplatizeResult, templatize, verify
-
-
-def saved(s: Session) -> TemplatizeResult:
-    first = templatize([s.steps], name="t")
-    result = templatize([s.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
-    assert verify(result, [s.steps]).verified
-    return result
-
+from toolreel.templatizer import TemplatizeResult, templatize
 
 _OPTIONAL = {
     "type": "object",

@@ -37,6 +37,19 @@ FORMATS: Final = (
     # the start and the end of the clock's day, in its zone (a calendar's `min_time`/`max_time`: "rest of today")
     *("%Y-%m-%dT00:00:00%z", "%Y-%m-%dT23:59:59%z", "%Y-%m-%dT23:59:59.999%z"),
 )
+# Days a clock's date leads to (`since` the Monday of this week, the first of the month, yesterday), written as a day or
+# as that day's start: only from a clock's own date-time (`datetime`, `now`), never from a record's dates.
+SHIFTS: Final = ("monday", "first", "yesterday", "tomorrow", "week_ago")
+_MOVES: Final = {
+    "monday": "the Monday of its week",
+    "first": "the first of its month",
+    "yesterday": "the day before",
+    "tomorrow": "the day after",
+    "week_ago": "a week before",
+}
+_SHIFTED: Final = ("%Y-%m-%d", "%Y-%m-%dT00:00:00Z", "%Y-%m-%dT00:00:00%z")
+_SHIFT_RE: Final = re.compile(r"^<(\w+)>")
+_CLOCK_KEY_RE: Final = re.compile(r"(?i)^(?:current_?|local_?|utc_?)?(?:datetime|date_?time|now|time|timestamp)$")
 _ISO_RE: Final = r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?"
 _ISO: Final = re.compile(_ISO_RE)
 _MONTHS: Final = (
@@ -49,14 +62,21 @@ _DIRECTIVE_RE: Final = re.compile(r"%([YmdHMSBbeAz])")
 
 
 def render(match: re.Match[str], fmt: str) -> str | None:
-    """`fmt` filled from an ISO date(-time) match, as the code step does; None when it needs a missing time."""
-    from datetime import date
+    """`fmt` filled from an ISO date(-time) match, as the code step does; None when it needs a missing time. A
+    `<shift>` before the format (`<monday>%Y-%m-%d`) moves the date first (the time of day stays)."""
+    from datetime import date, timedelta
 
     year, month, day, hour, minute, second, zone = match.groups()
     try:
-        weekday = _DAYS[date(int(year), int(month), int(day)).weekday()]
+        moved = date(int(year), int(month), int(day))
     except ValueError:
         return None
+    if (shift := _SHIFT_RE.match(fmt)) is not None:
+        fmt = fmt[shift.end() :]
+        days = {"monday": -moved.weekday(), "first": 1 - moved.day, "yesterday": -1, "tomorrow": 1, "week_ago": -7}
+        moved += timedelta(days=days[shift.group(1)])
+        year, month, day = f"{moved.year:04d}", f"{moved.month:02d}", f"{moved.day:02d}"
+    weekday = _DAYS[moved.weekday()]
     name = _MONTHS[int(month) - 1]
     parts = {"Y": year, "m": month, "d": day, "H": hour, "M": minute, "S": second, "z": zone}
     parts |= {"B": name, "b": name[:3], "e": str(int(day)), "A": weekday}
@@ -66,11 +86,26 @@ def render(match: re.Match[str], fmt: str) -> str | None:
 
 
 def _code(fmt: str) -> str:
+    shift = _SHIFT_RE.match(fmt)
+    moved = ""
+    if shift is not None:
+        fmt = fmt[shift.end() :]
+        moved = (
+            "  const at = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));\n"
+            f"  const shift = {json.dumps(shift.group(1))};\n"
+            "  const by = {monday: -((at.getUTCDay() + 6) % 7), first: 1 - at.getUTCDate(), yesterday: -1,"
+            " tomorrow: 1, week_ago: -7}[shift];\n"
+            "  at.setUTCDate(at.getUTCDate() + by);\n"
+            '  m[1] = String(at.getUTCFullYear()).padStart(4, "0");\n'
+            '  m[2] = String(at.getUTCMonth() + 1).padStart(2, "0");\n'
+            '  m[3] = String(at.getUTCDate()).padStart(2, "0");\n'
+        )
     return (
         "export default function(input) {\n"
         f"  const m = String(input.text).match(new RegExp({json.dumps(_ISO_RE)}));\n"
         '  if (m === null) throw new Error("no ISO date in the text");\n'
-        f"  const months = {json.dumps(_MONTHS)};\n"
+        + moved
+        + f"  const months = {json.dumps(_MONTHS)};\n"
         f"  const days = {json.dumps(_DAYS)};\n"
         "  const weekday = (new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))).getUTCDay() + 6) % 7;\n"
         "  const name = months[Number(m[2]) - 1];\n"
@@ -112,7 +147,9 @@ class _Renderings:
             if match is None:
                 continue
             source = f"@{step}{json_path(keys)[1:]}"
-            for fmt in FORMATS:
+            clock = bool(keys) and isinstance(keys[-1], str) and _CLOCK_KEY_RE.match(keys[-1]) is not None
+            shifted = [f"<{shift}>{fmt}" for shift in SHIFTS for fmt in _SHIFTED] if clock else []
+            for fmt in (*FORMATS, *shifted):
                 text = render(match, fmt)
                 if text is not None and text not in node:  # a part of it as written: an extraction's job
                     self.by_text.setdefault(text, []).append((source, fmt))
@@ -228,9 +265,13 @@ def _rewritten(template: Template, found: Sequence[_Found]) -> tuple[Template, t
 
 
 def _read(item: _Found) -> CodeRead:
+    shift = _SHIFT_RE.match(item.fmt)
+    moved = f" after moving it to {_MOVES[shift.group(1)]}" if shift is not None else ""
+    fmt = item.fmt[shift.end() :] if shift is not None else item.fmt
+
     def why(name: str) -> str:
         return (
-            f"{item.recorded!r} is the date-time {item.source} written as {item.fmt!r}; "
+            f"{item.recorded!r} is the date-time {item.source} written as {fmt!r}{moved}; "
             f"the code step {name} reproduces it from the recording"
         )
 

@@ -38,7 +38,9 @@ __all__ = ["Paging", "find_pagings", "merge_pages", "page_steps"]
 _LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=64)
 _CURSOR_MIN: Final = 4  # characters of a cursor at least (a shorter equal value is chance)
 _DEPTH: Final = 4  # how deep in an answer a cursor, an end flag or the list is looked for
-_NEXT_WORDS: Final = frozenset({"next", "more", "cursor", "token", "continuation", "last", "evaluated"})
+_NEXT_WORDS: Final = frozenset(
+    {"next", "more", "additional", "remaining", "cursor", "token", "continuation", "last", "evaluated"}
+)  # (`has_additional`: Quay)
 _END_WORDS: Final = frozenset({"last", "end", "done", "complete", "finished"})
 _TOTAL_WORDS: Final = frozenset({"total", "count"})
 _PAGE_WORDS: Final = frozenset({"page", "offset", "skip", "start", "from"})

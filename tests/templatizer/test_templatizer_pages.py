@@ -85,6 +85,25 @@ def test_pages_with_a_total_end_when_all_of_it_is_read_even_on_a_full_page() -> 
     assert run_code(ended, {"page": {"total": 5, "entries": [{"id": 50}, {"id": 51}]}, "seen": 2}) is False
 
 
+def test_pages_that_say_they_have_additional_ones_end_where_one_says_none() -> None:
+    s = Session()
+    pages: list[JSON] = [
+        {"page": 1, "has_additional": True, "tags": [{"name": "v2.9.3"}, {"name": "latest"}]},
+        {"page": 2, "has_additional": False, "tags": [{"name": "v2.10.0"}, {"name": "v1.12.0"}]},
+    ]
+    for number, page in enumerate(pages, start=1):
+        s.call("list_tags", {"repository": "acme/billing-api", "page": number, "limit": 2}, page)
+    result = templatize([s.steps], name="t")
+    paged = result.template.step("list_tags_1")
+    assert paged.script is not None and verify(result, [s.steps]).verified
+    ended = paged.script.replace("export default async function", "async function paged")
+    ended += "\nexport default function (input) { return ended(input.page, input.seen); }"
+    # Another world: one full page that says it is the only one; a short-page rule would ask for a second.
+    only: JSON = {"page": 1, "has_additional": False, "tags": [{"name": "v5.0.0"}, {"name": "v5.1.0"}]}
+    assert run_code(ended, {"page": only, "seen": 2}) is True
+    assert run_code(ended, {"page": {**only, "has_additional": True}, "seen": 2}) is False
+
+
 def test_two_reads_of_consecutive_ids_are_two_reads_not_pages() -> None:
     s = Session()
     s.call("get_issue", {"id": 101}, {"id": 101, "labels": ["bug", "ui"]})

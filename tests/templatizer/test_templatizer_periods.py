@@ -4,7 +4,10 @@ amount written for people (`-$86.40`, `$1,204.00`) is picked by that amount."""
 
 from __future__ import annotations
 
+import json
+
 from tests.recorded import Session, saved
+from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template_io import template_to_dict
 from toolreel.templatizer import TemplatizeResult, templatize
 
@@ -65,3 +68,38 @@ def test_the_item_with_the_smallest_amount_written_for_people_is_picked_by_it() 
     update = next(step for step in steps if step["name"] == "update_transaction_1")
     picker = next(step for step in steps if step["name"] == update["input"]["id"].lstrip("@"))
     assert "replace(/[^0-9.-]/g" in picker["code"] and " < " in picker["code"]
+
+
+_LIMITS = CodeLimits(timeout=5.0, memory_mb=32)
+
+
+def _since(clock_key: str, since: str) -> TemplatizeResult:
+    s = Session()
+    s.call("get_current_time", {"timezone": "Europe/Madrid"}, {"timezone": "Europe/Madrid", clock_key: _THURSDAY})
+    s.call("get_time_entries", {"userId": "5f9e8d7c6b5a4f3e2d1c0b9a", "start": since}, [])
+    return saved(s)
+
+
+_THURSDAY = "2026-12-03T17:45:10+01:00"
+
+
+def test_the_monday_of_the_clock_s_week_is_worked_out_on_each_run() -> None:
+    result = _since("datetime", "2026-11-30T00:00:00Z")
+    steps = {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+    start = steps["get_time_entries_1"]["input"]["start"]
+    assert start.startswith("@") and "2026-11-30" not in json.dumps(result.input_values)
+    code = steps[start[1:]]["code"]
+    assert run_code(code, {"text": "2026-12-17T09:00:00+01:00"}, _LIMITS) == "2026-12-14T00:00:00Z"  # a Thursday
+    assert run_code(code, {"text": "2027-01-03T23:00:00+01:00"}, _LIMITS) == "2026-12-28T00:00:00Z"  # a Sunday
+
+
+def test_the_first_of_the_clock_s_month_too_but_no_record_s_date_is_moved() -> None:
+    result = _since("datetime", "2026-12-01")
+    steps = {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+    code = steps[steps["get_time_entries_1"]["input"]["start"][1:]]["code"]
+    assert run_code(code, {"text": "2027-02-17T09:00:00Z"}, _LIMITS) == "2027-02-01"
+    s = Session()
+    s.call("list_invoices", {"status": "open"}, [{"id": "in_7Hq2", "created_at": _THURSDAY}])
+    s.call("get_time_entries", {"userId": "5f9e8d7c6b5a4f3e2d1c0b9a", "start": "2026-11-30"}, [])
+    moved = templatize([s.steps], name="t")
+    assert not any(step.code for step in moved.template.steps)  # a record's own date says nothing of "this week"

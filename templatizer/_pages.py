@@ -78,6 +78,9 @@ function ended(page, seen) {
   if (end.when === "falsy") return !truthy(get(page, end.path));
   if (end.when === "truthy") return truthy(get(page, end.path));
   if (end.when === "total") return items(page).length === 0 || !(seen < Number(get(page, end.path)));
+  if (end.when === "pages") {
+    return items(page).length === 0 || !(Number(get(page, end.at)) < Number(get(page, end.path)));
+  }
   return items(page).length < end.size;
 }
 function param(url, name) {
@@ -134,7 +137,8 @@ class Paging:
     key: Keys  # the argument that pages
     next: dict[str, JSON]  # {"kind": "cursor", "path": [...]} or {"kind": "step", "by": n, "start": n}
     items: Keys  # where each page's list is ([] : the answer is the list)
-    end: dict[str, JSON]  # {"when": "falsy" | "truthy" | "total", "path": [...]} or {"when": "short", "size": n}
+    end: dict[str, JSON]  # {"when": "falsy" | "truthy" | "total", "path": [...]}, {"when": "pages", "path": [...],
+    # "at": [...]} (this page's number reaching the count) or {"when": "short", "size": n}
 
     @property
     def first(self) -> str:
@@ -221,6 +225,12 @@ def _ended(page: JSON, items: Keys, end: dict[str, JSON], seen: int) -> bool:
     value = get_at(page, tuple(path))[1] if isinstance(path, list) else None
     if end["when"] == "total":
         return not _list_at(page, items) or not (isinstance(value, int | float) and seen < value)
+    if end["when"] == "pages":  # this page's number has reached the number of pages
+        at = end["at"]
+        number = get_at(page, tuple(at))[1] if isinstance(at, list) else None
+        if not isinstance(value, int | float) or not isinstance(number, int | float):
+            return True
+        return not _list_at(page, items) or not number < value
     truthy = value not in (None, False, "", [], {})
     return truthy if end["when"] == "truthy" else not truthy
 
@@ -331,10 +341,33 @@ def _ends(pages: Sequence[StepRecord], items: Keys, following: dict[str, JSON]) 
             candidates.append((2, {"when": "truthy", "path": list(keys)}))
         if words & _TOTAL_WORDS and all(get_at(p.output, keys)[1] == total for p in pages):
             candidates.append((2, {"when": "total", "path": list(keys)}))  # `total: 3` on every page: all there is
+    candidates += [(2, end) for end in _page_counts(pages, paths)]
     sizes = {len(get_at(p.output, items)[1] or []) for p in pages[:-1]}
     if len(sizes) == 1:
         candidates.append((3, {"when": "short", "size": sizes.pop()}))
     return [end for _, end in sorted(candidates, key=lambda c: c[0])]
+
+
+def _page_counts(pages: Sequence[StepRecord], paths: set[Keys]) -> list[dict[str, JSON]]:
+    """`current_page: 1, 2` beside `total_pages: 2` on every page (`page`/`pages`, `pageNumber`/`totalPages`): the
+    list ends on the page whose number reaches the count."""
+    numbers = {keys: [get_at(p.output, keys)[1] for p in pages] for keys in paths}
+    counted = {
+        keys: values
+        for keys, values in numbers.items()
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    }
+    steps = [keys for keys, values in counted.items() if all(b == a + 1 for a, b in itertools.pairwise(values))]
+    out: list[dict[str, JSON]] = []
+    for at in steps:
+        last = counted[at][-1]
+        for keys, values in counted.items():
+            if keys != at and set(values) == {last} and set(key_tokens(str(keys[-1]))) & _COUNT_WORDS:
+                out.append({"when": "pages", "path": list(keys), "at": list(at)})
+    return out
+
+
+_COUNT_WORDS: Final = frozenset({"pages", "page", "last", "count"})
 
 
 def _run(paging: Paging, pages: list[JSON]) -> dict[str, JSON] | None:

@@ -165,3 +165,23 @@ def test_a_cursor_found_only_inside_the_next_page_s_url_is_read_out_of_it() -> N
     paged = result.template.step("get_profiles_1")
     assert paged.script is not None and '"param": "page[cursor]"' in paged.script
     assert verify(result, [s.steps]).verified
+
+
+def test_pages_that_count_themselves_end_on_the_page_whose_number_reaches_the_count() -> None:
+    s = Session()
+    pages: list[JSON] = [
+        {"data": [{"id": "in_1"}, {"id": "in_2"}], "meta": {"pagination": {"current_page": 1, "total_pages": 2}}},
+        {"data": [{"id": "in_3"}, {"id": "in_4"}], "meta": {"pagination": {"current_page": 2, "total_pages": 2}}},
+    ]
+    for number, page in enumerate(pages, start=1):
+        s.call("list_invoices", {"client_id": "c_9", "page": number, "per_page": 2}, page)
+    result = templatize([s.steps], name="t")
+    paged = result.template.step("list_invoices_1")
+    assert paged.script is not None and verify(result, [s.steps]).verified
+    ended = paged.script.replace("export default async function", "async function paged")
+    ended += "\nexport default function (input) { return ended(input.page, input.seen); }"
+    # Another world: three full pages; a page of a list that ends on a full page says so by its count alone
+    second: JSON = {"data": [{"id": "x"}, {"id": "y"}], "meta": {"pagination": {"current_page": 2, "total_pages": 3}}}
+    assert run_code(ended, {"page": second, "seen": 4}) is False
+    third: JSON = {"data": [{"id": "z"}, {"id": "w"}], "meta": {"pagination": {"current_page": 3, "total_pages": 3}}}
+    assert run_code(ended, {"page": third, "seen": 6}) is True

@@ -65,6 +65,23 @@ def test_pages_read_by_an_offset_end_where_the_answer_says_it_is_the_last() -> N
     assert run_code(merge, {"page": one}) == {"ended": True, "merged": one}
 
 
+def _ended(script: str) -> str:
+    """The paging script's own `ended(page, seen)` as a program of its own: whether `page` ends the list."""
+    ended = script.replace("export default async function", "async function paged")
+    return ended + "\nexport default function (input) { return ended(input.page, input.seen); }"
+
+
+def _numbered_pages(tool: str, args: dict[str, JSON], pages: list[JSON]) -> str:
+    """The `ended` program of the paged read saved from `pages` read by page number (1, 2, ...)."""
+    s = Session()
+    for number, page in enumerate(pages, start=1):
+        s.call(tool, {**args, "page": number}, page)
+    result = templatize([s.steps], name="t")
+    paged = result.template.step(f"{tool}_1")
+    assert paged.script is not None and verify(result, [s.steps]).verified
+    return _ended(paged.script)
+
+
 def test_pages_with_a_total_end_when_all_of_it_is_read_even_on_a_full_page() -> None:
     s = Session()
     pages: list[JSON] = [
@@ -78,26 +95,18 @@ def test_pages_with_a_total_end_when_all_of_it_is_read_even_on_a_full_page() -> 
     assert paged.script is not None and verify(result, [s.steps]).verified
     assert '"end": {"when": "total", "path": ["total"]}' in paged.script
     # Another world: two entries in all, on one full page. A short-page rule would ask for a second page.
-    ended = paged.script.replace("export default async function", "async function paged")
-    ended += "\nexport default function (input) { return ended(input.page, input.seen); }"
+    ended = _ended(paged.script)
     full: JSON = {"total": 2, "entries": [{"id": 700}, {"id": 701}]}
     assert run_code(ended, {"page": full, "seen": 2}) is True
     assert run_code(ended, {"page": {"total": 5, "entries": [{"id": 50}, {"id": 51}]}, "seen": 2}) is False
 
 
 def test_pages_that_say_they_have_additional_ones_end_where_one_says_none() -> None:
-    s = Session()
     pages: list[JSON] = [
         {"page": 1, "has_additional": True, "tags": [{"name": "v2.9.3"}, {"name": "latest"}]},
         {"page": 2, "has_additional": False, "tags": [{"name": "v2.10.0"}, {"name": "v1.12.0"}]},
     ]
-    for number, page in enumerate(pages, start=1):
-        s.call("list_tags", {"repository": "acme/billing-api", "page": number, "limit": 2}, page)
-    result = templatize([s.steps], name="t")
-    paged = result.template.step("list_tags_1")
-    assert paged.script is not None and verify(result, [s.steps]).verified
-    ended = paged.script.replace("export default async function", "async function paged")
-    ended += "\nexport default function (input) { return ended(input.page, input.seen); }"
+    ended = _numbered_pages("list_tags", {"repository": "acme/billing-api", "limit": 2}, pages)
     # Another world: one full page that says it is the only one; a short-page rule would ask for a second.
     only: JSON = {"page": 1, "has_additional": False, "tags": [{"name": "v5.0.0"}, {"name": "v5.1.0"}]}
     assert run_code(ended, {"page": only, "seen": 2}) is True
@@ -168,18 +177,11 @@ def test_a_cursor_found_only_inside_the_next_page_s_url_is_read_out_of_it() -> N
 
 
 def test_pages_that_count_themselves_end_on_the_page_whose_number_reaches_the_count() -> None:
-    s = Session()
     pages: list[JSON] = [
         {"data": [{"id": "in_1"}, {"id": "in_2"}], "meta": {"pagination": {"current_page": 1, "total_pages": 2}}},
         {"data": [{"id": "in_3"}, {"id": "in_4"}], "meta": {"pagination": {"current_page": 2, "total_pages": 2}}},
     ]
-    for number, page in enumerate(pages, start=1):
-        s.call("list_invoices", {"client_id": "c_9", "page": number, "per_page": 2}, page)
-    result = templatize([s.steps], name="t")
-    paged = result.template.step("list_invoices_1")
-    assert paged.script is not None and verify(result, [s.steps]).verified
-    ended = paged.script.replace("export default async function", "async function paged")
-    ended += "\nexport default function (input) { return ended(input.page, input.seen); }"
+    ended = _numbered_pages("list_invoices", {"client_id": "c_9", "per_page": 2}, pages)
     # Another world: three full pages; a page of a list that ends on a full page says so by its count alone
     second: JSON = {"data": [{"id": "x"}, {"id": "y"}], "meta": {"pagination": {"current_page": 2, "total_pages": 3}}}
     assert run_code(ended, {"page": second, "seen": 4}) is False

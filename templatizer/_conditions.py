@@ -55,6 +55,10 @@ class Guard:
     picked: bool = False  # `over` is a pick by a state: the step runs only when an element is in it
 
     @property
+    def when(self) -> When:
+        return When(ref=self.over) if self.value is None else When(ref=self.over, op="eq", value=self.value)
+
+    @property
     def why(self) -> str:
         if self.value is not None:
             return (
@@ -139,15 +143,27 @@ def guard_writes(template: Template, read_only: Collection[str]) -> tuple[Templa
     """Each call that may write and reads every element of a list (through a join step, or `[*]`) gets
     `when: {ref: <the list>}`; a step that has a `when` already keeps it."""
     joins = {s.name: s.input["list"] for s in template.steps if s.code == JOIN_CODE and isinstance(s.input, dict)}
+
+    def guard(step: StepSpec) -> Guard | None:
+        over = _whole_list(step.input, joins)
+        return Guard(step.name, over) if over is not None else None
+
+    return _guarded(template, read_only, guard)
+
+
+def _guarded(
+    template: Template, read_only: Collection[str], guard_of: Callable[[StepSpec], Guard | None]
+) -> tuple[Template, list[Guard]]:
+    """The template with the `when` of the guard `guard_of` finds for each call that may write and has no `when`
+    or `for_each` of its own yet."""
     guards: list[Guard] = []
     steps: list[StepSpec] = []
     for step in template.steps:
-        over = None
         if step.tool is not None and step.tool not in read_only and step.when is None and step.for_each is None:
-            over = _whole_list(step.input, joins)
-        if over is not None:
-            guards.append(Guard(step.name, over))
-            step = replace(step, when=When(ref=over))
+            guard = guard_of(step)
+            if guard is not None:
+                guards.append(guard)
+                step = replace(step, when=guard.when)
         steps.append(step)
     if not guards:
         return template, []
@@ -190,19 +206,13 @@ def guard_on_state(
     `when: {ref: <that field>, eq: <its value>}`: the agent acted because of that state; where the element
     is in the others' state, a careful agent leaves it alone. One element, or no field that sets it apart:
     no condition (nothing tells why the agent acted)."""
-    guards: list[Guard] = []
-    steps: list[StepSpec] = []
     scope = MappingScope(steps=dict(outputs), inputs={})  # once: a copy per step would grow with the recording
-    for step in template.steps:
-        if step.tool is not None and step.tool not in read_only and step.when is None and step.for_each is None:
-            found = _state_of(step.input, scope)
-            if found is not None:
-                guards.append(Guard(step.name, found[0], found[1]))
-                step = replace(step, when=When(ref=found[0], op="eq", value=found[1]))
-        steps.append(step)
-    if not guards:
-        return template, []
-    return parse_template(template_to_dict(replace(template, steps=tuple(steps)))), guards
+
+    def guard(step: StepSpec) -> Guard | None:
+        found = _state_of(step.input, scope)
+        return Guard(step.name, found[0], found[1]) if found is not None else None
+
+    return _guarded(template, read_only, guard)
 
 
 def guard_on_picks(
@@ -212,19 +222,13 @@ def guard_on_picks(
     payment) gets `when: {ref: <the pick>}`: where no element is in that state the pick gives null, and the
     call is skipped, as a careful agent would leave it."""
     by_state = [f"@{pick.step}" for pick in picks if pick.state and not pick.best]
-    guards: list[Guard] = []
-    steps: list[StepSpec] = []
-    for step in template.steps:
-        if step.tool is not None and step.tool not in read_only and step.when is None and step.for_each is None:
-            text = json.dumps(step.input)
-            over = next((ref for ref in by_state if re.search(re.escape(ref) + r"(?![\w])", text)), None)
-            if over is not None:
-                guards.append(Guard(step.name, over, picked=True))
-                step = replace(step, when=When(ref=over))
-        steps.append(step)
-    if not guards:
-        return template, []
-    return parse_template(template_to_dict(replace(template, steps=tuple(steps)))), guards
+
+    def guard(step: StepSpec) -> Guard | None:
+        text = json.dumps(step.input)
+        over = next((ref for ref in by_state if re.search(re.escape(ref) + r"(?![\w])", text)), None)
+        return Guard(step.name, over, picked=True) if over is not None else None
+
+    return _guarded(template, read_only, guard) if by_state else (template, [])
 
 
 def _state_of(value: JSON, scope: MappingScope) -> tuple[str, JSON] | None:

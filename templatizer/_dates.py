@@ -23,6 +23,7 @@ from toolreel.core.refs import is_ref, refs_in, resolve
 from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
+from toolreel.templatizer._index import clock_key
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run
 from toolreel.templatizer._values import Keys, get_at, json_path, walk
@@ -49,7 +50,6 @@ _MOVES: Final = {
 }
 _SHIFTED: Final = ("%Y-%m-%d", "%Y-%m-%dT00:00:00Z", "%Y-%m-%dT00:00:00%z")
 _SHIFT_RE: Final = re.compile(r"^<(\w+)>")
-_CLOCK_KEY_RE: Final = re.compile(r"(?i)^(?:current_?|local_?|utc_?)?(?:datetime|date_?time|now|time|timestamp)$")
 _ISO_RE: Final = r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?"
 _ISO: Final = re.compile(_ISO_RE)
 _MONTHS: Final = (
@@ -147,7 +147,7 @@ class _Renderings:
             if match is None:
                 continue
             source = f"@{step}{json_path(keys)[1:]}"
-            clock = bool(keys) and isinstance(keys[-1], str) and _CLOCK_KEY_RE.match(keys[-1]) is not None
+            clock = bool(keys) and isinstance(keys[-1], str) and clock_key(keys[-1])
             shifted = [f"<{shift}>{fmt}" for shift in SHIFTS for fmt in _SHIFTED] if clock else []
             for fmt in (*FORMATS, *shifted):
                 text = render(match, fmt)

@@ -88,14 +88,15 @@ _EMPTY = Bucket()
 
 
 @lru_cache(maxsize=4096)
-def _clock(key: str) -> bool:
+def clock_key(key: str) -> bool:
+    """A key a clock puts its reading under (`datetime`, `now`, `currentTime`)."""
     return _CLOCK_RE.fullmatch("_".join(key_tokens(key))) is not None
 
 
 @lru_cache(maxsize=4096)
 def _hidden(key: str) -> bool:
     """Volatile keys hide their values from the index, except a clock's (see `_lasting`)."""
-    return is_volatile_key(key) and not _clock(key)
+    return is_volatile_key(key) and not clock_key(key)
 
 
 def _lasting(node: JSON, keys: Keys) -> bool:
@@ -141,7 +142,7 @@ class OutputIndex:
         for keys, node, node_id in self.interner.nodes(output, skip=_hidden, hidden_texts=hidden):
             if node is None or node is True or node is False or node == "" or node == [] or node == {}:
                 continue
-            if keys and isinstance(keys[-1], str) and _clock(keys[-1]) and not _lasting(node, keys):
+            if keys and isinstance(keys[-1], str) and clock_key(keys[-1]) and not _lasting(node, keys):
                 continue
             if node == REDACTED:  # a secret the step produced (a token): all redacted values look alike
                 key = next((k for k in reversed(keys) if isinstance(k, str)), None)

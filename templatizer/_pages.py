@@ -362,12 +362,15 @@ def _page_counts(pages: Sequence[StepRecord], paths: set[Keys]) -> list[dict[str
     for at in steps:
         last = counted[at][-1]
         for keys, values in counted.items():
-            if keys != at and set(values) == {last} and set(key_tokens(str(keys[-1]))) & _COUNT_WORDS:
+            if keys != at and set(values) == {last} and _counts_pages(key_tokens(str(keys[-1]))):
                 out.append({"when": "pages", "path": list(keys), "at": list(at)})
     return out
 
 
-_COUNT_WORDS: Final = frozenset({"pages", "page", "last", "count"})
+def _counts_pages(words: Sequence[str]) -> bool:
+    """`total_pages`, `pages`, `last_page`, `pageCount`: a number of pages; not `per_page` nor a page's `count` of
+    items, which may equal the number of pages by chance."""
+    return "pages" in words or ("page" in words and ("last" in words or "count" in words))
 
 
 def _run(paging: Paging, pages: list[JSON]) -> dict[str, JSON] | None:

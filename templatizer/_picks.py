@@ -330,7 +330,7 @@ def _state_key(elements: Sequence[JSON], n: int) -> str | None:
     if len(elements) == 2:
         return _status_apart(elements, n)
     for key, value in element.items():
-        if snake(key) in _NAME_KEYS or re.search(r"(name|title)$", key.lower()):
+        if _name_like(key):
             continue  # `rootServiceName: frontend` among `checkout`s names the element: a name, not a state
         values = [e.get(key) if isinstance(e, dict) else None for e in elements]
         if not all(isinstance(v, str) and _STATE_RE.match(v) for v in values):
@@ -428,11 +428,15 @@ def _identity_keys(element: Mapping[str, JSON]) -> list[str]:
 
 
 def _own_names(element: Mapping[str, JSON]) -> list[str]:
-    keys = [k for k in element if isinstance(element[k], str) and element[k] and "." not in k]
+    keys = [k for k in element if isinstance(element[k], str) and element[k] and "." not in k and _name_like(k)]
     usual = [k for usual_key in _NAME_KEYS for k in keys if snake(k) == usual_key]  # `displayName` too
-    named = [k for k in keys if k not in usual and re.search(r"(name|title)$", k.lower())]
     # `author_name`, `owner_name`: who made or owns the element, shared by design, not what it is
-    return usual + [k for k in named if not _RELATION_RE.match(k.lower())]
+    return usual + [k for k in keys if k not in usual and not _RELATION_RE.match(k.lower())]
+
+
+def _name_like(key: str) -> bool:
+    """A key naming the element: a usual name key (`name`, `slug`, `displayName`) or one ending in name or title."""
+    return snake(key) in _NAME_KEYS or re.search(r"(name|title)$", key.lower()) is not None
 
 
 _ENVELOPES: Final = ("attributes", "fields", "properties")

@@ -268,17 +268,23 @@ def key_similarity(input_key: str | None, output_key: str | None, producer_tool:
         return 0.0
     if a == b:
         return 1.0
-    tool = {_singular(t) for t in key_tokens(producer_tool)}
-    if b == ("id",) and len(a) == 1 and a[0] in tool:
+    if b == ("id",) and len(a) == 1 and a[0] in _tool_words(producer_tool):
         return 0.9  # `category: 23`, `categories:in: "23"` <- the `id` of a category get_categories listed
     a, b = _split_id(a, b), _split_id(b, a)
     short, long_ = (a, b) if len(a) < len(b) else (b, a)
     if long_[-len(short) :] == short:
         entity = {_singular(t) for t in long_[: -len(short)]}
         plural = {f"{t}s" for t in entity}  # (`vms`: too short for _singular to read as a plural)
+        tool = _tool_words(producer_tool)
         return 0.9 if entity & tool or plural & tool else 0.7
     overlap = len(set(a) & set(b)) / max(len(set(a)), len(set(b)))
     return 0.5 * overlap
+
+
+@lru_cache(maxsize=1024)
+def _tool_words(tool: str) -> frozenset[str]:
+    """The entity words of a tool's name (`get_categories` -> category): what it lists."""
+    return frozenset(_singular(t) for t in key_tokens(tool))
 
 
 def _unfiltered(tokens: tuple[str, ...]) -> tuple[str, ...]:

@@ -187,3 +187,13 @@ def test_pages_that_count_themselves_end_on_the_page_whose_number_reaches_the_co
     assert run_code(ended, {"page": second, "seen": 4}) is False
     third: JSON = {"data": [{"id": "z"}, {"id": "w"}], "meta": {"pagination": {"current_page": 3, "total_pages": 3}}}
     assert run_code(ended, {"page": third, "seen": 6}) is True
+
+
+def test_a_count_of_items_or_a_page_size_is_no_count_of_pages() -> None:
+    s = Session()
+    for number in (1, 2):  # two full pages of two: `count` and `per_page` equal the number of pages by chance
+        meta = {"current_page": number, "count": 2, "per_page": 2}
+        page = {"data": [{"id": f"in_{number}a"}, {"id": f"in_{number}b"}], "meta": meta}
+        s.call("list_invoices", {"client_id": "c_9", "page": number}, page)
+    result = templatize([s.steps], name="t")
+    assert all('"when": "pages"' not in (step.script or "") for step in result.template.steps)

@@ -31,6 +31,7 @@ from fixtures.recordings import (
     WORLDS9_DIR,
     WORLDS10_DIR,
     WORLDS11_DIR,
+    WORLDS12_DIR,
     WORLDS_DIR,
     load_entry,
 )
@@ -176,6 +177,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS9_DIR, 24),
         (WORLDS10_DIR, 24),
         (WORLDS11_DIR, 24),
+        (WORLDS12_DIR, 24),
         (BLIND_DIR, 24),
     ],
     ids=[
@@ -190,6 +192,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         "worlds9",
         "worlds10",
         "worlds11",
+        "worlds12",
         "blind",
     ],
 )

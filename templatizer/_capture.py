@@ -28,7 +28,7 @@ from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._held import HeldText, Sent, Texts, position
 from toolreel.templatizer._patterns import fits, line_patterns, patterns
 from toolreel.templatizer._result import Inference
-from toolreel.templatizer._runs import Run
+from toolreel.templatizer._runs import Run, reproduced, script_on
 from toolreel.templatizer._values import Keys, get_at, json_path, strength, walk
 
 __all__ = ["Capture", "propose_captures"]
@@ -461,26 +461,15 @@ def _from_inputs(step: str, keys: Keys, recorded: JSON, value: str, runs: Sequen
 
 def _reproduces(capture: Capture, runs: Sequence[Run]) -> bool:
     """The script, on each recording's own text, gives exactly what that recording sent."""
-    checked = 0
-    for run in runs:
-        record = run.steps.get(capture.step)
-        if record is None:
-            continue
-        ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, capture.keys)
-        if not ok:
-            return False
+
+    def holds(got: JSON, recorded: JSON, run: Run) -> bool:
         if capture.piece:  # the part is read out of this recording's text and sits in its argument
             recorded = capture.recorded if run is runs[0] else _part_of(recorded, capture.pattern, run, capture)
-        try:
-            got = run_code(capture.code, {"text": resolve(capture.source, run.scope())}, _LIMITS)
-        except (RefError, CodeError):
-            return False
         if type(got) is not type(recorded) and not (isinstance(got, float) and isinstance(recorded, int)):
             return False
-        if got != recorded:
-            return False
-        checked += 1
-    return checked > 0
+        return bool(got == recorded)
+
+    return reproduced(capture.step, capture.keys, runs, script_on(capture.code, "text", capture.source), holds)
 
 
 def _strength(value: JSON) -> float:

@@ -17,15 +17,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from toolreel.core.errors import CodeError, RefError
 from toolreel.core.model import JSON, StepRecord
-from toolreel.core.refs import is_ref, refs_in, resolve
-from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.refs import is_ref, refs_in
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._index import clock_key
 from toolreel.templatizer._result import Inference
-from toolreel.templatizer._runs import Run
+from toolreel.templatizer._runs import Run, reproduced, script_on
 from toolreel.templatizer._values import Keys, get_at, json_path, walk
 
 __all__ = ["FORMATS", "propose_dates", "render"]
@@ -57,7 +55,6 @@ _MONTHS: Final = (
     *("August", "September", "October", "November", "December"),
 )
 _DAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
 _DIRECTIVE_RE: Final = re.compile(r"%([YmdHMSBbeAz])")
 
 
@@ -205,23 +202,12 @@ def _sent(value: str, earlier: Sequence[StepRecord]) -> bool:
 
 
 def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
-    checked = 0
-    for run in runs:
-        record = run.steps.get(found.step)
-        if record is None:
-            continue
-        ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, found.keys)
-        try:
-            got = run_code(found.code, {"text": resolve(found.source, run.scope())}, _LIMITS)
-        except (RefError, CodeError):
-            return False
+    def holds(got: JSON, sent: JSON, _: Run) -> bool:
         if found.piece:  # this recording's sentence holds what the script gives, where the first one held its own
-            if not ok or not isinstance(recorded, str) or not isinstance(got, str) or got not in recorded:
-                return False
-        elif not ok or got != recorded:
-            return False
-        checked += 1
-    return checked > 0
+            return isinstance(sent, str) and isinstance(got, str) and got in sent
+        return bool(got == sent)
+
+    return reproduced(found.step, found.keys, runs, script_on(found.code, "text", found.source), holds)
 
 
 def propose_dates(

@@ -143,7 +143,8 @@ def _pick(
     if not isinstance(elements, list) or not n < len(elements) or not isinstance(elements[n], dict):
         return None
     element = elements[n]
-    searched = _searched(base, given, inputs) if n == 0 else set()
+    terms = _searched(base, given, inputs)
+    searched = terms if n == 0 else set()
     state = _state_key(elements, n) if n else None
     if state is not None and all(_same_pick(base, n, state, run, element[state]) for run in runs):
         step = free_name(f"pick_{_slug(state) or 'state'}", taken)
@@ -154,7 +155,7 @@ def _pick(
     # a name the user gave first; then the one largest (smallest) number the agent quotes, the superlative it
     # acted on, before a name that merely sets the element apart (the slowest trace's service, `frontend`)
     return (
-        _by_keys(_input_keys(element, inputs), where)
+        _by_keys(_input_keys(element, inputs, terms), where)
         or _best(head, base, n, elements, runs, given, taken)
         or _by_keys([*quoted, *identity], where)
         or _pair(head, elements, n, [*quoted, *identity], runs, inputs, taken)
@@ -454,10 +455,12 @@ def _quoted_keys(head: str, element: Mapping[str, JSON], given: Mapping[str, JSO
     ]
 
 
-def _input_keys(element: Mapping[str, JSON], inputs: Mapping[str, JSON]) -> list[str]:
+def _input_keys(element: Mapping[str, JSON], inputs: Mapping[str, JSON], terms: Collection[str] = ()) -> list[str]:
     """Fields (nested ones too: `properties.question`) holding a text the user gave whole: the element that is
-    what the user named (the FAQ entry whose question is the one asked, among near misses a search ranked higher)."""
-    given = {v for v in inputs.values() if isinstance(v, str) and strength(v) >= _GIVEN_STRENGTH}
+    what the user named (the FAQ entry whose question is the one asked, among near misses a search ranked higher).
+    `terms`: what the call that listed the elements searched for, however short (`jdoe`, among `jdoe2` and
+    `jdoe.contractor`): the element whose field is that term exactly is the one searched for."""
+    given = {v for v in inputs.values() if isinstance(v, str) and strength(v) >= _GIVEN_STRENGTH} | set(terms)
     if not given:
         return []
     return [k for k, v in leaves(dict(element)) if isinstance(v, str) and v in given and _KEY_PATH_RE.match(k)]

@@ -8,14 +8,17 @@ Lovelace!" then "Welcome Grace Hopper!").
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
+from toolreel.core.errors import CodeError, RefError
 from toolreel.core.model import JSON, StepRecord
-from toolreel.core.refs import MappingScope
+from toolreel.core.refs import MappingScope, resolve
+from toolreel.core.sandbox import CodeLimits, run_code
 from toolreel.templatizer._values import Keys, get_at, number_text, same, walk
 
-__all__ = ["Run", "named_in_runs"]
+__all__ = ["Run", "named_in_runs", "reproduced", "script_on"]
 
 
 @dataclass
@@ -30,6 +33,44 @@ class Run:
     def scope(self) -> MappingScope:
         return MappingScope(steps=self.outputs, inputs=self.inputs)
 
+    def sent(self, step: str, keys: Keys) -> tuple[bool, JSON] | None:
+        """What this recording's `step` sent at `keys` (found, value); None where it has no such step: the one
+        question every check of a computed argument asks of each recording."""
+        record = self.steps.get(step)
+        if record is None:
+            return None
+        return get_at(record.resolved_input if record.resolved_input is not None else {}, keys)
+
+
+def reproduced(
+    step: str, keys: Keys, runs: Sequence[Run], compute: Callable[[Run], JSON], holds: Callable[[JSON, JSON, Run], bool]
+) -> bool:
+    """A computed argument's check: in every recording that has `step`, it sent something at `keys`, `compute` (a
+    script run on that recording's outputs) gives a value without failing, and `holds(got, sent, run)`; in one at
+    least. Extractions, dates, transforms and tallies each say only what they compute and what must hold."""
+    checked = 0
+    for run in runs:
+        if (sent := run.sent(step, keys)) is None:
+            continue
+        ok, recorded = sent
+        if not ok:
+            return False
+        try:
+            got = compute(run)
+        except (RefError, CodeError):
+            return False
+        if not holds(got, recorded, run):
+            return False
+        checked += 1
+    return checked > 0
+
+
+def script_on(code: str, name: str, source: str) -> Callable[[Run], JSON]:
+    """`compute` for `reproduced`: the code step's script, given as `name` what `source` holds in a recording."""
+    return lambda run: run_code(code, {name: resolve(source, run.scope())}, _LIMITS)
+
+
+_LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
 
 _Place = tuple[str, Keys, tuple[str, str] | None]  # step, argument path, (text before, text after) in a string
 

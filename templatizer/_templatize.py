@@ -36,8 +36,9 @@ from toolreel.templatizer._pieces import literal
 from toolreel.templatizer._result import Inference, TemplatizeResult
 from toolreel.templatizer._runs import Run, named_in_runs
 from toolreel.templatizer._select import select_inputs
+from toolreel.templatizer._tallies import propose_tallies
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
-from toolreel.templatizer._values import Keys, get_at, json_path, put_at, same
+from toolreel.templatizer._values import Keys, get_at, json_path, producer_words, put_at, same
 from toolreel.templatizer._views import VIEW_CODE, View, drop_unread, read_view
 from toolreel.templatizer._wording import OutputWords
 
@@ -94,9 +95,10 @@ def templatize(
     picked, picks = pick_by_identity(folded.units, runs, table.values[0])
     template = _build(name, description or _describe(kept), picked, table, keep_order, reads)
     template, transforms = propose_transforms(template, kept, runs, named=set(inputs or {}))
+    template, tallies = propose_tallies(template, kept, runs)
     template, captures = propose_captures(template, kept, runs)
     template, dates = propose_dates(template, kept, runs)
-    transforms += captures + dates
+    transforms += tallies + captures + dates
     template, picks = drop_unused_picks(template, picks)
     template, _ = drop_unread(template, {view.name for view in views})
     template, guards = guard_writes(template, reads)
@@ -112,6 +114,7 @@ def templatize(
     # A literal a code step now computes whole is no candidate, nor does it explain another (a slug inside a URL
     # that is read out of an output is the user's own again); a text with a computed part still holds the user's.
     computed = {(inference.step, inference.input_path) for inference in transforms if "{{" not in str(inference.ref)}
+    computed |= {(inference.step, inference.input_path) for inference in tallies}  # (its words report the list)
     computed |= folded.explained | filled  # a value a loop cuts out of each element, or one a walk's gap read
     opening = min(kept, key=lambda r: r.seq).name if kept else None
     literals = [
@@ -223,12 +226,13 @@ def _infer_all(
         results[record.name] = inferrer.infer()
         index.note_input(order, inferrer.ids)
         if _ok(record):
-            index.add_output(record.name, record.tool or record.name, order, record.output)
+            producer = producer_words(record.tool or record.name, record.resolved_input)
+            index.add_output(record.name, producer, order, record.output)
             view = read_view(record, runs, taken)
             if view is not None:
                 taken.add(view.name)
                 views.append(view)
-                index.add_output(view.name, record.tool or record.name, order, list(view.rows[0] or []))
+                index.add_output(view.name, producer, order, list(view.rows[0] or []))
                 for run, rows in zip(runs, view.rows, strict=True):
                     run.outputs[view.name] = rows
                     run.views.setdefault(record.name, []).append(view.name)

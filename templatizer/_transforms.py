@@ -20,25 +20,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, TypeGuard, cast
 
-from toolreel.core.errors import CodeError, RefError
 from toolreel.core.model import JSON, StepRecord
-from toolreel.core.refs import is_ref, refs_in, resolve
-from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.refs import is_ref, refs_in
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._result import Inference, LikelyInput
-from toolreel.templatizer._runs import Run
-from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, strength, walk
+from toolreel.templatizer._runs import Run, reproduced, script_on
+from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, snake, strength, walk
 
 __all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]
 
 FUNCTIONS: Final = (
-    *("count", "sum", "max", "max_by", "min_by", "newest_by"),
+    *("count", "sum", "max", "max_by", "min_by", "newest_by", "first_unset"),
     *("lower", "upper", "join", "join_fields", "number"),
 )
 SEPARATORS: Final = (", ", ",", " ", "; ", " | ", "\n", "-", "/", ":")
-_PICKS: Final = frozenset({"max_by", "min_by", "newest_by"})
-_LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
+_PICKS: Final = frozenset({"max_by", "min_by", "newest_by", "first_unset"})
 _MIN_TEXT: Final = 3  # shorter strings equal a function's result by accident too easily
 _MIN_ITEMS: Final = 3  # a sum, count or pick over two items equals a chosen value by accident too easily
 _LATER_ITEM_RE: Final = re.compile(r"\[[1-9][0-9]*\]")
@@ -85,6 +82,12 @@ _PICK = (
     "const key = (x) => {0};\n  let best = input.list[0];\n"
     "  for (const x of input.list) if (key(x) {1} key(best)) best = x;\n  return best[{{1}}];"
 )
+_AMONG = (
+    "const list = input.list.filter((x) => x[{{2}}] === {{3}});\n"
+    '  if (list.length === 0) throw new Error("no item has " + {{2}} + " = " + {{3}});\n'
+    "  const key = (x) => {0};\n  let best = list[0];\n"
+    "  for (const x of list) if (key(x) {1} key(best)) best = x;\n  return best[{{1}}];"
+)
 _BODY: Final = {
     ("count", 0): "return input.list.length;",
     ("sum", 0): "return input.list.reduce((a, x) => a + x, 0);",
@@ -96,6 +99,14 @@ _BODY: Final = {
     ("max_by", 3): _PICK.format('Number(String(x[{0}]).replace(/[^0-9.-]/g, ""))', ">"),
     ("min_by", 3): _PICK.format('Number(String(x[{0}]).replace(/[^0-9.-]/g, ""))', "<"),
     ("newest_by", 2): _PICK.format("Date.parse(x[{0}])", ">"),
+    # the same among the items in one state (the newest *open* ticket)
+    ("max_by", 4): _AMONG.format("Number(x[{0}])", ">"),
+    ("min_by", 4): _AMONG.format("Number(x[{0}])", "<"),
+    ("newest_by", 4): _AMONG.format("Date.parse(x[{0}])", ">"),
+    ("first_unset", 2): (
+        "const best = input.list.find((x) => x[{0}] === null || x[{0}] === undefined);\n"
+        '  if (best === undefined) throw new Error("no item has no " + {0});\n  return best[{1}];'
+    ),
     ("lower", 0): "return input.text.toLowerCase();",
     ("upper", 0): "return input.text.toUpperCase();",
     ("number", 0): "return Number(input.text);",
@@ -113,6 +124,10 @@ _WHAT: Final = {
     ("max_by", 3): "`{1}` of the item with the largest {2} `{0}` in",
     ("min_by", 3): "`{1}` of the item with the smallest {2} `{0}` in",
     ("newest_by", 2): "`{1}` of the item with the newest `{0}` in",
+    ("max_by", 4): "`{1}` of the item with the largest `{0}` among those with `{2}` = {3!r} in",
+    ("min_by", 4): "`{1}` of the item with the smallest `{0}` among those with `{2}` = {3!r} in",
+    ("newest_by", 4): "`{1}` of the item with the newest `{0}` among those with `{2}` = {3!r} in",
+    ("first_unset", 2): "`{1}` of the first item with no `{0}` in",
     ("lower", 0): "the lower case of",
     ("upper", 0): "the upper case of",
     ("number", 0): "the number written in",
@@ -168,6 +183,8 @@ def _record_functions(source: str, items: list[dict[str, JSON]]) -> Iterator[Can
     fields = [f for f in items[0] if all(f in item for item in items)]
     for f in fields:
         column = [item[f] for item in items]
+        if any(x is None for x in column):
+            yield from _first_unset(source, items, f)
         numbers = [x for x in column if _number(x)]
         texts = [x for x in column if isinstance(x, str)]
         if len(numbers) == len(items):
@@ -195,6 +212,8 @@ def _picks(
 ) -> Iterator[Candidate]:
     """A field of the item with the largest `by` (a number, or a date: newest; negated, the smallest); none when two
     items tie. `written`: "amount" when `by` holds amounts written for people (read by their digits)."""
+    if not written and len(keys) == len(items):
+        yield from _among(function, source, items, by, keys)
     top = max(keys)
     if len(keys) != len(items) or keys.count(top) > 1 or keys.index(top) == 0:
         return  # a tie, or the first item: "the first one" explains the value as well
@@ -206,6 +225,43 @@ def _picks(
         # a value other items have too (`target: production` in every one) is no reason to pick this one
         if sum(1 for item in items if item.get(field) == best[field]) == 1:
             yield Candidate(function, best[field], source, (by, field, written) if written else (by, field), data)
+
+
+def _among(function: str, source: str, items: list[dict[str, JSON]], by: str, keys: list[float]) -> Iterator[Candidate]:
+    """The pick of `_picks` among the items in one state (`status` open or closed: a field of a few words shared by
+    several items), when it is another item than the pick over all of them and not the first of its state."""
+    overall = keys.index(max(keys))
+    for state in items[0]:
+        column = [item.get(state) for item in items]
+        words = {v for v in column if isinstance(v, str)}
+        if state == by or len(words) < 2 or len(words) > _STATES or len(words) == len(items):
+            continue
+        for word in sorted(words):
+            members = [i for i, v in enumerate(column) if v == word]
+            top = max(keys[i] for i in members)
+            best = [i for i in members if keys[i] == top]
+            if len(members) < 2 or len(best) > 1 or best[0] == overall or best[0] == members[0]:
+                continue
+            chosen, data = items[best[0]], list(items)
+            for field in chosen:
+                if sum(1 for item in items if item.get(field) == chosen[field]) == 1:
+                    yield Candidate(function, chosen[field], source, (by, field, state, word), data)
+
+
+_STATES: Final = 4
+_AMONG_PARAMS: Final = 4  # (by, field, state, word)
+
+
+def _first_unset(source: str, items: list[dict[str, JSON]], by: str) -> Iterator[Candidate]:
+    """A field of the first item whose `by` is null, the items before it having one (the newest post that is
+    not a boost: `reblog: null`); none when it is the first item ("the first one" explains it as well)."""
+    first = next(i for i, item in enumerate(items) if item[by] is None)
+    if first == 0:
+        return
+    best = items[first]
+    for field in best:
+        if best[field] is not None and sum(1 for item in items if item.get(field) == best[field]) == 1:
+            yield Candidate("first_unset", best[field], source, (by, field), list(items))
 
 
 def _text_functions(source: str, text: str) -> Iterator[Candidate]:
@@ -282,6 +338,17 @@ def _role(leaf: JSON, recorded: JSON, runs: int, derived: frozenset[str]) -> fro
     if isinstance(recorded, str) and len(recorded) >= _MIN_TEXT:
         return _ALL
     return frozenset()
+
+
+def _page_size(keys: Keys, recorded: JSON) -> bool:
+    """`take: 20`, `limit`, `per_page`: how much a call asks for at once, never a count or a sum of the data."""
+    last = keys[-1] if keys else None
+    return isinstance(last, str) and snake(last) in _PAGE_SIZE and isinstance(recorded, int)
+
+
+_PAGE_SIZE: Final = frozenset(
+    {"limit", "take", "per_page", "page_size", "size", "first", "top", "max_results", "page_limit"}
+)
 
 
 def _small(number: int | float) -> bool:
@@ -373,39 +440,39 @@ def _explain(
         if isinstance(leaf, dict | list):
             continue
         found, recorded = get_at(recorded_input, keys)
-        families = _role(leaf, recorded, len(runs), derived) if found else frozenset()
+        asked = found and not _page_size(keys, recorded)
+        families = _role(leaf, recorded, len(runs), derived) if asked else frozenset()
         if not families:
             continue
         matching: dict[tuple[str, tuple[str, ...], str], Candidate] = {}
         for candidate in pool.equal_to(recorded, families):
             matching.setdefault(candidate.identity(), candidate)
+        if len(matching) > 1:  # the plainest explanation: over all items before among some, before the weakest
+            plainest = min(map(_rank, matching.values()))
+            matching = {k: c for k, c in matching.items() if _rank(c) == plainest}
         if len(matching) == 1:
             yield _Found(spec.name, keys, recorded, next(iter(matching.values())))
 
 
+def _rank(candidate: Candidate) -> int:
+    """0: a function over all items; 1: a pick among the items in one state; 2: a pick that explains an item only
+    when nothing else does (the first with a field unset, the largest id)."""
+    by = candidate.params[0] if candidate.params else ""
+    if candidate.function == "first_unset" or (candidate.function == "max_by" and _ID_RE.search(by) is not None):
+        return 2
+    return 1 if candidate.function in _PICKS and len(candidate.params) == _AMONG_PARAMS else 0
+
+
 def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
     """The script, run on each recording's outputs, gives exactly what that recording sent."""
-    checked = 0
-    for run in runs:
-        record = run.steps.get(found.step)
-        if record is None:
-            continue
-        ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, found.keys)
-        if not ok:
-            return False
-        try:
-            value = resolve(found.candidate.source, run.scope())
-            got = run_code(found.candidate.code, {_INPUT_NAME[found.candidate.function]: value}, _LIMITS)
-        except (RefError, CodeError):
-            return False
-        if not _equal(got, recorded):
-            return False
-        checked += 1
-    return checked > 0
+    candidate = found.candidate
+
+    compute = script_on(candidate.code, _INPUT_NAME[candidate.function], candidate.source)
+    return reproduced(found.step, found.keys, runs, compute, lambda got, sent, _: _equal(got, sent))
 
 
 _INPUT_NAME: Final = {
-    **dict.fromkeys(("count", "sum", "max", "max_by", "min_by", "newest_by", "join"), "list"),
+    **dict.fromkeys(("count", "sum", "max", "max_by", "min_by", "newest_by", "first_unset", "join"), "list"),
     "lower": "text",
     "upper": "text",
     "number": "text",

@@ -270,6 +270,8 @@ def key_similarity(input_key: str | None, output_key: str | None, producer_tool:
         return 1.0
     if b == ("id",) and len(a) == 1 and a[0] in _tool_words(producer_tool):
         return 0.9  # `category: 23`, `categories:in: "23"` <- the `id` of a category get_categories listed
+    if b == ("id",) and len(a) >= 2 and a[-1] == "by" and _tool_words(producer_tool) & _PEOPLE:
+        return 0.9  # `requestedBy: 9`, `created_by` <- the `id` of a person list_users listed
     a, b = _split_id(a, b), _split_id(b, a)
     short, long_ = (a, b) if len(a) < len(b) else (b, a)
     if long_[-len(short) :] == short:
@@ -285,6 +287,28 @@ def key_similarity(input_key: str | None, output_key: str | None, producer_tool:
 def _tool_words(tool: str) -> frozenset[str]:
     """The entity words of a tool's name (`get_categories` -> category): what it lists."""
     return frozenset(_singular(t) for t in key_tokens(tool))
+
+
+def producer_words(tool: str, arguments: JSON) -> str:
+    """The tool's name and the kinds of thing its arguments ask for: a generic `get_objects` called with
+    `object_type: "dcim.site"` lists sites, so a later `site_id` is the `id` of one of them."""
+    subjects = [
+        value.lower()
+        for keys, value in walk(arguments)
+        if isinstance(value, str)
+        and (
+            _SUBJECT_RE.fullmatch(value) is not None
+            or (bool(keys) and isinstance(keys[-1], str) and snake(keys[-1]) in _SUBJECT_KEYS and value.isidentifier())
+        )
+    ]
+    return " ".join([tool, *subjects])
+
+
+_SUBJECT_RE: Final = re.compile(r"[a-z][a-z0-9_]*(?:[./][a-z][a-z0-9_]*)+")  # `dcim.site`, `sale.order`
+_SUBJECT_KEYS: Final = frozenset(
+    {"object_type", "resource", "resource_type", "entity", "entity_type", "doctype", "collection", "model", "table"}
+)
+_PEOPLE: Final = frozenset({"user", "member", "account", "person", "people", "staff", "employee", "agent", "contact"})
 
 
 def _unfiltered(tokens: tuple[str, ...]) -> tuple[str, ...]:

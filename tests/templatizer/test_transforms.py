@@ -58,7 +58,7 @@ def session_with(args: dict[str, Any], output: JSON = None) -> Session:
 
 def test_the_closed_set_is_what_is_documented() -> None:
     expected = (
-        *("count", "sum", "max", "max_by", "min_by", "newest_by"),
+        *("count", "sum", "max", "max_by", "min_by", "newest_by", "first_unset"),
         *("lower", "upper", "join", "join_fields", "number"),
     )
     assert expected == FUNCTIONS
@@ -235,3 +235,69 @@ def test_no_pick_explains_a_value_every_item_has_nor_the_smallest_id() -> None:
     session = session_with({"domainId": 2904398, "target": "production"}, {"data": items})
     result = templatize([session.steps], name="t")
     assert [i for i in result.applied if i.kind == "transform"] == []
+
+
+def two_recordings(lists: tuple[list[JSON], list[JSON]], picked: tuple[JSON, JSON]) -> TemplatizeResult:
+    runs = []
+    for n, (items, value) in enumerate(zip(lists, picked, strict=True)):
+        session = Session(execution=f"e{n}")
+        session.call("list_tickets", {"customer": "c1"}, {"data": items})
+        session.call("reply", {"ticket_id": value, "text": "On its way."}, {"ok": True})
+        runs.append(session.steps)
+    return templatize(runs, name="t")
+
+
+def test_the_newest_item_in_one_state_is_picked_among_those_in_that_state() -> None:
+    first: list[JSON] = [
+        {"id": 330901, "status": "open", "created": "2026-12-01T09:00:00+00:00"},
+        {"id": 331450, "status": "open", "created": "2026-12-09T16:40:00+00:00"},
+        {"id": 331500, "status": "closed", "created": "2026-12-10T08:00:00+00:00"},  # newer, but closed
+    ]
+    second: list[JSON] = [
+        {"id": 329000, "status": "closed", "created": "2026-11-12T09:00:00+00:00"},
+        {"id": 329777, "status": "open", "created": "2026-11-20T12:00:00+00:00"},
+        {"id": 330050, "status": "open", "created": "2026-11-28T12:00:00+00:00"},
+    ]
+    result = two_recordings((first, second), (331450, 330050))
+    found = [i for i in result.applied if i.kind == "transform"]
+    assert [(i.step, i.input_path) for i in found] == [("reply_1", "$.ticket_id")]
+    assert "newest `created` among those with `status` = 'open'" in found[0].evidence
+    assert "ticket_id" not in result.template.inputs
+
+
+def test_the_first_item_with_no_field_is_picked_when_nothing_plainer_explains_it() -> None:
+    boost: JSON = {"id": "9"}
+    first: list[JSON] = [
+        {"id": "113601000000000001", "reblog": boost, "created": "2026-12-10T09:00:00.000Z"},
+        {"id": "113600500000000002", "reblog": None, "created": "2026-12-09T18:30:00.000Z"},
+        {"id": "113600000000000003", "reblog": None, "created": "2026-12-08T07:00:00.000Z"},
+    ]
+    second: list[JSON] = [
+        {"id": "113700000000000010", "reblog": None, "created": "2026-12-12T11:00:00.000Z"},
+        {"id": "113699000000000011", "reblog": boost, "created": "2026-12-11T10:00:00.000Z"},
+    ]
+    result = two_recordings((first, second), ("113600500000000002", "113700000000000010"))
+    found = [i for i in result.applied if i.kind == "transform"]
+    assert [(i.step, i.input_path) for i in found] == [("reply_1", "$.ticket_id")]
+    assert "first item with no `reblog`" in found[0].evidence
+
+
+def test_a_pick_over_all_items_is_plainer_than_one_among_the_items_in_one_state() -> None:
+    rates: list[JSON] = [
+        {"id": "rate_d21b", "carrier": "USPS", "rate": "9.85", "days": 2},
+        {"id": "rate_6fb0", "carrier": "UPS", "rate": "11.40", "days": 4},
+        {"id": "rate_26dc", "carrier": "USPS", "rate": "6.12", "days": 4},  # the cheapest; the slower USPS too
+        {"id": "rate_33a8", "carrier": "FedEx", "rate": "24.10", "days": 2},
+    ]
+    function, evidence = transform_of(session_with({"rate": "rate_26dc"}, {"rates": rates}), "report_1", "$.rate")
+    assert function == "min" and "among" not in evidence
+
+
+def test_a_page_size_equal_to_a_sum_stays_a_page_size() -> None:
+    users: list[JSON] = [{"id": 1, "requests": 3}, {"id": 12, "requests": 12}, {"id": 9, "requests": 5}]
+    session = Session()
+    session.call("list_users", {"take": 50}, {"results": users})
+    session.call("list_requests", {"requestedBy": 9, "take": 20}, {"results": []})  # 3 + 12 + 5, by chance
+    result = templatize([session.steps], name="t")
+    assert [i for i in result.applied if i.kind == "transform"] == []
+    assert result.template.step("list_requests_1").input["take"] == 20

@@ -1,0 +1,203 @@
+"""Numbers a sentence tallies: `Acme Ltd: 5 unpaid invoices, balance 4445.00`, `3 open pledges, total 1525.50`.
+
+An agent that reports on a list writes how many items it has and what their amounts add up to. Such a number is no
+earlier value, so no ref carries it, and left literal it reports the recorded list on every run. `propose_tallies`
+finds each number written in an argument's own words (outside its `{{...}}` refs) that exactly one count or sum of
+one earlier list gives, as written (`4445.00`: two decimals), and puts it in the text as `{{@tally_n}}`, a `code`
+step counting or adding up that list on each run (a paged read's list holds every page). The evidence rules keep
+chance out: a sum needs a decimal part or three digits; a count needs the word after it to name what the list
+holds (`invoices` of `list_invoices`) or a sum of the same list beside it in the same text; lists of one item
+count nothing. Kept only when the script, run on each recording's outputs, gives a number its text holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from toolreel.core.model import JSON, StepRecord
+from toolreel.core.refs import is_ref
+from toolreel.core.template import Template
+from toolreel.templatizer._codesteps import CodeRead, with_code_steps
+from toolreel.templatizer._result import Inference
+from toolreel.templatizer._runs import Run, reproduced, script_on
+from toolreel.templatizer._values import Keys, get_at, json_path, key_tokens, walk
+
+__all__ = ["propose_tallies"]
+
+_NUMBER_RE: Final = re.compile(r"(?<![\w.,/:#$-])(\d+(?:\.\d+)?)(?![\w/:]|[.,]\d)")
+_WORD_RE: Final = re.compile(r"[A-Za-z]+")
+_REF_PART_RE: Final = re.compile(r"(\{\{[^}]*\}\})")
+_WHOLE: Final = 1e-9
+_DECIMALS: Final = 3
+_SUM_DIGITS: Final = 3  # a whole sum of fewer digits equals a chosen number by chance too often
+_ENVELOPES: Final = ("fields", "attributes", "properties")  # a record's own fields, one level in (Grist, JSON:API)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    """The number of items of the list at `source`, or (a `field`) the sum of that field over them."""
+
+    source: str
+    items: int
+    field: tuple[str, ...] = ()  # none: a count
+    total: float = 0.0
+    words: frozenset[str] = frozenset()  # what the list holds, by its tool's and keys' names: a count's evidence
+
+    def writings(self) -> Iterator[str]:
+        """How a sentence may write it: a count as it is, a sum with up to three decimals (a whole one with none)."""
+        if not self.field:
+            yield str(self.items)
+            return
+        if abs(self.total - round(self.total)) <= _WHOLE:
+            yield f"{self.total:.0f}"
+        for decimals in range(1, _DECIMALS + 1):
+            yield f"{self.total:.{decimals}f}"
+
+    def code(self, decimals: int) -> str:
+        if not self.field:
+            return "export default function(input) {\n  return String(input.list.length);\n}\n"
+        path = json.dumps(list(self.field))
+        return (
+            "export default function(input) {\n"
+            f"  const at = (x) => {path}.reduce((v, k) => (v === null || v === undefined ? v : v[k]), x);\n"
+            "  const total = input.list.reduce((a, x) => a + Number(at(x)), 0);\n"
+            f"  return total.toFixed({decimals});\n}}\n"
+        )
+
+    @property
+    def what(self) -> str:
+        return f"the sum of `{'.'.join(self.field)}` over" if self.field else "the number of items of"
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    step: str
+    keys: Keys
+    piece: str
+    tally: _Tally
+
+    @property
+    def decimals(self) -> int:
+        return len(self.piece.partition(".")[2])
+
+
+def propose_tallies(
+    template: Template, kept: Sequence[StepRecord], runs: Sequence[Run]
+) -> tuple[Template, tuple[Inference, ...]]:
+    """The template with each number a sentence tallies read from its list on each run (see the module)."""
+    specs = {step.name: step for step in template.steps}
+    tallies: dict[str, list[_Tally]] = {}  # by the number as written: one look-up per number, linear in the session
+    found: list[_Found] = []
+    for record in kept:
+        spec = specs.get(record.name)
+        if spec is not None and spec.tool is not None and tallies:
+            for keys, leaf in walk(spec.input):
+                if isinstance(leaf, str) and not is_ref(leaf) and " " in leaf:
+                    found += [f for f in _in_text(record, keys, leaf, tallies) if _reproduces(f, runs)]
+        if record.name in runs[0].outputs and record.name in specs:
+            for tally in _tallies_of(record.name, record.tool or record.name, runs[0].outputs[record.name]):
+                for written in tally.writings():
+                    tallies.setdefault(written, []).append(tally)
+    if not found:
+        return template, ()
+    return with_code_steps(template, [_read(item) for item in found], _placed)
+
+
+def _tallies_of(step: str, tool: str, output: JSON) -> Iterator[_Tally]:
+    for keys, node in walk(output):
+        if isinstance(node, list) and len(node) >= 2 and not any(isinstance(key, int) for key in keys):
+            source = f"@{step}{json_path(keys)[1:]}"
+            words = frozenset(_words(tool) | {w for key in keys if isinstance(key, str) for w in _words(key)})
+            yield _Tally(source, len(node), words=words)
+            for field in _numeric_fields(node):
+                total = sum(float(_at(item, field)) for item in node)
+                yield _Tally(source, len(node), field, total)
+
+
+def _numeric_fields(items: list[JSON]) -> Iterator[tuple[str, ...]]:
+    first = items[0]
+    if not isinstance(first, dict) or not all(isinstance(item, dict) for item in items):
+        return
+    paths = [(key,) for key in first] + [
+        (key, inner) for key in _ENVELOPES if isinstance(first.get(key), dict) for inner in first[key]
+    ]
+    for path in paths:
+        values = [_at(item, path) for item in items]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            yield path
+
+
+def _at(item: JSON, path: tuple[str, ...]) -> JSON:
+    for key in path:
+        item = item.get(key) if isinstance(item, dict) else None
+    return item
+
+
+def _words(key: str) -> set[str]:
+    return {token[:-1] if token.endswith("s") and len(token) > 3 else token for token in key_tokens(key)}
+
+
+def _in_text(record: StepRecord, keys: Keys, leaf: str, tallies: Mapping[str, list[_Tally]]) -> Iterator[_Found]:
+    """Each number of the text's own words that exactly one tally gives, with the evidence rules of the module."""
+    own = " ".join(_REF_PART_RE.split(leaf)[::2])
+    ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, keys)
+    if not ok or not isinstance(recorded, str):
+        return
+    matches: list[tuple[re.Match[str], list[_Tally]]] = []
+    for match in _NUMBER_RE.finditer(own):
+        explained = {(t.source, t.field): t for t in tallies.get(match.group(1), ())}
+        matches.append((match, list(explained.values())))
+    summed = {found[0].source for m, found in matches if len(found) == 1 and found[0].field and _sum_like(m.group(1))}
+    for match, found in matches:
+        if len(found) != 1:
+            continue  # none, or two lists (or two fields) give it: no single explanation
+        tally, number = found[0], match.group(1)
+        if not tally.field:
+            after = {w.lower().rstrip("s") for w in _WORD_RE.findall(own[match.end() :])[:2]}
+            if not after & {w.rstrip("s") for w in tally.words} and tally.source not in summed:
+                continue  # "3 days", "top 5": a count only where it says what it counts, or beside its sum
+        elif not _sum_like(number):
+            continue
+        yield _Found(record.name, keys, number, tally)
+
+
+def _sum_like(number: str) -> bool:
+    return "." in number or len(number) >= _SUM_DIGITS
+
+
+def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
+    """The script, run on each recording's outputs, gives a number that recording's text holds."""
+    code = found.tally.code(found.decimals)
+
+    def holds(got: JSON, sent: JSON, _: Run) -> bool:
+        return isinstance(sent, str) and got in {m.group(1) for m in _NUMBER_RE.finditer(sent)}
+
+    return reproduced(found.step, found.keys, runs, script_on(code, "list", found.tally.source), holds)
+
+
+def _placed(text: str, piece: str, step: str) -> str | None:
+    """`text` with the first `piece` standing alone as a number outside any `{{...}}` as `{{@step}}`."""
+    parts = _REF_PART_RE.split(text)
+    for i in range(0, len(parts), 2):
+        match = next((m for m in _NUMBER_RE.finditer(parts[i]) if m.group(1) == piece), None)
+        if match is not None:
+            parts[i] = parts[i][: match.start(1)] + "{{@" + step + "}}" + parts[i][match.end(1) :]
+            return "".join(parts)
+    return None
+
+
+def _read(item: _Found) -> CodeRead:
+    tally = item.tally
+
+    def why(name: str) -> str:
+        return (
+            f"{item.piece!r} in the text is {tally.what} {tally.source} as written; "
+            f"the code step {name} reproduces it from the recording"
+        )
+
+    code = tally.code(item.decimals)
+    return CodeRead(item.step, item.keys, item.piece, code, {"list": tally.source}, "tally", why, piece=True)

@@ -1,0 +1,66 @@
+"""Producers, thirteenth pass: a generic tool's arguments say what it lists (`object_type: "dcim.site"`), a key
+ending in "by" names a person a people's tool listed, and the element a search was for is picked by the searched
+term however short it is (`jdoe` among `jdoe2` and `jdoe.contractor`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.recorded import Session, applied, saved
+from toolreel.core.template_io import template_to_dict
+from toolreel.templatizer._values import key_similarity, producer_words
+
+
+def test_a_generic_tool_lists_what_its_arguments_ask_for() -> None:
+    words = producer_words("netbox_get_objects", {"object_type": "dcim.site", "filters": {"q": "Berlin DC1"}})
+    assert key_similarity("site_id", "id", words) == 0.9
+    assert key_similarity("site_id", "id", "netbox_get_objects") < 0.9  # the tool's name alone says nothing
+    assert key_similarity("device_id", "id", words) < 0.9
+    assert producer_words("search_read", {"model": "sale", "limit": 20}) == "search_read sale"
+    assert producer_words("search", {"q": "Berlin DC1", "type": "site"}) == "search"  # a query or a bare `type`: no
+
+
+def test_a_key_ending_in_by_names_a_person_a_people_tool_listed() -> None:
+    assert key_similarity("requestedBy", "id", "list_users") == 0.9
+    assert key_similarity("created_by", "id", "list_members") == 0.9
+    assert key_similarity("requestedBy", "id", "list_requests") < 0.9  # not a tool about people
+
+
+def _sites() -> list[dict[str, Any]]:
+    return [
+        {"id": 14, "name": "Berlin DC10", "slug": "berlin-dc10"},
+        {"id": 9, "name": "Berlin DC1", "slug": "berlin-dc1"},
+        {"id": 21, "name": "Berlin DC1 Annex", "slug": "berlin-dc1-annex"},
+    ]
+
+
+def test_a_small_id_of_what_a_generic_tool_listed_is_a_ref() -> None:
+    s = Session()
+    s.call("get_objects", {"object_type": "dcim.site", "filters": {"q": "Berlin DC1"}}, {"results": _sites()})
+    s.call("get_objects", {"object_type": "dcim.device", "filters": {"site_id": 9}}, {"results": []})
+    result = saved(s)
+    assert applied(result)[("get_objects_2", "$.filters.site_id")] == "@get_objects_1.results[1].id"
+    # ... taken from the site the search was for, by its name, wherever it sits on the next run
+    assert result.template.step("get_objects_2").input == {
+        "object_type": "dcim.device",
+        "filters": {"site_id": "@pick_berlin_dc1.id"},
+    }
+
+
+def _users() -> list[dict[str, Any]]:
+    return [
+        {"id": 118, "name": "John Doe II", "username": "jdoe2"},
+        {"id": 42, "name": "Jane Doe", "username": "jdoe"},
+        {"id": 207, "name": "Jim Doe", "username": "jdoe.contractor"},
+    ]
+
+
+def test_the_element_a_search_was_for_is_picked_by_the_searched_term() -> None:
+    s = Session()
+    s.call("search_users", {"search": "jdoe", "limit": 25}, {"rows": _users()})
+    s.call("get_user_assets", {"user_id": 42}, {"rows": []})
+    template = template_to_dict(saved(s).template)
+    pick = next(step for step in template["steps"] if step["name"].startswith("pick_"))
+    assert pick["input"]["key"] == "username"
+    assert pick["input"]["value"] == "@input.search"
+    assert "name" not in template["inputs"]  # not "Jane Doe": the user gave the username

@@ -29,6 +29,7 @@ from toolreel.templatizer._infer import StepInferrer, StepResult
 from toolreel.templatizer._inputs import InputTable, Schemas
 from toolreel.templatizer._likely import likely_inputs
 from toolreel.templatizer._loops import Unit, fold_loops
+from toolreel.templatizer._offsets import offset_inputs, propose_offsets
 from toolreel.templatizer._order import Call, order_after
 from toolreel.templatizer._pages import find_pagings, merge_pages, page_steps
 from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity, pick_inputs
@@ -98,7 +99,9 @@ def templatize(
     template, tallies = propose_tallies(template, kept, runs)
     template, captures = propose_captures(template, kept, runs)
     template, dates = propose_dates(template, kept, runs)
-    transforms += tallies + captures + dates
+    looped = {member: loop.step for loop in folded.loops for member in loop.members}
+    template, offsets, moved = propose_offsets(template, kept, runs, table.values[0], table.specs, looped)
+    transforms += tallies + captures + dates + offsets
     template, picks = drop_unused_picks(template, picks)
     template, _ = drop_unread(template, {view.name for view in views})
     template, guards = guard_writes(template, reads)
@@ -115,6 +118,9 @@ def templatize(
     # that is read out of an output is the user's own again); a text with a computed part still holds the user's.
     computed = {(inference.step, inference.input_path) for inference in transforms if "{{" not in str(inference.ref)}
     computed |= {(inference.step, inference.input_path) for inference in tallies}  # (its words report the list)
+    computed |= {  # a time a loop's calls all take from the clock
+        (member, json_path(item.keys)) for item in moved for member, loop in looped.items() if loop == item.at
+    }
     computed |= folded.explained | filled  # a value a loop cuts out of each element, or one a walk's gap read
     opening = min(kept, key=lambda r: r.seq).name if kept else None
     literals = [
@@ -130,6 +136,7 @@ def templatize(
     )
     likely = computed_elsewhere(likely, transforms)
     if len(runs) == 1:
+        likely = offset_inputs(moved, likely, set(template.inputs) | {item.name for item in likely})
         likely = pick_inputs(picks, likely, set(template.inputs))
         likely = select_inputs(folded.selects, likely, set(template.inputs))
     return TemplatizeResult(

@@ -1,0 +1,194 @@
+"""Times a clock leads to: a silence until two hours from now, a downtime of four hours, the errors of the last hour.
+
+`get_current_time` gives `2026-12-08T22:40:12+01:00`; the agent books a downtime ending `2026-12-09T02:40:12+01:00`.
+That is the clock's reading moved by a whole number of quarter hours (of hours, where the reading is on a whole
+minute), its seconds kept: no other reading of the recording gives it, and left literal it ends a downtime in the
+past on the next run. `propose_offsets` writes it as a `code` step adding the hours to the clock's reading on each
+run, in the clock's own zone (or in the zone the argument was written in, `Z`, where that is the clock's). Ahead of
+the clock by hours, not whole days, the hours are how long the user chose (`for 4 hours`): a likely input, ticked;
+a look back (`the last hour`) and whole days (`a week`) are the task's own window and stay in the code. Kept only
+when the script gives the recorded value in every recording.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from toolreel.core.model import JSON, StepRecord
+from toolreel.core.refs import is_ref, refs_in, resolve
+from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.template import InputSpec, Template
+from toolreel.templatizer._codesteps import CodeRead, with_code_steps
+from toolreel.templatizer._index import clock_key
+from toolreel.templatizer._result import Inference, LikelyInput
+from toolreel.templatizer._runs import Run, reproduced
+from toolreel.templatizer._values import Keys, get_at, json_path, same, walk
+
+__all__ = ["Offset", "offset_inputs", "propose_offsets"]
+
+_LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
+_STAMP_RE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})?")
+_QUARTER: Final = 15 * 60
+_HOUR: Final = 60 * 60
+_YEAR: Final = timedelta(days=366)
+_DAY_HOURS: Final = 24
+_UTC: Final = frozenset({"Z", "+00:00"})
+_CODE: Final = """export default function(input) {
+  const m = String(input.text).match(new RegExp(%s));
+  if (m === null) throw new Error("no date-time in the clock's reading");
+  const at = new Date(Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]) + Number(input.hours) * 3600000);
+  const pad = (n) => String(n).padStart(2, "0");
+  const day = at.getUTCFullYear() + "-" + pad(at.getUTCMonth() + 1) + "-" + pad(at.getUTCDate());
+  return day + "T" + pad(at.getUTCHours()) + ":" + pad(at.getUTCMinutes()) + ":" + pad(at.getUTCSeconds()) + %s;
+}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Offset:
+    """An argument that is a clock's reading moved by `hours` (see the module)."""
+
+    step: str  # the recorded call
+    keys: Keys
+    recorded: str
+    source: str  # the clock's reading, e.g. `@get_current_time_1.datetime`
+    hours: float
+    zone: str | None  # written after the seconds: the argument's own (`Z`, `.000Z`); None: the clock's zone
+    at: str = ""  # the template's step, where it is not the call's own: the loop over the calls
+
+    @property
+    def chosen(self) -> bool:
+        """Ahead by hours, not whole days: how long the user chose."""
+        return self.hours > 0 and self.hours % _DAY_HOURS != 0
+
+    def code(self) -> str:
+        zone = json.dumps(self.zone) if self.zone is not None else '(m[8] === undefined ? "" : m[8])'
+        return _CODE % (json.dumps(_STAMP_RE.pattern), zone)
+
+    def number(self) -> int | float:
+        return int(self.hours) if float(self.hours).is_integer() else self.hours
+
+
+def propose_offsets(
+    template: Template,
+    kept: Sequence[StepRecord],
+    runs: Sequence[Run],
+    named: Mapping[str, JSON],
+    input_specs: Mapping[str, InputSpec],
+    loops: Mapping[str, str] | None = None,
+) -> tuple[Template, tuple[Inference, ...], tuple[Offset, ...]]:
+    """The template with each date-time a clock's reading leads to computed from it (see the module). `named`: the
+    inputs' values, one of which may give the hours; `input_specs`: how to declare it (no argument holds it whole);
+    `loops`: the loop step of each call a loop stands for (the same time in every call: read once, before it)."""
+    specs = {step.name: step for step in template.steps}
+    clock: tuple[str, str] | None = None  # the latest clock reading so far: (source, text)
+    found: list[Offset] = []
+    looped = loops or {}
+    for record in kept:
+        spec = specs.get(record.name) or specs.get(looped.get(record.name, ""))
+        if spec is not None and spec.tool is not None and clock is not None:
+            for keys, leaf in walk(spec.input):
+                if isinstance(leaf, str) and not is_ref(leaf) and not refs_in(leaf):
+                    item = _offset(record, keys, *clock)
+                    if item is not None and any(f.at == spec.name and f.keys == keys for f in found):
+                        continue  # a loop's later call: its first one put the time in the loop step
+                    if item is not None and _reproduces(item, runs, _hours_ref(item, named)):
+                        found.append(dataclasses.replace(item, at=spec.name))
+        if record.name in runs[0].outputs and record.name in specs:
+            clock = _reading(record.name, runs[0].outputs[record.name]) or clock
+    if not found:
+        return template, (), ()
+    reads = [_read(item, _hours_ref(item, named)) for item in found]
+    hours = [read.input["hours"] for read in reads]
+    given = {ref.removeprefix("@input.") for ref in hours if isinstance(ref, str)}
+    declared = {**template.inputs, **{name: input_specs[name] for name in sorted(given) if name in input_specs}}
+    rewritten, inferences = with_code_steps(dataclasses.replace(template, inputs=declared), reads)
+    return rewritten, inferences, tuple(found)
+
+
+def offset_inputs(found: Sequence[Offset], likely: Sequence[LikelyInput], taken: set[str]) -> list[LikelyInput]:
+    """The likely inputs with the hours each offset ahead of the clock moved it by, ticked: how long the user chose."""
+    out = list(likely)
+    for item in found:
+        if not item.chosen or any(same(existing.value, item.number()) for existing in out):
+            continue
+        name = next(n for n in ("hours", *(f"hours_{i}" for i in range(2, 99))) if n not in taken)
+        taken.add(name)
+        why = f"the clock's reading {item.source} moved ahead by it: how long the user chose"
+        out.append(LikelyInput(name, item.number(), "number", ((item.step, json_path(item.keys)),), why))
+    return out
+
+
+def _reading(step: str, output: JSON) -> tuple[str, str] | None:
+    for keys, node in walk(output):
+        if (
+            keys
+            and isinstance(keys[-1], str)
+            and clock_key(keys[-1])
+            and isinstance(node, str)
+            and _STAMP_RE.fullmatch(node)
+        ):
+            return f"@{step}{json_path(keys)[1:]}", node
+    return None
+
+
+def _offset(record: StepRecord, keys: Keys, source: str, reading: str) -> Offset | None:
+    ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, keys)
+    match = _STAMP_RE.fullmatch(recorded) if ok and isinstance(recorded, str) else None
+    clock = _STAMP_RE.fullmatch(reading)
+    if match is None or clock is None or match.group(6) != clock.group(6):
+        return None  # (a time the clock leads to keeps its seconds; one the user typed does not)
+    zone, clock_zone = (match.group(7) or "") + (match.group(8) or ""), clock.group(8)
+    if match.group(8) is not None and match.group(8) != clock_zone and not {match.group(8), clock_zone} <= _UTC:
+        return None  # written in another zone: no wall-clock arithmetic here
+    delta = _wall(match) - _wall(clock)
+    seconds = int(delta.total_seconds())
+    # a reading on a whole minute (`17:20:00`) shares its seconds with any time a person types: whole hours only
+    unit = _QUARTER if clock.group(6) != "00" else _HOUR
+    if seconds == 0 or seconds % unit or abs(delta) > _YEAR:
+        return None
+    own = None if match.group(7) is None and match.group(8) == clock_zone else zone
+    return Offset(record.name, keys, recorded, source, seconds / 3600, own)
+
+
+def _wall(match: re.Match[str]) -> datetime:
+    """The wall-clock time written (its zone aside: both sides are in one zone)."""
+    year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
+    return datetime(year, month, day, hour, minute, second)
+
+
+def _hours_ref(item: Offset, named: Mapping[str, JSON]) -> JSON:
+    """The input that gave the hours, where one did (its value on each run); else the recorded number."""
+    if item.chosen:
+        for name, value in named.items():
+            if same(value, item.number()):
+                return f"@input.{name}"
+    return item.number()
+
+
+def _reproduces(item: Offset, runs: Sequence[Run], hours: JSON) -> bool:
+    code, given = item.code(), {"text": item.source, "hours": hours}
+    return reproduced(
+        item.step, item.keys, runs, lambda run: run_code(code, resolve(given, run.scope()), _LIMITS), _equal
+    )
+
+
+def _equal(got: JSON, sent: JSON, _: Run) -> bool:
+    return bool(got == sent)
+
+
+def _read(item: Offset, hours: JSON) -> CodeRead:
+    def why(name: str) -> str:
+        return (
+            f"{item.recorded!r} is the clock's reading {item.source} moved by {item.number()} hours; "
+            f"the code step {name} reproduces it from the recording"
+        )
+
+    given = {"text": item.source, "hours": hours}
+    return CodeRead(item.at or item.step, item.keys, item.recorded, item.code(), given, "offset_time", why)

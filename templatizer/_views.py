@@ -33,7 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["VIEW_CODE", "View", "drop_unread", "read_view", "view_input"]
 
 VIEW_CODE: Final = r"""export default function(input) {
-  const lines = String(input.text === null || input.text === undefined ? "" : input.text).split(/\r?\n/);
+  const raw = Array.isArray(input.text)  // one text block per item: the blocks of several lines, as one text
+    ? input.text.filter((b) => b && b.type === "text" && String(b.text).includes("\n")).map((b) => b.text).join("\n\n")
+    : input.text;
+  const lines = String(raw === null || raw === undefined ? "" : raw).split(/\r?\n/);
   if (input.shape === "table") return table(lines);
   if (input.shape === "pipes") return pipes(lines);
   if (input.shape === "json") return embedded(lines);
@@ -368,6 +371,12 @@ def read_view(record: StepRecord, runs: Sequence[Run], taken: set[str]) -> View 
     An output of several text blocks (`[{type: text, text}, ...]`) is read block by block: the first that
     reads as rows is the view's text (`@step[1].text`)."""
     output = runs[0].outputs.get(record.name)
+    blocks = _blocks(output)
+    if blocks.count("\n\n") and _shape(blocks) == ("records", 0):  # one block per item (`Agent ID: 003` ...)
+        rows = _rows(blocks, "records", 0)
+        if isinstance(rows, list) and len(rows) >= _BLOCK_ROWS:
+            others = [_rows(_blocks(run.outputs.get(record.name)), "records", 0) for run in runs[1:]]
+            return View(free_name(f"{record.name}_rows", taken), record.name, "records", 0, (rows, *others))
     for at, text in _texts(output):
         shape = _shape(text)
         if shape is None:
@@ -396,6 +405,14 @@ def _texts(output: JSON) -> list[tuple[int | str | None, str]]:
         for i, block in enumerate(output)
         if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
     ]
+
+
+def _blocks(output: JSON) -> str:
+    """The text blocks of several lines of an output, one after another (as the view's script joins them)."""
+    return "\n\n".join(text for at, text in _texts(output) if isinstance(at, int) and "\n" in text)
+
+
+_BLOCK_ROWS: Final = 2
 
 
 def _text_at(output: JSON, at: int | str | None) -> JSON:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
@@ -27,7 +27,7 @@ from toolreel.templatizer._evidence import names_scope
 from toolreel.templatizer._inputs import Names
 from toolreel.templatizer._pieces import literal
 from toolreel.templatizer._result import LikelyInput
-from toolreel.templatizer._values import same, snake, strength
+from toolreel.templatizer._values import json_path, same, snake, strength, walk
 
 __all__ = [
     "HEADING_FIELD",
@@ -37,6 +37,7 @@ __all__ = [
     "conditions_of",
     "evident_filter",
     "leaves",
+    "membership",
     "select_inputs",
     "selected",
     "value_at",
@@ -64,6 +65,7 @@ SELECT_CODE: Final = r"""export default function(input) {
       const words = c.value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       return typeof v === "string" && new RegExp("(?<![A-Za-z0-9_])" + words + "(?![A-Za-z0-9_])", "i").test(v);
     }
+    if (c.op === "among") return Array.isArray(c.value) && c.value.includes(v);  // what another output lists
     return c.op === "in" ? c.value.includes(v) : v === c.value;
   };
   return input.items.filter((item) => item !== null && input.where.every((c) => holds(item, c)));
@@ -85,8 +87,11 @@ _LONGEST: Final = 64  # longer values are texts, not categories
 @dataclass(frozen=True, slots=True)
 class Condition:
     key: str  # "" for the element itself (a list of names)
-    op: Literal["==", "starts with", "ends with", "at domain", "in", "has words", "has", "is set", "equals, case aside"]
-    value: str | int | bool | tuple[str, ...]  # a tuple for `in`: the states the handled elements were in
+    op: Literal[
+        "==", "starts with", "ends with", "at domain", "in", "has words", "has", "is set", "equals, case aside", "among"
+    ]
+    value: str | int | bool | tuple[JSON, ...]  # a tuple for `in` (the states the handled elements were in), `among`
+    among: str | None = None  # `among`: the ref to the values another output lists (`@devices_1.devices[*].id`)
 
     def holds(self, element: JSON) -> bool:
         got = value_at(element, self.key)
@@ -94,6 +99,8 @@ class Condition:
             return isinstance(got, str) and isinstance(self.value, str) and got.startswith(self.value)
         if self.op == "in":
             return isinstance(got, str) and isinstance(self.value, tuple) and got in self.value
+        if self.op == "among":
+            return isinstance(self.value, tuple) and any(same(got, v) and type(got) is type(v) for v in self.value)
         if self.op == "has words":
             return isinstance(got, str) and isinstance(self.value, str) and _has_words(got, self.value)
         if self.op == "has":  # a tag among the element's tags
@@ -111,7 +118,7 @@ class Condition:
     @property
     def state(self) -> bool:
         """A condition of the task (a state or category), not a choice the user made for this run."""
-        if isinstance(self.value, bool) or self.op == "in" or self.key == HEADING_FIELD or self.value == 0:
+        if isinstance(self.value, bool) or self.op in ("in", "among") or self.key == HEADING_FIELD or self.value == 0:
             return True  # (the heading a checklist item sits under, `Action items`: where the task looks; none left)
         if self.op in ("has words", "has"):  # `blocked` in a message: the task's word; `Offer letter`, a choice
             if self.op == "has" and names_scope(self.key.rsplit(".", 1)[-1]):
@@ -131,7 +138,13 @@ class Condition:
         """The value as the select step is given it (the states of `in` as a list)."""
         return list(self.value) if isinstance(self.value, tuple) else self.value
 
+    def listing(self, listed: JSON) -> Condition:
+        """This `among` condition with what its list holds in another recording."""
+        return replace(self, value=tuple(listed) if isinstance(listed, list) else ())
+
     def describe(self) -> str:
+        if self.among is not None:
+            return f"{self.key} is among {self.among}"
         return f"{self.key or 'the element'} {self.op} {self.given!r}"
 
 
@@ -148,7 +161,7 @@ class Select:
         where: list[JSON] = []
         for i, condition in enumerate(self.where):
             ref = self.refs[i] if i < len(self.refs) else None
-            value = f"@input.{ref}" if ref is not None else literal(condition.given)
+            value = f"@input.{ref}" if ref is not None else condition.among or literal(condition.given)
             where.append({"key": condition.key, "op": condition.op, "value": value})
         return {"items": self.base, "where": where}
 
@@ -203,6 +216,42 @@ def _excluding_filter(base: str, handled: list[JSON], others: list[JSON]) -> str
         if len(set(map(str, kept))) < len(kept):
             return f"{base}[?(@.{key} != {json.dumps(value)})]"
     return None
+
+
+def membership(elements: Sequence[JSON], at: Sequence[int], outputs: Mapping[str, JSON], own: str) -> Condition | None:
+    """The handled elements are those whose field holds a value another step's output lists, the others' none
+    (the alerts of the group's devices: `device_id` among `@get_devices_by_group_1.devices[*].device_id`): that
+    list, read for no other reason, is the condition, whatever it holds on the next run. One such list only."""
+    handled = [elements[i] for i in at]
+    others = [e for i, e in enumerate(elements) if i not in set(at)]
+    if not others or not all(isinstance(e, dict) for e in elements):
+        return None
+    found: list[Condition] = []
+    for key, value in handled[0].items() if isinstance(handled[0], dict) else ():
+        if not _KEY_RE.fullmatch(key) or not isinstance(value, str | int) or isinstance(value, bool):
+            continue
+        kept = [h.get(key) for h in handled if isinstance(h, dict)]
+        left = [o.get(key) for o in others if isinstance(o, dict)]
+        for ref, listed in _listed(outputs, own, key):
+            if all(k in listed for k in kept) and not any(v in listed for v in left):
+                found.append(Condition(key, "among", tuple(listed), among=ref))
+    return found[0] if len(found) == 1 else None
+
+
+def _listed(outputs: Mapping[str, JSON], own: str, key: str) -> Iterator[tuple[str, list[JSON]]]:
+    """Each list of another step's output, by the field named as `key` (or its `id`, where `key` names it)."""
+    for step, output in outputs.items():
+        if step == own:
+            continue
+        for keys, node in walk(output):
+            if not isinstance(node, list) or not node or not all(isinstance(e, dict) for e in node):
+                continue
+            if any(isinstance(k, int) for k in keys):
+                continue
+            for field in {f for f in node[0] if snake(f) == snake(key)}:
+                values = [e.get(field) for e in node if isinstance(e, dict)]
+                if all(isinstance(v, str | int) and not isinstance(v, bool) for v in values):
+                    yield f"@{step}{json_path(keys)[1:]}[*].{field}", values
 
 
 def conditions_of(elements: Sequence[JSON], at: Sequence[int]) -> tuple[Condition, ...] | None:
@@ -444,7 +493,7 @@ def select_inputs(
     names = Names(set(taken) | {item.name for item in likely})
     for select in selects:
         for i, condition in enumerate(select.where):
-            if isinstance(condition.value, bool) or any(select.refs[i : i + 1]):
+            if isinstance(condition.value, bool) or any(select.refs[i : i + 1]) or condition.among is not None:
                 continue
             used_at = ((select.step, f"$.where[{i}].value"),)
             at = next((j for j, item in enumerate(out) if same(item.value, condition.value)), None)

@@ -387,6 +387,10 @@ def _in_context(
         if written is not None and judgement.score >= THIN and plain_word(value):
             why = f"the string a query searches for, written again in the text of {written}: what the task is about"
             return Judgement(CHOSEN, (*judgement.reasons, why))
+        looked = _looked_up_and_written(value, uses, texts, steps)
+        if looked is not None and judgement.score >= THIN:
+            why = f"the {looked[0]} a call looked up, written again in the text of {looked[1]}: the user's choice"
+            return Judgement(CHOSEN, (*judgement.reasons, why))
         return judgement
     carriers = [step for step, held in texts.items() if step not in steps and any(holds_word(t, value) for t in held)]
     if carriers:
@@ -406,6 +410,30 @@ def _searched_and_written(
     return next(
         (step for step, held in texts.items() if step not in steps and any(holds_word(t, value) for t in held)), None
     )
+
+
+def _looked_up_and_written(
+    value: str, uses: Sequence[Unexplained], texts: Mapping[str, list[str]], steps: Collection[str]
+) -> tuple[str, str] | None:
+    """(key, step) where a read was given one word whole under a key naming an account or a place (`login:
+    "pixelforge"`) and a later text names it again (`Clip of the week from pixelforge: …`): whose things the task
+    is about. Not a state nor a tag: those file things by kind."""
+    if not plain_word(value) or len(value) < _HANDLE_MIN:
+        return None
+    keys = [str(lit.keys[-1]) for lit in uses if lit.reads and not lit.in_query and lit.keys and not lit.flag]
+    key = next((k for k in keys if snake(k) in _HANDLE_KEYS), None)
+    if key is None:
+        return None
+    again = (step for step, held in texts.items() if step not in steps and any(holds_word(t, value) for t in held))
+    step = next(again, None)
+    return (key, step) if step is not None else None
+
+
+_HANDLE_MIN: Final = 4
+_HANDLE_KEYS: Final = frozenset(
+    {"login", "username", "user_name", "handle", "channel", "account", "owner", "org", "organization", "namespace"}
+    | {"project", "repo", "repository", "team", "workspace", "site", "host", "hostname", "user", "slug"}
+)
 
 
 def _category(field: str | None) -> bool:

@@ -157,6 +157,7 @@ def _pick(
     return (
         _by_keys(_input_keys(element, inputs, terms), where)
         or _best(head, base, n, elements, runs, given, taken)
+        or _ranked(head, base, n, elements, runs, taken)
         or _by_keys([*quoted, *identity], where)
         or _pair(head, elements, n, [*quoted, *identity], runs, inputs, taken)
     )
@@ -253,6 +254,30 @@ def _best(
                 step = free_name(f"pick_{best}_{_slug(key) or 'item'}", taken)
                 return Pick(step, head, key, best, state=True, best=best)
     return None
+
+
+def _ranked(head: str, base: str, n: int, elements: list[JSON], runs: Sequence[Run], taken: set[str]) -> Pick | None:
+    """The element with the one largest number a list ranks by (`view_count`, `score`, `downloads`), or the one
+    smallest price, cost or duration, when no input named it: the most viewed clip, the cheapest rate, whatever
+    its name on the next run. Not the first element nor the last, as `_best`, and the same in every recording."""
+    if not 0 < n < len(elements) - 1 or len(elements) < _BEST_MIN or not isinstance(elements[n], dict):
+        return None
+    for key in elements[n]:
+        best = "max" if _RANK_RE.search(key) else "min" if _LOW_RE.search(key) else None
+        if best is None or id_key(key):
+            continue
+        if _best_at(base, key, best, runs[0]) == n and all(_best_at(base, key, best, r) is not None for r in runs):
+            return Pick(free_name(f"pick_{best}_{_slug(key) or 'item'}", taken), head, key, best, state=True, best=best)
+    return None
+
+
+# What "the most …" ranks by: engagement (`viewCount`, `view_count`, `downloads`, `score`), not any count an element
+# carries (a project's `fault_count` describes it; the user named the project)
+_RANK_RE: Final = re.compile(
+    r"(?i)(?:^|_)(?:view|play|download|vote|star|like|follower|subscriber|install|visit|click)s?(?:_?count)?$"
+    r"|(?:^|_)(?:score|popularity|rating)$"
+)
+_LOW_RE: Final = re.compile(r"(?i)(?:^|_)(?:price|cost|fee)$")
 
 
 def _best_at(base: str, key: str, best: str, run: Run) -> int | None:

@@ -1,6 +1,7 @@
 """Producers, thirteenth pass: a generic tool's arguments say what it lists (`object_type: "dcim.site"`), a key
-ending in "by" names a person a people's tool listed, and the element a search was for is picked by the searched
-term however short it is (`jdoe` among `jdoe2` and `jdoe.contractor`)."""
+ending in "by" names a person a people's tool listed, the element a search was for is picked by the searched term
+however short it is (`jdoe` among `jdoe2` and `jdoe.contractor`), the most viewed element by its count, and an
+account a read looked up and a message names again is the user's."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from tests.recorded import Session, applied, saved
 from toolreel.core.template_io import template_to_dict
+from toolreel.templatizer import templatize
 from toolreel.templatizer._values import key_similarity, producer_words
 
 
@@ -64,3 +66,34 @@ def test_the_element_a_search_was_for_is_picked_by_the_searched_term() -> None:
     assert pick["input"]["key"] == "username"
     assert pick["input"]["value"] == "@input.search"
     assert "name" not in template["inputs"]  # not "Jane Doe": the user gave the username
+
+
+def _clips() -> list[dict[str, Any]]:
+    return [
+        {"id": "Bright-x1", "title": "Speedrun WR attempt", "view_count": 812, "url": "https://clips.tv/Bright-x1"},
+        {"id": "Calm-a9", "title": "Chat raid chaos", "view_count": 204, "url": "https://clips.tv/Calm-a9"},
+        {"id": "Tangible-77", "title": "The 1-frame skip", "view_count": 1930, "url": "https://clips.tv/Tangible-77"},
+        {"id": "Slick-Q", "title": "Outro song", "view_count": 97, "url": "https://clips.tv/Slick-Q"},
+    ]
+
+
+def _clip_of_the_week() -> Session:
+    s = Session()
+    s.call("get_users", {"login": "pixelforge"}, {"data": [{"id": "141981764", "login": "pixelforge"}]})
+    s.call("get_clips", {"broadcaster_id": "141981764", "first": 20}, {"data": _clips()})
+    status = "Clip of the week from pixelforge: The 1-frame skip https://clips.tv/Tangible-77"
+    s.call("post_status", {"status": status, "visibility": "public"}, {"id": "1136"})
+    return s
+
+
+def test_the_most_viewed_element_is_picked_by_its_count_not_by_its_title() -> None:
+    template = template_to_dict(saved(_clip_of_the_week()).template)
+    pick = next(step for step in template["steps"] if step["name"].startswith("pick_"))
+    assert pick["input"]["key"] == "view_count" and pick["input"]["best"] == "max"
+    assert "title" not in template.get("inputs", {})  # no input named after the recorded winner
+
+
+def test_an_account_a_read_looked_up_and_a_message_names_again_is_the_users() -> None:
+    first = templatize([_clip_of_the_week().steps], name="t", read_only={"svc__get_users", "svc__get_clips"})
+    login = next(item for item in first.likely_inputs if item.value == "pixelforge")
+    assert login.ticked and "looked up" in login.reason

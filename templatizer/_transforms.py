@@ -31,11 +31,11 @@ from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, sna
 __all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]
 
 FUNCTIONS: Final = (
-    *("count", "sum", "max", "max_by", "min_by", "newest_by", "first_unset"),
+    *("count", "sum", "max", "max_by", "min_by", "newest_by", "newest_version", "first_unset"),
     *("lower", "upper", "join", "join_fields", "number"),
 )
 SEPARATORS: Final = (", ", ",", " ", "; ", " | ", "\n", "-", "/", ":")
-_PICKS: Final = frozenset({"max_by", "min_by", "newest_by", "first_unset"})
+_PICKS: Final = frozenset({"max_by", "min_by", "newest_by", "newest_version", "first_unset"})
 _MIN_TEXT: Final = 3  # shorter strings equal a function's result by accident too easily
 _MIN_ITEMS: Final = 3  # a sum, count or pick over two items equals a chosen value by accident too easily
 _LATER_ITEM_RE: Final = re.compile(r"\[[1-9][0-9]*\]")
@@ -103,6 +103,19 @@ _BODY: Final = {
     ("max_by", 4): _AMONG.format("Number(x[{0}])", ">"),
     ("min_by", 4): _AMONG.format("Number(x[{0}])", "<"),
     ("newest_by", 4): _AMONG.format("Date.parse(x[{0}])", ">"),
+    ("newest_version", 2): (
+        'const parts = (v) => String(v).replace(/^[vV]/, "").split(".").map(Number);\n'
+        "  const newer = (a, b) => {{\n"
+        "    const x = parts(a), y = parts(b);\n"
+        "    for (let i = 0; i < Math.max(x.length, y.length); i++) {{\n"
+        "      if ((x[i] || 0) !== (y[i] || 0)) return (x[i] || 0) > (y[i] || 0);\n"
+        "    }}\n    return false;\n  }};\n"
+        "  const stable = input.list\n"
+        "    .filter((x) => /^[vV]?\\d+(\\.\\d+){{1,3}}$/.test(String(x[{0}])));\n"
+        '  if (stable.length === 0) throw new Error("no release version at " + {0});\n'
+        "  let best = stable[0];\n"
+        "  for (const x of stable) if (newer(x[{0}], best[{0}])) best = x;\n  return best[{1}];"
+    ),
     ("first_unset", 2): (
         "const best = input.list.find((x) => x[{0}] === null || x[{0}] === undefined);\n"
         '  if (best === undefined) throw new Error("no item has no " + {0});\n  return best[{1}];'
@@ -127,6 +140,7 @@ _WHAT: Final = {
     ("max_by", 4): "`{1}` of the item with the largest `{0}` among those with `{2}` = {3!r} in",
     ("min_by", 4): "`{1}` of the item with the smallest `{0}` among those with `{2}` = {3!r} in",
     ("newest_by", 4): "`{1}` of the item with the newest `{0}` among those with `{2}` = {3!r} in",
+    ("newest_version", 2): "`{1}` of the item with the newest release `{0}` (versions compared part by part) in",
     ("first_unset", 2): "`{1}` of the first item with no `{0}` in",
     ("lower", 0): "the lower case of",
     ("upper", 0): "the upper case of",
@@ -195,6 +209,8 @@ def _record_functions(source: str, items: list[dict[str, JSON]]) -> Iterator[Can
         elif len(texts) == len(items) and all(_NUMERAL_RE.fullmatch(x) and "." in x for x in texts):  # `"8.90"`
             yield from _picks("max_by", source, items, f, [float(x) for x in texts])
             yield from _picks("min_by", source, items, f, [-float(x) for x in texts])
+        elif len(texts) == len(items) and all(_VERSION_RE.fullmatch(x) for x in texts):  # `1.10.0`, `2.0.0-RC1`
+            yield from _newest_version(source, items, f)
         elif len(texts) == len(items) and all(_MONEY_RE.fullmatch(x) for x in texts):  # `-$86.40`, `$1,204.00`
             amounts = [_amount(x) for x in texts]
             yield from _picks("max_by", source, items, f, amounts, written="amount")
@@ -250,6 +266,30 @@ def _among(function: str, source: str, items: list[dict[str, JSON]], by: str, ke
 
 _STATES: Final = 4
 _AMONG_PARAMS: Final = 4  # (by, field, state, word)
+
+
+def _newest_version(source: str, items: list[dict[str, JSON]], by: str) -> Iterator[Candidate]:
+    """A field of the item with the newest release, versions compared part by part (`1.10.0` after `1.9.4`), pre-
+    releases (`2.0.0-RC1`) left out; none when it is the first item or two items tie."""
+    stable = [(i, _parts(str(item[by]))) for i, item in enumerate(items) if _STABLE_RE.fullmatch(str(item[by]))]
+    if len(stable) < _MIN_ITEMS - 1:
+        return
+    top = max(parts for _, parts in stable)
+    at = [i for i, parts in stable if parts == top]
+    if len(at) != 1 or at[0] == 0:
+        return
+    best = items[at[0]]
+    for field in best:
+        if sum(1 for item in items if item.get(field) == best[field]) == 1:
+            yield Candidate("newest_version", best[field], source, (by, field), list(items))
+
+
+def _parts(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.lstrip("vV").split("."))
+
+
+_VERSION_RE: Final = re.compile(r"[vV]?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?")
+_STABLE_RE: Final = re.compile(r"[vV]?\d+(?:\.\d+){1,3}")
 
 
 def _first_unset(source: str, items: list[dict[str, JSON]], by: str) -> Iterator[Candidate]:
@@ -472,7 +512,9 @@ def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
 
 
 _INPUT_NAME: Final = {
-    **dict.fromkeys(("count", "sum", "max", "max_by", "min_by", "newest_by", "first_unset", "join"), "list"),
+    **dict.fromkeys(
+        ("count", "sum", "max", "max_by", "min_by", "newest_by", "newest_version", "first_unset", "join"), "list"
+    ),
     "lower": "text",
     "upper": "text",
     "number": "text",

@@ -58,7 +58,7 @@ def session_with(args: dict[str, Any], output: JSON = None) -> Session:
 
 def test_the_closed_set_is_what_is_documented() -> None:
     expected = (
-        *("count", "sum", "max", "max_by", "min_by", "newest_by", "first_unset"),
+        *("count", "sum", "max", "max_by", "min_by", "newest_by", "newest_version", "first_unset"),
         *("lower", "upper", "join", "join_fields", "number"),
     )
     assert expected == FUNCTIONS
@@ -301,3 +301,16 @@ def test_a_page_size_equal_to_a_sum_stays_a_page_size() -> None:
     result = templatize([session.steps], name="t")
     assert [i for i in result.applied if i.kind == "transform"] == []
     assert result.template.step("list_requests_1").input["take"] == 20
+
+
+def test_the_newest_release_is_picked_comparing_versions_part_by_part_without_pre_releases() -> None:
+    components: list[JSON] = [
+        {"id": "c-182", "version": "1.8.2"},
+        {"id": "c-1100", "version": "1.10.0"},  # newer than 1.9.4, though it sorts before it as text
+        {"id": "c-194", "version": "1.9.4"},
+        {"id": "c-200rc", "version": "2.0.0-RC1"},  # a pre-release: not a release
+    ]
+    function, evidence = transform_of(
+        session_with({"version": "1.10.0"}, {"items": components}), "report_1", "$.version"
+    )
+    assert function == "newest" and "newest release `version`" in evidence

@@ -50,6 +50,7 @@ _NAME_KEYS: Final = (
     "label",
     "login",
     "username",
+    "user",  # (a session's, a stream's user: `sam` beside `sam.k`, the login the user named, not its display name)
     "handle",
     "email",
 )

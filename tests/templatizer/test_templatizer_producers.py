@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.recorded import Session, applied, saved
+from toolreel.core.model import JSON
 from toolreel.core.template_io import template_to_dict
 from toolreel.templatizer import templatize
 from toolreel.templatizer._values import key_similarity, producer_words
@@ -97,3 +98,17 @@ def test_an_account_a_read_looked_up_and_a_message_names_again_is_the_users() ->
     first = templatize([_clip_of_the_week().steps], name="t", read_only={"svc__get_users", "svc__get_clips"})
     login = next(item for item in first.likely_inputs if item.value == "pixelforge")
     assert login.ticked and "looked up" in login.reason
+
+
+def test_a_stream_is_picked_by_its_users_login_not_by_the_display_name() -> None:
+    sessions: list[JSON] = [
+        {"session_key": "61", "user": "sam.k", "friendly_name": "Sam.K", "video_decision": "direct play"},
+        {"session_key": "64", "user": "nora", "friendly_name": "Nora", "video_decision": "copy"},
+        {"session_key": "66", "user": "sam", "friendly_name": "Sam", "video_decision": "transcode"},
+    ]
+    s = Session()
+    s.call("get_activity", {}, {"response": {"data": {"sessions": sessions}}})
+    s.call("terminate_session", {"session_key": "66", "message": "The server is busy tonight."}, {"ok": True})
+    template = template_to_dict(saved(s).template)
+    pick = next(step for step in template["steps"] if step["name"].startswith("pick_"))
+    assert pick["input"]["key"] == "user"

@@ -18,7 +18,7 @@ from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._values import Keys, get_at, json_path, put_at
 
-__all__ = ["CodeRead", "Placer", "with_code_steps"]
+__all__ = ["CodeRead", "Placer", "drop_unread", "with_code_steps"]
 
 Placer = Callable[[str, str, str], str | None]  # (text, recorded piece, step name) -> text with `{{@step}}`
 
@@ -87,3 +87,30 @@ def _free_name(base: str, taken: set[str]) -> str:
     while f"{base}_{n}" in taken:
         n += 1
     return f"{base}_{n}"
+
+
+def drop_unread(template: Template, added: set[str]) -> tuple[Template, set[str]]:
+    """The template without the steps of `added` no other step reads (a later rule replaced the refs they
+    stood for; a code step nobody reads would still run, and could fail, at replay time), and which went."""
+    if not added:
+        return template, set()
+    read: set[str] = set()
+    for step in template.steps:
+        if step.name not in added:
+            read |= {ref.root for ref in refs_in(_values_of(step))} | set(step.depends_on)
+    # a kept added step may read another added one (a pick out of a view's rows)
+    grew = True
+    while grew:
+        more = {ref.root for s in template.steps if s.name in added & read for ref in refs_in(_values_of(s))}
+        grew = not more <= read
+        read |= more
+    unread = added - read
+    if not unread:
+        return template, set()
+    steps = tuple(step for step in template.steps if step.name not in unread)
+    return parse_template(template_to_dict(replace(template, steps=steps))), unread
+
+
+def _values_of(step: StepSpec) -> JSON:
+    leaves = [leaf.ref for leaf in step.when.leaves()] if step.when is not None else []
+    return [step.input, step.for_each, step.idempotency_key, step.return_, step.approve, *leaves]

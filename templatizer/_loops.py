@@ -38,15 +38,7 @@ from toolreel.templatizer._reftext import (
     tokens,
 )
 from toolreel.templatizer._result import Loop, Unit, Unrolled
-from toolreel.templatizer._select import (
-    SELECT_CODE,
-    Condition,
-    Select,
-    conditions_of,
-    evident_filter,
-    membership,
-    selected,
-)
+from toolreel.templatizer._select import SELECT_CODE, Select, evident_filter, selected, separating
 from toolreel.templatizer._subsets import collapse_subsets
 from toolreel.templatizer._values import free_name, is_trivial, items_schema, json_path, put_at, same, snake
 
@@ -521,10 +513,7 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
 def _selecting(base: str, elements: list[JSON], at: list[int], folding: _Folding) -> str | None:
     """`@select_x`, a code step keeping the elements that meet two conditions (`_select`), its output in each
     recording known to the folding; None when no two conditions keep exactly the handled elements."""
-    # a list another step read, that the handled elements' field values are in and the others' not, says most
-    own = base[1:].split(".", 1)[0].split("[", 1)[0]
-    among = membership(elements, at, folding.runs[0].outputs, own)
-    where = (among,) if among is not None else conditions_of(elements, at)
+    where = separating(elements, at, folding.runs[0].outputs, base[1:].split(".", 1)[0].split("[", 1)[0])
     if where is None:
         return None
     named = folding.table.values[0]
@@ -541,17 +530,11 @@ def _selecting(base: str, elements: list[JSON], at: list[int], folding: _Folding
     for n, run in enumerate(folding.runs):
         # (a condition on what another output lists: what it lists in this recording)
         listed = [c.listing(folding.resolved(c.among, n)) if c.among else c for c in where]
-        conditions = [
-            c if ref is None else _valued(c, run.inputs.get(ref)) for c, ref in zip(listed, refs, strict=True)
-        ]
+        conditions = [c if ref is None else c.valued(run.inputs.get(ref)) for c, ref in zip(listed, refs, strict=True)]
         outputs.append(selected(folding.resolved(base, n), conditions))
     folding.extra[select.step] = outputs
     folding.selects[f"@{select.step}"] = select
     return f"@{select.step}"
-
-
-def _valued(condition: Condition, value: JSON) -> Condition:
-    return replace(condition, value=value) if isinstance(value, str | int | bool) else condition
 
 
 def _input_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:

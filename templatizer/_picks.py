@@ -24,10 +24,10 @@ from toolreel.core.model import JSON
 from toolreel.core.refs import resolve
 from toolreel.core.template import Template
 from toolreel.templatizer._candidates import id_key
+from toolreel.templatizer._codesteps import drop_unread
 from toolreel.templatizer._result import LikelyInput, Pick
 from toolreel.templatizer._select import leaves
 from toolreel.templatizer._values import free_name, same, snake, strength, walk
-from toolreel.templatizer._views import drop_unread
 
 if TYPE_CHECKING:
     from toolreel.templatizer._result import Unit

@@ -40,6 +40,7 @@ __all__ = [
     "membership",
     "select_inputs",
     "selected",
+    "separating",
     "value_at",
 ]
 
@@ -138,6 +139,10 @@ class Condition:
         """The value as the select step is given it (the states of `in` as a list)."""
         return list(self.value) if isinstance(self.value, tuple) else self.value
 
+    def valued(self, value: JSON) -> Condition:
+        """This condition with the value an input has in another recording."""
+        return replace(self, value=value) if isinstance(value, str | int | bool) else self
+
     def listing(self, listed: JSON) -> Condition:
         """This `among` condition with what its list holds in another recording."""
         return replace(self, value=tuple(listed) if isinstance(listed, list) else ())
@@ -216,6 +221,16 @@ def _excluding_filter(base: str, handled: list[JSON], others: list[JSON]) -> str
         if len(set(map(str, kept))) < len(kept):
             return f"{base}[?(@.{key} != {json.dumps(value)})]"
     return None
+
+
+def separating(
+    elements: Sequence[JSON], at: Sequence[int], outputs: Mapping[str, JSON], own: str
+) -> tuple[Condition, ...] | None:
+    """The conditions that keep exactly the handled elements `at`: a list another step read (not `own`, the step
+    the elements come from) that their field values are in and the others' not says most; else two conditions
+    (`conditions_of`)."""
+    among = membership(elements, at, outputs, own)
+    return (among,) if among is not None else conditions_of(elements, at)
 
 
 def membership(elements: Sequence[JSON], at: Sequence[int], outputs: Mapping[str, JSON], own: str) -> Condition | None:

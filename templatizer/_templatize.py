@@ -20,6 +20,7 @@ from toolreel.core.secrets import REDACTED
 from toolreel.core.template import StepSpec, Template
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._capture import propose_captures
+from toolreel.templatizer._codesteps import drop_unread
 from toolreel.templatizer._complete import complete_walks
 from toolreel.templatizer._conditions import guard_on_picks, guard_on_state, guard_writes
 from toolreel.templatizer._dates import propose_dates
@@ -40,7 +41,7 @@ from toolreel.templatizer._select import select_inputs
 from toolreel.templatizer._tallies import propose_tallies
 from toolreel.templatizer._transforms import computed_elsewhere, propose_transforms
 from toolreel.templatizer._values import Keys, get_at, json_path, producer_words, put_at, same
-from toolreel.templatizer._views import VIEW_CODE, View, drop_unread, read_view
+from toolreel.templatizer._views import VIEW_CODE, View, read_view
 from toolreel.templatizer._wording import OutputWords
 
 MANAGEMENT_SERVER = "toolreel"

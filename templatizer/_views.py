@@ -16,21 +16,18 @@ import csv
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from toolreel.core.errors import CodeError
 from toolreel.core.model import JSON, StepRecord
-from toolreel.core.refs import refs_in
 from toolreel.core.sandbox import CodeLimits, run_code
-from toolreel.core.template import StepSpec, Template
-from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._values import free_name, json_path
 
 if TYPE_CHECKING:
     from toolreel.templatizer._runs import Run
 
-__all__ = ["VIEW_CODE", "View", "drop_unread", "read_view", "view_input"]
+__all__ = ["VIEW_CODE", "View", "read_view", "view_input"]
 
 VIEW_CODE: Final = r"""export default function(input) {
   const raw = Array.isArray(input.text)  // one text block per item: the blocks of several lines, as one text
@@ -578,30 +575,3 @@ def _rows(text: JSON, shape: str, level: int) -> JSON:
         return run_code(VIEW_CODE, {"text": text, "shape": shape, "level": level}, _LIMITS)
     except CodeError:
         return None
-
-
-def drop_unread(template: Template, added: set[str]) -> tuple[Template, set[str]]:
-    """The template without the steps of `added` no other step reads (a later rule replaced the refs they
-    stood for; a code step nobody reads would still run, and could fail, at replay time), and which went."""
-    if not added:
-        return template, set()
-    read: set[str] = set()
-    for step in template.steps:
-        if step.name not in added:
-            read |= {ref.root for ref in refs_in(_values_of(step))} | set(step.depends_on)
-    # a kept added step may read another added one (a pick out of a view's rows)
-    grew = True
-    while grew:
-        more = {ref.root for s in template.steps if s.name in added & read for ref in refs_in(_values_of(s))}
-        grew = not more <= read
-        read |= more
-    unread = added - read
-    if not unread:
-        return template, set()
-    steps = tuple(step for step in template.steps if step.name not in unread)
-    return parse_template(template_to_dict(replace(template, steps=steps))), unread
-
-
-def _values_of(step: StepSpec) -> JSON:
-    leaves = [leaf.ref for leaf in step.when.leaves()] if step.when is not None else []
-    return [step.input, step.for_each, step.idempotency_key, step.return_, step.approve, *leaves]

@@ -158,7 +158,7 @@ def _pick(
     return (
         _by_keys(_input_keys(element, inputs, terms), where)
         or _best(head, base, n, elements, runs, given, taken)
-        or _ranked(head, base, n, elements, runs, taken)
+        or _ranked(head, base, n, elements, runs, taken, nameless=not identity)
         or _by_keys([*quoted, *identity], where)
         or _pair(head, elements, n, [*quoted, *identity], runs, inputs, taken)
     )
@@ -257,19 +257,30 @@ def _best(
     return None
 
 
-def _ranked(head: str, base: str, n: int, elements: list[JSON], runs: Sequence[Run], taken: set[str]) -> Pick | None:
+def _ranked(
+    head: str, base: str, n: int, elements: list[JSON], runs: Sequence[Run], taken: set[str], *, nameless: bool
+) -> Pick | None:
     """The element with the one largest number a list ranks by (`view_count`, `score`, `downloads`), or the one
     smallest price, cost or duration, when no input named it: the most viewed clip, the cheapest rate, whatever
-    its name on the next run. Not the first element nor the last, as `_best`, and the same in every recording."""
-    if not 0 < n < len(elements) - 1 or len(elements) < _BEST_MIN or not isinstance(elements[n], dict):
+    its name on the next run. An element with no name at all (a SQL row: `Donor`, `Amount`) is the largest of its
+    one number that sets it apart so. Not the first element nor the last, as `_best`; the same in every recording."""
+    element = elements[n] if n < len(elements) else None
+    if not 0 < n < len(elements) - 1 or len(elements) < _BEST_MIN or not isinstance(element, dict):
         return None
-    for key in elements[n]:
-        best = "max" if _RANK_RE.search(key) else "min" if _LOW_RE.search(key) else None
-        if best is None or id_key(key):
+    keys = [*element, *(f"{env}.{k}" for env in _ENVELOPES if isinstance(element.get(env), dict) for k in element[env])]
+    found: list[tuple[str, str]] = []
+    for key in keys:
+        best = "max" if _RANK_RE.search(key) else "min" if _LOW_RE.search(key) else "max" if nameless else None
+        if best is None or id_key(key.rsplit(".", 1)[-1]):
             continue
         if _best_at(base, key, best, runs[0]) == n and all(_best_at(base, key, best, r) is not None for r in runs):
-            return Pick(free_name(f"pick_{best}_{_slug(key) or 'item'}", taken), head, key, best, state=True, best=best)
-    return None
+            found.append((key, best))
+    ranked = [(key, best) for key, best in found if _RANK_RE.search(key) or _LOW_RE.search(key)]
+    chosen = ranked[:1] or (found if nameless and len(found) == 1 else [])
+    if not chosen:
+        return None
+    key, best = chosen[0]
+    return Pick(free_name(f"pick_{best}_{_slug(key) or 'item'}", taken), head, key, best, state=True, best=best)
 
 
 # What "the most …" ranks by: engagement (`viewCount`, `view_count`, `downloads`, `score`), not any count an element

@@ -112,3 +112,19 @@ def test_a_stream_is_picked_by_its_users_login_not_by_the_display_name() -> None
     template = template_to_dict(saved(s).template)
     pick = next(step for step in template["steps"] if step["name"].startswith("pick_"))
     assert pick["input"]["key"] == "user"
+
+
+def test_a_row_with_no_name_is_picked_as_the_largest_of_its_one_number() -> None:
+    rows: list[JSON] = [
+        {"fields": {"Donor": "M. Okafor", "Amount": 250.0}},
+        {"fields": {"Donor": "Riverside Bakery", "Amount": 1200.0}},
+        {"fields": {"Donor": "J. Park", "Amount": 75.5}},
+    ]
+    s = Session()
+    s.call("run_sql", {"sql": "SELECT Donor, Amount FROM Pledges WHERE Status = 'Open'"}, {"records": rows})
+    s.call("notify", {"body": "Largest pledge from Riverside Bakery", "tag": "fundraising"}, {"ok": True})
+    template = template_to_dict(saved(s).template)
+    pick = next(step for step in template["steps"] if step["name"].startswith("pick_"))
+    assert (pick["input"]["key"], pick["input"]["best"]) == ("fields.Amount", "max")
+    notify = next(step for step in template["steps"] if step["name"] == "notify_1")
+    assert notify["input"]["body"] == f"Largest pledge from {{{{@{pick['name']}.fields.Donor}}}}"

@@ -21,8 +21,7 @@ from typing import Final
 
 from toolreel.core.errors import CodeError, RefError
 from toolreel.core.model import JSON, StepRecord
-from toolreel.core.refs import is_ref, refs_in, resolve
-from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.refs import is_ref, refs_in
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._held import HeldText, Sent, Texts, position
@@ -33,7 +32,6 @@ from toolreel.templatizer._values import Keys, get_at, json_path, strength, walk
 
 __all__ = ["Capture", "propose_captures"]
 
-_LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
 _MIN_STRENGTH: Final = 0.55  # weaker values ("open", "42") sit inside prose by chance
 _GLUED_STRENGTH: Final = 0.9
 
@@ -469,7 +467,7 @@ def _reproduces(capture: Capture, runs: Sequence[Run]) -> bool:
             return False
         return bool(got == recorded)
 
-    return reproduced(capture.step, capture.keys, runs, script_on(capture.code, "text", capture.source), holds)
+    return reproduced(capture.step, capture.keys, runs, script_on(capture.code, {"text": capture.source}), holds)
 
 
 def _strength(value: JSON) -> float:
@@ -480,7 +478,7 @@ def _part_of(recorded: JSON, pattern: str, run: Run, capture: Capture) -> JSON:
     """What another recording's argument holds where this one holds the part: the capture's own result, if
     its argument has it at word boundaries (else the recorded argument, which then fails the check)."""
     try:
-        got = run_code(capture.code, {"text": resolve(capture.source, run.scope())}, _LIMITS)
+        got = script_on(capture.code, {"text": capture.source})(run)
     except (RefError, CodeError):
         return recorded
     return (

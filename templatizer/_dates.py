@@ -207,7 +207,7 @@ def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
             return isinstance(sent, str) and isinstance(got, str) and got in sent
         return bool(got == sent)
 
-    return reproduced(found.step, found.keys, runs, script_on(found.code, "text", found.source), holds)
+    return reproduced(found.step, found.keys, runs, script_on(found.code, {"text": found.source}), holds)
 
 
 def propose_dates(

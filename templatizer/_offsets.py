@@ -21,18 +21,16 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from toolreel.core.model import JSON, StepRecord
-from toolreel.core.refs import is_ref, refs_in, resolve
-from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.refs import is_ref, refs_in
 from toolreel.core.template import InputSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._index import clock_key
 from toolreel.templatizer._result import Inference, LikelyInput
-from toolreel.templatizer._runs import Run, reproduced
-from toolreel.templatizer._values import Keys, get_at, json_path, same, walk
+from toolreel.templatizer._runs import Run, reproduced, script_on
+from toolreel.templatizer._values import Keys, free_name, get_at, json_path, same, walk
 
 __all__ = ["Offset", "offset_inputs", "propose_offsets"]
 
-_LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
 _STAMP_RE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})?")
 _QUARTER: Final = 15 * 60
 _HOUR: Final = 60 * 60
@@ -61,6 +59,7 @@ class Offset:
     hours: float
     zone: str | None  # written after the seconds: the argument's own (`Z`, `.000Z`); None: the clock's zone
     at: str = ""  # the template's step, where it is not the call's own: the loop over the calls
+    by: JSON = None  # what the code step is given as the hours: the recorded number, or the input that gave it
 
     @property
     def chosen(self) -> bool:
@@ -70,6 +69,11 @@ class Offset:
     def code(self) -> str:
         zone = json.dumps(self.zone) if self.zone is not None else '(m[8] === undefined ? "" : m[8])'
         return _CODE % (json.dumps(_STAMP_RE.pattern), zone)
+
+    @property
+    def given(self) -> dict[str, JSON]:
+        """The code step's input."""
+        return {"text": self.source, "hours": self.by}
 
     def number(self) -> int | float:
         return int(self.hours) if float(self.hours).is_integer() else self.hours
@@ -94,21 +98,22 @@ def propose_offsets(
         spec = specs.get(record.name) or specs.get(looped.get(record.name, ""))
         if spec is not None and spec.tool is not None and clock is not None:
             for keys, leaf in walk(spec.input):
-                if isinstance(leaf, str) and not is_ref(leaf) and not refs_in(leaf):
-                    item = _offset(record, keys, *clock)
-                    if item is not None and any(f.at == spec.name and f.keys == keys for f in found):
-                        continue  # a loop's later call: its first one put the time in the loop step
-                    if item is not None and _reproduces(item, runs, _hours_ref(item, named)):
-                        found.append(dataclasses.replace(item, at=spec.name))
+                if not isinstance(leaf, str) or is_ref(leaf) or refs_in(leaf):
+                    continue
+                if any(f.at == spec.name and f.keys == keys for f in found):
+                    continue  # a loop's later call: its first one put the time in the loop step
+                item = _offset(record, keys, *clock)
+                if item is not None:
+                    item = dataclasses.replace(item, at=spec.name, by=_hours_ref(item, named))
+                    if reproduced(item.step, item.keys, runs, script_on(item.code(), item.given), _equal):
+                        found.append(item)
         if record.name in runs[0].outputs and record.name in specs:
             clock = _reading(record.name, runs[0].outputs[record.name]) or clock
     if not found:
         return template, (), ()
-    reads = [_read(item, _hours_ref(item, named)) for item in found]
-    hours = [read.input["hours"] for read in reads]
-    given = {ref.removeprefix("@input.") for ref in hours if isinstance(ref, str)}
-    declared = {**template.inputs, **{name: input_specs[name] for name in sorted(given) if name in input_specs}}
-    rewritten, inferences = with_code_steps(dataclasses.replace(template, inputs=declared), reads)
+    given = sorted({item.by.removeprefix("@input.") for item in found if isinstance(item.by, str)})
+    declared = {**template.inputs, **{name: input_specs[name] for name in given if name in input_specs}}
+    rewritten, inferences = with_code_steps(dataclasses.replace(template, inputs=declared), list(map(_read, found)))
     return rewritten, inferences, tuple(found)
 
 
@@ -118,7 +123,7 @@ def offset_inputs(found: Sequence[Offset], likely: Sequence[LikelyInput], taken:
     for item in found:
         if not item.chosen or any(same(existing.value, item.number()) for existing in out):
             continue
-        name = next(n for n in ("hours", *(f"hours_{i}" for i in range(2, 99))) if n not in taken)
+        name = free_name("hours", taken)
         taken.add(name)
         why = f"the clock's reading {item.source} moved ahead by it: how long the user chose"
         out.append(LikelyInput(name, item.number(), "number", ((item.step, json_path(item.keys)),), why))
@@ -172,23 +177,15 @@ def _hours_ref(item: Offset, named: Mapping[str, JSON]) -> JSON:
     return item.number()
 
 
-def _reproduces(item: Offset, runs: Sequence[Run], hours: JSON) -> bool:
-    code, given = item.code(), {"text": item.source, "hours": hours}
-    return reproduced(
-        item.step, item.keys, runs, lambda run: run_code(code, resolve(given, run.scope()), _LIMITS), _equal
-    )
-
-
 def _equal(got: JSON, sent: JSON, _: Run) -> bool:
     return bool(got == sent)
 
 
-def _read(item: Offset, hours: JSON) -> CodeRead:
+def _read(item: Offset) -> CodeRead:
     def why(name: str) -> str:
         return (
             f"{item.recorded!r} is the clock's reading {item.source} moved by {item.number()} hours; "
             f"the code step {name} reproduces it from the recording"
         )
 
-    given = {"text": item.source, "hours": hours}
-    return CodeRead(item.at or item.step, item.keys, item.recorded, item.code(), given, "offset_time", why)
+    return CodeRead(item.at or item.step, item.keys, item.recorded, item.code(), item.given, "offset_time", why)

@@ -27,7 +27,7 @@ from toolreel.templatizer._candidates import id_key
 from toolreel.templatizer._codesteps import drop_unread
 from toolreel.templatizer._result import LikelyInput, Pick
 from toolreel.templatizer._select import leaves
-from toolreel.templatizer._values import free_name, same, snake, strength, walk
+from toolreel.templatizer._values import ENVELOPES, free_name, record_paths, same, snake, strength, walk
 
 if TYPE_CHECKING:
     from toolreel.templatizer._result import Unit
@@ -267,7 +267,7 @@ def _ranked(
     element = elements[n] if n < len(elements) else None
     if not 0 < n < len(elements) - 1 or len(elements) < _BEST_MIN or not isinstance(element, dict):
         return None
-    keys = [*element, *(f"{env}.{k}" for env in _ENVELOPES if isinstance(element.get(env), dict) for k in element[env])]
+    keys = [".".join(map(str, path)) for path in record_paths(element)]
     found: list[tuple[str, str]] = []
     for key in keys:
         best = "max" if _RANK_RE.search(key) else "min" if _LOW_RE.search(key) else "max" if nameless else None
@@ -452,7 +452,7 @@ def _identity_keys(element: Mapping[str, JSON]) -> list[str]:
     those whose value carries fewer digits: a title with a version or a count in it ("update lodash to
     v4.17.22") changes from one world to the next, a branch or a slug ("renovate/lodash-4.x") much less."""
     own = _own_names(element)
-    for parent in _ENVELOPES:  # JSON:API's `attributes`, Airtable's `fields`: the element's own fields, one level in
+    for parent in ENVELOPES:  # JSON:API's `attributes`, Airtable's `fields`: the element's own fields, one level in
         if isinstance(inside := element.get(parent), dict):
             own += [f"{parent}.{key}" for key in _own_names(inside)]
     inner = [
@@ -475,9 +475,6 @@ def _own_names(element: Mapping[str, JSON]) -> list[str]:
 def _name_like(key: str) -> bool:
     """A key naming the element: a usual name key (`name`, `slug`, `displayName`) or one ending in name or title."""
     return snake(key) in _NAME_KEYS or re.search(r"(name|title)$", key.lower()) is not None
-
-
-_ENVELOPES: Final = ("attributes", "fields", "properties")
 
 
 def _quoted_keys(head: str, element: Mapping[str, JSON], given: Mapping[str, JSON]) -> list[str]:

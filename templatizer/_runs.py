@@ -65,9 +65,10 @@ def reproduced(
     return checked > 0
 
 
-def script_on(code: str, name: str, source: str) -> Callable[[Run], JSON]:
-    """`compute` for `reproduced`: the code step's script, given as `name` what `source` holds in a recording."""
-    return lambda run: run_code(code, {name: resolve(source, run.scope())}, _LIMITS)
+def script_on(code: str, given: Mapping[str, JSON]) -> Callable[[Run], JSON]:
+    """`compute` for `reproduced`: the code step's script, its input (`{"text": "@clock_1.datetime"}`) resolved
+    against a recording."""
+    return lambda run: run_code(code, resolve(dict(given), run.scope()), _LIMITS)
 
 
 _LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)

@@ -24,7 +24,7 @@ from toolreel.core.template import Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run, reproduced, script_on
-from toolreel.templatizer._values import Keys, get_at, json_path, key_tokens, walk
+from toolreel.templatizer._values import Keys, entity_words, get_at, json_path, record_paths, walk
 
 __all__ = ["propose_tallies"]
 
@@ -34,7 +34,6 @@ _REF_PART_RE: Final = re.compile(r"(\{\{[^}]*\}\})")
 _WHOLE: Final = 1e-9
 _DECIMALS: Final = 3
 _SUM_DIGITS: Final = 3  # a whole sum of fewer digits equals a chosen number by chance too often
-_ENVELOPES: Final = ("fields", "attributes", "properties")  # a record's own fields, one level in (Grist, JSON:API)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +42,7 @@ class _Tally:
 
     source: str
     items: int
-    field: tuple[str, ...] = ()  # none: a count
+    field: Keys = ()  # none: a count
     total: float = 0.0
     words: frozenset[str] = frozenset()  # what the list holds, by its tool's and keys' names: a count's evidence
 
@@ -70,7 +69,7 @@ class _Tally:
 
     @property
     def what(self) -> str:
-        return f"the sum of `{'.'.join(self.field)}` over" if self.field else "the number of items of"
+        return f"the sum of `{'.'.join(map(str, self.field))}` over" if self.field else "the number of items of"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,42 +110,27 @@ def _tallies_of(step: str, tool: str, output: JSON) -> Iterator[_Tally]:
     for keys, node in walk(output):
         if isinstance(node, list) and len(node) >= 2 and not any(isinstance(key, int) for key in keys):
             source = f"@{step}{json_path(keys)[1:]}"
-            words = frozenset(_words(tool) | {w for key in keys if isinstance(key, str) for w in _words(key)})
+            words = entity_words(tool).union(*(entity_words(key) for key in keys if isinstance(key, str)))
             yield _Tally(source, len(node), words=words)
             for field in _numeric_fields(node):
-                total = sum(float(_at(item, field)) for item in node)
+                total = sum(float(get_at(item, field)[1]) for item in node)  # (numbers: `_numeric_fields`)
                 yield _Tally(source, len(node), field, total)
 
 
-def _numeric_fields(items: list[JSON]) -> Iterator[tuple[str, ...]]:
+def _numeric_fields(items: list[JSON]) -> Iterator[Keys]:
+    """The paths of the fields every item holds a number at (inside a record's envelope too: `fields.Amount`)."""
     first = items[0]
     if not isinstance(first, dict) or not all(isinstance(item, dict) for item in items):
         return
-    paths = [(key,) for key in first] + [
-        (key, inner) for key in _ENVELOPES if isinstance(first.get(key), dict) for inner in first[key]
-    ]
-    for path in paths:
-        values = [_at(item, path) for item in items]
+    for path in record_paths(first):
+        values = [get_at(item, path)[1] for item in items]
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
             yield path
-
-
-def _at(item: JSON, path: tuple[str, ...]) -> JSON:
-    for key in path:
-        item = item.get(key) if isinstance(item, dict) else None
-    return item
-
-
-def _words(key: str) -> set[str]:
-    return {token[:-1] if token.endswith("s") and len(token) > 3 else token for token in key_tokens(key)}
 
 
 def _in_text(record: StepRecord, keys: Keys, leaf: str, tallies: Mapping[str, list[_Tally]]) -> Iterator[_Found]:
     """Each number of the text's own words that exactly one tally gives, with the evidence rules of the module."""
     own = " ".join(_REF_PART_RE.split(leaf)[::2])
-    ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, keys)
-    if not ok or not isinstance(recorded, str):
-        return
     matches: list[tuple[re.Match[str], list[_Tally]]] = []
     for match in _NUMBER_RE.finditer(own):
         explained = {(t.source, t.field): t for t in tallies.get(match.group(1), ())}
@@ -176,7 +160,7 @@ def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
     def holds(got: JSON, sent: JSON, _: Run) -> bool:
         return isinstance(sent, str) and got in {m.group(1) for m in _NUMBER_RE.finditer(sent)}
 
-    return reproduced(found.step, found.keys, runs, script_on(code, "list", found.tally.source), holds)
+    return reproduced(found.step, found.keys, runs, script_on(code, {"list": found.tally.source}), holds)
 
 
 def _placed(text: str, piece: str, step: str) -> str | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, TypeGuard, cast
@@ -236,11 +236,17 @@ def _picks(
     if function == "min_by" and keys.index(top) == len(keys) - 1:
         return  # the last of a list sorted largest first: a page's cursor, "the last one", as well
     best = items[keys.index(top)]
-    data: JSON = list(items)
+    for field in _own_fields(items, best):
+        params = (by, field, written) if written else (by, field)
+        yield Candidate(function, best[field], source, params, list(items))
+
+
+def _own_fields(items: list[dict[str, JSON]], best: Mapping[str, JSON]) -> Iterator[str]:
+    """The fields of the picked item whose value no other item has: a value others share too (`target: production`
+    in every one) is no reason to pick this one."""
     for field in best:
-        # a value other items have too (`target: production` in every one) is no reason to pick this one
         if sum(1 for item in items if item.get(field) == best[field]) == 1:
-            yield Candidate(function, best[field], source, (by, field, written) if written else (by, field), data)
+            yield field
 
 
 def _among(function: str, source: str, items: list[dict[str, JSON]], by: str, keys: list[float]) -> Iterator[Candidate]:
@@ -258,10 +264,9 @@ def _among(function: str, source: str, items: list[dict[str, JSON]], by: str, ke
             best = [i for i in members if keys[i] == top]
             if len(members) < 2 or len(best) > 1 or best[0] == overall or best[0] == members[0]:
                 continue
-            chosen, data = items[best[0]], list(items)
-            for field in chosen:
-                if sum(1 for item in items if item.get(field) == chosen[field]) == 1:
-                    yield Candidate(function, chosen[field], source, (by, field, state, word), data)
+            chosen = items[best[0]]
+            for field in _own_fields(items, chosen):
+                yield Candidate(function, chosen[field], source, (by, field, state, word), list(items))
 
 
 _STATES: Final = 4
@@ -279,9 +284,8 @@ def _newest_version(source: str, items: list[dict[str, JSON]], by: str) -> Itera
     if len(at) != 1 or at[0] == 0:
         return
     best = items[at[0]]
-    for field in best:
-        if sum(1 for item in items if item.get(field) == best[field]) == 1:
-            yield Candidate("newest_version", best[field], source, (by, field), list(items))
+    for field in _own_fields(items, best):
+        yield Candidate("newest_version", best[field], source, (by, field), list(items))
 
 
 def _parts(version: str) -> tuple[int, ...]:
@@ -299,8 +303,8 @@ def _first_unset(source: str, items: list[dict[str, JSON]], by: str) -> Iterator
     if first == 0:
         return
     best = items[first]
-    for field in best:
-        if best[field] is not None and sum(1 for item in items if item.get(field) == best[field]) == 1:
+    for field in _own_fields(items, best):
+        if best[field] is not None:
             yield Candidate("first_unset", best[field], source, (by, field), list(items))
 
 
@@ -506,8 +510,7 @@ def _rank(candidate: Candidate) -> int:
 def _reproduces(found: _Found, runs: Sequence[Run]) -> bool:
     """The script, run on each recording's outputs, gives exactly what that recording sent."""
     candidate = found.candidate
-
-    compute = script_on(candidate.code, _INPUT_NAME[candidate.function], candidate.source)
+    compute = script_on(candidate.code, {_INPUT_NAME[candidate.function]: candidate.source})
     return reproduced(found.step, found.keys, runs, compute, lambda got, sent, _: _equal(got, sent))
 
 

@@ -268,25 +268,35 @@ def key_similarity(input_key: str | None, output_key: str | None, producer_tool:
         return 0.0
     if a == b:
         return 1.0
-    if b == ("id",) and len(a) == 1 and a[0] in _tool_words(producer_tool):
+    if b == ("id",) and len(a) == 1 and a[0] in entity_words(producer_tool):
         return 0.9  # `category: 23`, `categories:in: "23"` <- the `id` of a category get_categories listed
-    if b == ("id",) and len(a) >= 2 and a[-1] == "by" and _tool_words(producer_tool) & _PEOPLE:
+    if b == ("id",) and len(a) >= 2 and a[-1] == "by" and entity_words(producer_tool) & _PEOPLE:
         return 0.9  # `requestedBy: 9`, `created_by` <- the `id` of a person list_users listed
     a, b = _split_id(a, b), _split_id(b, a)
     short, long_ = (a, b) if len(a) < len(b) else (b, a)
     if long_[-len(short) :] == short:
         entity = {_singular(t) for t in long_[: -len(short)]}
         plural = {f"{t}s" for t in entity}  # (`vms`: too short for _singular to read as a plural)
-        tool = _tool_words(producer_tool)
+        tool = entity_words(producer_tool)
         return 0.9 if entity & tool or plural & tool else 0.7
     overlap = len(set(a) & set(b)) / max(len(set(a)), len(set(b)))
     return 0.5 * overlap
 
 
 @lru_cache(maxsize=1024)
-def _tool_words(tool: str) -> frozenset[str]:
-    """The entity words of a tool's name (`get_categories` -> category): what it lists."""
-    return frozenset(_singular(t) for t in key_tokens(tool))
+def entity_words(name: str) -> frozenset[str]:
+    """The entity words of a tool's or a key's name (`get_categories` -> category): what it lists."""
+    return frozenset(_singular(t) for t in key_tokens(name))
+
+
+# A record's own fields one level in: JSON:API's `attributes`, Airtable's and Grist's `fields`, Notion's `properties`
+ENVELOPES: Final = ("attributes", "fields", "properties")
+
+
+def record_paths(record: Mapping[str, JSON]) -> list[Keys]:
+    """The paths of a record's fields: its own keys, and those inside its envelope (`("fields", "Amount")`)."""
+    own: list[Keys] = [(key,) for key in record]
+    return own + [(env, key) for env in ENVELOPES if isinstance(record.get(env), Mapping) for key in record[env]]
 
 
 def producer_words(tool: str, arguments: JSON) -> str:

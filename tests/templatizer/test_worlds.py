@@ -32,6 +32,7 @@ from fixtures.recordings import (
     WORLDS10_DIR,
     WORLDS11_DIR,
     WORLDS12_DIR,
+    WORLDS13_DIR,
     WORLDS_DIR,
     load_entry,
 )
@@ -178,6 +179,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS10_DIR, 24),
         (WORLDS11_DIR, 24),
         (WORLDS12_DIR, 24),
+        (WORLDS13_DIR, 24),
         (BLIND_DIR, 24),
     ],
     ids=[
@@ -193,6 +195,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         "worlds10",
         "worlds11",
         "worlds12",
+        "worlds13",
         "blind",
     ],
 )

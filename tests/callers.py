@@ -8,7 +8,7 @@ call, as the gateway does, so retry policies can be tested against a real disapp
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from fixtures.servers import fixture_params
+from tests.waits import wait_until
 from toolreel.core.caller import ProgressFn, ToolCall
 from toolreel.core.errors import UpstreamError, UpstreamTimeout
 from toolreel.core.model import TemplateDraft
@@ -219,10 +220,3 @@ def saved(store: Any, data: Mapping[str, Any]) -> Any:
 
     record = store.save_template(TemplateDraft(data["name"], dict(data)))
     return load_template(store, data["name"], record.version)
-
-
-async def wait_until(predicate: Callable[[], bool], *, timeout: float = 10.0, what: str = "condition") -> None:
-    """Poll a condition another process changes (a file, a database row): there is no event to wait on."""
-    with anyio.fail_after(timeout):
-        while not predicate():  # noqa: ASYNC110
-            await anyio.sleep(0.02)

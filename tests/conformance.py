@@ -26,6 +26,7 @@ import anyio.to_thread
 
 from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
+from tests.waits import port_open, wait_until
 
 __all__ = [
     "SPEC_2025",
@@ -215,16 +216,7 @@ def free_port() -> int:
 
 async def wait_for_port(port: int, timeout: float = 30.0) -> None:
     """Return once 127.0.0.1:`port` accepts connections."""
-    with anyio.fail_after(timeout):
-        while True:
-            try:
-                stream = await anyio.connect_tcp("127.0.0.1", port)
-            except OSError:
-                # Nothing to wait on but the port itself: retry on a short, bounded period.
-                await anyio.sleep(0.05)
-                continue
-            await stream.aclose()
-            return
+    await wait_until(lambda: port_open(port), timeout, f"127.0.0.1:{port} to accept connections")
 
 
 @asynccontextmanager

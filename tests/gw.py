@@ -37,6 +37,7 @@ from pydantic import FileUrl
 from fixtures import servers
 from fixtures._zygote import launch_command
 from tests.procs import alive, cmdline, descendants, kill_quietly
+from tests.waits import port_open, wait_until
 
 __all__ = [
     "MODES",
@@ -141,21 +142,6 @@ def npm_available() -> bool:
 
 
 # --- processes -----------------------------------------------------------------------------------------------
-
-
-async def wait_until(predicate: Callable[[], bool | Awaitable[bool]], timeout: float, what: str) -> None:
-    """Poll `predicate` until it holds; fail after `timeout` seconds naming `what`."""
-    try:
-        with anyio.fail_after(timeout):
-            while True:
-                outcome = predicate()
-                if not isinstance(outcome, bool):
-                    outcome = await outcome
-                if outcome:
-                    return
-                await anyio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout:g} s waiting for {what}") from None
 
 
 @dataclass(eq=False)
@@ -491,15 +477,6 @@ def fixture_http_server(
     return servers.http_fixture(module, env=env)
 
 
-async def _port_open(port: int) -> bool:
-    try:
-        stream = await anyio.connect_tcp("127.0.0.1", port)
-    except OSError:
-        return False
-    await stream.aclose()
-    return True
-
-
 @contextlib.asynccontextmanager
 async def http_gateway(
     args: Sequence[str], env: Mapping[str, str], *, port: int | None = None
@@ -513,7 +490,7 @@ async def http_gateway(
         async def ready() -> bool:
             if gateway.process.returncode is not None:
                 raise AssertionError(f"gateway exited with {gateway.process.returncode}: {gateway.stderr()[-2000:]}")
-            return await _port_open(port)
+            return await port_open(port)
 
         await wait_until(ready, START_SECONDS, f"the gateway to listen on 127.0.0.1:{port}")
         yield HttpGateway(gateway, port)

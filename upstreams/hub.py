@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,7 @@ from toolreel.upstreams.pins import Pins
 from toolreel.upstreams.upstream import Listing, ServerErrorAnswer, Upstream, UpstreamState, capabilities_key
 from toolreel.upstreams.uris import inward as inward_uri
 from toolreel.upstreams.uris import outward as outward_uri
-from toolreel.upstreams.uris import outward_tool
+from toolreel.upstreams.uris import outward_tool, template_matches
 
 __all__ = [
     "ClientRouter",
@@ -439,7 +438,7 @@ class Hub:
             if any(r.get("uri") == uri for r in upstream.listing.resources):
                 return upstream
         for upstream in self.upstreams.values():
-            if any(_template_matches(t.get("uriTemplate", ""), uri) for t in upstream.listing.resource_templates):
+            if any(template_matches(t.get("uriTemplate", ""), uri) for t in upstream.listing.resource_templates):
                 return upstream
         with_resources = [
             u for u in self.upstreams.values() if u.capabilities is not None and u.capabilities.resources is not None
@@ -560,13 +559,6 @@ def error_result(text: str) -> dict[str, Any]:
 
 def _server_hint(name: str) -> str:
     return split_name(name)[0] or "?"
-
-
-def _template_matches(template: str, uri: str) -> bool:
-    if not template:
-        return False
-    pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(template))
-    return re.fullmatch(pattern, uri) is not None
 
 
 @contextlib.asynccontextmanager

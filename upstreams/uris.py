@@ -11,10 +11,11 @@ are the servers' own business and pass unchanged, as do all URIs of an unprefixe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["NAMESPACED_SCHEMES", "inward", "outward", "outward_tool"]
+__all__ = ["NAMESPACED_SCHEMES", "inward", "outward", "outward_tool", "template_matches"]
 
 NAMESPACED_SCHEMES: Final = ("skill", "ui")
 _FLAT_UI_KEY: Final = "ui/resourceUri"
@@ -66,3 +67,11 @@ def outward_tool(server: str, tool: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(flat, str):
         new_meta[_FLAT_UI_KEY] = outward(server, flat)
     return {**tool, "_meta": new_meta}
+
+
+def template_matches(template: str, uri: str) -> bool:
+    """Whether `uri` is one a resource template (RFC 6570 level 1: `{var}` is one path segment) names."""
+    if not template:
+        return False
+    pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(template))
+    return re.fullmatch(pattern, uri) is not None

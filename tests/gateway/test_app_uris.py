@@ -18,7 +18,7 @@ from tests import conformance
 from tests.gateway.test_skills import skills_request
 from tests.gw import fixture_entry, wait_until
 from tests.inproc import gateway_in_process
-from toolreel.upstreams.uris import inward, outward, outward_tool
+from toolreel.upstreams.uris import inward, outward, outward_tool, template_matches
 
 pytestmark = pytest.mark.anyio
 
@@ -33,6 +33,15 @@ def test_namespacing_keeps_the_scheme_and_goes_back() -> None:
     tool: dict[str, Any] = {"name": "show", "_meta": {"ui": {"resourceUri": APP_URI, "csp": {}}}}
     assert outward_tool("left", tool)["_meta"] == {"ui": {"resourceUri": "ui://left.widget/app.html", "csp": {}}}
     assert tool["_meta"]["ui"]["resourceUri"] == APP_URI  # not changed in place
+
+
+def test_a_resource_template_names_uris_one_segment_per_variable() -> None:
+    assert template_matches("repo://{owner}/{name}/readme", "repo://acme/site/readme")
+    assert not template_matches("repo://{owner}/{name}/readme", "repo://acme/site/docs/readme")
+    assert not template_matches("repo://{owner}/readme", "repo://a.b/c/readme")
+    assert template_matches("data://rows?n=1", "data://rows?n=1")  # no variable: the URI itself, read literally
+    assert not template_matches("data://rows?n=1", "data://rowsXn=1")
+    assert not template_matches("", "repo://acme")
 
 
 def _text(result: types.ReadResourceResult) -> str:

@@ -62,7 +62,9 @@ from toolreel.templatizer._values import (
     last_key,
     number_text,
     numeric_strength,
+    outer_item,
     same,
+    same_field,
     snake,
     strength,
     text_strength,
@@ -417,7 +419,7 @@ class StepInferrer:
         them (an id found in one item only): the element the call acts on."""
         lead: dict[tuple[str, Keys], tuple[Keys, float]] = {}
         for _, node, bucket in sourced:
-            homes = {(occ.step, home) for occ in bucket.sample() if (home := _outer_item(occ.keys)) is not None}
+            homes = {(occ.step, home) for occ in bucket.sample() if (home := outer_item(occ.keys)) is not None}
             weight = value_strength(node)
             for step, home in homes:
                 if sum(1 for s, h in homes if s == step and h[:-1] == home[:-1]) == 1:
@@ -429,7 +431,7 @@ class StepInferrer:
     def _lead_of(self, occ: Occurrence) -> tuple[bool, float] | None:
         """Whether the occurrence sits in the element this call's strongest value comes from (the element it acts
         on), and that value's strength; None outside a list the call takes values from."""
-        home = _outer_item(occ.keys)
+        home = outer_item(occ.keys)
         lead = self.lead.get((occ.step, home[:-1])) if home is not None else None
         return (lead[0] == home, lead[1]) if lead is not None else None
 
@@ -487,10 +489,12 @@ class StepInferrer:
         elif (
             kind == "exact"
             and places == 1
-            and self._beside_lead(occ)
+            and (self._beside_lead(occ) or same_field(last_key(keys), occ.key))
             and _named(value_at(self.record.resolved_input, keys))
         ):
-            score = max(score, HIGH)  # a name ("Nora") found only in the element whose id or email the call sends
+            # a name ("Nora") found only in the element whose id or email the call sends, or only under the very
+            # field it is passed on as (`first_name: "Noor"`), however short
+            score = max(score, HIGH)
         elif kind == "exact" and places == 1 and sim >= _ENTITY_KEY and names_entity(last_key(keys)):
             # `board_id` <- the `id` of a board listed by get_agile_boards, found nowhere else: the key names
             # the entity the producer lists, so even a short id ("42") is that entity, not chance.
@@ -584,13 +588,6 @@ class StepInferrer:
                 pieces.append(Piece(start, end, best.value, best.score))
                 evidence.append(f"{text!r} at [{start}:{end}] is {best.why}")
         return pieces, evidence
-
-
-def _outer_item(keys: Keys) -> Keys | None:
-    """The path of the outermost list element holding `keys` (`data[0]` of `data[0].values.name[0].first_name`):
-    the element a call acts on, whatever lists it holds inside."""
-    first = next((i for i, key in enumerate(keys) if isinstance(key, int)), None)
-    return keys[: first + 1] if first is not None else None
 
 
 def _named(value: JSON) -> bool:

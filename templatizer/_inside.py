@@ -36,6 +36,7 @@ __all__ = [
     "state_field",
     "versions_in_built",
     "versions_inside",
+    "writes",
 ]
 
 
@@ -93,7 +94,16 @@ def _field_values(query: str) -> Iterator[tuple[str, str, bool, bool]]:
     own; searched: a tag or words a search looks for (none here)."""
     for match in _QUERY_VALUE_RE.finditer(query):
         found = next(group for group in match.groups()[1:] if group is not None)
-        yield match.group(1).split(".")[-1], found, match.group(4) is None, False
+        field = match.group(1).split(".")[-1]
+        if field.startswith("_") and (outer := _OPERAND_OF_RE.search(query, 0, match.start())):
+            field = outer.group(1)  # Hasura's `email: {_eq: "…"}`: the value is the email, `_eq` its operator
+        yield field, found, match.group(4) is None, False
+
+
+# The field an operator object compares (`email: {` before `_eq: "…"`), GraphQL's filter arguments.
+_OPERAND_OF_RE: Final = re.compile(r"([A-Za-z][\w]*)\s*:\s*\{\s*$")
+# A query that writes (a GraphQL mutation, SQL's UPDATE and INSERT): a sentence in it is text set, not selected by.
+_WRITES_RE: Final = re.compile(r"^\s*(?:mutation\b|update\s+\S+\s+set\b|insert\s+into\b)", re.IGNORECASE)
 
 
 _BOUND_FIELD_RE: Final = re.compile(r"(?i)^(?:before|after|since|until|from|to)$|created|updated|modified|due|date")
@@ -131,6 +141,11 @@ _THRESHOLD_RE: Final = re.compile(
 )
 
 
+def writes(literal: Unexplained) -> bool:
+    """The literal is a query that writes (a GraphQL mutation, SQL's UPDATE or INSERT)."""
+    return isinstance(literal.value, str) and _WRITES_RE.match(literal.value) is not None
+
+
 def query_values(literal: Unexplained) -> list[Unexplained]:
     """The values a query selects by (`service.name:"checkout-api"`, `space = "ENG"`, `> 30`): each a candidate
     of its own, named by its field and weighed without the query's description; the query stays literal around
@@ -149,8 +164,8 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
             continue
         if (plain_word(found) and not quoted) or found.isdigit() or found == value or found[0] in "$@":
             continue  # `$pageview`, `@project`: names of the query language's own
-        if " " in found and not _named(found, field):
-            continue
+        if " " in found and not _named(found, field) and not (quoted and _WRITES_RE.match(value)):
+            continue  # (a sentence a mutation sets, `cancel_reason: "Customer asked by phone"`, is the user's)
         if statement and not quoted:
             continue
         out.append(

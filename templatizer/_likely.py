@@ -36,6 +36,7 @@ from toolreel.templatizer._inside import (
     state_field,
     versions_in_built,
     versions_inside,
+    writes,
 )
 from toolreel.templatizer._result import LikelyInput, StayedLiteral
 from toolreel.templatizer._values import (
@@ -89,7 +90,8 @@ def likely_inputs(
     lists, literals = _whole_lists(literals, schemas or {})
     literals = [flag for lit in literals for flag in command_flags(lit)]
     literals += [part for lit in literals for part in key_parts(lit)]
-    literals += [value for lit in literals for value in query_values(lit)]
+    # (a mutation built on a ref still sets the user's text: `_set: {cancel_reason: "…"}` beside `{{@pick.id}}`)
+    literals += [value for lit in [*literals, *filter(writes, built)] for value in query_values(lit)]
     by_value: dict[tuple[str, str], list[Unexplained]] = {}
     for literal in literals:
         by_value.setdefault((type(literal.value).__name__, str(literal.value)), []).append(literal)

@@ -216,10 +216,17 @@ def _pair(
     assert isinstance(element, dict)
     # the second: any text field of the element but an id, a link or the same text again (the album named as
     # the track is no second name)
-    others = [k for k, v in element.items() if isinstance(v, str) and not id_key(k) and "://" not in v]
+    # (or the year of a title: `Doctor Who` of 2005, beside those of 1963 and 2023)
+    others = [
+        k
+        for k, v in element.items()
+        if (isinstance(v, str) and not id_key(k) and "://" not in v) or (type(v) is int and _YEAR_RE.search(k))
+    ]
     for a, b in itertools.product(keys, others):
         values = (_at(element, a), _at(element, b))
-        if a == b or not all(isinstance(v, str) and v and _digits(v) < _PAIR_DIGITS for v in values):
+        if a == b or not all(
+            (isinstance(v, str) and v and _digits(v) < _PAIR_DIGITS) or type(v) is int for v in values
+        ):
             continue  # names, not stamps: a date or a version names no element the user chose
         if same(values[0], values[1]):
             continue
@@ -227,12 +234,10 @@ def _pair(
             continue  # a value every element has (a time zone, a type) names none of them
         if sum(1 for e in elements if same(_at(e, a), values[0]) and same(_at(e, b), values[1])) != 1:
             continue
-        named = [
-            next((f"@input.{name}" for name, v in inputs.items() if same(v, value)), str(value)) for value in values
-        ]
+        named = [next((f"@input.{name}" for name, v in inputs.items() if same(v, value)), value) for value in values]
         slug = _slug(str(values[0]))
         step = free_name(f"pick_{slug}" if slug[:1].isalpha() else f"pick_{_slug(a) or 'item'}", taken)
-        return Pick(step, head, a, named[0], also=((b, named[1]),))
+        return Pick(step, head, a, str(named[0]), also=((b, named[1]),))
     return None
 
 
@@ -310,6 +315,7 @@ def _best_at(base: str, key: str, best: str, run: Run) -> int | None:
 
 _BEST_MIN: Final = 3
 _PAIR_DIGITS: Final = 4
+_YEAR_RE: Final = re.compile(r"(?i)year$")
 BEST_CODE: Final = """export default function(input) {
   const at = (item) => input.key.split(".").reduce((v, key) => (v === null || v === undefined ? v : v[key]), item);
   let found = null;
@@ -412,10 +418,10 @@ def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Col
     for pick in picks:
         if pick.state:
             continue
-        at_pick = [(pick.key, pick.value, "$.value")]
+        at_pick: list[tuple[str, JSON, str]] = [(pick.key, pick.value, "$.value")]
         at_pick += [(key, value, f"$.also[{i}][1]") for i, (key, value) in enumerate(pick.also)]
         for key, value, path in at_pick:
-            if value.startswith("@input."):
+            if isinstance(value, str) and value.startswith("@input."):
                 continue
             why = f"the value {pick.step} picks the element by (its {key}): which one it is, the user's choice"
             if pick.walked:
@@ -430,7 +436,8 @@ def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Col
                 continue
             name = free_name(snake(key.split(".")[-1]), names)
             names.add(name)
-            item = LikelyInput(name=name, value=value, type="string", used_at=((pick.step, path),), reason=why)
+            kind = "integer" if type(value) is int else "string"
+            item = LikelyInput(name=name, value=value, type=kind, used_at=((pick.step, path),), reason=why)
             out.append(replace(item, ticked=not pick.walked))
     return out
 
@@ -521,7 +528,9 @@ def _pick_unit(user: Unit, pick: Pick, base: str) -> Unit:
     if pick.state:
         picked["optional"] = True  # no element in that state: nothing to act on (`guard_on_picks` skips the users)
     if pick.also:
-        picked["also"] = [[key, v if v.startswith("@input.") else _escaped(v)] for key, v in pick.also]
+        picked["also"] = [
+            [key, _escaped(v) if isinstance(v, str) and not v.startswith("@input.") else v] for key, v in pick.also
+        ]
     return replace(user, name=pick.step, tool="", input=picked, for_each=None, members=(), code=PICK_CODE)
 
 

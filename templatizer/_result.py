@@ -125,7 +125,7 @@ class Pick:
     state: bool = False  # picked by a state the element alone has (a condition of the task), not by a name
     walked: bool = False  # one of several elements of one list handed to the same tool: walked, not named
     best: str = ""  # "max" or "min": the element with the largest (smallest) `key`, which the agent quoted
-    also: tuple[tuple[str, str], ...] = ()  # (key, value) the element has too: a name and an artist together
+    also: tuple[tuple[str, JSON], ...] = ()  # (key, value) the element has too: a name and an artist, a year
 
     @property
     def why(self) -> str:

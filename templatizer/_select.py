@@ -66,6 +66,8 @@ SELECT_CODE: Final = r"""export default function(input) {
       const words = c.value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       return typeof v === "string" && new RegExp("(?<![A-Za-z0-9_])" + words + "(?![A-Za-z0-9_])", "i").test(v);
     }
+    if (c.op === "at most") return typeof v === "number" && v <= c.value;  // a rating at or under the user's limit
+    if (c.op === "at least") return typeof v === "number" && v >= c.value;
     if (c.op === "among") return Array.isArray(c.value) && c.value.includes(v);  // what another output lists
     return c.op === "in" ? c.value.includes(v) : v === c.value;
   };
@@ -89,9 +91,22 @@ _LONGEST: Final = 64  # longer values are texts, not categories
 class Condition:
     key: str  # "" for the element itself (a list of names)
     op: Literal[
-        "==", "starts with", "ends with", "at domain", "in", "has words", "has", "is set", "equals, case aside", "among"
+        "==",
+        "starts with",
+        "ends with",
+        "at domain",
+        "in",
+        "has words",
+        "has",
+        "is set",
+        "equals, case aside",
+        "among",
+        "at most",
+        "at least",
     ]
-    value: str | int | bool | tuple[JSON, ...]  # a tuple for `in` (the states the handled elements were in), `among`
+    value: (
+        str | int | float | bool | tuple[JSON, ...]
+    )  # a tuple for `in` (the states handled elements were in), `among`
     among: str | None = None  # `among`: the ref to the values another output lists (`@devices_1.devices[*].id`)
 
     def holds(self, element: JSON) -> bool:
@@ -112,6 +127,11 @@ class Condition:
             return isinstance(got, str) and isinstance(self.value, str) and _domain(got) == self.value.lower()
         if self.op == "is set":
             return got is not None and got != ""
+        if self.op in ("at most", "at least"):
+            if not _number(got) or not _number(self.value):
+                return False
+            assert isinstance(got, int | float) and isinstance(self.value, int | float)
+            return got <= self.value if self.op == "at most" else got >= self.value
         if self.op == "equals, case aside":
             return isinstance(got, str) and isinstance(self.value, str) and got.lower() == self.value.lower()
         return same(got, self.value) and type(got) is type(self.value)
@@ -141,7 +161,7 @@ class Condition:
 
     def valued(self, value: JSON) -> Condition:
         """This condition with the value an input has in another recording."""
-        return replace(self, value=value) if isinstance(value, str | int | bool) else self
+        return replace(self, value=value) if isinstance(value, str | int | float | bool) else self
 
     def listing(self, listed: JSON) -> Condition:
         """This `among` condition with what its list holds in another recording."""
@@ -279,10 +299,12 @@ def conditions_of(elements: Sequence[JSON], at: Sequence[int]) -> tuple[Conditio
     # One condition alone: a name prefix, or a field inside the element (`status.sync.status`; a top-level field
     # is `_loops`' JSONPath filter already).
     alone = [c for c in candidates if not any(c.holds(o) for o in others)]
+    # (a bound on a number comes last: any other field that sets them apart says more than an order does)
     if alone:
-        return (max(alone, key=lambda c: (c.op == "starts with", c.op != "has words", -c.key.count("."), _size(c))),)
-    # a word of a text beside another condition is too likely chance; a tag beside a state may pair (`prod`, `active`)
-    fields = [c for c in candidates if c.op != "has words"]
+        return (max(alone, key=_alone_order),)
+    # a word of a text beside another condition is too likely chance; a tag beside a state may pair (`prod`, `active`);
+    # a bound on a number beside another condition, too
+    fields = [c for c in candidates if c.op != "has words" and c.op not in _BOUNDS]
     if any(_state_key(c.key) and c.op in ("==", "in") for c in fields):
         # (`status: errored` says what `errors` being there only suggests: the state field is the category)
         fields = [c for c in fields if c.op != "is set"]
@@ -295,6 +317,28 @@ def conditions_of(elements: Sequence[JSON], at: Sequence[int]) -> tuple[Conditio
         return None
     # The pair that says most: a name prefix or a value the user chose before a second state.
     return max(pairs, key=lambda pair: sum(_weight(c) for c in pair))
+
+
+_BOUNDS: Final = ("at most", "at least")
+# Numbers that order or count the elements rather than rate them: a bound on them is where the list was cut.
+_ORDER_KEY_RE: Final = re.compile(r"(?i)(?:^|_)(?:id|number|num|no|seq|index|position|order|rank|count|total)$|Id$")
+
+
+def _number(value: JSON) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _bounds(key: str, values: Sequence[JSON]) -> list[Condition]:
+    """The handled elements' number at `key` as a bound (`rating` at most 2: the reviews rated at or under the
+    user's limit); `conditions_of` keeps one only where no other element is within it."""
+    if not all(_number(v) for v in values) or _ORDER_KEY_RE.search(key.rsplit(".", 1)[-1]):
+        return []
+    numbers = [v for v in values if isinstance(v, int | float)]
+    return [Condition(key, "at most", max(numbers)), Condition(key, "at least", min(numbers))]
+
+
+def _alone_order(c: Condition) -> tuple[bool, bool, bool, int, int]:
+    return (c.op not in _BOUNDS, c.op == "starts with", c.op != "has words", -c.key.count("."), _size(c))
 
 
 def _size(condition: Condition) -> int:
@@ -336,6 +380,7 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
                 Condition(key, "has words", phrase) for phrase in _shared_phrases([value_at(h, key) for h in handled])
             ]
         values = [value_at(h, key) for h in handled]
+        out += _bounds(key, values)
         if not isinstance(value, bool) and all(v is not None and v != "" for v in values):
             out.append(Condition(key, "is set", True))  # kept only where another element has none
         # (a number shared by chance says nothing, but none left is a state: out of stock, no replicas, unread 0)
@@ -516,12 +561,14 @@ def select_inputs(
                 out[at] = replace(out[at], used_at=out[at].used_at + used_at)
                 continue
             base = snake(condition.key.rsplit(".", 1)[-1]) if condition.key else "value"
-            suffix = {"starts with": "_prefix", "at domain": "_domain"}.get(condition.op, "")
+            suffix = {"starts with": "_prefix", "at domain": "_domain", "at most": "_max", "at least": "_min"}.get(
+                condition.op, ""
+            )
             name = names.fresh(f"{base}{suffix}")
             why = f"{select.step} keeps the elements whose {condition.describe()}: which ones, the user's choice"
             if condition.state:
                 why = f"{select.step} keeps the elements whose {condition.describe()}: a state, proposed unticked"
-            kind = "array" if condition.op == "in" else "string"
+            kind = "array" if condition.op == "in" else "number" if _number(condition.value) else "string"
             item = LikelyInput(name, condition.given, kind, used_at, why, ticked=not condition.state)
             out.append(item)
     return out

@@ -247,6 +247,19 @@ def key_tokens(key: str) -> tuple[str, ...]:
     return tuple(t for t in _SPLIT_RE.split(_CAMEL_RE.sub("_", key).lower()) if t)
 
 
+def same_field(key: str | None, produced: str | None) -> bool:
+    """The same key of two words or more (`first_name`, `firstName`): one field passed on, not a chance match."""
+    words = key_tokens(key or "")
+    return len(words) >= 2 and words == key_tokens(produced or "")
+
+
+def outer_item(keys: Keys) -> Keys | None:
+    """The path of the outermost list element holding `keys` (`data[0]` of `data[0].values.name[0].first_name`):
+    the element a call acts on, whatever lists it holds inside."""
+    first = next((i for i, key in enumerate(keys) if isinstance(key, int)), None)
+    return keys[: first + 1] if first is not None else None
+
+
 def snake(key: str) -> str:
     name = "_".join(key_tokens(key))
     if not name:

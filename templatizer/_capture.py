@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Final
 
@@ -25,13 +25,15 @@ from toolreel.core.refs import is_ref, refs_in
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._held import HeldText, Sent, Texts, position
-from toolreel.templatizer._patterns import fits, line_patterns, patterns
+from toolreel.templatizer._patterns import context, fits, line_patterns, patterns, shape
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run, reproduced, script_on
 from toolreel.templatizer._values import Keys, get_at, json_path, strength, walk
 
 __all__ = ["Capture", "propose_captures"]
 
+INPUT_MARK: Final = "\x01"  # in a pattern: where the text of the input that names the line goes
+_JS_SPECIAL: Final = r"/[.*+?^${}()|[\]\\]/g"  # what a JavaScript regular expression must escape
 _MIN_STRENGTH: Final = 0.55  # weaker values ("open", "42") sit inside prose by chance
 _GLUED_STRENGTH: Final = 0.9
 
@@ -49,11 +51,20 @@ class Capture:
     piece: bool = False  # the value is a part of the argument's text (`{{@extract_1}}` inside it)
     field: Keys | None = None  # `source` is a list: the text is this field of every item, one per line
     every: tuple[str, str] | None = None  # every match, joined by (separator, last separator): "A, B and C"
+    anchor: str | None = None  # the input whose text opens the line read (at `INPUT_MARK` in the pattern)
+
+    @property
+    def given(self) -> dict[str, JSON]:
+        """The code step's input."""
+        return {"text": self.source} | ({"anchor": f"@input.{self.anchor}"} if self.anchor else {})
 
     @property
     def code(self) -> str:
         convert = "Number(m[1])" if self.number else "m[1]"
         pattern = json.dumps(self.pattern, ensure_ascii=False)
+        if self.anchor is not None:  # the input's text, escaped, where the mark is
+            escaped = f"String(input.anchor).replace({_JS_SPECIAL}, " + '"\\\\$&")'
+            pattern += f".split({json.dumps(INPUT_MARK)}).join({escaped})"
         if self.every is not None:
             sep, last = (json.dumps(s) for s in self.every)
             return (
@@ -396,6 +407,9 @@ def _first_capture(
             # it first sent it (the commit's sentence, before the branch made from that commit) is its origin.
             continue
         number = not isinstance(recorded, str)
+        named = _line_of_input(Capture(step, keys, recorded, _source(held), "", number, piece), held, start, runs)
+        if named is not None:
+            return named
         for source, text, at, field in _readings(held, start, runs[0]):
             for pattern in patterns(text, at, value):
                 if fits(pattern, text, at, value):
@@ -403,6 +417,38 @@ def _first_capture(
                     if _reproduces(capture, runs):
                         return capture
     return None
+
+
+_BULLET_RE: Final = re.compile(r"[^\w\n]*")
+_GAP: Final = 16  # characters between the input's text and the value on its line (` (id: `)
+
+
+def _line_of_input(capture: Capture, held: HeldText, start: int, runs: Sequence[Run]) -> Capture | None:
+    """The value on the line that opens with a text the user gave (`- Packing list (id: 0f9e…)` beside
+    `- Packing list (old) (id: …)`): the agent found the line by that text, so the next run reads the value on the
+    line its input names, wherever the line sits."""
+    line_start = held.text.rfind("\n", 0, start) + 1
+    head = held.text[line_start:start]
+    bullets = _BULLET_RE.match(head)
+    lead = head[bullets.end() if bullets else 0 :]
+    value = str(capture.recorded) if not isinstance(capture.recorded, str) else capture.recorded
+    body = shape(value)
+    for name, given in runs[0].inputs.items():
+        if not isinstance(given, str) or len(given) < 3 or "\n" in given or not lead.startswith(given):
+            continue
+        gap = lead[len(given) :]
+        if not body or len(gap) > _GAP or not gap.strip():
+            continue
+        pattern = rf"(?:^|\n)[^\w\n]*{INPUT_MARK}{context(gap)}({body})"
+        if fits(pattern.replace(INPUT_MARK, re.escape(given)), held.text, start, value):
+            anchored = replace(capture, pattern=pattern, anchor=name)
+            if _reproduces(anchored, runs):
+                return anchored
+    return None
+
+
+def _source(held: HeldText) -> str:
+    return f"@{held.step}{json_path(held.keys)[1:]}"
 
 
 def _places(holders: Sequence[HeldText], value: str, recorded: JSON) -> list[tuple[HeldText, int]]:
@@ -467,7 +513,7 @@ def _reproduces(capture: Capture, runs: Sequence[Run]) -> bool:
             return False
         return bool(got == recorded)
 
-    return reproduced(capture.step, capture.keys, runs, script_on(capture.code, {"text": capture.source}), holds)
+    return reproduced(capture.step, capture.keys, runs, script_on(capture.code, capture.given), holds)
 
 
 def _strength(value: JSON) -> float:
@@ -478,7 +524,7 @@ def _part_of(recorded: JSON, pattern: str, run: Run, capture: Capture) -> JSON:
     """What another recording's argument holds where this one holds the part: the capture's own result, if
     its argument has it at word boundaries (else the recorded argument, which then fails the check)."""
     try:
-        got = script_on(capture.code, {"text": capture.source})(run)
+        got = script_on(capture.code, capture.given)(run)
     except (RefError, CodeError):
         return recorded
     return (
@@ -530,4 +576,4 @@ def _read(item: Capture) -> CodeRead:
             f"(pattern {item.pattern!r}); the code step {name} reproduces it from the recording"
         )
 
-    return CodeRead(item.step, item.keys, item.recorded, item.code, {"text": item.source}, "extract", why, item.piece)
+    return CodeRead(item.step, item.keys, item.recorded, item.code, item.given, "extract", why, item.piece)

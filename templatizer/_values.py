@@ -361,7 +361,8 @@ _VOLATILE_RE: Final = re.compile(
     r"|_at$"
 )
 _CURSOR_RE: Final = re.compile(
-    r"^(?:next_|prev_|previous_)?(?:cursor|page_token|continuation_token|continuation|marker|start_after)$"
+    # (`nextPageCursor`: Squarespace's, beside its `nextPageUrl`)
+    r"^(?:next_|prev_|previous_)?(?:page_)?(?:cursor|page_token|continuation_token|continuation|marker|start_after)$"
     r"|^(?:next|after|before|next_page|page_cursor|end_cursor|start_cursor)$"
 )
 

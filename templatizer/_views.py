@@ -204,8 +204,11 @@ function records(lines) {
   // Records of `Key: value` lines, one record per block: blocks end at a blank line or a `---` rule. A bullet
   // before a field is dropped (`• Status: RUNNING`). A block's first line that is not a field is its title
   // (`🗃️ web-01 (ID: 101)`: `title` web-01, and `ID` 101 from the closing parenthesis); other lines inside a
-  // block (a description's text) are skipped.
+  // block (a description's text) are skipped. A bulleted line that is no field opens a record too (`• name`, its
+  // fields indented below), and a line may hold several fields (`state: stalledDL | progress: 12.0%`).
   const field = /^(?:[-*\u2022\u00b7\u25aa\u25e6\u2023]\s+)?([A-Za-z][\w .\/-]{0,40}?):\s+(.*)$/;
+  const bullet = /^[-*\u2022\u00b7\u25aa\u25e6\u2023]\s+\S/;
+  const more = /\s+\|\s+(?=[A-Za-z][\w .\/-]{0,40}?:\s)/;
   const titled = /^(.*?)\s*\(([A-Za-z][\w .\/-]{0,40}?):\s*([^()]*?)\)$/;
   const out = [];
   let row = null;
@@ -219,7 +222,7 @@ function records(lines) {
     }
     const m = field.exec(text);
     if (m === null) {
-      if (opening) {
+      if (opening || bullet.test(text)) {
         const title = text.replace(/^[^\p{L}\p{N}]+/u, "").replace(/[*_`]+$/, "");  // (`**new-checkout**`)
         const parts = titled.exec(title);
         row = parts === null ? { title: title } : { title: parts[1], [parts[2]]: parts[3] };
@@ -233,7 +236,12 @@ function records(lines) {
       row = {};
       out.push(row);
     }
-    row[m[1]] = m[2];
+    const [value, ...others] = m[2].split(more);
+    row[m[1]] = value;
+    for (const other of others) {
+      const o = field.exec(other);
+      if (o !== null) row[o[1]] = o[2];
+    }
   }
   return out.filter((r) => Object.keys(r).length >= 2);
 }
@@ -457,11 +465,18 @@ _RECORD_FIELD_RE: Final = re.compile(r"^(?:[-*\u2022\u00b7\u25aa\u25e6\u2023]\s+
 _BLOCK_SPLIT_RE: Final = re.compile(r"\n\s*(?:(?:-{3,}|={3,}|\*{3,})\s*)?\n")
 
 
+# A bulleted line that is no `Key: value` field: it opens a record (`• debian.iso`, its fields indented below).
+_BULLET_TITLE_RE: Final = re.compile(
+    r"(?m)^(?=[ \t]*[-*\u2022\u00b7\u25aa\u25e6\u2023][ \t]+"  # a bullet
+    r"(?![A-Za-z][\w .\/-]{0,40}?:\s)\S)"  # then no `Key: ` of a field
+)
+
+
 def _records(body: str) -> bool:
     """Two blocks or more of `Key: value` lines (two fields at least each) that open with the same key: records
-    printed one per block (`Title: …` / `UUID: …`, then `---`), not prose with a colon."""
+    printed one per block (`Title: …` / `UUID: …`, then `---`, or under a bulleted title), not prose with a colon."""
     firsts: list[str] = []
-    for block in _BLOCK_SPLIT_RE.split(body):
+    for block in (part for chunk in _BLOCK_SPLIT_RE.split(body) for part in _BULLET_TITLE_RE.split(chunk)):
         fields = [m.group(1) for line in block.splitlines() if (m := _RECORD_FIELD_RE.match(line.strip()))]
         if len(fields) >= 2:
             firsts.append(fields[0])

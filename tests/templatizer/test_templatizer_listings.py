@@ -146,3 +146,38 @@ def test_addresses_at_one_domain_are_kept_by_the_domain_not_by_an_ending_a_subdo
         "email_domain": True
     }
     assert verify(result, [s.steps]).verified
+
+
+TORRENTS = [
+    ("debian-12.8.0-amd64-DVD-1.iso", "8f2c1a9e0b7d4c3f6a5e2d1c0b9a8f7e6d5c4b3a", "downloading"),
+    ("Fedora-Workstation-Live-x86_64-41.iso", "3b9d7e1f5a2c8e4d6f0a1b3c5d7e9f1a2b4c6d8e", "stalledDL"),
+    ("archlinux-2026.12.01-x86_64.iso", "c4e6a8b0d2f4e6a8c0b2d4f6a8c0e2b4d6f8a0c2", "stalledDL"),
+    ("ubuntu-24.04.1-desktop-amd64.iso", "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567", "metaDL"),
+]
+
+
+def _torrent_listing(torrents: list[tuple[str, str, str]]) -> str:
+    blocks = [
+        f"\u2022 {name}\n  hash: {h}\n  state: {state} | progress: 12.0% | seeds: 3" for name, h, state in torrents
+    ]
+    return f"Found {len(blocks)} torrent(s):\n\n" + "\n".join(blocks)
+
+
+def test_bulleted_titles_with_fields_below_are_rows_even_with_no_blank_line_between() -> None:
+    # qBittorrent's list: `• name`, then indented `hash:` and `state: … | progress: …` lines, one block after another
+    s = Session()
+    s.call("get_torrent_list", {"category": "linux-isos", "filter": "downloading"}, _torrent_listing(TORRENTS))
+    for _, torrent_hash, state in TORRENTS:
+        if state == "stalledDL":
+            s.call("pause_torrent", {"hashes": torrent_hash}, f"Torrent(s) {torrent_hash} paused successfully.")
+    result = templatize([s.steps], name="t")
+    view = result.template.step("get_torrent_list_1_rows")
+    assert view.code is not None
+    rows = run_code(view.code, {"text": _torrent_listing(TORRENTS[:2]), "shape": "records", "level": 0})
+    assert rows == [
+        {"title": name, "hash": h, "state": state, "progress": "12.0%", "seeds": "3"} for name, h, state in TORRENTS[:2]
+    ]
+    loop = result.template.step("pause_torrent_each")
+    assert loop.for_each == '@get_torrent_list_1_rows[?(@.state == "stalledDL")]'
+    assert loop.input == {"hashes": "@item.hash"}
+    assert verify(result, [s.steps]).verified

@@ -11,7 +11,7 @@ import pytest
 
 from tests.gw import call, call_ok, fixture_entry, text_of, until_listed
 from tests.inproc import gateway_with_clients
-from tests.recorded import Session
+from tests.recorded import Session, applied
 from toolreel.core.model import JSON
 from toolreel.core.sandbox import run_code
 from toolreel.core.store import open_store
@@ -197,3 +197,16 @@ def test_a_count_of_items_or_a_page_size_is_no_count_of_pages() -> None:
         s.call("list_invoices", {"client_id": "c_9", "page": number}, page)
     result = templatize([s.steps], name="t")
     assert all('"when": "pages"' not in (step.script or "") for step in result.template.steps)
+
+
+def test_a_cursor_named_next_page_cursor_is_the_next_reads_cursor_not_read_out_of_the_url() -> None:
+    # Squarespace: `pagination.nextPageCursor` beside `nextPageUrl` (which holds it too)
+    cursor = "b5a0f9c7e4d34c0b8a6d2f1e0c9b8a7d"
+    url = f"https://api.example.com/1.0/commerce/orders?cursor={cursor}"
+    first: JSON = {"result": [{"id": "o-1"}], "pagination": {"nextPageCursor": cursor, "nextPageUrl": url}}
+    s = Session()
+    s.call("list_orders", {"fulfillmentStatus": "PENDING"}, first)
+    s.call("list_orders", {"cursor": cursor}, {"result": [{"id": "o-2"}], "pagination": {"nextPageCursor": None}})
+    result = templatize([s.steps], name="t")
+    assert applied(result)[("list_orders_2", "$.cursor")] == "@list_orders_1.pagination.nextPageCursor"
+    assert not any(step.name.startswith("extract") for step in result.template.steps)

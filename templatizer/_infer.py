@@ -566,7 +566,10 @@ class StepInferrer:
         )
         paired = {start for start, _, _ in siblings}
         by_step: dict[str, set[str]] = {}
+        given = {value for value in self.runs[0].inputs.values() if isinstance(value, str)}
         for _, _, text, scored in found:
+            if text in given:
+                continue  # the user's text, in an output too (`mweber`, a handler in the table): it backs no other
             for step, _ in scored:
                 by_step.setdefault(step, set()).add(text)
         pieces: list[Piece] = [Piece(start, end, ref, HIGH) for start, end, ref in siblings]

@@ -34,8 +34,8 @@ VIEW_CODE: Final = r"""export default function(input) {
     ? input.text.filter((b) => b && b.type === "text" && String(b.text).includes("\n")).map((b) => b.text).join("\n\n")
     : input.text;
   const lines = String(raw === null || raw === undefined ? "" : raw).split(/\r?\n/);
-  if (input.shape === "table") return table(lines);
-  if (input.shape === "pipes") return pipes(lines);
+  if (input.shape === "table") return whole(table(lines));
+  if (input.shape === "pipes") return whole(pipes(lines));
   if (input.shape === "json") return embedded(lines);
   if (input.shape === "csv") return csv(lines);
   if (input.shape === "names") return names(lines);
@@ -129,6 +129,17 @@ function table(lines) {
     });
     return row;
   });
+}
+
+function whole(rows) {
+  // A column whose every cell is a whole number (an issue's id, a torrent's) holds numbers: a call sends them as
+  // numbers, and as text where it writes them (`{{@item.ID}}`). Leading zeros keep a cell text (`02139`).
+  for (const name of Object.keys(rows[0] || {})) {
+    if (rows.every((row) => /^(0|-?[1-9][0-9]{0,14})$/.test(row[name]))) {
+      rows.forEach((row) => { row[name] = Number(row[name]); });
+    }
+  }
+  return rows;
 }
 
 function csv(lines) {

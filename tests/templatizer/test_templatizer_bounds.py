@@ -1,5 +1,6 @@
 """Fourteenth pass: a loop over the elements whose number is within the user's bound (the reviews rated at most 2),
-and a short name passed on under the very field it was read from (`first_name: "Noor"`)."""
+a short name passed on under the very field it was read from (`first_name: "Noor"`), and the ids of a text table
+walked as numbers, with the user's text in the note backing no word of the table."""
 
 from __future__ import annotations
 
@@ -62,3 +63,28 @@ def test_a_short_name_passed_on_under_its_own_field_is_a_ref() -> None:
     s.call("send_email", {"to": "noor@example.com", "message_data": data}, {"queued": True})
     refs = applied(saved(s))
     assert refs[("send_email_1", "$.message_data.first_name")] == "@get_customer_1.customer.attributes.first_name"
+
+
+ISSUES_TABLE = """## Issues of project Webshop (4)
+
+| ID | Summary | Status | Handler | Priority |
+|---|---|---|---|---|
+| 18811 | Checkout button misaligned on iOS | new | - | normal |
+| 18802 | VAT rounding in cart | assigned | jkim | high |
+| 18790 | Search ignores umlauts | new | - | high |
+| 18744 | Footer link 404 | resolved | mweber | low |"""
+
+
+def test_ids_of_a_text_table_walked_by_two_writes_each_are_numbers_and_the_note_is_the_users() -> None:
+    s = Session()
+    s.call("get_issues", {"project_id": 9, "page_size": 50}, ISSUES_TABLE)
+    for issue in (18811, 18790):
+        s.call("update_issue", {"issue_id": issue, "handler": {"name": "mweber"}}, {"issues": [{"id": issue}]})
+        s.call("add_note", {"issue_id": issue, "text": "Triage: assigned to mweber"}, {"note": {"id": issue * 10}})
+    result = saved(s)
+    group = result.template.step("update_issue_add_note_each")
+    assert isinstance(group.input, dict) and group.input["items"] == '@get_issues_1_rows[?(@.Status == "new")]'
+    handler = next(name for name, value in result.input_values.items() if value == "mweber")
+    # `assigned` is the note's own word, not the state of the issue a row of the table happens to be in
+    assert group.input["value2"] == f"Triage: assigned to {{{{@input.{handler}}}}}"
+    assert not any(step.name.startswith("pick_") for step in result.template.steps)

@@ -64,7 +64,10 @@ def test_markdown_sections_and_tables_read_as_rows() -> None:
     ]  # fmt: skip
     assert _view("# Issues\n\nNo issues found.\n", "sections", 2) == []
     table = "| id | name |\n|---|---|\n| 7 | triage |\n| 9 | ops |\n"
-    assert _view(table, "pipes") == [{"id": "7", "name": "triage"}, {"id": "9", "name": "ops"}]
+    # a column of whole numbers holds numbers (an id a call sends as one); leading zeros keep a column text
+    assert _view(table, "pipes") == [{"id": 7, "name": "triage"}, {"id": 9, "name": "ops"}]
+    zips = "| zip | city |\n|---|---|\n| 02139 | Cambridge |\n| 10001 | New York |\n"
+    assert _view(zips, "pipes") == [{"zip": "02139", "city": "Cambridge"}, {"zip": "10001", "city": "New York"}]
 
 
 def test_a_loop_walks_the_rows_of_a_text_table_the_agent_handled() -> None:

@@ -13,6 +13,7 @@ import anyio
 
 from fixtures._zygote import launch_command
 from tests.gw import REPO, TOOLREEL, free_port, gateway_env, wait_until
+from tests.waits import port_open
 from toolreel.core.model import Execution, ExecutionMode, ExecutionStatus, StepKind, StepRecord, StepStatus, new_id
 from toolreel.core.store import open_store
 
@@ -78,12 +79,7 @@ async def web_view(db: str, *, token_env: Mapping[str, str] | None = None) -> As
                 if process.returncode is not None:
                     stderr.seek(0)
                     raise AssertionError(f"toolreel ui exited with {process.returncode}: {stderr.read().decode()}")
-                try:
-                    stream = await anyio.connect_tcp("127.0.0.1", port)
-                except OSError:
-                    return False
-                await stream.aclose()
-                return True
+                return await port_open(port)
 
             await wait_until(ready, 30.0, f"toolreel ui to listen on 127.0.0.1:{port}")
             yield f"http://127.0.0.1:{port}"

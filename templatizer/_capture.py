@@ -181,8 +181,7 @@ def _named_line(
             for word in beside:
                 for pattern in line_patterns(held.text, start, recorded, word) if _has_word(line, word) else ():
                     if fits(pattern, held.text, start, recorded):
-                        source = f"@{held.step}{json_path(held.keys)[1:]}"
-                        capture = Capture(step, keys, recorded, source, pattern, False)
+                        capture = Capture(step, keys, recorded, _source(held), pattern, False)
                         if _reproduces(capture, runs):
                             return capture
     return None
@@ -448,6 +447,7 @@ def _line_of_input(capture: Capture, held: HeldText, start: int, runs: Sequence[
 
 
 def _source(held: HeldText) -> str:
+    """The ref to the text an earlier output holds."""
     return f"@{held.step}{json_path(held.keys)[1:]}"
 
 
@@ -478,7 +478,7 @@ def _readings(held: HeldText, start: int, run: Run) -> Iterator[tuple[str, str, 
             lines = [_field_text(item, field) for item in items]
             at = sum(len(line) + 1 for line in lines[:index]) + start
             yield f"@{held.step}{json_path(list_keys)[1:]}", "\n".join(lines), at, field
-    yield f"@{held.step}{json_path(held.keys)[1:]}", held.text, start, None
+    yield _source(held), held.text, start, None
 
 
 def _field_text(item: JSON, field: Keys) -> str:

@@ -27,6 +27,7 @@ SMOKE: Final = {
     "crash.py": ["--smoke"],
     "engine.py": ["--code"],
     "eras.py": ["--smoke"],
+    "hostile.py": ["--calls", "20", "--rounds", "1"],
     "loops.py": [],
     "operations.py": ["--smoke"],
     "parallel.py": ["--calls", "2"],

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Final
@@ -22,17 +22,17 @@ from typing import Final
 from toolreel.core.errors import CodeError, RefError
 from toolreel.core.model import JSON, StepRecord
 from toolreel.core.refs import is_ref, refs_in
-from toolreel.core.template import StepSpec, Template
+from toolreel.core.template import InputSpec, StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._held import HeldText, Sent, Texts, position
-from toolreel.templatizer._patterns import context, fits, line_patterns, patterns, shape
+from toolreel.templatizer._lines import INPUT_MARK, Opening, line_anchors, openings_of
+from toolreel.templatizer._patterns import fits, line_patterns, patterns
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run, reproduced, script_on
-from toolreel.templatizer._values import Keys, get_at, json_path, strength, walk
+from toolreel.templatizer._values import Keys, get_at, is_trivial, json_path, strength, walk
 
 __all__ = ["Capture", "propose_captures"]
 
-INPUT_MARK: Final = "\x01"  # in a pattern: where the text of the input that names the line goes
 _JS_SPECIAL: Final = r"/[.*+?^${}()|[\]\\]/g"  # what a JavaScript regular expression must escape
 _MIN_STRENGTH: Final = 0.55  # weaker values ("open", "42") sit inside prose by chance
 _GLUED_STRENGTH: Final = 0.9
@@ -51,12 +51,13 @@ class Capture:
     piece: bool = False  # the value is a part of the argument's text (`{{@extract_1}}` inside it)
     field: Keys | None = None  # `source` is a list: the text is this field of every item, one per line
     every: tuple[str, str] | None = None  # every match, joined by (separator, last separator): "A, B and C"
-    anchor: str | None = None  # the input whose text opens the line read (at `INPUT_MARK` in the pattern)
+    anchor: str | None = None  # what opens the line read (at `INPUT_MARK`): `@input.x`, or the text itself
+    opening: str | None = None  # that text, when no input gave it: a likely input (`_lines.opening_inputs`)
 
     @property
     def given(self) -> dict[str, JSON]:
         """The code step's input."""
-        return {"text": self.source} | ({"anchor": f"@input.{self.anchor}"} if self.anchor else {})
+        return {"text": self.source} | ({"anchor": self.anchor} if self.anchor is not None else {})
 
     @property
     def code(self) -> str:
@@ -100,17 +101,31 @@ def _text_of(field: Keys | None) -> str:
 # --------------------------------------------------------------------------- finding them
 
 
-def _candidate(leaf: JSON, recorded: JSON) -> str | None:
-    """The text to look for: a literal string (or number) argument strong enough not to be chance."""
+def _candidate(leaf: JSON, recorded: JSON, *, weak: bool = False) -> str | None:
+    """The text to look for: a literal string (or number) argument strong enough not to be chance (`weak`: any)."""
     if isinstance(leaf, str) and (is_ref(leaf) or refs_in(leaf)):
         return None
     if isinstance(recorded, bool) or recorded is None:
         return None
     if isinstance(recorded, int | float):
         text = json.dumps(recorded)
-        return text if strength(recorded) >= 0.8 else None
-    if isinstance(recorded, str) and strength(recorded) >= _MIN_STRENGTH and "\n" not in recorded:
+        return text if weak or strength(recorded) >= 0.8 else None
+    if isinstance(recorded, str) and (weak or strength(recorded) >= _MIN_STRENGTH) and "\n" not in recorded:
         return recorded
+    return None
+
+
+def _on_named_line(
+    step: str, keys: Keys, recorded: JSON, texts: Texts, runs: Sequence[Run], sent: Sent
+) -> Capture | None:
+    value = recorded if isinstance(recorded, str) else json.dumps(recorded)
+    for held in texts.holding(value):
+        if any(t.order <= held.order for t in sent.holding(value, whole=True)):
+            continue  # the agent had sent it before: an echo
+        for start in _delimited_at(held.text, value):
+            capture = Capture(step, keys, recorded, _source(held), "", not isinstance(recorded, str))
+            if (named := _line_of_input(capture, held, start, runs, own=True)) is not None:
+                return named
     return None
 
 
@@ -139,6 +154,12 @@ def _find(record: StepRecord, spec: StepSpec, texts: Texts, runs: Sequence[Run],
         value = _candidate(leaf, recorded) if found else None
         if value is not None:
             capture = _first_capture(record.name, keys, recorded, value, texts, runs, sent)
+            if capture is not None:
+                yield capture
+                continue
+        elif found and not is_trivial(recorded) and _candidate(leaf, recorded, weak=True) is not None:
+            # a weak value (`482`) is no chance on the line a chosen name opens, among look-alikes
+            capture = _on_named_line(record.name, keys, recorded, texts, runs, sent)
             if capture is not None:
                 yield capture
                 continue
@@ -418,31 +439,23 @@ def _first_capture(
     return None
 
 
-_BULLET_RE: Final = re.compile(r"[^\w\n]*")
-_GAP: Final = 16  # characters between the input's text and the value on its line (` (id: `)
-
-
-def _line_of_input(capture: Capture, held: HeldText, start: int, runs: Sequence[Run]) -> Capture | None:
-    """The value on the line that opens with a text the user gave (`- Packing list (id: 0f9e…)` beside
-    `- Packing list (old) (id: …)`): the agent found the line by that text, so the next run reads the value on the
-    line its input names, wherever the line sits."""
-    line_start = held.text.rfind("\n", 0, start) + 1
-    head = held.text[line_start:start]
-    bullets = _BULLET_RE.match(head)
-    lead = head[bullets.end() if bullets else 0 :]
-    value = str(capture.recorded) if not isinstance(capture.recorded, str) else capture.recorded
-    body = shape(value)
-    for name, given in runs[0].inputs.items():
-        if not isinstance(given, str) or len(given) < 3 or "\n" in given or not lead.startswith(given):
+def _line_of_input(
+    capture: Capture, held: HeldText, start: int, runs: Sequence[Run], *, own: bool = False
+) -> Capture | None:
+    """The value on the line that the user's text, or (`own`) the line's own chosen name, opens (`_lines`)."""
+    value = capture.recorded if isinstance(capture.recorded, str) else str(capture.recorded)
+    for anchor in line_anchors(held.text, start, value, runs[0].inputs, own=own):
+        if (
+            anchor.text.startswith("@")
+            or "{{" in anchor.text
+            or not fits(anchor.pattern.replace(INPUT_MARK, re.escape(anchor.text)), held.text, start, value)
+        ):
             continue
-        gap = lead[len(given) :]
-        if not body or len(gap) > _GAP or not gap.strip():
-            continue
-        pattern = rf"(?:^|\n)[^\w\n]*{INPUT_MARK}{context(gap)}({body})"
-        if fits(pattern.replace(INPUT_MARK, re.escape(given)), held.text, start, value):
-            anchored = replace(capture, pattern=pattern, anchor=name)
-            if _reproduces(anchored, runs):
-                return anchored
+        given = f"@input.{anchor.input}" if anchor.input is not None else anchor.text
+        opening = anchor.text if anchor.input is None else None
+        anchored = replace(capture, pattern=anchor.pattern, anchor=given, opening=opening)
+        if _reproduces(anchored, runs):
+            return anchored
     return None
 
 
@@ -536,9 +549,11 @@ def _part_of(recorded: JSON, pattern: str, run: Run, capture: Capture) -> JSON:
 
 
 def propose_captures(
-    template: Template, kept: Sequence[StepRecord], runs: Sequence[Run]
-) -> tuple[Template, tuple[Inference, ...]]:
-    """The template with an extraction `code` step before each literal an earlier output's text explains."""
+    template: Template, kept: Sequence[StepRecord], runs: Sequence[Run], input_specs: Mapping[str, InputSpec]
+) -> tuple[Template, tuple[Inference, ...], tuple[Opening, ...]]:
+    """The template with an extraction `code` step before each literal an earlier output's text explains, and the
+    texts that open the lines read where no input gave them. `input_specs`: how to declare an input only a line's
+    reading uses (no argument holds it)."""
     specs = {step.name: step for step in template.steps}
     texts, sent = Texts(), Sent()
     found: list[Capture] = []
@@ -550,8 +565,11 @@ def propose_captures(
         if record.name in runs[0].outputs and record.name in specs:  # a call folded into a loop is no step
             texts.add(record.name, order, runs[0].outputs[record.name])
     if not found:
-        return template, ()
-    return _rewritten(template, found)
+        return template, (), ()
+    anchors = {item.anchor.removeprefix("@input.") for item in found if item.anchor and item.opening is None}
+    declared = {**template.inputs, **{name: input_specs[name] for name in anchors if name in input_specs}}
+    template, inferences = _rewritten(replace(template, inputs=declared), found)
+    return template, inferences, openings_of([(item.opening, item.step, item.keys) for item in found], inferences)
 
 
 def _with_placeholder(text: str, piece: str, step: str) -> str | None:

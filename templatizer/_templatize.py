@@ -29,6 +29,7 @@ from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import StepInferrer, StepResult
 from toolreel.templatizer._inputs import InputTable, Schemas
 from toolreel.templatizer._likely import likely_inputs
+from toolreel.templatizer._lines import opening_inputs
 from toolreel.templatizer._loops import Unit, fold_loops
 from toolreel.templatizer._offsets import offset_inputs, propose_offsets
 from toolreel.templatizer._order import Call, order_after
@@ -98,7 +99,7 @@ def templatize(
     template = _build(name, description or _describe(kept), picked, table, keep_order, reads)
     template, transforms = propose_transforms(template, kept, runs, named=set(inputs or {}))
     template, tallies = propose_tallies(template, kept, runs)
-    template, captures = propose_captures(template, kept, runs)
+    template, captures, openings = propose_captures(template, kept, runs, table.specs)
     template, dates = propose_dates(template, kept, runs)
     looped = {member: loop.step for loop in folded.loops for member in loop.members}
     template, offsets, moved = propose_offsets(template, kept, runs, table.values[0], table.specs, looped)
@@ -140,6 +141,7 @@ def templatize(
         likely = offset_inputs(moved, likely, set(template.inputs) | {item.name for item in likely})
         likely = pick_inputs(picks, likely, set(template.inputs))
         likely = select_inputs(folded.selects, likely, set(template.inputs))
+        likely = opening_inputs(openings, likely, set(template.inputs) | {item.name for item in likely})
     return TemplatizeResult(
         template=template,
         applied=tuple(inf for res in chosen for _, inf in res.applied) + transforms,

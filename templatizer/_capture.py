@@ -120,11 +120,11 @@ def _on_named_line(
 ) -> Capture | None:
     value = recorded if isinstance(recorded, str) else json.dumps(recorded)
     for held in texts.holding(value):
-        if any(t.order <= held.order for t in sent.holding(value, whole=True)):
-            continue  # the agent had sent it before: an echo
         for start in _delimited_at(held.text, value):
             capture = Capture(step, keys, recorded, _source(held), "", not isinstance(recorded, str))
-            if (named := _line_of_input(capture, held, start, runs, own=True)) is not None:
+            named = _line_of_input(capture, held, start, runs, own=True)
+            # (the echo check walks every call sent so far: only for a line that a name opens)
+            if named is not None and not any(t.order <= held.order for t in sent.holding(value, whole=True)):
                 return named
     return None
 

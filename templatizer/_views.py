@@ -249,10 +249,7 @@ function records(lines) {
     }
     const [value, ...others] = m[2].split(more);
     row[m[1]] = value;
-    for (const other of others) {
-      const o = field.exec(other);
-      if (o !== null) row[o[1]] = o[2];
-    }
+    others.map((other) => field.exec(other)).forEach((o) => o !== null && (row[o[1]] = o[2]));
   }
   return out.filter((r) => Object.keys(r).length >= 2);
 }
@@ -472,15 +469,14 @@ def _shape(text: str) -> tuple[str, int] | None:
     return ("names", 0) if _names(body) else None
 
 
-_RECORD_FIELD_RE: Final = re.compile(r"^(?:[-*\u2022\u00b7\u25aa\u25e6\u2023]\s+)?([A-Za-z][\w .\/-]{0,40}?):\s+(.*)$")
+_BULLET: Final = r"[-*\u2022\u00b7\u25aa\u25e6\u2023]"  # the list markers of a text listing (`VIEW_CODE`'s too)
+_KEY: Final = r"[A-Za-z][\w .\/-]{0,40}?"  # a field's name before its `: `
+_RECORD_FIELD_RE: Final = re.compile(rf"^(?:{_BULLET}\s+)?({_KEY}):\s+(.*)$")
 _BLOCK_SPLIT_RE: Final = re.compile(r"\n\s*(?:(?:-{3,}|={3,}|\*{3,})\s*)?\n")
 
 
 # A bulleted line that is no `Key: value` field: it opens a record (`• debian.iso`, its fields indented below).
-_BULLET_TITLE_RE: Final = re.compile(
-    r"(?m)^(?=[ \t]*[-*\u2022\u00b7\u25aa\u25e6\u2023][ \t]+"  # a bullet
-    r"(?![A-Za-z][\w .\/-]{0,40}?:\s)\S)"  # then no `Key: ` of a field
-)
+_BULLET_TITLE_RE: Final = re.compile(rf"(?m)^(?=[ \t]*{_BULLET}[ \t]+(?!{_KEY}:\s)\S)")
 
 
 def _records(body: str) -> bool:

@@ -119,10 +119,12 @@ async def test_a_retry_interrupted_after_its_rows_is_driven_on_by_recovery(tmp_p
         request = RetryRequest(failed.id, t, inputs={"a": "7"})
         await anyio.to_thread.run_sync(reset_for_retry, gone, request)
         assert h.store.get_execution(failed.id).status == ExecutionStatus.PENDING
-        with anyio.fail_after(20):
-            # The lease of the dead process must lapse, which nothing signals: look again until it has.
-            while failed.id not in await h.engine.recover():  # noqa: ASYNC110
-                await anyio.sleep(0.05)
+
+        async def recovered() -> bool:
+            return failed.id in await h.engine.recover()
+
+        # The lease of the dead process must lapse, which nothing signals: look again until it has.
+        await wait_until(recovered, timeout=20, what="recovery to take the lapsed retry")
         await wait_until(lambda: h.store.get_execution(failed.id).status.finished, timeout=20, what="retried run")
         current = h.store.get_execution(failed.id)
         assert current.status == ExecutionStatus.SUCCEEDED, current.error

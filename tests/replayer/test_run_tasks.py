@@ -14,7 +14,7 @@ import pytest
 
 from tests.callers import fixture_env
 from tests.gateway.test_approve_data import FORM, TRIAGE
-from tests.gw import fixture_entry, gateway_env, http_gateway, write_config
+from tests.gw import fixture_entry, gateway_env, http_gateway, wait_until, write_config
 from toolreel.core.model import TemplateDraft
 from toolreel.core.store import open_store
 
@@ -59,11 +59,11 @@ async def until(http: httpx.AsyncClient, url: str, task_id: str, status: str) ->
 
 async def listed(http: httpx.AsyncClient, url: str, tool: str) -> None:
     """Until the gateway lists `tool` (its server has started): `tools/list` says so, nothing else does."""
-    with anyio.fail_after(60):
-        while True:
-            if tool in {t["name"] for t in (await rpc(http, url, "tools/list", {}))["tools"]}:
-                return
-            await anyio.sleep(0.1)
+
+    async def lists() -> bool:
+        return tool in {t["name"] for t in (await rpc(http, url, "tools/list", {}))["tools"]}
+
+    await wait_until(lists, timeout=60, what=f"{tool} in tools/list")
 
 
 async def test_a_run_is_a_task_polled_answered_and_cancelled_from_any_gateway(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from fixtures.recordings import (
     WORLDS11_DIR,
     WORLDS12_DIR,
     WORLDS13_DIR,
+    WORLDS14_DIR,
     WORLDS_DIR,
     load_entry,
 )
@@ -180,6 +181,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS11_DIR, 24),
         (WORLDS12_DIR, 24),
         (WORLDS13_DIR, 24),
+        (WORLDS14_DIR, 24),
         (BLIND_DIR, 24),
     ],
     ids=[
@@ -196,6 +198,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         "worlds11",
         "worlds12",
         "worlds13",
+        "worlds14",
         "blind",
     ],
 )

@@ -27,6 +27,7 @@ __all__ = [
     "may_be_chosen",
     "names_entity",
     "occurrence_evidence",
+    "searched_for",
     "uniqueness",
     "value_at",
 ]
@@ -123,6 +124,29 @@ def names_entity(key: str | None) -> bool:
     """`board_id`, `issue_number`, `projectKey`: a key that names one entity by its identifier."""
     tokens = key_tokens(key) if key else ()
     return len(tokens) >= 2 and tokens[-1] in ENTITY_TOKENS
+
+
+def searched_for(sent: JSON, listed: JSON, keys: Keys) -> bool:
+    """The list element holding `keys` is the one its own call searched for: a field of it is exactly a text the
+    call sent (`q: "Weekly signups"`), which no other element of that list holds (the exact match among partial
+    ones, `Weekly signups by plan`), so an id read out of it is that element's, however small."""
+    home = item_of(keys)
+    asked = {leaf for leaf in _texts(sent) if len(leaf) >= 3}
+    if home is None or not asked:
+        return False
+    found, elements = get_at(listed, home[:-1])
+    if not found or not isinstance(elements, list):
+        return False
+    names = [set(_texts(e)) & asked if isinstance(e, dict) else set() for e in elements]
+    mine = names[int(home[-1])] if int(home[-1]) < len(names) else set()
+    return bool(mine) and not any(mine & other for i, other in enumerate(names) if i != home[-1])
+
+
+def _texts(value: JSON) -> list[str]:
+    """The strings of an object's own fields (not of the objects and lists inside it)."""
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, str)]
+    return [value] if isinstance(value, str) else []
 
 
 def uniqueness(places: int, weight: float) -> float:

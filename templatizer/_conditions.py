@@ -28,7 +28,7 @@ from toolreel.templatizer._values import strength
 if TYPE_CHECKING:
     from toolreel.templatizer._result import Pick, Unit
 
-__all__ = ["JOIN_CODE", "Guard", "guard_on_picks", "guard_on_state", "guard_writes", "join_texts"]
+__all__ = ["JOIN_CODE", "Guard", "guard_on_checks", "guard_on_picks", "guard_on_state", "guard_writes", "join_texts"]
 
 JOIN_CODE: Final = """export default function(input) {
   const at = (value) => input.path.reduce((v, key) => (v === null || v === undefined ? v : v[key]), value);
@@ -229,6 +229,60 @@ def guard_on_picks(
         return Guard(step.name, over, picked=True) if over is not None else None
 
     return _guarded(template, read_only, guard) if by_state else (template, [])
+
+
+# A call that mends what failed or stopped (`application-redeploy`, `retryBuild`, `restart_container`), and the
+# states that ask for it: the agent redeployed *because* the read showed `error`.
+_REMEDIES: Final = frozenset(
+    {"redeploy", "rerun", "resubmit", "rebuild", "retest", "restart", "requeue", "retrigger", "reprocess", "retry"}
+    | {"rollback", "start", "resume", "unpause"}
+)
+_FAILED_RE: Final = re.compile(
+    r"(?i)^(?:error|errored|failed|failure|failing|crashed|broken|unhealthy|dead|exited|stopped|paused|timed_?out)$"
+)
+_STATE_KEY_RE: Final = re.compile(r"(?i)status|state|phase|health|conclusion")
+_WORD_RE: Final = re.compile(r"[a-z]+|[A-Z][a-z]*")
+
+
+def guard_on_checks(
+    template: Template, read_only: Collection[str], outputs: Mapping[str, JSON]
+) -> tuple[Template, list[Guard]]:
+    """A call that mends (redeploys, reruns, restarts) what an earlier read of the same thing showed failed or
+    stopped (`applicationStatus: "error"` of the app it then redeploys) gets `when: {ref: <that state>, eq:
+    <it>}`: where the read shows the thing healthy, a careful agent leaves it alone. The read is of the same
+    thing when the call names it the way the read did (the same ref) or reads it from the read."""
+    reads = [step for step in template.steps if step.tool in read_only]
+
+    def guard(step: StepSpec) -> Guard | None:
+        words = {w.lower() for w in _WORD_RE.findall(step.tool.rpartition("__")[2] if step.tool else "")}
+        if not words & _REMEDIES:
+            return None
+        mine = {ref.text for ref in refs_in(step.input)}
+        roots = {ref.root for ref in refs_in(step.input)}
+        at = template.steps.index(step)
+        for read in reversed([r for r in reads if template.steps.index(r) < at]):
+            if read.name in roots or mine & {ref.text for ref in refs_in(read.input)}:
+                found = _failed_state(outputs.get(read.name))
+                if found is not None:
+                    return Guard(step.name, f"@{read.name}.{found[0]}", found[1])
+        return None
+
+    return _guarded(template, read_only, guard)
+
+
+def _failed_state(output: JSON) -> tuple[str, str] | None:
+    """The one field of a read's object (or of an object it holds) whose key names a state and whose value is a
+    failed or stopped one."""
+    if not isinstance(output, dict):
+        return None
+    found = [
+        (f"{outer}.{key}" if outer else key, value)
+        for outer, fields in [("", output), *((k, v) for k, v in output.items() if isinstance(v, dict))]
+        if isinstance(fields, dict) and (not outer or _KEY_RE.fullmatch(outer))
+        for key, value in fields.items()
+        if _KEY_RE.fullmatch(key) and _STATE_KEY_RE.search(key) and isinstance(value, str) and _FAILED_RE.match(value)
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def _state_of(value: JSON, scope: MappingScope) -> tuple[str, JSON] | None:

@@ -1,4 +1,5 @@
-"""Loops over a value cut out of each element: the id inside a URI, a draft's id without its `drafts.` prefix.
+"""Loops over a value cut out of each element: the id inside a URI, a draft's id without its `drafts.` prefix
+(and over the whole values of one field, over several lists zipped).
 
 A family of calls whose one varying argument is no element's field whole, but each is the same field of one
 element of an earlier list with the same text around it (`https://api.calendly.com/scheduled_events/<uuid>`,
@@ -17,7 +18,7 @@ from toolreel.core.model import JSON
 from toolreel.templatizer._select import leaves, value_at
 from toolreel.templatizer._values import Keys, json_path, walk
 
-__all__ = ["CUT_CODE", "Cut", "cut_values", "find_cut"]
+__all__ = ["CUT_CODE", "ZIP_CODE", "Cut", "cut_values", "find_column", "find_cut"]
 
 CUT_CODE: Final = """export default function(input) {
   const at = (item) => input.key.split(".").reduce((v, k) => (v === null || v === undefined ? v : v[k]), item);
@@ -30,6 +31,18 @@ CUT_CODE: Final = """export default function(input) {
     }
     return v.slice(input.prefix.length, v.length - input.suffix.length);
   });
+}
+"""
+
+# the elements of several lists walked together, as one list of objects (a loop over two lists at once)
+ZIP_CODE: Final = """export default function(input) {
+  const keys = Object.keys(input);
+  const count = input[keys[0]].length;
+  if (keys.some((key) => input[key].length !== count)) {
+    const sizes = keys.map((key) => key + " " + input[key].length).join(", ");
+    throw new Error("the lists walked together have different lengths: " + sizes);
+  }
+  return input[keys[0]].map((_, i) => Object.fromEntries(keys.map((key) => [key, input[key][i]])));
 }
 """
 
@@ -70,11 +83,12 @@ def find_cut(inputs: Sequence[JSON], earlier: Sequence[tuple[str, JSON]]) -> Cut
     if varying is None:
         return None
     path, values = varying
+    texts = [str(v) for v in values]
     for step, output in earlier:
         for keys, listed in walk(output):
             if not isinstance(listed, list) or len(listed) < len(values) or not isinstance(listed[0], dict):
                 continue
-            found = _cut_in(listed, values)
+            found = _cut_in(listed, texts)
             if found is not None:
                 key, at, prefix, suffix = found
                 base = f"@{step}{json_path(keys)[1:]}"
@@ -82,8 +96,29 @@ def find_cut(inputs: Sequence[JSON], earlier: Sequence[tuple[str, JSON]]) -> Cut
     return None
 
 
-def _varying(inputs: Sequence[JSON]) -> tuple[Keys, list[str]] | None:
-    """The one leaf the calls' arguments differ at, when its values are plain texts (no ref)."""
+def find_column(inputs: Sequence[JSON], earlier: Sequence[tuple[str, JSON]]) -> tuple[Keys, str, list[int], str] | None:
+    """(the path, the list, the elements, their field) where each call's one varying argument is, whole, one field
+    of a distinct element of an earlier list, in the list's order: ids too small to link alone (`1`, `7`) that
+    together walk the list. None if no list holds them so."""
+    varying = _varying(inputs, texts=False)
+    if varying is None:
+        return None
+    path, values = varying
+    for step, output in earlier:
+        for keys, listed in walk(output):
+            if not isinstance(listed, list) or len(listed) < len(values) or not isinstance(listed[0], dict):
+                continue
+            for key, _ in leaves(listed[0]):
+                column = [value_at(e, key) for e in listed]
+                at = [column.index(v) if column.count(v) == 1 else -1 for v in values]
+                if -1 not in at and at == sorted(set(at)):
+                    return path, f"@{step}{json_path(keys)[1:]}", at, key
+    return None
+
+
+def _varying(inputs: Sequence[JSON], *, texts: bool = True) -> tuple[Keys, list[JSON]] | None:
+    """The one leaf the calls' arguments differ at, when its values are plain texts (no ref); or (not `texts`)
+    texts and integers."""
     shapes = [dict(walk(value)) for value in inputs]
     if any(set(shape) != set(shapes[0]) for shape in shapes[1:]):
         return None
@@ -95,6 +130,8 @@ def _varying(inputs: Sequence[JSON]) -> tuple[Keys, list[str]] | None:
     if len(paths) != 1:
         return None
     values = [shape[paths[0]] for shape in shapes]
+    if not texts and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return paths[0], values
     if not all(isinstance(v, str) and len(v) >= 3 and not v.startswith("@") and "{{@" not in v for v in values):
         return None
     return paths[0], [str(v) for v in values]

@@ -31,6 +31,7 @@ from toolreel.templatizer._candidates import (
     may_be_chosen,
     names_entity,
     occurrence_evidence,
+    searched_for,
     uniqueness,
     value_at,
 )
@@ -45,7 +46,7 @@ from toolreel.templatizer._pieces import (
     literal,
     non_overlapping,
     note_after,
-    occurrences,
+    written_twice,
 )
 from toolreel.templatizer._result import HIGH, MEDIUM, Inference, InferenceKind
 from toolreel.templatizer._runs import Run
@@ -82,7 +83,6 @@ _BACKED_PIECE: Final = 0.3
 _ALIGNED_WORD: Final = 0.55  # a weaker string (`open`, `high`) is vocabulary, in many items by design
 _ELSEWHERE_WORD: Final = 0.8  # below: a value that may sit in another element by chance (not an id)
 _Sourced = tuple[Keys, JSON, Bucket]  # an argument's leaf, and the earlier outputs holding it whole
-_PIECE_MIN: Final = 3  # a number of fewer digits written twice is still too likely to be chance
 _ENTITY_KEY: Final = 0.9  # key similarity of `<entity>_id` to `id` in the output of a tool about <entity>
 
 
@@ -446,6 +446,10 @@ class StepInferrer:
         lead = self._lead_of(occ)
         return lead is not None and lead[0] and lead[1] >= _ELSEWHERE_WORD
 
+    def _sought(self, occ: Occurrence) -> bool:
+        producer = self.runs[0].steps.get(occ.step)
+        return producer is not None and searched_for(producer.resolved_input, self.runs[0].outputs[occ.step], occ.keys)
+
     def _aligned(self, occ: Occurrence) -> int:
         """How many other arguments of this call come from the same list item as this occurrence."""
         home = item_of(occ.keys)
@@ -495,9 +499,14 @@ class StepInferrer:
             # a name ("Nora") found only in the element whose id or email the call sends, or only under the very
             # field it is passed on as (`first_name: "Noor"`), however short
             score = max(score, HIGH)
-        elif kind == "exact" and places == 1 and sim >= _ENTITY_KEY and names_entity(last_key(keys)):
-            # `board_id` <- the `id` of a board listed by get_agile_boards, found nowhere else: the key names
-            # the entity the producer lists, so even a short id ("42") is that entity, not chance.
+        elif (
+            kind == "exact"
+            and places == 1
+            and names_entity(last_key(keys))
+            and (sim >= _ENTITY_KEY or self._sought(occ))
+        ):
+            # `board_id` <- the `id` of a board listed by get_agile_boards (or of the query its search named), found
+            # nowhere else: the key names the entity the producer lists, so even a short id ("42") is that entity
             score = max(score, HIGH)
         if is_trivial(value_at(self.record.resolved_input, keys)) and kind != "subtree" and not named_id:
             score = min(score, MEDIUM - 0.01)  # small numbers: only several recordings can confirm them
@@ -530,19 +539,6 @@ class StepInferrer:
         if len(high) < len(chosen):
             out.append(Cand(interpolate(value, chosen), "substring", min(p.score for p in chosen), why))
         return out
-
-    def _written_elsewhere(self, keys: Keys, texts: Sequence[str]) -> set[str]:
-        """The numbers among `texts` that another text argument of this call holds too, as a whole number."""
-        others = [
-            leaf for at, leaf in walk(self.record.resolved_input) if isinstance(leaf, str) and at != keys and leaf
-        ]
-        return {
-            text
-            for text in texts
-            if numeric_strength(text) is not None
-            and len(text) >= _PIECE_MIN
-            and any(any(left and right for _, left, right in occurrences(o, text)) for o in others)
-        }
 
     def _output_pieces(self, keys: Keys, value: str) -> tuple[list[Piece], list[str]]:
         found: list[tuple[int, int, str, list[tuple[str, Cand]]]] = []
@@ -577,7 +573,7 @@ class StepInferrer:
             f"{value[start:end]!r} at [{start}:{end}] is {ref}, beside another field of the same record"
             for start, end, ref in siblings
         ]
-        twice = self._written_elsewhere(keys, [text for _, _, text, _ in found])
+        twice = written_twice(self.record.resolved_input, keys, [text for _, _, text, _ in found])
         for start, end, text, scored in found:
             if start in paired:
                 continue

@@ -23,7 +23,7 @@ from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_l
 from toolreel.core.template import InputSpec
 from toolreel.templatizer._affixes import around, built_around_item
 from toolreel.templatizer._conditions import join_texts
-from toolreel.templatizer._cuts import CUT_CODE, cut_values, find_cut
+from toolreel.templatizer._cuts import CUT_CODE, ZIP_CODE, cut_values, find_column, find_cut
 from toolreel.templatizer._evidence import names_operation
 from toolreel.templatizer._reftext import (
     TOKEN_RE,
@@ -52,16 +52,6 @@ _INDEX_RE: Final = re.compile(r"\[(\d+)\]")
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBERED_RE: Final = re.compile(r"_\d+$")
 _CANDIDATES: Final = 3  # generalized forms tried per family
-ZIP_CODE: Final = """export default function(input) {
-  const keys = Object.keys(input);
-  const count = input[keys[0]].length;
-  if (keys.some((key) => input[key].length !== count)) {
-    const sizes = keys.map((key) => key + " " + input[key].length).join(", ");
-    throw new Error("the lists walked together have different lengths: " + sizes);
-  }
-  return input[keys[0]].map((_, i) => Object.fromEntries(keys.map((key) => [key, input[key][i]])));
-}
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +281,7 @@ def _walk_of(members: Sequence[Unit], folding: _Folding) -> _Walk | str:
         if isinstance(found, _Walk):
             return found
         reason = found or reason
-    walked = _input_walk(members, folding) or _cut_walk(members, folding)
+    walked = _input_walk(members, folding) or _cut_walk(members, folding) or _column_walk(members, folding)
     return walked if walked is not None else reason
 
 
@@ -323,6 +313,20 @@ def _cut_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     why = f"each call takes {found.key} of an element of {found.base} between {found.prefix!r} and {found.suffix!r}"
     took = tuple((("@item", f"{found.base}[{i}].{found.key}"),) for i in at)
     return _Walk(f"@{name}", per_item, why, elements=took)
+
+
+def _column_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
+    """The calls' one varying argument is one field of distinct elements of an earlier list, in its order
+    (`find_column`): the loop over those elements, as if each call had named its element."""
+    run, seq = folding.runs[0], members[0].record.seq
+    before = sorted((r for r in run.steps.values() if r.seq < seq and r.name in run.outputs), key=lambda r: -r.seq)
+    found = find_column([m.record.resolved_input for m in members], [(r.name, run.outputs[r.name]) for r in before])
+    if found is None or len(folding.runs) != 1:
+        return None
+    path, base, at, key = found
+    marked = [replace(m, input=put_at(m.input, path, f"{base}[{i}].{key}")) for m, i in zip(members, at, strict=True)]
+    walked = _walk_over(marked, {base: at}, folding)
+    return walked if isinstance(walked, _Walk) else None
 
 
 def _list_inputs(folding: _Folding) -> dict[str, list[JSON]]:

@@ -178,7 +178,7 @@ def _longest(tool: str, calls: Sequence[StepRecord]) -> tuple[Paging | None, int
     the calls that each differ from the one before in the same paging-named argument; a few shorter runs are
     tried when the whole run does not page."""
     key = _differs(calls[0].resolved_input, calls[1].resolved_input)
-    if key is None or not set(key_tokens(str(key[-1]))) & (_PAGE_WORDS | _CURSOR_WORDS):
+    if key is None or not (set(key_tokens(str(key[-1]))) & (_PAGE_WORDS | _CURSOR_WORDS) or _handed(calls, key)):
         return None, 1
     end = 2
     while end < len(calls) and _differs(calls[end - 1].resolved_input, calls[end].resolved_input) == key:
@@ -188,6 +188,18 @@ def _longest(tool: str, calls: Sequence[StepRecord]) -> tuple[Paging | None, int
         if paging is not None:
             return paging, length
     return None, end - 1
+
+
+def _handed(calls: Sequence[StepRecord], key: Keys) -> bool:
+    """The second call's argument at `key`, however short its name (Google Reader's `c`), is the cursor the first
+    answer handed out under a name that says so (`continuation`)."""
+    found, value = get_at(calls[1].resolved_input, key)
+    if not found or not isinstance(value, str) or len(value) < _CURSOR_MIN:
+        return False
+    return any(
+        leaf == value and at and set(key_tokens(str(at[-1]))) & (_NEXT_WORDS | _CURSOR_WORDS)
+        for at, leaf in walk(calls[0].output)
+    )
 
 
 def _paging(tool: str, pages: Sequence[StepRecord]) -> Paging | None:

@@ -94,8 +94,11 @@ def pick_by_identity(
         mine = {head: pick for head, pick in picks.items() if head in heads}
         unit = replace(unit, input=_rewritten(unit.input, mine)) if mine else unit
         for head, (base, n, outer) in _inside_picks(unit.input, picks).items():
-            # `@pick_sales.stages[1]`: a list inside the picked element, its element taken by position too
-            if head not in picks and (pick := _pick(f"{outer}[{n}]", outer, n, runs, inputs, taken, given)):
+            # `@pick_sales.stages[1]`: a list inside the picked element, its element taken by position too (by the
+            # pick an earlier call's ref made, where there is one: the app read, then redeployed)
+            if head in picks:
+                unit = replace(unit, input=_rewritten(unit.input, {head: picks[head]}))
+            elif pick := _pick(f"{outer}[{n}]", outer, n, runs, inputs, taken, given):
                 pick = replace(pick, replaces=head)
                 taken.add(pick.step)
                 picks[head] = pick

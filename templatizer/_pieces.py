@@ -11,6 +11,7 @@ from typing import Final, NamedTuple
 from toolreel.core.model import JSON
 from toolreel.core.refs import escape_literal
 from toolreel.templatizer._result import HIGH
+from toolreel.templatizer._values import Keys, numeric_strength, walk
 
 __all__ = [
     "Piece",
@@ -21,9 +22,11 @@ __all__ = [
     "non_overlapping",
     "note_after",
     "occurrences",
+    "written_twice",
 ]
 
 _OPEN_RE: Final = re.compile(r"\{\{([ \t]*)@")  # an interpolation start, which a literal must escape
+_TWICE_MIN: Final = 3  # a number of fewer digits written twice is still too likely to be chance
 
 
 class Piece(NamedTuple):
@@ -136,3 +139,16 @@ def occurrences(text: str, value: str) -> Iterator[tuple[int, bool, bool]]:
         right = end == len(text) or not (text[end].isalnum() and value[-1].isalnum())
         yield start, left, right
         start = text.find(value, start + 1)
+
+
+def written_twice(sent: JSON, keys: Keys, texts: Sequence[str]) -> set[str]:
+    """The numbers among `texts` (found in the text at `keys` of a call's arguments `sent`) that another text
+    argument of the call holds too, as a whole number: copied from one output, not chance."""
+    others = [leaf for at, leaf in walk(sent) if isinstance(leaf, str) and at != keys and leaf]
+    return {
+        text
+        for text in texts
+        if numeric_strength(text) is not None
+        and len(text) >= _TWICE_MIN
+        and any(any(left and right for _, left, right in occurrences(o, text)) for o in others)
+    }

@@ -37,7 +37,6 @@ __all__ = [
     "conditions_of",
     "evident_filter",
     "leaves",
-    "membership",
     "select_inputs",
     "selected",
     "separating",
@@ -247,34 +246,40 @@ def separating(
     elements: Sequence[JSON], at: Sequence[int], outputs: Mapping[str, JSON], own: str
 ) -> tuple[Condition, ...] | None:
     """The conditions that keep exactly the handled elements `at`: a list another step read (not `own`, the step
-    the elements come from) that their field values are in and the others' not says most; else two conditions
-    (`conditions_of`)."""
-    among = membership(elements, at, outputs, own)
-    return (among,) if among is not None else conditions_of(elements, at)
-
-
-def membership(elements: Sequence[JSON], at: Sequence[int], outputs: Mapping[str, JSON], own: str) -> Condition | None:
-    """The handled elements are those whose field holds a value another step's output lists, the others' none
-    (the alerts of the group's devices: `device_id` among `@get_devices_by_group_1.devices[*].device_id`): that
-    list, read for no other reason, is the condition, whatever it holds on the next run. One such list only."""
+    the elements come from) that their field values are in and the others' not says most (the alerts of the
+    group's devices: `device_id` among `@get_devices_by_group_1.devices[*].device_id`); else two conditions
+    (`conditions_of`); else such a list that holds some others too, which one condition of the handled elements'
+    own sets apart (the enabled indexers among those the status list names). One such list only."""
     handled = [elements[i] for i in at]
     others = [e for i, e in enumerate(elements) if i not in set(at)]
-    if not others or not all(isinstance(e, dict) for e in elements):
-        return None
-    found: list[Condition] = []
-    for key, value in handled[0].items() if isinstance(handled[0], dict) else ():
+    found: list[tuple[Condition, list[JSON]]] = []  # each list holding the handled ones, and the others it holds
+    dicts = others and all(isinstance(e, dict) for e in elements)
+    for key, value in handled[0].items() if dicts and isinstance(handled[0], dict) else ():
         if not _KEY_RE.fullmatch(key) or not isinstance(value, str | int) or isinstance(value, bool):
             continue
         kept = [h.get(key) for h in handled if isinstance(h, dict)]
-        left = [o.get(key) for o in others if isinstance(o, dict)]
         for ref, listed in _listed(outputs, own, key):
-            if all(k in listed for k in kept) and not any(v in listed for v in left):
-                found.append(Condition(key, "among", tuple(listed), among=ref))
-    return found[0] if len(found) == 1 else None
+            if all(k in listed for k in kept):
+                rest = [o for o in others if isinstance(o, dict) and o.get(key) in listed]
+                found.append((Condition(key, "among", tuple(listed), among=ref), rest))
+    alone = [among for among, rest in found if not rest]
+    if len(alone) == 1:
+        return (alone[0],)
+    if (two := conditions_of(elements, at)) is not None or len(found) != 1 or len(found[0][1]) == len(others):
+        return two
+    among, rest = found[0]
+    apart = (
+        [c for c in _candidates(handled) if c.op == "==" and not any(c.holds(o) for o in rest)] if len(at) > 1 else []
+    )
+    return (among, max(apart, key=_weight)) if apart else None
 
 
 def _listed(outputs: Mapping[str, JSON], own: str, key: str) -> Iterator[tuple[str, list[JSON]]]:
-    """Each list of another step's output, by the field named as `key` (or its `id`, where `key` names it)."""
+    """Each list of another step's output, by the field named as `key` (or its `id`, where `key` names it; or,
+    for an `id`, the field that names the entity `own` lists: `indexerId` beside `get_indexers`)."""
+    names = {snake(key)}
+    if snake(key) == "id":
+        names |= {f"{word[:-1]}_id" for word in own.lower().split("_") if len(word) > 3 and word.endswith("s")}
     for step, output in outputs.items():
         if step == own:
             continue
@@ -283,7 +288,7 @@ def _listed(outputs: Mapping[str, JSON], own: str, key: str) -> Iterator[tuple[s
                 continue
             if any(isinstance(k, int) for k in keys):
                 continue
-            for field in {f for f in node[0] if snake(f) == snake(key)}:
+            for field in {f for f in node[0] if snake(f) in names}:
                 values = [e.get(field) for e in node if isinstance(e, dict)]
                 if all(isinstance(v, str | int) and not isinstance(v, bool) for v in values):
                     yield f"@{step}{json_path(keys)[1:]}[*].{field}", values

@@ -43,16 +43,21 @@ THIN: Final = 0.35
 
 # `is:unresolved assignee:me`; `status:draft+tag:news` (NQL, Ghost's filters, joins clauses with `+`)
 _QUERY_RE: Final = re.compile(r"^[A-Za-z_.]+:[^\s:+]+(?:(?:\s+|\+)-?[A-Za-z_.]+:[^\s:+]+)*$")
+# AQL (`FOR u IN users FILTER u.country == "DE" RETURN u`) and Cypher (`MATCH (s:Service) WHERE ... RETURN s`):
+# statements as SQL's are, their unquoted right-hand sides a document's or a node's fields
+_GRAPH_QUERY: Final = r"FOR\s+\w+\s+IN\s+\S+\s.*\bRETURN\b|(?:OPTIONAL\s+)?MATCH\s*\(.*\bRETURN\b"
 # A statement of a query language (SQL, JQL, a search DSL): its clauses are how the task selects, part of the
 # task like code; a chosen value inside it (a project key) is an input of its own, interpolated.
 _QUERY_LANG_RE: Final = re.compile(
     r"^\s*(?:SELECT\s.+?\sFROM\s+[\w.\"`-]+(?:\s*;?\s*$|(?:\s+(?:AS\s+)?\w+)?\s+(?:WHERE|JOIN|LEFT|INNER|ORDER|GROUP|LIMIT)\b)"
     r"|INSERT\s+INTO\s|UPDATE\s+[\w.\"]+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s*\("
-    r"|(?:SET|REMOVE)\s+[\w.#]+\s*=\s*[:#\w])",  # a DynamoDB update expression (`SET pending = :n`)
+    r"|(?:SET|REMOVE)\s+[\w.#]+\s*=\s*[:#\w])"  # a DynamoDB update expression (`SET pending = :n`)
+    rf"|{_GRAPH_QUERY}",
     re.IGNORECASE | re.DOTALL,
 )
 _STATEMENT_RE: Final = re.compile(
-    r"^\s*(?:(?:SELECT|WITH)\s.+?\sFROM\s|INSERT\s+INTO\s|UPDATE\s+\S+\s+SET\s|DELETE\s+FROM\s)",
+    r"^\s*(?:(?:SELECT|WITH)\s.+?\sFROM\s|INSERT\s+INTO\s|UPDATE\s+\S+\s+SET\s|DELETE\s+FROM\s)"
+    rf"|^\s*(?:{_GRAPH_QUERY})",
     re.IGNORECASE | re.DOTALL,
 )
 # Upper-case connectives beside a comparison (`project = PAY AND status = "To Do"`): JQL, Lucene, a filter.

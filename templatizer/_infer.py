@@ -35,6 +35,7 @@ from toolreel.templatizer._candidates import (
     uniqueness,
     value_at,
 )
+from toolreel.templatizer._copies import copied_flag
 from toolreel.templatizer._index import Bucket, Occurrence, OutputIndex
 from toolreel.templatizer._inputs import InputTable, Unexplained
 from toolreel.templatizer._lockstep import lockstep_piece, lockstep_ref
@@ -46,6 +47,7 @@ from toolreel.templatizer._pieces import (
     literal,
     non_overlapping,
     note_after,
+    quoted_finds,
     written_twice,
 )
 from toolreel.templatizer._result import HIGH, MEDIUM, Inference, InferenceKind
@@ -343,15 +345,18 @@ class StepInferrer:
             text = known if isinstance(known, str) else number_text(known)
             # a number the user named (a threshold: `> 30`) is found from two digits on, as a whole word
             shortest = _NAMED_MIN if isinstance(known, str) or name not in self.inputs.named else _NAMED_NUMBER_MIN
-            if text is not None and len(text) >= shortest:
-                pieces += [Piece(s, e, f"@input.{name}", 1.0) for s, e in bounded_finds(value, text)]
+            if text is not None and (len(text) >= shortest or (isinstance(known, str) and name in self.inputs.named)):
+                # (shorter: only quoted whole, a query's value `u.country == "DE"`, never letters of a word)
+                finds = bounded_finds(value, text) if len(text) >= shortest else quoted_finds(value, text)
+                pieces += [Piece(s, e, f"@input.{name}", 1.0) for s, e in finds]
         return pieces
 
     # ------------------------------------------------------------------ candidates from outputs
 
     def _exact(self, keys: Keys, value: JSON) -> list[Cand]:
         if value is None or isinstance(value, bool):
-            return []
+            copied = copied_flag(self.runs[0], self.record, keys, value)
+            return [Cand(copied, "exact", HIGH, f"{copied}, the one of two reads that disagree")] if copied else []
         # A cursor links only to a cursor: a cursor equal to anything else is chance.
         bucket = self.index.exact(self.ids.get(keys), is_cursor_key(last_key(keys)))
         if not bucket.seen:

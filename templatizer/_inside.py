@@ -83,9 +83,10 @@ def key_parts(literal: Unexplained) -> list[Unexplained]:
 
 # `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax);
 # `[System.AreaPath] UNDER 'Kettle\\Checkout'` (WIQL).
+# (not a GraphQL variable's declared type, `$id: Int!`; a quoted value may sit in a list, `tags: ["runbook"]`)
 _QUERY_VALUE_RE: Final = re.compile(
-    r"(?<![\w.])\[?([A-Za-z_][\w.]*)\]?(?:\s*(?::|=|==|~)\s*|\s+(?:eq|ne|co|sw|ew|UNDER|under)\s+)"
-    r"(?:\"([^\"]{2,60})\"|'([^']{2,60})'|([^\s\"'()\[\]{},:=+]{2,60}))"
+    r"(?<![\w.$])\[?([A-Za-z_][\w.]*)\]?(?:\s*(?::|=|==|~)\s*|\s+(?:eq|ne|co|sw|ew|UNDER|under)\s+)"
+    r"(?:\[?\"([^\"]{2,60})\"|\[?'([^']{2,60})'|([^\s\"'()\[\]{},:=+]{2,60}))"
 )
 
 
@@ -137,7 +138,8 @@ def _search_values(query: str) -> Iterator[tuple[str, str, bool, bool]]:
 _THRESHOLD_RE: Final = re.compile(
     r"(?:([A-Za-z_][\w.]*)\)*|\))(?:\s*(?:<=|>=|<|>)\s*|\s+(?:gt|ge|lt|le)\s+)(?:(?i:DATE|TIMESTAMP)\s+)?[\"']?(\d{4}-\d\d-\d\d(?=T|[\"'\s)]|$)|-?\d+(?:\.\d+)?)"
     r"(?:T[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)?[\"']?"  # a date's time of day is how it is written: the date is the value
-    r"(?=\s*(?:$|[);,\]]|(?i:and|or|order|group|limit|having|unless)\b))"  # a whole side: not `0.5 * seats`
+    # a whole side, not `0.5 * seats` (after it SQL's, AQL's clauses: `SORT`, `RETURN`)
+    r"(?=\s*(?:$|[);,\]]|(?i:and|or|order|group|limit|having|unless|sort|filter|return)\b))"
 )
 
 

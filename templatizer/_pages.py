@@ -192,9 +192,9 @@ def _longest(tool: str, calls: Sequence[StepRecord]) -> tuple[Paging | None, int
 
 def _handed(calls: Sequence[StepRecord], key: Keys) -> bool:
     """The second call's argument at `key`, however short its name (Google Reader's `c`), is the cursor the first
-    answer handed out under a name that says so (`continuation`)."""
+    answer handed out under a name that says so (`continuation`), and the first call had none."""
     found, value = get_at(calls[1].resolved_input, key)
-    if not found or not isinstance(value, str) or len(value) < _CURSOR_MIN:
+    if not found or not isinstance(value, str) or len(value) < _CURSOR_MIN or get_at(calls[0].resolved_input, key)[0]:
         return False
     return any(
         leaf == value and at and set(key_tokens(str(at[-1]))) & (_NEXT_WORDS | _CURSOR_WORDS)

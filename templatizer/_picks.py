@@ -25,6 +25,7 @@ from toolreel.core.refs import resolve
 from toolreel.core.template import Template
 from toolreel.templatizer._candidates import id_key
 from toolreel.templatizer._codesteps import drop_unread
+from toolreel.templatizer._pieces import bounded_finds
 from toolreel.templatizer._result import LikelyInput, Pick
 from toolreel.templatizer._select import leaves
 from toolreel.templatizer._values import ENVELOPES, free_name, record_paths, same, snake, strength, walk
@@ -418,6 +419,9 @@ def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Col
     ticked there, with the pick as its evidence."""
     out = list(likely)
     names = set(taken) | {item.name for item in likely}
+    # one element of a walk the agent wrote of by name (`Promoted from Staging`): the elements were named, not walked
+    named = any(pick.walked and _written(pick.value, likely) for pick in picks)
+    chosen: list[str] = []
     for pick in picks:
         if pick.state:
             continue
@@ -427,22 +431,38 @@ def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Col
             if isinstance(value, str) and value.startswith("@input."):
                 continue
             why = f"the value {pick.step} picks the element by (its {key}): which one it is, the user's choice"
-            if pick.walked:
+            walked = pick.walked and not named
+            chosen += [value] if isinstance(value, str) and not walked else []
+            if walked:
                 why = (
                     f"{pick.step} picks one of several elements of a list that the same tool was called on: the"
                     " elements were walked, not named; proposed unticked"
                 )
             at = next((i for i, item in enumerate(out) if same(item.value, value)), None)
             if at is not None:
-                if not pick.walked:
+                if not walked:
                     out[at] = replace(out[at], ticked=True, reason=f"{out[at].reason}; {why}")
                 continue
             name = free_name(snake(key.split(".")[-1]), names)
             names.add(name)
             kind = "integer" if type(value) is int else "string"
             item = LikelyInput(name=name, value=value, type=kind, used_at=((pick.step, path),), reason=why)
-            out.append(replace(item, ticked=not pick.walked))
-    return out
+            out.append(replace(item, ticked=not walked))
+    # a sentence holding a name a pick takes as the user's is built on that input (`Promoted from {{@input.name}}`)
+    return [item for item in out if not (_sentence(item.value) and any(_holds(item.value, c) for c in chosen))]
+
+
+def _sentence(value: JSON) -> bool:
+    return isinstance(value, str) and len(value.split()) >= 3
+
+
+def _holds(text: JSON, value: str) -> bool:
+    return isinstance(text, str) and text != value and bool(bounded_finds(text, value))
+
+
+def _written(value: JSON, likely: Sequence[LikelyInput]) -> bool:
+    """`value` (`Staging`) is a word of a text the agent wrote (`Promoted from Staging`): the element was named."""
+    return isinstance(value, str) and any(_holds(item.value, value) for item in likely)
 
 
 def _same_pick(base: str, n: int | None, key: str, run: Run, value: JSON) -> bool:

@@ -22,6 +22,7 @@ __all__ = [
     "non_overlapping",
     "note_after",
     "occurrences",
+    "quoted_finds",
     "written_twice",
 ]
 
@@ -60,6 +61,13 @@ def bounded_finds(text: str, needle: str) -> list[tuple[int, int]]:
             found.append((start, end))
         start = text.find(needle, start + 1)
     return found
+
+
+def quoted_finds(text: str, needle: str) -> list[tuple[int, int]]:
+    """Where `needle` stands quoted whole in `text` (`"DE"`, `'DE'`): a short value a query compares with."""
+    if not needle:
+        return []
+    return [(m.start(2), m.end(2)) for m in re.finditer(rf"([\"'])({re.escape(needle)})\1", text)]
 
 
 def _day(text: str, end: int, needle: str) -> bool:

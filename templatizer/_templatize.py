@@ -23,6 +23,7 @@ from toolreel.templatizer._capture import propose_captures
 from toolreel.templatizer._codesteps import drop_unread
 from toolreel.templatizer._complete import complete_walks
 from toolreel.templatizer._conditions import guard_on_checks, guard_on_picks, guard_on_state, guard_writes
+from toolreel.templatizer._copies import guard_on_copies
 from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._groups import group_items
 from toolreel.templatizer._index import OutputIndex
@@ -113,6 +114,7 @@ def templatize(
     guards += chosen_by_state
     template, checks = guard_on_checks(template, reads, runs[0].outputs)
     guards += checks
+    template, copies = guard_on_copies(template, reads, runs[0].outputs)
     template = _without_unused_code(template)
     template, loops = group_items(template, folded.loops, {name: r.seq for name, r in runs[0].steps.items()})
     template, paged = page_steps(template, pagings)
@@ -157,7 +159,7 @@ def templatize(
         loops=loops,
         unrolled=folded.unrolled,
         picks=tuple(picks),
-        conditions=tuple((guard.step, guard.why) for guard in guards),
+        conditions=(*((guard.step, guard.why) for guard in guards), *copies),
     )
 
 

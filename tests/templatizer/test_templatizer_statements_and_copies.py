@@ -1,0 +1,93 @@
+"""Fifteenth pass: AQL and Cypher are statements as SQL is (their unquoted right-hand sides are fields), a short
+value quoted whole in a query is the input it was named (`u.country == "DE"`), a GraphQL variable's declared type
+is no value and a tag sits in a list literal; picks the agent wrote of by name are the user's, not a walk; and a
+flag copied from one of two reads onto the other is a ref that writes only while the two differ."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.recorded import Session, reproduces
+from toolreel.core.template_io import template_to_dict
+from toolreel.templatizer import TemplatizeResult, templatize, verify
+from toolreel.templatizer._inputs import Unexplained
+from toolreel.templatizer._inside import query_values
+
+AQL = (
+    'FOR u IN users FILTER u.plan == "trial" AND u.country == "DE" AND u.trial_ends < "2026-12-01" '
+    "SORT u.trial_ends RETURN { _key: u._key, email: u.email }"
+)
+
+
+def _values(query: str) -> dict[str, Any]:
+    return {lit.flag: lit.value for lit in query_values(Unexplained("s", ("query",), query, "db__query"))}
+
+
+def test_an_aql_statement_selects_by_its_quoted_values_and_bounds_not_by_its_fields() -> None:
+    assert _values(AQL) == {"plan": "trial", "country": "DE", "trial_ends": "2026-12-01"}  # not `email: u.email`
+    cypher = 'MATCH (s:Service {name: "checkout"})-[:OWNED_BY]->(t:Team) WHERE t.size > 3 RETURN t.name, t.lead'
+    assert _values(cypher)["name"] == "checkout"
+
+
+def test_a_graphql_variable_type_is_no_value_and_a_listed_tag_is() -> None:
+    mutation = "mutation ($id: Int!, $content: String!) { pages { update(id: $id, content: $content) { ok } } }"
+    assert _values(mutation) == {}
+    assert _values('{ pages { list(tags: ["runbook"]) { id path title } } }') == {"tags": "runbook"}
+
+
+def saved(s: Session, read_only: frozenset[str] = frozenset()) -> TemplatizeResult:
+    first = templatize([s.steps], name="t", read_only=read_only)
+    chosen = first.ticked_inputs
+    result = templatize([s.steps], name="t", inputs=chosen, read_only=read_only) if chosen else first
+    assert verify(result, [s.steps]).verified
+    reproduces(result, s.steps)
+    return result
+
+
+def _steps(result: TemplatizeResult) -> dict[str, dict[str, Any]]:
+    return {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+
+
+def test_a_short_value_quoted_whole_in_a_query_is_interpolated_as_its_input() -> None:
+    s = Session()
+    users = [{"_key": "u_81723", "email": "a@x.de"}, {"_key": "u_80911", "email": "b@x.de"}]
+    s.call("arango_query", {"query": AQL}, users)
+    result = saved(s, frozenset({"svc__arango_query"}))
+    assert result.input_values.get("country") == "DE"
+    query = _steps(result)["arango_query_1"]["input"]["query"]
+    assert 'u.country == "{{@input.country}}"' in query
+    assert "{{@input.country}}" not in query.replace('"{{@input.country}}"', "")  # not the `DE` of a word
+
+
+def _environments() -> list[dict[str, Any]]:
+    names = ["Production EU", "Staging", "Pre-production", "Production"]
+    return [{"environmentId": f"e{i}-{name.lower()[:4]}", "name": name, "order": i} for i, name in enumerate(names)]
+
+
+def _promoted(source: bool, target: bool) -> TemplatizeResult:
+    s = Session()
+    s.call("list_environments", {"productId": "08d8f1e2-7a6b"}, _environments())
+    s.call("get_setting_value", {"environmentId": "e1-stag", "key": "new_checkout"}, {"value": source, "id": 40211})
+    s.call("get_setting_value", {"environmentId": "e3-prod", "key": "new_checkout"}, {"value": target, "id": 40211})
+    change = {"environmentId": "e3-prod", "key": "new_checkout", "value": source, "reason": "Promoted from Staging"}
+    s.call("update_setting_value", change, {"value": source})
+    return saved(s, frozenset({"svc__list_environments", "svc__get_setting_value"}))
+
+
+def test_picks_the_agent_wrote_of_by_name_are_the_users_and_the_text_is_built_on_them() -> None:
+    result = _promoted(True, False)
+    assert {"Staging", "Production"} <= set(result.input_values.values())
+    assert "Promoted from Staging" not in result.input_values.values()
+    reason = _steps(result)["update_setting_value_1"]["input"]["reason"]
+    assert reason.startswith("Promoted from {{@input.") and reason.endswith("}}")
+
+
+def test_a_flag_copied_from_one_of_two_reads_is_a_ref_written_only_while_they_differ() -> None:
+    update = _steps(_promoted(True, False))["update_setting_value_1"]
+    assert update["input"]["value"] == "@get_setting_value_1.value"
+    assert update["when"] == {"ref": "@get_setting_value_2.value", "neq": "@get_setting_value_1.value"}
+
+
+def test_a_flag_two_reads_agree_on_stays_a_literal_and_unguarded() -> None:
+    update = _steps(_promoted(True, True))["update_setting_value_1"]
+    assert update["input"]["value"] is True and "when" not in update

@@ -33,6 +33,7 @@ FORMATS: Final = (
     *("%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y", "%Y/%m/%d", "%Y%m%d", "%d-%m-%Y"),
     *("%Y-%m-%d %H:%M", "%d/%m/%Y %H:%M", "%H:%M", "%H:%M:%S", "%H%M"),
     *("%B %e, %Y", "%B %e", "%e %B %Y", "%e %B", "%b %e, %Y", "%b %e", "%e %b %Y", "%e %b", "%A", "%A %e %B"),
+    *("%B %Y", "%b %Y"),  # a month of a year: a report or a playlist named for it
     # the start and the end of the clock's day, in its zone (a calendar's `min_time`/`max_time`: "rest of today")
     *("%Y-%m-%dT00:00:00%z", "%Y-%m-%dT23:59:59%z", "%Y-%m-%dT23:59:59.999%z"),
 )

@@ -306,7 +306,7 @@ def conditions_of(elements: Sequence[JSON], at: Sequence[int]) -> tuple[Conditio
     alone = [c for c in candidates if not any(c.holds(o) for o in others)]
     # (a bound on a number comes last: any other field that sets them apart says more than an order does)
     if alone:
-        return (max(alone, key=_alone_order),)
+        return (_rounded(max(alone, key=_alone_order), others),)
     # a word of a text beside another condition is too likely chance; a tag beside a state may pair (`prod`, `active`);
     # a bound on a number beside another condition, too
     fields = [c for c in candidates if c.op != "has words" and c.op not in _BOUNDS]
@@ -340,6 +340,23 @@ def _bounds(key: str, values: Sequence[JSON]) -> list[Condition]:
         return []
     numbers = [v for v in values if isinstance(v, int | float)]
     return [Condition(key, "at most", max(numbers)), Condition(key, "at least", min(numbers))]
+
+
+_ROUND_STEPS: Final = (*(10**k for k in range(9, 0, -1)), 5)
+
+
+def _rounded(c: Condition, others: Sequence[JSON]) -> Condition:
+    """A bound moved to the roundest number between the handled elements and the nearest other one, which keeps
+    the same elements (at least 11 minutes beside a 3: the user's 10, as a person sets a limit)."""
+    theirs = [t for o in others if _number(t := value_at(o, c.key))]
+    if c.op not in _BOUNDS or type(c.value) is not int or not theirs:
+        return c
+    for step in _ROUND_STEPS:
+        if c.op == "at least" and (m := c.value // step * step) > max(theirs) and m != c.value:
+            return replace(c, value=m)
+        if c.op == "at most" and (m := -(-c.value // step) * step) < min(theirs) and m != c.value:
+            return replace(c, value=m)
+    return c
 
 
 def _alone_order(c: Condition) -> tuple[bool, bool, bool, int, int]:

@@ -16,11 +16,11 @@ from typing import Final
 
 from toolreel.core.model import JSON
 
-__all__ = ["collapse_subsets"]
+__all__ = ["collapse_subsets", "elements_of_one_list"]
 
-# `@base[7].rest`: the last index of a ref to one element, and what is read of it
+# `@base[7].rest`: the last index of a ref to one element, and what is read of it (`["subsonic-response"]` a key too)
 _ELEMENT_RE: Final = re.compile(
-    r"^(@[A-Za-z_]\w*(?:\.[A-Za-z0-9_][\w-]*|\[-?\d+\])*?)\[(\d+)\]((?:\.[A-Za-z0-9_][\w-]*)*)$"
+    r"^(@[A-Za-z_]\w*(?:\.[A-Za-z0-9_][\w-]*|\[-?\d+\]|\[\"[^\"\\]*\"\])*?)\[(\d+)\]((?:\.[A-Za-z0-9_][\w-]*)*)$"
 )
 
 
@@ -43,3 +43,13 @@ def collapse_subsets(value: JSON, choose: Callable[[str, list[int]], str | None]
                 return f"{kept}{rest}" if kept != base and kept.endswith("]") else f"{kept}[*]{rest}"
     items = [collapse_subsets(v, choose) for v in value]
     return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+
+
+def elements_of_one_list(values: JSON) -> bool:
+    """Two or more of `values` (a list argument) are refs to one field of elements of one list: a subset of it,
+    each element there for being in it, not for being the largest or the newest of it."""
+    if not isinstance(values, list):
+        return False
+    parts = [m for v in values if isinstance(v, str) and (m := _ELEMENT_RE.match(v)) is not None]
+    bases = [(m.group(1), m.group(3)) for m in parts]
+    return any(bases.count(base) >= 2 for base in bases)

@@ -31,6 +31,7 @@ from toolreel.templatizer._infer import StepInferrer, StepResult
 from toolreel.templatizer._inputs import InputTable, Schemas
 from toolreel.templatizer._likely import likely_inputs
 from toolreel.templatizer._lines import opening_inputs
+from toolreel.templatizer._linewise import propose_lines
 from toolreel.templatizer._loops import Unit, fold_loops
 from toolreel.templatizer._offsets import offset_inputs, propose_offsets
 from toolreel.templatizer._order import Call, order_after
@@ -98,7 +99,9 @@ def templatize(
     folded = fold_loops(units, runs, table)
     picked, picks = pick_by_identity(folded.units, runs, table.values[0])
     template = _build(name, description or _describe(kept), picked, table, keep_order, reads)
+    template, lined = propose_lines(template, kept, runs)
     template, transforms = propose_transforms(template, kept, runs, named=set(inputs or {}))
+    transforms += lined
     template, tallies = propose_tallies(template, kept, runs)
     template, captures, openings = propose_captures(template, kept, runs, table.specs)
     template, dates = propose_dates(template, kept, runs)
@@ -133,7 +136,7 @@ def templatize(
         dataclasses.replace(lit, reads=lit.tool in reads, opening=lit.step == opening)
         for res in chosen
         for lit in res.literals
-        if (lit.step, json_path(lit.keys)) not in computed
+        if not any((lit.step, json_path(lit.keys[:n])) in computed for n in range(1, len(lit.keys) + 1))
     ]
     likely, stayed = (
         likely_inputs(literals, set(template.inputs), schemas, partial(_produced, runs[0]), _words(runs[0]))

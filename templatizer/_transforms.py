@@ -26,6 +26,7 @@ from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._result import Inference, LikelyInput
 from toolreel.templatizer._runs import Run, reproduced, script_on
+from toolreel.templatizer._subsets import elements_of_one_list
 from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, snake, strength, walk
 
 __all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]
@@ -484,6 +485,8 @@ def _explain(
         if isinstance(leaf, dict | list):
             continue
         found, recorded = get_at(recorded_input, keys)
+        if keys and isinstance(keys[-1], int) and elements_of_one_list(get_at(spec.input, keys[:-1])[1]):
+            continue  # one of a subset of a list's elements (the artist's starred songs), not its longest one
         asked = found and not _page_size(keys, recorded)
         families = _role(leaf, recorded, len(runs), derived) if asked else frozenset()
         if not families:

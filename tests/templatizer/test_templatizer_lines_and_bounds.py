@@ -1,0 +1,133 @@
+"""Fifteenth pass: a markdown list of links carries its fields after the dash (`— id 1821, 14 min read`), a bound
+a loop keeps elements by is the round number a person sets (at least 10 minutes, not the 11 of the shortest one
+handled), and a list argument built one element per line of a file follows the file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.recorded import Session, reproduces
+from toolreel.core.sandbox import CodeLimits, run_code
+from toolreel.core.template_io import template_to_dict
+from toolreel.templatizer import TemplatizeResult, templatize, verify
+from toolreel.templatizer._view_code import VIEW_CODE
+
+_LIMITS = CodeLimits(timeout=5.0, memory_mb=32)
+ENTRIES = (
+    "Found 4 unread entries for lwn.net (page 1/1):\n\n"
+    "- [The state of the page cache in 2026](https://lwn.net/Articles/998101/) — id 1821, 14 min read, tags: kernel\n"
+    "- [Kernel release status](https://lwn.net/Articles/998230/) — id 1830, 3 min read\n"
+    "- [A look at Rust in the block layer](https://lwn.net/Articles/998311/) — id 1833, 11 min read\n"
+    "- [Security updates for Wednesday](https://lwn.net/Articles/998400/) — id 1840, 2 min read"
+)
+
+
+def saved(s: Session) -> TemplatizeResult:
+    first = templatize([s.steps], name="t")
+    result = templatize([s.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
+    assert verify(result, [s.steps]).verified
+    reproduces(result, s.steps)
+    return result
+
+
+def _steps(result: TemplatizeResult) -> dict[str, dict[str, Any]]:
+    return {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+
+
+def test_a_link_list_carries_the_fields_written_after_its_dash() -> None:
+    rows = run_code(VIEW_CODE, {"text": ENTRIES, "shape": "links", "level": 0}, _LIMITS)
+    assert rows[0] == {
+        "title": "The state of the page cache in 2026",
+        "url": "https://lwn.net/Articles/998101/",
+        "id": 1821,
+        "min_read": 14,
+        "tags": "kernel",
+    }
+    assert [row["id"] for row in rows] == [1821, 1830, 1833, 1840]
+    # a parenthesized field keeps its place; words without a number are no field
+    retro = "- [Retro](https://w/d) (id: Xy8v) — updated today"
+    (row,) = run_code(VIEW_CODE, {"text": retro, "shape": "links"}, _LIMITS)
+    assert row == {"title": "Retro", "url": "https://w/d", "id": "Xy8v"}
+
+
+def test_a_loop_kept_by_a_bound_takes_the_round_number_between_the_handled_and_the_others() -> None:
+    s = Session()
+    s.call("get_entries", {"domain_name": "lwn.net", "archive": 0}, ENTRIES)
+    s.call("add_tags_to_entry", {"entry_id": 1821, "tags": "weekend"}, {"id": 1821})
+    s.call("add_tags_to_entry", {"entry_id": 1833, "tags": "weekend"}, {"id": 1833})
+    result = saved(s)
+    loop = next(step for step in _steps(result).values() if step.get("for_each"))
+    assert loop["input"]["entry_id"] == "@item.id"
+    bound = next(name for name, value in result.input_values.items() if name.startswith("min_read"))
+    assert result.input_values[bound] == 10  # the user's "10 minutes or more", which keeps 14 and 11, not 3
+
+
+def test_a_bound_with_no_round_number_in_reach_stays_as_recorded() -> None:
+    s = Session()
+    reviews = [{"id": f"r{i}", "rating": rating, "title": f"T{i}"} for i, rating in enumerate([5, 2, 1, 4, 3])]
+    s.call("list_reviews", {"app": "notes"}, reviews)
+    s.call("reply_review", {"review_id": "r1", "text": "Sorry!"}, {"ok": True})
+    s.call("reply_review", {"review_id": "r2", "text": "Sorry!"}, {"ok": True})
+    result = saved(s)
+    assert 2 in result.input_values.values() and 5 not in result.input_values.values()
+
+
+FILE = "# batch 14, exported from Zendesk macros\nwhere is my parcel\n\ncan I change the size\nrefund still not here\n"
+
+
+def test_a_list_argument_built_one_element_per_line_of_a_file_follows_the_file() -> None:
+    s = Session()
+    s.call("read_text_file", {"path": "/home/ana/batch-14.txt"}, {"content": FILE})
+    lines = ["where is my parcel", "can I change the size", "refund still not here"]
+    s.call("import_tasks", {"project_id": 44, "tasks": [{"data": {"text": line}} for line in lines]}, {"task_count": 3})
+    steps = _steps(saved(s))
+    tasks = steps["import_tasks_1"]["input"]["tasks"]
+    assert tasks.startswith("@lines_")
+    built = steps[tasks[1:]]
+    other = "# another batch\nfirst\nsecond\n\n# more\nthird\nfourth\nfifth\n"
+    got = run_code(built["code"], {**built["input"], "text": other}, _LIMITS)
+    assert got == [{"data": {"text": t}} for t in ("first", "second", "third", "fourth", "fifth")]
+
+
+def test_lines_the_agent_rewrote_are_no_line_list() -> None:
+    s = Session()
+    s.call("read_text_file", {"path": "/home/ana/batch-14.txt"}, {"content": FILE})
+    s.call("import_tasks", {"tasks": [{"data": {"text": "Where is my parcel?"}}, {"data": {"text": "Size?"}}]}, {})
+    assert not any(name.startswith("lines_") for name in _steps(saved(s)))
+
+
+def test_a_subset_of_a_list_under_a_quoted_key_is_the_elements_a_filter_keeps_not_its_longest() -> None:
+    s = Session()
+
+    def song(sid: str, artist: str, duration: int) -> dict[str, Any]:
+        return {"id": sid, "title": f"Song {sid}", "artist": artist, "duration": duration}
+
+    songs = [
+        song("tr_0a", "Radiohead", 290),
+        song("tr_3d", "Thom Yorke", 274),
+        song("tr_6a", "Radiohead", 318),
+        song("tr_9d", "Radiohead & Friends", 240),
+        song("tr_2a", "Radiohead", 289),
+    ]
+    s.call("getStarred2", {}, {"subsonic-response": {"status": "ok", "starred2": {"song": songs}}})
+    s.call("createPlaylist", {"name": "Radiohead favourites", "songId": ["tr_0a", "tr_6a", "tr_2a"]}, {"ok": True})
+    steps = _steps(saved(s))
+    ids = steps["createPlaylist_1"]["input"]["songId"]
+    assert ids == '@getStarred2_1["subsonic-response"].starred2.song[?(@.artist == "Radiohead")].id'  # not the longest
+    assert not any(name.startswith("calc_") for name in steps)
+
+
+def test_a_month_of_the_clocks_year_is_read_from_the_clock() -> None:
+    s = Session()
+    now = {"timezone": "Europe/Berlin", "datetime": "2026-11-27T11:02:00+01:00", "is_dst": False}
+    s.call("get_current_time", {"timezone": "Europe/Berlin"}, now)
+    s.call("create_report", {"period": "November 2026", "kind": "monthly"}, {"id": "r1"})
+    steps = _steps(saved(s))
+    period = steps["create_report_1"]["input"]["period"]
+    assert isinstance(period, str) and period.startswith("@")
+    made = steps[period[1:]]
+    later = {
+        key: "2027-01-01T00:30:00+01:00" if str(value).startswith("@") else value
+        for key, value in made["input"].items()
+    }
+    assert run_code(made["code"], later, _LIMITS) == "January 2027"

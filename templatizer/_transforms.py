@@ -27,7 +27,7 @@ from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._result import Inference, LikelyInput
 from toolreel.templatizer._runs import Run, reproduced, script_on
 from toolreel.templatizer._subsets import elements_of_one_list
-from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, snake, strength, walk
+from toolreel.templatizer._values import SMALL_INT, Keys, get_at, json_path, key_tokens, snake, strength, walk
 
 __all__ = ["FUNCTIONS", "Candidate", "candidates_in", "computed_elsewhere", "propose_transforms"]
 
@@ -62,6 +62,7 @@ class Candidate:
     source: str  # the ref to the output part it reads, e.g. `@create_order_1.lines`
     params: tuple[str, ...] = ()  # fields and separator, per function
     data: JSON = None  # the output part it reads
+    first: bool = False  # a pick of the first item: "the first one" says as much, unless the argument says "top"
 
     def identity(self) -> tuple[str, tuple[str, ...], str]:
         """Two candidates reading equal data the same way are one explanation (the earliest source wins)."""
@@ -232,14 +233,14 @@ def _picks(
     if not written and len(keys) == len(items):
         yield from _among(function, source, items, by, keys)
     top = max(keys)
-    if len(keys) != len(items) or keys.count(top) > 1 or keys.index(top) == 0:
-        return  # a tie, or the first item: "the first one" explains the value as well
+    if len(keys) != len(items) or keys.count(top) > 1:
+        return  # a tie
     if function == "min_by" and keys.index(top) == len(keys) - 1:
         return  # the last of a list sorted largest first: a page's cursor, "the last one", as well
     best = items[keys.index(top)]
     for field in _own_fields(items, best):
         params = (by, field, written) if written else (by, field)
-        yield Candidate(function, best[field], source, params, list(items))
+        yield Candidate(function, best[field], source, params, list(items), first=keys.index(top) == 0)
 
 
 def _own_fields(items: list[dict[str, JSON]], best: Mapping[str, JSON]) -> Iterator[str]:
@@ -428,7 +429,7 @@ class _Pool:
     recording twice as long cost more than twice as much)."""
 
     def __init__(self) -> None:
-        # per (value, family): function, value, source, params of each kept candidate, one after the other
+        # per (value, family): function, value, source, params, first of each kept candidate, one after the other
         self._by_value: dict[tuple[tuple[str, JSON], str], tuple[JSON | tuple[str, ...], ...]] = {}
         self._data: dict[str, JSON] = {}
 
@@ -443,7 +444,7 @@ class _Pool:
             if len(kept) < 2 and not any(_same_explanation(other, candidate) for other in kept):
                 self._data.setdefault(candidate.source, candidate.data)
                 c = candidate
-                self._by_value[slot] = (*flat, c.function, c.value, c.source, c.params)
+                self._by_value[slot] = (*flat, c.function, c.value, c.source, c.params, c.first)
 
     def equal_to(self, value: JSON, families: frozenset[str]) -> list[Candidate]:
         key = _value_key(value)
@@ -453,10 +454,10 @@ class _Pool:
 
     def _candidates(self, flat: tuple[JSON | tuple[str, ...], ...]) -> list[Candidate]:
         out = []
-        for at in range(0, len(flat), 4):
-            function, value, source, params = flat[at : at + 4]
+        for at in range(0, len(flat), 5):
+            function, value, source, params, first = flat[at : at + 5]
             assert isinstance(function, str) and isinstance(source, str) and isinstance(params, tuple)
-            out.append(Candidate(function, cast(JSON, value), source, params, self._data[source]))
+            out.append(Candidate(function, cast(JSON, value), source, params, self._data[source], first is True))
         return out
 
 
@@ -493,12 +494,27 @@ def _explain(
             continue
         matching: dict[tuple[str, tuple[str, ...], str], Candidate] = {}
         for candidate in pool.equal_to(recorded, families):
-            matching.setdefault(candidate.identity(), candidate)
+            if not candidate.first or _superlative(keys, candidate.function):
+                matching.setdefault(candidate.identity(), candidate)
         if len(matching) > 1:  # the plainest explanation: over all items before among some, before the weakest
             plainest = min(map(_rank, matching.values()))
             matching = {k: c for k, c in matching.items() if _rank(c) == plainest}
         if len(matching) == 1:
             yield _Found(spec.name, keys, recorded, next(iter(matching.values())))
+
+
+# Words of an argument's name that say which end of a list it holds (`top_plan`, `cheapest_rate`): there the first
+# item, where a list sorted so put it, is still picked by what makes it first.
+_ENDS: Final = {
+    "max_by": frozenset({"top", "max", "most", "largest", "biggest", "highest", "best", "busiest", "peak"}),
+    "min_by": frozenset({"min", "least", "lowest", "smallest", "cheapest", "fewest", "bottom"}),
+    "newest_by": frozenset({"newest", "latest", "recent", "last"}),
+}
+
+
+def _superlative(keys: Keys, function: str) -> bool:
+    last = next((key for key in reversed(keys) if isinstance(key, str)), "")
+    return bool(set(key_tokens(last)) & _ENDS.get(function, frozenset()))
 
 
 def _rank(candidate: Candidate) -> int:

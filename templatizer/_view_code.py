@@ -17,7 +17,7 @@ VIEW_CODE: Final = r"""export default function(input) {
   if (input.shape === "table") return whole(table(lines));
   if (input.shape === "pipes") return whole(pipes(lines));
   if (input.shape === "json") return embedded(lines);
-  if (input.shape === "csv") return csv(lines);
+  if (input.shape === "csv") return whole(csv(lines));
   if (input.shape === "names") return names(lines);
   if (input.shape === "yaml") return yaml(lines);
   if (input.shape === "records") return records(lines);

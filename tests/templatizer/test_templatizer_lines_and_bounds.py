@@ -131,3 +131,22 @@ def test_a_month_of_the_clocks_year_is_read_from_the_clock() -> None:
         for key, value in made["input"].items()
     }
     assert run_code(made["code"], later, _LIMITS) == "January 2027"
+
+
+def _digest(key: str) -> dict[str, Any]:
+    s = Session()
+    s.call("get_query_results_csv", {"query_id": 311}, "plan,signups\nfree,412\npro,87\nteam,23\n")
+    s.call("trigger_event", {"name": "weekly-digest", "payload": {"total": 522, key: "free"}}, {"ok": True})
+    payload = _steps(saved(s))["trigger_event_1"]["input"]["payload"]
+    assert isinstance(payload, dict)
+    return payload
+
+
+def test_a_csv_column_sums_and_the_top_row_is_picked_where_the_argument_says_top() -> None:
+    payload = _digest("top_plan")
+    assert str(payload["total"]).startswith("@calc_sum")  # the signups, as numbers
+    assert str(payload["top_plan"]).startswith("@calc_max_by")  # the first row, but for having the most
+
+
+def test_the_first_row_of_a_list_is_no_superlative_where_the_argument_does_not_say_so() -> None:
+    assert not str(_digest("plan")["plan"]).startswith("@calc_")

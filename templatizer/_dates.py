@@ -33,10 +33,12 @@ FORMATS: Final = (
     *("%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y", "%Y/%m/%d", "%Y%m%d", "%d-%m-%Y"),
     *("%Y-%m-%d %H:%M", "%d/%m/%Y %H:%M", "%H:%M", "%H:%M:%S", "%H%M"),
     *("%B %e, %Y", "%B %e", "%e %B %Y", "%e %B", "%b %e, %Y", "%b %e", "%e %b %Y", "%e %b", "%A", "%A %e %B"),
-    *("%B %Y", "%b %Y"),  # a month of a year: a report or a playlist named for it
     # the start and the end of the clock's day, in its zone (a calendar's `min_time`/`max_time`: "rest of today")
     *("%Y-%m-%dT00:00:00%z", "%Y-%m-%dT23:59:59%z", "%Y-%m-%dT23:59:59.999%z"),
 )
+# The month and the ISO week a clock's date is in (a report or a page named for it: `November 2026`, `2026-W48`):
+# only from a clock's own date-time, never from a record's dates (a session's creation time is no choice of week)
+_PERIODS: Final = ("%B %Y", "%b %Y", "%G-W%V")
 # Days a clock's date leads to (`since` the Monday of this week, the first of the month, yesterday), written as a day or
 # as that day's start: only from a clock's own date-time (`datetime`, `now`), never from a record's dates.
 SHIFTS: Final = ("monday", "first", "yesterday", "tomorrow", "week_ago")
@@ -56,7 +58,7 @@ _MONTHS: Final = (
     *("August", "September", "October", "November", "December"),
 )
 _DAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_DIRECTIVE_RE: Final = re.compile(r"%([YmdHMSBbeAz])")
+_DIRECTIVE_RE: Final = re.compile(r"%([YmdHMSBbeAzGV])")
 
 
 def render(match: re.Match[str], fmt: str) -> str | None:
@@ -77,7 +79,8 @@ def render(match: re.Match[str], fmt: str) -> str | None:
     weekday = _DAYS[moved.weekday()]
     name = _MONTHS[int(month) - 1]
     parts = {"Y": year, "m": month, "d": day, "H": hour, "M": minute, "S": second, "z": zone}
-    parts |= {"B": name, "b": name[:3], "e": str(int(day)), "A": weekday}
+    iso_year, week, _ = moved.isocalendar()
+    parts |= {"B": name, "b": name[:3], "e": str(int(day)), "A": weekday, "G": str(iso_year), "V": f"{week:02d}"}
     if any(parts[key] is None for key in _DIRECTIVE_RE.findall(fmt)):
         return None
     return _DIRECTIVE_RE.sub(lambda m: str(parts[m.group(1)]), fmt)
@@ -107,9 +110,13 @@ def _code(fmt: str) -> str:
         f"  const days = {json.dumps(_DAYS)};\n"
         "  const weekday = (new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))).getUTCDay() + 6) % 7;\n"
         "  const name = months[Number(m[2]) - 1];\n"
+        "  const thursday = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]) + 3 - weekday));\n"
+        "  const isoYear = thursday.getUTCFullYear();\n"
+        "  const week = 1 + Math.floor((thursday - Date.UTC(isoYear, 0, 1)) / 604800000);\n"
         "  const parts = {Y: m[1], m: m[2], d: m[3], H: m[4], M: m[5], S: m[6], z: m[7],\n"
-        "    B: name, b: name.slice(0, 3), e: String(Number(m[3])), A: days[weekday]};\n"
-        f"  return {json.dumps(fmt)}.replace(/%([YmdHMSBbeAz])/g, (_, k) => parts[k]);\n"
+        "    B: name, b: name.slice(0, 3), e: String(Number(m[3])), A: days[weekday],\n"
+        '    G: String(isoYear), V: String(week).padStart(2, "0")};\n'
+        f"  return {json.dumps(fmt)}.replace(/%([YmdHMSBbeAzGV])/g, (_, k) => parts[k]);\n"
         "}\n"
     )
 
@@ -147,6 +154,7 @@ class _Renderings:
             source = f"@{step}{json_path(keys)[1:]}"
             clock = bool(keys) and isinstance(keys[-1], str) and clock_key(keys[-1])
             shifted = [f"<{shift}>{fmt}" for shift in SHIFTS for fmt in _SHIFTED] if clock else []
+            shifted += list(_PERIODS) if clock else []
             for fmt in (*FORMATS, *shifted):
                 text = render(match, fmt)
                 if text is not None and text not in node:  # a part of it as written: an extraction's job
@@ -157,7 +165,7 @@ class _Renderings:
 
 # Times and numeric dates inside a sentence: `08:15`, `26/11/2026` (the words around them are the agent's).
 _PIECE_RE: Final = re.compile(
-    r"\d{1,2}:\d{2}(?::\d{2})?|\d{1,2}[/.]\d{1,2}[/.]\d{4}|\d{4}/\d{2}/\d{2}"
+    r"\d{1,2}:\d{2}(?::\d{2})?|\d{1,2}[/.]\d{1,2}[/.]\d{4}|\d{4}/\d{2}/\d{2}|\d{4}-W\d{2}"  # (an ISO week)
     rf"|(?:{'|'.join(_DAYS)})"  # a weekday: only beside a number the same clock renders
 )
 _IN_TEXT_RE: Final = re.compile(rf"(?<![\w:/.])(?:{_PIECE_RE.pattern})(?![\w:/]|\.\d)")

@@ -407,6 +407,10 @@ def _schema_hints(
     return score, reasons
 
 
+# Markdown headings only (`## Wins\n\n## Blockers\n`): the sections a note starts with, not words of the user's
+_SKELETON_RE: Final = re.compile(r"\s*(?:#{1,6}[ \t]+[^\n]*\S[ \t]*(?:\n\s*|$))+")
+
+
 def _shape(text: str) -> tuple[float, list[str]]:
     """A first score from what the value looks like."""
     if is_query(text):
@@ -421,6 +425,8 @@ def _shape(text: str) -> tuple[float, list[str]]:
         return 0.2, ["a time relative to the run (`now-1h`, `in 2 days`): the same words on every run"]
     if _API_VERSION_RE.match(text):
         return 0.2, ["an API version (`apps/v1`): which schema the call speaks"]
+    if _SKELETON_RE.fullmatch(text):
+        return 0.25, ["a document's skeleton of headings, the same on every run"]
     if " " in text:
         return (0.8, ["free text"]) if len(text.split()) >= 2 else (0.5, ["a short text"])
     if text.lower() in _KEYWORDS:

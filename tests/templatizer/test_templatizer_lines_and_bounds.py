@@ -150,3 +150,18 @@ def test_a_csv_column_sums_and_the_top_row_is_picked_where_the_argument_says_top
 
 def test_the_first_row_of_a_list_is_no_superlative_where_the_argument_does_not_say_so() -> None:
     assert not str(_digest("plan")["plan"]).startswith("@calc_")
+
+
+def test_an_iso_week_in_a_title_is_read_from_the_clock_across_a_year_end() -> None:
+    s = Session()
+    now = {"timezone": "Europe/Berlin", "datetime": "2026-11-27T11:02:00+01:00", "is_dst": False}
+    s.call("get_current_time", {"timezone": "Europe/Berlin"}, now)
+    s.call("create_page", {"name": "Weekly review 2026-W48", "body": "## Wins\n\n## Blockers\n"}, {"id": "p1"})
+    result = saved(s)
+    page = _steps(result)["create_page_1"]["input"]
+    assert page["body"] == "## Wins\n\n## Blockers\n"  # a skeleton of headings: the same every week
+    assert page["name"].startswith("Weekly review {{@") and "2026-W48" not in page["name"]
+    made = _steps(result)[page["name"].split("{{@")[1].split("}}")[0]]
+    for day, week in (("2027-01-01", "2026-W53"), ("2027-01-04", "2027-W01"), ("2026-12-28", "2026-W53")):
+        given = {key: f"{day}T09:00:00+01:00" if str(v).startswith("@") else v for key, v in made["input"].items()}
+        assert run_code(made["code"], given, _LIMITS) == week

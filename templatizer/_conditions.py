@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
@@ -28,7 +28,16 @@ from toolreel.templatizer._values import strength
 if TYPE_CHECKING:
     from toolreel.templatizer._result import Pick, Unit
 
-__all__ = ["JOIN_CODE", "Guard", "guard_on_checks", "guard_on_picks", "guard_on_state", "guard_writes", "join_texts"]
+__all__ = [
+    "JOIN_CODE",
+    "Guard",
+    "guard_on_checks",
+    "guard_on_picks",
+    "guard_on_state",
+    "guard_on_transitions",
+    "guard_writes",
+    "join_texts",
+]
 
 JOIN_CODE: Final = """export default function(input) {
   const at = (value) => input.path.reduce((v, key) => (v === null || v === undefined ? v : v[key]), value);
@@ -283,6 +292,48 @@ def _failed_state(output: JSON) -> tuple[str, str] | None:
         if _KEY_RE.fullmatch(key) and _STATE_KEY_RE.search(key) and isinstance(value, str) and _FAILED_RE.match(value)
     ]
     return found[0] if len(found) == 1 else None
+
+
+def guard_on_transitions(
+    template: Template, read_only: Collection[str], picks: Sequence[Pick], outputs: Mapping[str, JSON]
+) -> tuple[Template, list[Guard]]:
+    """A call that may write a picked element's state (`status: "published"` onto the post picked by its slug,
+    a `draft`) to one that another element of its list is in already runs only while the element is in the
+    state it was: `when: {ref: <pick>.status, eq: "draft"}`. Where the named post is published already, a careful
+    agent leaves it alone ("publish it if it is still a draft")."""
+    scope = MappingScope(steps=dict(outputs), inputs={})
+    named = {f"@{pick.step}": pick for pick in picks if not pick.state and not pick.best}
+
+    def guard(step: StepSpec) -> Guard | None:
+        roots = {f"@{ref.root}" for ref in refs_in(step.input)} & set(named)
+        for root in sorted(roots):
+            try:
+                listed = resolve(named[root].replaces.rsplit("[", 1)[0], scope)
+                element = resolve(named[root].replaces, scope)
+            except RefError:
+                continue
+            if isinstance(element, dict) and isinstance(listed, list):
+                for key, written in _written_states(step.input):
+                    was = element.get(key)
+                    others = [e.get(key) for e in listed if isinstance(e, dict) and e is not element]
+                    if isinstance(was, str) and was != written and written in others:
+                        return Guard(step.name, f"{root}.{key}", was)
+        return None
+
+    return _guarded(template, read_only, guard)
+
+
+def _written_states(value: JSON) -> Iterator[tuple[str, str]]:
+    """(key, value) of each literal word a call's arguments set under a key that names a state."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str) and _STATE_KEY_RE.search(key) and _KEY_RE.fullmatch(item.replace("-", "_")):
+                yield key, item
+            else:
+                yield from _written_states(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _written_states(item)
 
 
 def _state_of(value: JSON, scope: MappingScope) -> tuple[str, JSON] | None:

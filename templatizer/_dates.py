@@ -35,6 +35,7 @@ FORMATS: Final = (
     *("%B %e, %Y", "%B %e", "%e %B %Y", "%e %B", "%b %e, %Y", "%b %e", "%e %b %Y", "%e %b", "%A", "%A %e %B"),
     # the start and the end of the clock's day, in its zone (a calendar's `min_time`/`max_time`: "rest of today")
     *("%Y-%m-%dT00:00:00%z", "%Y-%m-%dT23:59:59%z", "%Y-%m-%dT23:59:59.999%z"),
+    "%Y-%m-%dT%H:%M:%SZ",  # a UTC clock's time written with `Z` (`_UTC_FORMAT`: only when its zone is +00:00)
 )
 # The month and the ISO week a clock's date is in (a report or a page named for it: `November 2026`, `2026-W48`):
 # only from a clock's own date-time, never from a record's dates (a session's creation time is no choice of week)
@@ -61,6 +62,10 @@ _DAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturda
 _DIRECTIVE_RE: Final = re.compile(r"%([YmdHMSBbeAzGV])")
 
 
+_UTC: Final = frozenset({"Z", "+00:00", "+0000"})
+_UTC_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
+
+
 def render(match: re.Match[str], fmt: str) -> str | None:
     """`fmt` filled from an ISO date(-time) match, as the code step does; None when it needs a missing time. A
     `<shift>` before the format (`<monday>%Y-%m-%d`) moves the date first (the time of day stays)."""
@@ -81,7 +86,7 @@ def render(match: re.Match[str], fmt: str) -> str | None:
     parts = {"Y": year, "m": month, "d": day, "H": hour, "M": minute, "S": second, "z": zone}
     iso_year, week, _ = moved.isocalendar()
     parts |= {"B": name, "b": name[:3], "e": str(int(day)), "A": weekday, "G": str(iso_year), "V": f"{week:02d}"}
-    if any(parts[key] is None for key in _DIRECTIVE_RE.findall(fmt)):
+    if any(parts[key] is None for key in _DIRECTIVE_RE.findall(fmt)) or (fmt == _UTC_FORMAT and zone not in _UTC):
         return None
     return _DIRECTIVE_RE.sub(lambda m: str(parts[m.group(1)]), fmt)
 

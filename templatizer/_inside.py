@@ -23,6 +23,7 @@ from toolreel.templatizer._pieces import occurrences
 
 __all__ = [
     "PART_MIN",
+    "anchored_core",
     "built_on_others",
     "carried_value",
     "command_flags",
@@ -32,6 +33,7 @@ __all__ = [
     "path_roots",
     "plain_word",
     "query_values",
+    "regex_core",
     "segments",
     "state_field",
     "versions_in_built",
@@ -79,6 +81,27 @@ def key_parts(literal: Unexplained) -> list[Unexplained]:
         return []
     flag = match.group(1).lower()
     return [replace(literal, value=match.group(2), flag=flag, in_query=True, sole=True)]
+
+
+# An anchored pattern around a plain value (`^year-in-review-2026`, `checkout$`): a prefix or an exact match of it.
+_ANCHORED_RE: Final = re.compile(r"^\^([^^$.*+?()\[\]{}|\\\s]{3,})\$?$|^([^^$.*+?()\[\]{}|\\\s]{3,})\$$")
+
+
+def anchored_core(text: object) -> str | None:
+    """The value an anchored pattern matches from its start or to its end (`year-in-review-2026` of
+    `^year-in-review-2026`); None for anything else."""
+    match = _ANCHORED_RE.match(text) if isinstance(text, str) else None
+    return (match.group(1) or match.group(2)) if match is not None else None
+
+
+def regex_core(literal: Unexplained) -> list[Unexplained]:
+    """The value an anchored pattern matches (a Mango `$regex`: `^year-in-review-2026`), a candidate the pattern is
+    built on, named by the field it matches (`slug`)."""
+    core = anchored_core(literal.value)
+    if core is None:
+        return []
+    field = next((k for k in reversed(literal.keys) if isinstance(k, str) and not k.startswith("$")), literal.flag)
+    return [replace(literal, value=core, flag=field, in_query=True, sole=True)]
 
 
 # `field:"value"`, `field = 'value'`, `field:value` inside a query (Lucene, KQL, CQL, JQL, a search syntax);

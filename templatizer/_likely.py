@@ -32,6 +32,7 @@ from toolreel.templatizer._inside import (
     path_roots,
     plain_word,
     query_values,
+    regex_core,
     segments,
     state_field,
     versions_in_built,
@@ -89,7 +90,7 @@ def likely_inputs(
     literals = [lit for lit in literals if not lit.built]
     lists, literals = _whole_lists(literals, schemas or {})
     literals = [flag for lit in literals for flag in command_flags(lit)]
-    literals += [part for lit in literals for part in key_parts(lit)]
+    literals += [part for lit in literals for part in (*key_parts(lit), *regex_core(lit))]
     # (a mutation built on a ref still sets the user's text: `_set: {cancel_reason: "…"}` beside `{{@pick.id}}`)
     literals += [value for lit in [*literals, *filter(writes, built)] for value in query_values(lit)]
     by_value: dict[tuple[str, str], list[Unexplained]] = {}

@@ -25,6 +25,7 @@ from toolreel.core.refs import resolve
 from toolreel.core.template import Template
 from toolreel.templatizer._candidates import id_key
 from toolreel.templatizer._codesteps import drop_unread
+from toolreel.templatizer._inside import anchored_core
 from toolreel.templatizer._pieces import bounded_finds
 from toolreel.templatizer._result import LikelyInput, Pick
 from toolreel.templatizer._select import leaves
@@ -57,6 +58,7 @@ _NAME_KEYS: Final = (
 )
 _INNER_KEYS: Final = ("name", "ref", "slug", "key")  # what names an object inside the element (`head.ref`)
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ANCHORED_INPUT_RE: Final = re.compile(r"\^\{\{@input\.(\w+)\}\}\$?|\{\{@input\.(\w+)\}\}\$")  # a pattern on an input
 # a path of object keys only: `_at` (and the pick's code, as the check replays it) reads no list inside the element
 _KEY_PATH_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _GIVEN_STRENGTH: Final = 0.7  # a text strong enough that an equal field is no accident (`How do I ...?`, an email)
@@ -352,7 +354,9 @@ def _searched(base: str, given: Mapping[str, JSON], inputs: Mapping[str, JSON]) 
         if isinstance(leaf, str) and leaf.startswith("@input.") and isinstance(inputs.get(leaf[7:]), str):
             found.add(str(inputs[leaf[7:]]))
         elif isinstance(leaf, str) and not leaf.startswith("@") and "{{" not in leaf:
-            found.add(leaf)
+            found |= {leaf, *filter(None, [anchored_core(leaf)])}  # (what `^year-in-review` matches from its start)
+        elif isinstance(leaf, str) and (m := _ANCHORED_INPUT_RE.fullmatch(leaf)) is not None:
+            found |= {str(v) for v in [inputs.get(m.group(1) or m.group(2))] if isinstance(v, str)}  # `^{{@input.x}}`
     return found
 
 

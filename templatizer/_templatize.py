@@ -22,7 +22,13 @@ from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._capture import propose_captures
 from toolreel.templatizer._codesteps import drop_unread
 from toolreel.templatizer._complete import complete_walks
-from toolreel.templatizer._conditions import guard_on_checks, guard_on_picks, guard_on_state, guard_writes
+from toolreel.templatizer._conditions import (
+    guard_on_checks,
+    guard_on_picks,
+    guard_on_state,
+    guard_on_transitions,
+    guard_writes,
+)
 from toolreel.templatizer._copies import guard_on_copies
 from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._groups import group_items
@@ -117,6 +123,8 @@ def templatize(
     guards += chosen_by_state
     template, checks = guard_on_checks(template, reads, runs[0].outputs)
     guards += checks
+    template, transitions = guard_on_transitions(template, reads, picks, runs[0].outputs)
+    guards += transitions
     template, copies = guard_on_copies(template, reads, runs[0].outputs)
     template = _without_unused_code(template)
     template, loops = group_items(template, folded.loops, {name: r.seq for name, r in runs[0].steps.items()})

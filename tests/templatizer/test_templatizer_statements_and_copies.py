@@ -91,3 +91,39 @@ def test_a_flag_copied_from_one_of_two_reads_is_a_ref_written_only_while_they_di
 def test_a_flag_two_reads_agree_on_stays_a_literal_and_unguarded() -> None:
     update = _steps(_promoted(True, True))["update_setting_value_1"]
     assert update["input"]["value"] is True and "when" not in update
+
+
+def _published(status: str) -> TemplatizeResult:
+    s = Session()
+
+    def doc(did: str, rev: str, slug: str, title: str, state: str) -> dict[str, Any]:
+        return {"_id": did, "_rev": rev, "slug": slug, "title": title, "status": state}
+
+    docs = [
+        doc("post:old", "3-a1b2", "year-in-review-2026-draft-old", "Old", "draft"),
+        doc("post:yir", "5-9f8e", "year-in-review-2026", "Our 2026", status),
+        doc("post:yir2", "1-0a0b", "year-in-review-2026-2", "Part 2", "published"),
+    ]
+    s.call("find_documents", {"db": "blog", "selector": {"slug": {"$regex": "^year-in-review-2026"}}}, {"docs": docs})
+    s.call("get_current_time", {"timezone": "UTC"}, {"timezone": "UTC", "datetime": "2026-11-27T10:58:31+00:00"})
+    document = {"_rev": "5-9f8e", "slug": "year-in-review-2026", "title": "Our 2026", "status": "published"}
+    written = {**document, "at": "2026-11-27T10:58:31Z"}
+    s.call("put_document", {"db": "blog", "doc_id": "post:yir", "document": written}, {})
+    return saved(s, frozenset({"svc__find_documents", "svc__get_current_time"}))
+
+
+def test_an_anchored_pattern_is_built_on_the_value_it_matches_and_the_element_is_picked_by_it() -> None:
+    result = _published("draft")
+    assert result.input_values.get("slug") == "year-in-review-2026"
+    steps = _steps(result)
+    assert steps["find_documents_1"]["input"]["selector"]["slug"]["$regex"] == "^{{@input.slug}}"
+    put = steps["put_document_1"]["input"]
+    pick = steps[put["doc_id"].split(".")[0][1:]]
+    assert (pick["input"]["key"], pick["input"]["value"]) == ("slug", "@input.slug")
+    assert put["document"]["title"] == put["doc_id"].replace("_id", "title")  # the picked post's own title
+    assert str(put["document"]["at"]).startswith("@format_date")  # the UTC clock written with `Z`
+
+
+def test_a_write_moving_a_picked_element_to_a_state_others_are_in_runs_only_from_its_state() -> None:
+    put = _steps(_published("draft"))["put_document_1"]
+    assert put["when"] == {"ref": put["input"]["doc_id"].replace("._id", ".status"), "eq": "draft"}

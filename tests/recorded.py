@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from toolreel.core.model import JSON, StepKind, StepRecord, StepStatus
+from toolreel.core.template_io import template_to_dict
 from toolreel.replayer import dry_replay
 from toolreel.templatizer import TemplatizeResult, templatize, verify
+from toolreel.templatizer._inputs import Unexplained
+from toolreel.templatizer._inside import query_values
 
-__all__ = ["Session", "applied", "candidates", "inputs_of", "reproduces", "saved"]
+__all__ = ["Session", "applied", "candidates", "inputs_of", "reproduces", "saved", "selected_by", "steps_of"]
 
 
 @dataclass
@@ -73,9 +77,22 @@ def reproduces(result: TemplatizeResult, steps: Sequence[StepRecord]) -> None:
     assert differences == [], [d.to_json() for d in differences]
 
 
-def saved(s: Session) -> TemplatizeResult:
-    """What a plain "save this" keeps: the ticked likely inputs applied, then verified against the recording."""
-    first = templatize([s.steps], name="t")
-    result = templatize([s.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
+def saved(s: Session, read_only: frozenset[str] = frozenset()) -> TemplatizeResult:
+    """What a plain "save this" keeps: the ticked likely inputs applied, then verified against the recording and
+    replayed dry on it (`read_only`: the tools known to only read, `server__tool`)."""
+    first = templatize([s.steps], name="t", read_only=read_only)
+    chosen = first.ticked_inputs
+    result = templatize([s.steps], name="t", inputs=chosen, read_only=read_only) if chosen else first
     assert verify(result, [s.steps]).verified
+    reproduces(result, s.steps)
     return result
+
+
+def steps_of(result: TemplatizeResult) -> dict[str, dict[str, Any]]:
+    """The saved template's steps as a user reads them (the template's YAML/JSON form), by name."""
+    return {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+
+
+def selected_by(query: str) -> dict[str, Any]:
+    """The values a query selects by (`query_values`), by the field that names each: what a likely input gets."""
+    return {lit.flag: lit.value for lit in query_values(Unexplained("s", ("query",), query, "db__query"))}

@@ -8,22 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.recorded import Session, reproduces
-from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer import TemplatizeResult, templatize, verify
-
-
-def saved(s: Session, read_only: frozenset[str] = frozenset()) -> TemplatizeResult:
-    first = templatize([s.steps], name="t", read_only=read_only)
-    chosen = first.ticked_inputs
-    result = templatize([s.steps], name="t", inputs=chosen, read_only=read_only) if chosen else first
-    assert verify(result, [s.steps]).verified
-    reproduces(result, s.steps)
-    return result
-
-
-def _steps(result: TemplatizeResult) -> dict[str, dict[str, Any]]:
-    return {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+from tests.recorded import Session, saved, steps_of
+from toolreel.templatizer import TemplatizeResult
 
 
 def _projects() -> list[dict[str, Any]]:
@@ -45,19 +31,19 @@ def _redeployed(status: str, write: str = "application_redeploy") -> TemplatizeR
 
 
 def test_a_redeploy_after_a_read_that_showed_it_failed_runs_only_in_that_state() -> None:
-    redeploy = _steps(_redeployed("error"))["application_redeploy_1"]
+    redeploy = steps_of(_redeployed("error"))["application_redeploy_1"]
     assert redeploy["when"] == {"ref": "@application_one_1.applicationStatus", "eq": "error"}
 
 
 def test_no_condition_where_the_state_read_is_no_failure_or_the_call_mends_nothing() -> None:
     for result in (_redeployed("done"), _redeployed("error", write="application_update")):
-        steps = _steps(result)
+        steps = steps_of(result)
         writes = [step for name, step in steps.items() if name.startswith(("application_re", "application_up"))]
         assert writes and all("when" not in step for step in writes)
 
 
 def test_a_list_inside_a_picked_element_is_picked_from_once_for_every_call() -> None:
-    steps = _steps(_redeployed("error"))
+    steps = steps_of(_redeployed("error"))
     one = steps["application_one_1"]["input"]["applicationId"]
     assert one.startswith("@pick_") and not one.endswith("]")
     assert steps["application_redeploy_1"]["input"]["applicationId"] == one  # not `@pick_shop.applications[1]...`
@@ -72,7 +58,7 @@ def test_a_short_id_of_the_element_a_search_named_exactly_is_that_element() -> N
     ]
     s.call("list_queries", {"q": "Weekly signups", "page_size": 25}, {"count": 3, "results": found})
     s.call("get_query_results_csv", {"query_id": 87}, "plan,signups\nfree,412\n")
-    steps = _steps(saved(s))
+    steps = steps_of(saved(s))
     pick = steps["get_query_results_csv_1"]["input"]["query_id"]
     assert pick.startswith("@pick_") and pick.endswith(".id")
     assert steps[pick[1:].split(".")[0]]["input"]["key"] == "name"
@@ -83,7 +69,7 @@ def test_without_the_exact_name_a_short_id_stays_a_literal() -> None:
     found = [{"id": 311, "name": "Weekly signups by plan"}, {"id": 87, "name": "Weekly signups (old)"}]
     s.call("list_queries", {"q": "Weekly signups", "page_size": 25}, {"count": 2, "results": found})
     s.call("get_query_results_csv", {"query_id": 87}, "plan,signups\nfree,412\n")
-    assert _steps(saved(s))["get_query_results_csv_1"]["input"]["query_id"] == 87
+    assert steps_of(saved(s))["get_query_results_csv_1"]["input"]["query_id"] == 87
 
 
 def test_a_continuation_cursor_pages_under_a_one_letter_argument() -> None:
@@ -121,7 +107,7 @@ def _indexers() -> Session:
 
 def test_small_ids_walking_a_list_in_order_are_a_loop_over_the_elements_the_conditions_keep() -> None:
     result = saved(_indexers(), frozenset({"svc__get_indexers", "svc__get_indexer_status"}))
-    steps = _steps(result)
+    steps = steps_of(result)
     loop = next(step for step in steps.values() if step.get("for_each"))
     assert loop["input"] == {"id": "@item.id"}
     select = steps[loop["for_each"][1:]]

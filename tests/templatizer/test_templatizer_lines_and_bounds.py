@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.recorded import Session, reproduces
+from tests.recorded import Session, saved, steps_of
 from toolreel.core.sandbox import CodeLimits, run_code
-from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer import TemplatizeResult, templatize, verify
 from toolreel.templatizer._view_code import VIEW_CODE
 
 _LIMITS = CodeLimits(timeout=5.0, memory_mb=32)
@@ -20,18 +18,6 @@ ENTRIES = (
     "- [A look at Rust in the block layer](https://lwn.net/Articles/998311/) — id 1833, 11 min read\n"
     "- [Security updates for Wednesday](https://lwn.net/Articles/998400/) — id 1840, 2 min read"
 )
-
-
-def saved(s: Session) -> TemplatizeResult:
-    first = templatize([s.steps], name="t")
-    result = templatize([s.steps], name="t", inputs=first.ticked_inputs) if first.ticked_inputs else first
-    assert verify(result, [s.steps]).verified
-    reproduces(result, s.steps)
-    return result
-
-
-def _steps(result: TemplatizeResult) -> dict[str, dict[str, Any]]:
-    return {step["name"]: step for step in template_to_dict(result.template)["steps"]}
 
 
 def test_a_link_list_carries_the_fields_written_after_its_dash() -> None:
@@ -56,7 +42,7 @@ def test_a_loop_kept_by_a_bound_takes_the_round_number_between_the_handled_and_t
     s.call("add_tags_to_entry", {"entry_id": 1821, "tags": "weekend"}, {"id": 1821})
     s.call("add_tags_to_entry", {"entry_id": 1833, "tags": "weekend"}, {"id": 1833})
     result = saved(s)
-    loop = next(step for step in _steps(result).values() if step.get("for_each"))
+    loop = next(step for step in steps_of(result).values() if step.get("for_each"))
     assert loop["input"]["entry_id"] == "@item.id"
     bound = next(name for name, value in result.input_values.items() if name.startswith("min_read"))
     assert result.input_values[bound] == 10  # the user's "10 minutes or more", which keeps 14 and 11, not 3
@@ -80,7 +66,7 @@ def test_a_list_argument_built_one_element_per_line_of_a_file_follows_the_file()
     s.call("read_text_file", {"path": "/home/ana/batch-14.txt"}, {"content": FILE})
     lines = ["where is my parcel", "can I change the size", "refund still not here"]
     s.call("import_tasks", {"project_id": 44, "tasks": [{"data": {"text": line}} for line in lines]}, {"task_count": 3})
-    steps = _steps(saved(s))
+    steps = steps_of(saved(s))
     tasks = steps["import_tasks_1"]["input"]["tasks"]
     assert tasks.startswith("@lines_")
     built = steps[tasks[1:]]
@@ -93,7 +79,7 @@ def test_lines_the_agent_rewrote_are_no_line_list() -> None:
     s = Session()
     s.call("read_text_file", {"path": "/home/ana/batch-14.txt"}, {"content": FILE})
     s.call("import_tasks", {"tasks": [{"data": {"text": "Where is my parcel?"}}, {"data": {"text": "Size?"}}]}, {})
-    assert not any(name.startswith("lines_") for name in _steps(saved(s)))
+    assert not any(name.startswith("lines_") for name in steps_of(saved(s)))
 
 
 def test_a_subset_of_a_list_under_a_quoted_key_is_the_elements_a_filter_keeps_not_its_longest() -> None:
@@ -111,7 +97,7 @@ def test_a_subset_of_a_list_under_a_quoted_key_is_the_elements_a_filter_keeps_no
     ]
     s.call("getStarred2", {}, {"subsonic-response": {"status": "ok", "starred2": {"song": songs}}})
     s.call("createPlaylist", {"name": "Radiohead favourites", "songId": ["tr_0a", "tr_6a", "tr_2a"]}, {"ok": True})
-    steps = _steps(saved(s))
+    steps = steps_of(saved(s))
     ids = steps["createPlaylist_1"]["input"]["songId"]
     assert ids == '@getStarred2_1["subsonic-response"].starred2.song[?(@.artist == "Radiohead")].id'  # not the longest
     assert not any(name.startswith("calc_") for name in steps)
@@ -122,7 +108,7 @@ def test_a_month_of_the_clocks_year_is_read_from_the_clock() -> None:
     now = {"timezone": "Europe/Berlin", "datetime": "2026-11-27T11:02:00+01:00", "is_dst": False}
     s.call("get_current_time", {"timezone": "Europe/Berlin"}, now)
     s.call("create_report", {"period": "November 2026", "kind": "monthly"}, {"id": "r1"})
-    steps = _steps(saved(s))
+    steps = steps_of(saved(s))
     period = steps["create_report_1"]["input"]["period"]
     assert isinstance(period, str) and period.startswith("@")
     made = steps[period[1:]]
@@ -137,7 +123,7 @@ def _digest(key: str) -> dict[str, Any]:
     s = Session()
     s.call("get_query_results_csv", {"query_id": 311}, "plan,signups\nfree,412\npro,87\nteam,23\n")
     s.call("trigger_event", {"name": "weekly-digest", "payload": {"total": 522, key: "free"}}, {"ok": True})
-    payload = _steps(saved(s))["trigger_event_1"]["input"]["payload"]
+    payload = steps_of(saved(s))["trigger_event_1"]["input"]["payload"]
     assert isinstance(payload, dict)
     return payload
 
@@ -158,10 +144,10 @@ def test_an_iso_week_in_a_title_is_read_from_the_clock_across_a_year_end() -> No
     s.call("get_current_time", {"timezone": "Europe/Berlin"}, now)
     s.call("create_page", {"name": "Weekly review 2026-W48", "body": "## Wins\n\n## Blockers\n"}, {"id": "p1"})
     result = saved(s)
-    page = _steps(result)["create_page_1"]["input"]
+    page = steps_of(result)["create_page_1"]["input"]
     assert page["body"] == "## Wins\n\n## Blockers\n"  # a skeleton of headings: the same every week
     assert page["name"].startswith("Weekly review {{@") and "2026-W48" not in page["name"]
-    made = _steps(result)[page["name"].split("{{@")[1].split("}}")[0]]
+    made = steps_of(result)[page["name"].split("{{@")[1].split("}}")[0]]
     for day, week in (("2027-01-01", "2026-W53"), ("2027-01-04", "2027-W01"), ("2026-12-28", "2026-W53")):
         given = {key: f"{day}T09:00:00+01:00" if str(v).startswith("@") else v for key, v in made["input"].items()}
         assert run_code(made["code"], given, _LIMITS) == week

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.recorded import Session, reproduces
-from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer import TemplatizeResult, templatize, verify
-from toolreel.templatizer._inputs import Unexplained
-from toolreel.templatizer._inside import query_values
+from tests.recorded import Session, saved, selected_by, steps_of
+from toolreel.templatizer import TemplatizeResult
 
 AQL = (
     'FOR u IN users FILTER u.plan == "trial" AND u.country == "DE" AND u.trial_ends < "2026-12-01" '
@@ -19,33 +16,16 @@ AQL = (
 )
 
 
-def _values(query: str) -> dict[str, Any]:
-    return {lit.flag: lit.value for lit in query_values(Unexplained("s", ("query",), query, "db__query"))}
-
-
 def test_an_aql_statement_selects_by_its_quoted_values_and_bounds_not_by_its_fields() -> None:
-    assert _values(AQL) == {"plan": "trial", "country": "DE", "trial_ends": "2026-12-01"}  # not `email: u.email`
+    assert selected_by(AQL) == {"plan": "trial", "country": "DE", "trial_ends": "2026-12-01"}  # not `email: u.email`
     cypher = 'MATCH (s:Service {name: "checkout"})-[:OWNED_BY]->(t:Team) WHERE t.size > 3 RETURN t.name, t.lead'
-    assert _values(cypher)["name"] == "checkout"
+    assert selected_by(cypher)["name"] == "checkout"
 
 
 def test_a_graphql_variable_type_is_no_value_and_a_listed_tag_is() -> None:
     mutation = "mutation ($id: Int!, $content: String!) { pages { update(id: $id, content: $content) { ok } } }"
-    assert _values(mutation) == {}
-    assert _values('{ pages { list(tags: ["runbook"]) { id path title } } }') == {"tags": "runbook"}
-
-
-def saved(s: Session, read_only: frozenset[str] = frozenset()) -> TemplatizeResult:
-    first = templatize([s.steps], name="t", read_only=read_only)
-    chosen = first.ticked_inputs
-    result = templatize([s.steps], name="t", inputs=chosen, read_only=read_only) if chosen else first
-    assert verify(result, [s.steps]).verified
-    reproduces(result, s.steps)
-    return result
-
-
-def _steps(result: TemplatizeResult) -> dict[str, dict[str, Any]]:
-    return {step["name"]: step for step in template_to_dict(result.template)["steps"]}
+    assert selected_by(mutation) == {}
+    assert selected_by('{ pages { list(tags: ["runbook"]) { id path title } } }') == {"tags": "runbook"}
 
 
 def test_a_short_value_quoted_whole_in_a_query_is_interpolated_as_its_input() -> None:
@@ -54,7 +34,7 @@ def test_a_short_value_quoted_whole_in_a_query_is_interpolated_as_its_input() ->
     s.call("arango_query", {"query": AQL}, users)
     result = saved(s, frozenset({"svc__arango_query"}))
     assert result.input_values.get("country") == "DE"
-    query = _steps(result)["arango_query_1"]["input"]["query"]
+    query = steps_of(result)["arango_query_1"]["input"]["query"]
     assert 'u.country == "{{@input.country}}"' in query
     assert "{{@input.country}}" not in query.replace('"{{@input.country}}"', "")  # not the `DE` of a word
 
@@ -78,18 +58,18 @@ def test_picks_the_agent_wrote_of_by_name_are_the_users_and_the_text_is_built_on
     result = _promoted(True, False)
     assert {"Staging", "Production"} <= set(result.input_values.values())
     assert "Promoted from Staging" not in result.input_values.values()
-    reason = _steps(result)["update_setting_value_1"]["input"]["reason"]
+    reason = steps_of(result)["update_setting_value_1"]["input"]["reason"]
     assert reason.startswith("Promoted from {{@input.") and reason.endswith("}}")
 
 
 def test_a_flag_copied_from_one_of_two_reads_is_a_ref_written_only_while_they_differ() -> None:
-    update = _steps(_promoted(True, False))["update_setting_value_1"]
+    update = steps_of(_promoted(True, False))["update_setting_value_1"]
     assert update["input"]["value"] == "@get_setting_value_1.value"
     assert update["when"] == {"ref": "@get_setting_value_2.value", "neq": "@get_setting_value_1.value"}
 
 
 def test_a_flag_two_reads_agree_on_stays_a_literal_and_unguarded() -> None:
-    update = _steps(_promoted(True, True))["update_setting_value_1"]
+    update = steps_of(_promoted(True, True))["update_setting_value_1"]
     assert update["input"]["value"] is True and "when" not in update
 
 
@@ -115,7 +95,7 @@ def _published(status: str) -> TemplatizeResult:
 def test_an_anchored_pattern_is_built_on_the_value_it_matches_and_the_element_is_picked_by_it() -> None:
     result = _published("draft")
     assert result.input_values.get("slug") == "year-in-review-2026"
-    steps = _steps(result)
+    steps = steps_of(result)
     assert steps["find_documents_1"]["input"]["selector"]["slug"]["$regex"] == "^{{@input.slug}}"
     put = steps["put_document_1"]["input"]
     pick = steps[put["doc_id"].split(".")[0][1:]]
@@ -125,5 +105,5 @@ def test_an_anchored_pattern_is_built_on_the_value_it_matches_and_the_element_is
 
 
 def test_a_write_moving_a_picked_element_to_a_state_others_are_in_runs_only_from_its_state() -> None:
-    put = _steps(_published("draft"))["put_document_1"]
+    put = steps_of(_published("draft"))["put_document_1"]
     assert put["when"] == {"ref": put["input"]["doc_id"].replace("._id", ".status"), "eq": "draft"}

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.recorded import Session, saved
+from tests.recorded import Session, saved, selected_by
 from toolreel.core.template_io import template_to_dict
-from toolreel.templatizer._inputs import Unexplained
-from toolreel.templatizer._inside import query_values
 
 READ = 'query { orders(where: {customer: {email: {_eq: "sven@example.se"}}, status: {_eq: "pending"}}) { id } }'
 WRITE = (
@@ -18,16 +16,12 @@ WRITE = (
 )
 
 
-def _values(query: str) -> dict[str, Any]:
-    return {lit.flag: lit.value for lit in query_values(Unexplained("s", ("query",), query, "gql__run"))}
-
-
 def test_a_sentence_a_mutation_sets_is_a_value_and_an_operator_names_no_field() -> None:
-    assert _values(WRITE)["cancel_reason"] == "Customer asked by phone"
-    assert _values(READ) == {"email": "sven@example.se", "status": "pending"}  # not `_eq`
+    assert selected_by(WRITE)["cancel_reason"] == "Customer asked by phone"
+    assert selected_by(READ) == {"email": "sven@example.se", "status": "pending"}  # not `_eq`
     # a sentence a read compares is not taken for the user's: only what a write sets
-    assert "note" not in _values('query { notes(where: {note: {_eq: "Customer asked by phone"}}) { id } }')
-    assert _values("UPDATE tickets SET reason = 'Customer asked by phone' WHERE id = 7")["reason"] == (
+    assert "note" not in selected_by('query { notes(where: {note: {_eq: "Customer asked by phone"}}) { id } }')
+    assert selected_by("UPDATE tickets SET reason = 'Customer asked by phone' WHERE id = 7")["reason"] == (
         "Customer asked by phone"
     )
 

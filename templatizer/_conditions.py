@@ -35,6 +35,7 @@ __all__ = [
     "guard_on_picks",
     "guard_on_state",
     "guard_on_transitions",
+    "guard_reads_for",
     "guard_writes",
     "join_texts",
 ]
@@ -158,6 +159,54 @@ def guard_writes(template: Template, read_only: Collection[str]) -> tuple[Templa
         return Guard(step.name, over) if over is not None else None
 
     return _guarded(template, read_only, guard)
+
+
+def guard_reads_for(template: Template, read_only: Collection[str]) -> Template:
+    """A read whose answer only conditional calls use (the clock read for a `published_at` written only while the
+    post is a draft), with the code steps between them, runs under the same condition: where the write is skipped,
+    a careful agent does not read for it either. Not where the condition reads what the read gives."""
+    by_name = {step.name: step for step in template.steps}
+    readers: dict[str, set[str]] = {}
+    for step in template.steps:
+        for root in {ref.root for ref in refs_in(_read_by(step))}:
+            readers.setdefault(root, set()).add(step.name)
+    guarded: dict[str, When] = {}
+    for step in template.steps:
+        if step.tool is None or step.tool not in read_only or step.when is not None or step.for_each is not None:
+            continue
+        between, ends = _downstream(step.name, readers, by_name)
+        whens = [by_name[end].when for end in sorted(ends)]
+        when = whens[0] if whens and all(w == whens[0] for w in whens) else None
+        if when is None or {ref.root for ref in refs_in([leaf.ref for leaf in when.leaves()])} & {step.name, *between}:
+            continue  # (a call no condition holds back, several conditions, or a condition on this very read)
+        guarded |= dict.fromkeys((step.name, *between), when)
+    if not guarded:
+        return template
+    steps = tuple(replace(step, when=guarded[step.name]) if step.name in guarded else step for step in template.steps)
+    return parse_template(template_to_dict(replace(template, steps=steps)))
+
+
+def _read_by(step: StepSpec) -> JSON:
+    leaves = [leaf.ref for leaf in step.when.leaves()] if step.when is not None else []
+    return [step.input, step.for_each, leaves]
+
+
+def _downstream(
+    name: str, readers: Mapping[str, set[str]], by_name: Mapping[str, StepSpec]
+) -> tuple[set[str], set[str]]:
+    """(the code steps that, one after another, pass `name`'s answer on; the calls that use it at the end)."""
+    between: set[str] = set()
+    ends: set[str] = set()
+    todo = list(readers.get(name, ()))
+    while todo:
+        reader = by_name[todo.pop()]
+        if reader.code is not None and reader.tool is None and reader.when is None and reader.for_each is None:
+            if reader.name not in between:
+                between.add(reader.name)
+                todo += readers.get(reader.name, ())
+        else:
+            ends.add(reader.name)
+    return between, ends
 
 
 def _guarded(

@@ -27,6 +27,7 @@ from toolreel.templatizer._conditions import (
     guard_on_picks,
     guard_on_state,
     guard_on_transitions,
+    guard_reads_for,
     guard_writes,
 )
 from toolreel.templatizer._copies import guard_on_copies
@@ -125,6 +126,7 @@ def templatize(
     guards += checks
     template, transitions = guard_on_transitions(template, reads, picks, runs[0].outputs)
     guards += transitions
+    template = guard_reads_for(template, reads)
     template, copies = guard_on_copies(template, reads, runs[0].outputs)
     template = _without_unused_code(template)
     template, loops = group_items(template, folded.loops, {name: r.seq for name, r in runs[0].steps.items()})

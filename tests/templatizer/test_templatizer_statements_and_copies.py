@@ -107,3 +107,11 @@ def test_an_anchored_pattern_is_built_on_the_value_it_matches_and_the_element_is
 def test_a_write_moving_a_picked_element_to_a_state_others_are_in_runs_only_from_its_state() -> None:
     put = steps_of(_published("draft"))["put_document_1"]
     assert put["when"] == {"ref": put["input"]["doc_id"].replace("._id", ".status"), "eq": "draft"}
+
+
+def test_the_clock_read_only_a_conditional_write_uses_runs_under_its_condition() -> None:
+    steps = steps_of(_published("draft"))
+    when = steps["put_document_1"]["when"]
+    formatted = str(steps["put_document_1"]["input"]["document"]["at"])[1:]
+    assert steps["get_current_time_1"]["when"] == when and steps[formatted]["when"] == when
+    assert "when" not in steps["find_documents_1"]  # the read the condition itself needs runs always

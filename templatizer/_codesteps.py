@@ -18,7 +18,7 @@ from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._values import Keys, get_at, json_path, put_at
 
-__all__ = ["CodeRead", "Placer", "drop_unread", "with_code_steps"]
+__all__ = ["CodeRead", "Placer", "drop_unread", "values_read", "with_code_steps"]
 
 Placer = Callable[[str, str, str], str | None]  # (text, recorded piece, step name) -> text with `{{@step}}`
 
@@ -97,11 +97,11 @@ def drop_unread(template: Template, added: set[str]) -> tuple[Template, set[str]
     read: set[str] = set()
     for step in template.steps:
         if step.name not in added:
-            read |= {ref.root for ref in refs_in(_values_of(step))} | set(step.depends_on)
+            read |= {ref.root for ref in refs_in(values_read(step))} | set(step.depends_on)
     # a kept added step may read another added one (a pick out of a view's rows)
     grew = True
     while grew:
-        more = {ref.root for s in template.steps if s.name in added & read for ref in refs_in(_values_of(s))}
+        more = {ref.root for s in template.steps if s.name in added & read for ref in refs_in(values_read(s))}
         grew = not more <= read
         read |= more
     unread = added - read
@@ -111,6 +111,7 @@ def drop_unread(template: Template, added: set[str]) -> tuple[Template, set[str]
     return parse_template(template_to_dict(replace(template, steps=steps))), unread
 
 
-def _values_of(step: StepSpec) -> JSON:
+def values_read(step: StepSpec) -> JSON:
+    """Every value of a step that may hold refs it reads: its input, loop, key, return, approval and condition."""
     leaves = [leaf.ref for leaf in step.when.leaves()] if step.when is not None else []
     return [step.input, step.for_each, step.idempotency_key, step.return_, step.approve, *leaves]

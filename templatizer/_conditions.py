@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Final
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON
 from toolreel.core.refs import MappingScope, refs_in, resolve
-from toolreel.core.template import StepSpec, Template, When
+from toolreel.core.template import StepSpec, Template, When, WhenOp
 from toolreel.core.template_io import parse_template, template_to_dict
-from toolreel.templatizer._values import strength
+from toolreel.templatizer._codesteps import values_read
+from toolreel.templatizer._values import strength, walk
 
 if TYPE_CHECKING:
     from toolreel.templatizer._result import Pick, Unit
@@ -32,6 +33,7 @@ __all__ = [
     "JOIN_CODE",
     "Guard",
     "guard_on_checks",
+    "guard_on_copies",
     "guard_on_picks",
     "guard_on_state",
     "guard_on_transitions",
@@ -63,18 +65,18 @@ class Guard:
     over: str
     value: JSON = None  # a state the element had (`ERROR`), when the step runs only in that state
     picked: bool = False  # `over` is a pick by a state: the step runs only when an element is in it
+    op: WhenOp = "eq"  # `neq`: it runs only while `over` differs from `value` (a ref: the value it copies there)
+    because: str = "the element it acts on was the only one in that state when recorded"
 
     @property
     def when(self) -> When:
-        return When(ref=self.over) if self.value is None else When(ref=self.over, op="eq", value=self.value)
+        return When(ref=self.over) if self.value is None else When(ref=self.over, op=self.op, value=self.value)
 
     @property
     def why(self) -> str:
         if self.value is not None:
-            return (
-                f"{self.step} runs only when {self.over} is {json.dumps(self.value)} (the element it acts on was the "
-                "only one in that state when recorded)"
-            )
+            test = "is" if self.op == "eq" else "differs from"
+            return f"{self.step} runs only when {self.over} {test} {json.dumps(self.value)} ({self.because})"
         if self.picked:
             return (
                 f"{self.step} runs only when {self.over} finds an element (it acts on the one in that state: where "
@@ -168,7 +170,7 @@ def guard_reads_for(template: Template, read_only: Collection[str]) -> Template:
     by_name = {step.name: step for step in template.steps}
     readers: dict[str, set[str]] = {}
     for step in template.steps:
-        for root in {ref.root for ref in refs_in(_read_by(step))}:
+        for root in {ref.root for ref in refs_in(values_read(step))}:
             readers.setdefault(root, set()).add(step.name)
     guarded: dict[str, When] = {}
     for step in template.steps:
@@ -184,11 +186,6 @@ def guard_reads_for(template: Template, read_only: Collection[str]) -> Template:
         return template
     steps = tuple(replace(step, when=guarded[step.name]) if step.name in guarded else step for step in template.steps)
     return parse_template(template_to_dict(replace(template, steps=steps)))
-
-
-def _read_by(step: StepSpec) -> JSON:
-    leaves = [leaf.ref for leaf in step.when.leaves()] if step.when is not None else []
-    return [step.input, step.for_each, leaves]
 
 
 def _downstream(
@@ -309,7 +306,9 @@ def guard_on_checks(
     stopped (`applicationStatus: "error"` of the app it then redeploys) gets `when: {ref: <that state>, eq:
     <it>}`: where the read shows the thing healthy, a careful agent leaves it alone. The read is of the same
     thing when the call names it the way the read did (the same ref) or reads it from the read."""
+    order = {step.name: at for at, step in enumerate(template.steps)}
     reads = [step for step in template.steps if step.tool in read_only]
+    because = "a read of the same thing showed it in that state when recorded: it is mended only then"
 
     def guard(step: StepSpec) -> Guard | None:
         words = {w.lower() for w in _WORD_RE.findall(step.tool.rpartition("__")[2] if step.tool else "")}
@@ -317,12 +316,11 @@ def guard_on_checks(
             return None
         mine = {ref.text for ref in refs_in(step.input)}
         roots = {ref.root for ref in refs_in(step.input)}
-        at = template.steps.index(step)
-        for read in reversed([r for r in reads if template.steps.index(r) < at]):
+        for read in reversed([r for r in reads if order[r.name] < order[step.name]]):
             if read.name in roots or mine & {ref.text for ref in refs_in(read.input)}:
                 found = _failed_state(outputs.get(read.name))
                 if found is not None:
-                    return Guard(step.name, f"@{read.name}.{found[0]}", found[1])
+                    return Guard(step.name, f"@{read.name}.{found[0]}", found[1], because=because)
         return None
 
     return _guarded(template, read_only, guard)
@@ -366,10 +364,52 @@ def guard_on_transitions(
                     was = element.get(key)
                     others = [e.get(key) for e in listed if isinstance(e, dict) and e is not element]
                     if isinstance(was, str) and was != written and written in others:
-                        return Guard(step.name, f"{root}.{key}", was)
+                        because = f"it moves the element out of that state, into {written!r}, where others are already"
+                        return Guard(step.name, f"{root}.{key}", was, because=because)
         return None
 
     return _guarded(template, read_only, guard)
+
+
+def guard_on_copies(
+    template: Template, read_only: Collection[str], outputs: Mapping[str, JSON]
+) -> tuple[Template, list[Guard]]:
+    """A call that may write and sends a flag copied from one read (`@get_setting_value_1.value`, `_copies`) onto
+    what another read of the same tool showed gets `when: {ref: <the other's field>, neq: <the copied one>}`: where
+    the two agree already, a careful agent writes nothing. The other read is the one that names what the call names
+    and the source does not (the target environment)."""
+    scope = MappingScope(steps=dict(outputs), inputs={})
+    by_name = {step.name: step for step in template.steps}
+
+    def guard(step: StepSpec) -> Guard | None:
+        for ref in refs_in(step.input):
+            source = by_name.get(ref.root)
+            copied = _resolved(ref.text, scope) if source is not None and ref.path else None
+            if source is None or not isinstance(copied, bool):
+                continue
+            for other in template.steps:
+                if other.name in (source.name, step.name) or other.tool != source.tool:
+                    continue
+                there = _resolved(f"@{other.name}.{ref.path}", scope)
+                target = (_named(step) & _named(other)) - _named(source)
+                if target and isinstance(there, bool) and there != copied:
+                    because = "the value it copies there: where the two agree already, there is nothing to write"
+                    return Guard(step.name, f"@{other.name}.{ref.path}", ref.text, op="neq", because=because)
+        return None
+
+    return _guarded(template, read_only, guard)
+
+
+def _named(step: StepSpec) -> set[str]:
+    """What a step's arguments name: their refs and their values."""
+    return {r.text for r in refs_in(step.input)} | {json.dumps(v) for _, v in walk(step.input)}
+
+
+def _resolved(ref: str, scope: MappingScope) -> JSON:
+    try:
+        return resolve(ref, scope)
+    except RefError:
+        return None
 
 
 def _written_states(value: JSON) -> Iterator[tuple[str, str]]:

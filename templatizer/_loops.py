@@ -318,10 +318,12 @@ def _cut_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
 def _column_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     """The calls' one varying argument is one field of distinct elements of an earlier list, in its order
     (`find_column`): the loop over those elements, as if each call had named its element."""
+    if len(folding.runs) != 1:
+        return None  # (proved on one recording; several recordings confirm the walks refs make)
     run, seq = folding.runs[0], members[0].record.seq
     before = sorted((r for r in run.steps.values() if r.seq < seq and r.name in run.outputs), key=lambda r: -r.seq)
     found = find_column([m.record.resolved_input for m in members], [(r.name, run.outputs[r.name]) for r in before])
-    if found is None or len(folding.runs) != 1:
+    if found is None:
         return None
     path, base, at, key = found
     marked = [replace(m, input=put_at(m.input, path, f"{base}[{i}].{key}")) for m, i in zip(members, at, strict=True)]

@@ -24,13 +24,13 @@ from toolreel.templatizer._codesteps import drop_unread
 from toolreel.templatizer._complete import complete_walks
 from toolreel.templatizer._conditions import (
     guard_on_checks,
+    guard_on_copies,
     guard_on_picks,
     guard_on_state,
     guard_on_transitions,
     guard_reads_for,
     guard_writes,
 )
-from toolreel.templatizer._copies import guard_on_copies
 from toolreel.templatizer._dates import propose_dates
 from toolreel.templatizer._groups import group_items
 from toolreel.templatizer._index import OutputIndex
@@ -128,6 +128,7 @@ def templatize(
     guards += transitions
     template = guard_reads_for(template, reads)
     template, copies = guard_on_copies(template, reads, runs[0].outputs)
+    guards += copies
     template = _without_unused_code(template)
     template, loops = group_items(template, folded.loops, {name: r.seq for name, r in runs[0].steps.items()})
     template, paged = page_steps(template, pagings)
@@ -141,12 +142,14 @@ def templatize(
         (member, json_path(item.keys)) for item in moved for member, loop in looped.items() if loop == item.at
     }
     computed |= folded.explained | filled  # a value a loop cuts out of each element, or one a walk's gap read
+    computed_steps = {step for step, _ in computed}  # (a literal inside a computed argument is no candidate either)
     opening = min(kept, key=lambda r: r.seq).name if kept else None
     literals = [
         dataclasses.replace(lit, reads=lit.tool in reads, opening=lit.step == opening)
         for res in chosen
         for lit in res.literals
-        if not any((lit.step, json_path(lit.keys[:n])) in computed for n in range(1, len(lit.keys) + 1))
+        if lit.step not in computed_steps
+        or not any((lit.step, json_path(lit.keys[:n])) in computed for n in range(1, len(lit.keys) + 1))
     ]
     likely, stayed = (
         likely_inputs(literals, set(template.inputs), schemas, partial(_produced, runs[0]), _words(runs[0]))
@@ -172,7 +175,7 @@ def templatize(
         loops=loops,
         unrolled=folded.unrolled,
         picks=tuple(picks),
-        conditions=(*((guard.step, guard.why) for guard in guards), *copies),
+        conditions=tuple((guard.step, guard.why) for guard in guards),
     )
 
 

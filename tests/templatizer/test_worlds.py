@@ -34,6 +34,7 @@ from fixtures.recordings import (
     WORLDS12_DIR,
     WORLDS13_DIR,
     WORLDS14_DIR,
+    WORLDS15_DIR,
     WORLDS_DIR,
     load_entry,
 )
@@ -182,6 +183,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS12_DIR, 24),
         (WORLDS13_DIR, 24),
         (WORLDS14_DIR, 24),
+        (WORLDS15_DIR, 24),
         (BLIND_DIR, 24),
     ],
     ids=[
@@ -199,6 +201,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         "worlds12",
         "worlds13",
         "worlds14",
+        "worlds15",
         "blind",
     ],
 )

@@ -47,7 +47,7 @@ def dry_replay(
     differences: list[Difference] = []
     for name in topo_order(template):
         state = states[name]
-        if state.spec.kind == "code" and state.spec.for_each is None:
+        if state.spec.kind == "code":
             differences += _run_code(state, scope)
             continue
         if state.spec.kind == "tool" and state.spec.for_each is not None:
@@ -91,10 +91,18 @@ def _check_loop(
 
 
 def _run_code(state: StepState, scope: RunScope) -> list[Difference]:
+    """A code step's output, as a replay computes it (for each element, under `for_each`: the list of outputs)."""
     spec = state.spec
     assert spec.code is not None
     limits = CodeLimits(timeout=spec.timeout or DEFAULT_TIMEOUT, memory_mb=spec.memory_mb or DEFAULT_MEMORY_MB)
     try:
+        if spec.for_each is not None:
+            elements = resolve(spec.for_each, scope)
+            if not isinstance(elements, list):
+                raise RefError(f"for_each gives no list: {shown(elements)}")
+            each = [resolve(spec.input, scope.for_item(e, i)) for i, e in enumerate(elements)]
+            state.status, state.output = StepStatus.SUCCEEDED, [run_code(spec.code, v, limits) for v in each]
+            return []
         value = resolve(spec.input, scope) if spec.input is not None else None
         state.status, state.output = StepStatus.SUCCEEDED, run_code(spec.code, value, limits)
     except (RefError, CodeError) as exc:

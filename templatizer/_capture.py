@@ -502,6 +502,8 @@ def _field_text(item: JSON, field: Keys) -> str:
 
 
 def _from_inputs(step: str, keys: Keys, recorded: JSON, value: str, runs: Sequence[Run]) -> Capture | None:
+    if _WORDLIKE_RE.fullmatch(value):  # (`products`, `due_date`: as likely a word of the user's text as a value)
+        return None
     for name, given in runs[0].inputs.items():
         if not isinstance(given, str) or given == value:
             continue
@@ -514,6 +516,9 @@ def _from_inputs(step: str, keys: Keys, recorded: JSON, value: str, runs: Sequen
                 if _reproduces(capture, runs):
                     return capture
     return None
+
+
+_WORDLIKE_RE: Final = re.compile(r"[a-z]+(?:_[a-z]+)*")  # a word or a field name
 
 
 def _reproduces(capture: Capture, runs: Sequence[Run]) -> bool:

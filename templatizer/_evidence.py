@@ -11,6 +11,7 @@ summary says why when it looked variable).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ __all__ = [
     "FUNCTION_FILTER_RE",
     "THIN",
     "Judgement",
+    "filter_terms",
     "is_machine_id",
     "is_query",
     "is_search",
@@ -163,6 +165,7 @@ _SCOPE_KEYS: Final = frozenset(
 _KEYWORDS: Final = frozenset(
     {"me", "self", "mine", "all", "any", "none", "today", "now", "yes", "no", "true", "false", "null", "asc", "desc"}
     | {"utc", "gmt"}  # the zone of no place: the same on every run
+    | {"current", "latest"}  # a revision, a version, a tag a server resolves itself (`revision: current`)
 )
 _TIME_RE: Final = re.compile(r"^\d{1,4}[-:/.]\d{1,2}(?:[-:/.T ]\d{1,4})*(?:[+-]\d{2}:?\d{2}|Z)?$")
 _FILE_RE: Final = re.compile(r"^[\w./-]*\w\.[A-Za-z0-9]{1,5}$")
@@ -253,9 +256,11 @@ def judge_text(
     elif tokens & _ID_KEYS and _OPAQUE_ID_RE.match(text):
         score += 0.1  # an opaque id that no output gave: the user's (a folder, a board), unless it is a setting
         reasons.append(f"an opaque id under the key {last_key(keys)!r} (a weak signal)")
-    elif tokens & _SETTING_KEYS:
+    elif tokens & _SETTING_KEYS or any(t.endswith(("type", "kind")) for t in head):  # (`doctype`, `itemtype`)
         score -= 0.2
         reasons.append(f"the key {last_key(keys)!r} names a setting (a weak signal)")
+        if " " in text and len(text.split()) <= _TYPE_WORDS:  # `doctype: "Sales Invoice"`: a kind's name, no text
+            score = min(score, THIN + 0.1)
     if steps > 1:
         score += 0.15
         reasons.append(f"used by {steps} steps")
@@ -372,6 +377,26 @@ def search_terms(text: str) -> list[tuple[str, str, str, bool]]:
     return out
 
 
+# A comparison of a filter list (`["customer", "=", "Acme"]`, Frappe's and Odoo's domains).
+_FILTER_OPS: Final = frozenset(
+    {"=", "==", "!=", "<", ">", "<=", ">=", "like", "not like", "in", "not in", "is", "ilike"}
+)
+
+
+def filter_terms(text: str) -> list[tuple[str, JSON]] | None:
+    """The (field, value) comparisons of a filter written as JSON text (`[["customer", "=", "Acme"], ...]`: Frappe's
+    filters, Odoo's domains), or None for any other text."""
+    if not text.startswith("[[") or not text.endswith("]]"):
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    triples = [t for t in parsed if isinstance(t, list) and len(t) in (3, 4)] if isinstance(parsed, list) else []
+    terms = [(str(t[-3]), t[-1]) for t in triples if isinstance(t[-3], str) and str(t[-2]).lower() in _FILTER_OPS]
+    return terms if terms and len(terms) == len(parsed) else None
+
+
 def is_statement(text: str) -> bool:
     """A statement of a query language (SQL): its unquoted right-hand sides are columns, not values."""
     return bool(_STATEMENT_RE.search(text))
@@ -411,9 +436,16 @@ def _schema_hints(
 _SKELETON_RE: Final = re.compile(r"\s*(?:#{1,6}[ \t]+[^\n]*\S[ \t]*(?:\n\s*|$))+")
 
 
+_SORT_RE: Final = re.compile(r"^[\w.]+\s+(?i:asc|desc)(?:\s*,\s*[\w.]+\s+(?i:asc|desc))*$")
+_LEVELS: Final = frozenset(
+    {"low", "normal", "medium", "high", "urgent", "critical", "highest", "lowest", "minor", "major", "blocker"}
+)
+_TYPE_WORDS: Final = 3
+
+
 def _shape(text: str) -> tuple[float, list[str]]:
     """A first score from what the value looks like."""
-    if is_query(text):
+    if is_query(text) or filter_terms(text):
         return 0.4, ["query syntax (`is:unresolved`, SQL, JQL), usually fixed by the task"]
     if _EMAIL_RE.match(text):
         return 0.8, ["an email address"]
@@ -427,6 +459,10 @@ def _shape(text: str) -> tuple[float, list[str]]:
         return 0.2, ["an API version (`apps/v1`): which schema the call speaks"]
     if _SKELETON_RE.fullmatch(text):
         return 0.25, ["a document's skeleton of headings, the same on every run"]
+    if _SORT_RE.match(text):
+        return 0.2, ["a sort order (`due_date asc`): how the task lists, not what"]
+    if text.lower() in _LEVELS:
+        return 0.3, [f"{text!r} is a step on a scale (a priority, a severity): a setting of the task"]
     if " " in text:
         return (0.8, ["free text"]) if len(text.split()) >= 2 else (0.5, ["a short text"])
     if text.lower() in _KEYWORDS:

@@ -38,6 +38,7 @@ from toolreel.templatizer._candidates import (
 from toolreel.templatizer._copies import copied_flag
 from toolreel.templatizer._index import Bucket, Occurrence, OutputIndex
 from toolreel.templatizer._inputs import InputTable, Unexplained
+from toolreel.templatizer._inside import after_flag
 from toolreel.templatizer._lockstep import lockstep_piece, lockstep_ref
 from toolreel.templatizer._pieces import (
     Piece,
@@ -144,7 +145,7 @@ class StepInferrer:
             return self._secret(keys, value)
         if keys and "_meta" in keys:
             return literal(value)
-        named = self._named_exact(value)
+        named = self._named_exact(value, after_flag(self.record.resolved_input or {}, keys))
         if named is not None:
             return self._apply(keys, named)
         if isinstance(value, dict | list) and value:
@@ -324,13 +325,14 @@ class StepInferrer:
         why = "; ".join(["holds a redacted value: always an input", *evidence])
         return self._apply(keys, Cand(interpolate(value, chosen), "secret", 1.0, why))
 
-    def _named_exact(self, value: JSON) -> Cand | None:
+    def _named_exact(self, value: JSON, flagged: bool = False) -> Cand | None:
         if value is None:
             return None
         for name, named in self.inputs.named.items():
             if same(named, value):
                 return Cand(f"@input.{name}", "input", 1.0, f"the value of input {name!r}")
-        if isinstance(value, str) and len(value) >= _NAMED_MIN:  # a number input passed as its text: "4521903"
+        # a number input passed as its text: "4521903"; however short after a flag of a vector (`["--team", "3"]`)
+        if isinstance(value, str) and (len(value) >= _NAMED_MIN or flagged):
             for name, named in self.inputs.named.items():
                 if number_text(named) == value:
                     return Cand(f"{{{{@input.{name}}}}}", "input", 1.0, f"the text of input {name!r}")
@@ -482,7 +484,7 @@ class StepInferrer:
         if kind == "coerced":
             # A number passed on as its text interpolates exactly (`{{@x}}`); text passed on as a number
             # has no ref syntax (a ref keeps the string type): only ever a reported candidate.
-            score = 0.85 * base + 0.15 * sim if ref.startswith("{{") else min(0.79, 0.85 * base + 0.15 * sim)
+            score = base + 0.25 * sim if ref.startswith("{{") else min(0.79, 0.85 * base + 0.15 * sim)
         elif kind == "substring":
             score = piece * base + 0.15 * sim
         else:

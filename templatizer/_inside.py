@@ -8,11 +8,13 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
+from toolreel.core.model import JSON
 from toolreel.templatizer._evidence import (
     CLAUSE_FILTER_RE,
     CRITERION_RE,
     FUNCTION_FILTER_RE,
     Judgement,
+    filter_terms,
     is_query,
     is_search,
     is_statement,
@@ -20,10 +22,13 @@ from toolreel.templatizer._evidence import (
 )
 from toolreel.templatizer._inputs import Unexplained
 from toolreel.templatizer._pieces import occurrences
+from toolreel.templatizer._values import Keys, get_at
 
 __all__ = [
     "PART_MIN",
+    "after_flag",
     "anchored_core",
+    "argv_operands",
     "built_on_others",
     "carried_value",
     "command_flags",
@@ -34,6 +39,7 @@ __all__ = [
     "plain_word",
     "query_values",
     "regex_core",
+    "scope_field",
     "segments",
     "state_field",
     "versions_in_built",
@@ -56,8 +62,9 @@ def command_flags(literal: Unexplained) -> list[Unexplained]:
     # one element of an argument vector (`["run", "revisions", "list", "--service=checkout"]`)
     argv = isinstance(value, str) and bool(literal.keys) and isinstance(literal.keys[-1], int)
     if argv and (m := _ARGV_FLAG_RE.match(str(value))):
-        step, keys, tool = literal.step, literal.keys, literal.tool
-        return [Unexplained(step, keys, m.group(2), tool, flag=m.group(1), reads=literal.reads)]
+        return [replace(literal, value=m.group(2), flag=m.group(1))]
+    if isinstance(value, str) and (operands := _positional(literal, value)):
+        return operands
     if not isinstance(value, str) or "\n" in value or not _COMMAND_RE.match(value):
         return [literal]
     flags = [
@@ -67,6 +74,82 @@ def command_flags(literal: Unexplained) -> list[Unexplained]:
         for m in _FLAG_RE.finditer(value)
     ]
     return flags or [literal]
+
+
+# A word of a command's name in an argument vector (`user-find`, `group`, `describe`), and a bare flag (`--team`).
+_SUBCOMMAND_RE: Final = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
+_BARE_FLAG_RE: Final = re.compile(r"^--?([a-z][\w-]*)$")
+_FLAG_START_RE: Final = re.compile(r"^--?[a-z]")
+
+
+def argv_operands(literals: Sequence[Unexplained], built: Sequence[Unexplained] = ()) -> list[Unexplained]:
+    """An argument vector (`args: ["user-find", "--manager=jdoe"]`, `flags: ["--team", "3"]`) stands for its
+    operands, not for a list the user gave: its first word names the command (and the plain words after it:
+    `group describe`), a bare `--flag` names the element after it, a candidate under the flag's name. A vector
+    is a list of texts one of which is a flag (`built`: elements already built on refs count); the rest of
+    `literals` is returned as it is."""
+    vectors: dict[tuple[str, Keys], dict[int, Unexplained]] = {}
+    for lit in literals:
+        if lit.of >= 2 and lit.keys and isinstance(lit.keys[-1], int) and isinstance(lit.value, str):
+            vectors.setdefault((lit.step, lit.keys[:-1]), {})[lit.keys[-1]] = lit
+    # (a tool taking a vector anywhere takes one everywhere: `["group-show", "vpn-users"]` has no flag of its own)
+    flags = [lit for lit in [*literals, *built] if lit.keys and isinstance(lit.keys[-1], int) and _flag_like(lit.value)]
+    flagged = {(lit.tool, lit.keys[:-1]) for lit in flags}
+    vectors = {at: ms for at, ms in vectors.items() if (next(iter(ms.values())).tool, at[1]) in flagged}
+    out = [lit for lit in literals if not (lit.keys and (lit.step, lit.keys[:-1]) in vectors)]
+    for at, members in vectors.items():
+        built_flags = {f.keys[-1] for f in flags if (f.step, f.keys[:-1]) == at and isinstance(f.keys[-1], int)}
+        out += _operands(members, built_flags)
+    return out
+
+
+def after_flag(given: JSON, keys: Keys) -> bool:
+    """The value at `keys` is an element of an argument vector right after a bare flag (`["--team", "3"]`)."""
+    if not keys or not isinstance(keys[-1], int) or keys[-1] == 0:
+        return False
+    _, before = get_at(given, (*keys[:-1], keys[-1] - 1))
+    return isinstance(before, str) and bool(_BARE_FLAG_RE.match(before))
+
+
+def _flag_like(value: str | int | float) -> bool:
+    return isinstance(value, str) and bool(_FLAG_START_RE.match(value))
+
+
+def _operands(members: Mapping[int, Unexplained], flagged: Collection[int] = ()) -> Iterator[Unexplained]:
+    """The vector's flags' values under their flags' names, and its last positional element (what the command
+    works on, named by the command's first word: `group-show vpn-users` a group); the words before it name the
+    command (`run services update-traffic`). Elements a ref took are positional too, but for flags (`flagged`)."""
+    size = next(iter(members.values())).of
+    valued = {at + 1: m.group(1) for at, lit in members.items() if (m := _BARE_FLAG_RE.match(str(lit.value)))}
+    flags = {at for at, lit in members.items() if _flag_like(lit.value)} | set(flagged)
+    positional = [at for at in range(size) if at not in valued and at not in flags]
+    last = positional[-1] if len(positional) >= 2 else None
+    noun = str(members[0].value).split("-")[0] if 0 in members and "-" in str(members[0].value) else ""
+    for at, lit in sorted(members.items()):
+        if at in valued:
+            yield replace(lit, flag=valued[at], of=0)
+        elif at in flags and at + 1 not in valued:
+            yield replace(lit, of=0)  # (`--manager=jdoe`: `command_flags` reads it)
+        elif at == last:
+            yield replace(lit, flag=lit.flag or noun, of=0)
+
+
+# A command line of words and operands under a key that says so (`args: "group describe billing-consumers"`).
+_COMMAND_KEYS: Final = frozenset({"args", "arguments", "argv", "command", "cmd", "command_line", "cli"})
+_OPERANDS_RE: Final = re.compile(r"^((?:[a-z]+ )+)([^\s\-\"'][^\s\"']*(?: [^\s\-\"'][^\s\"']*)*)$")
+
+
+def _positional(literal: Unexplained, value: str) -> list[Unexplained]:
+    """The operands of a command line without flags: the words before them name the command, the first of them
+    what the operands are (`group describe billing-consumers`: a group)."""
+    key = literal.keys[-1] if literal.keys else None
+    if not isinstance(key, str) or key.lower() not in _COMMAND_KEYS or not (m := _OPERANDS_RE.match(value)):
+        return []
+    words, operands = m.group(1).split(), m.group(2).split(" ")
+    if any(_SUBCOMMAND_RE.fullmatch(o) and "-" not in o for o in operands):
+        return []  # (a plain word among them: no telling the command's words from its operands)
+    sole = len(operands) == 1
+    return [replace(literal, value=o, flag=words[0], in_query=True, sole=sole) for o in operands]
 
 
 # A composite key of a single-table design (DynamoDB): `CUSTOMER#C-20417`, the customer `C-20417` under a prefix.
@@ -124,6 +207,15 @@ def _field_values(query: str) -> Iterator[tuple[str, str, bool, bool]]:
         yield field, found, match.group(4) is None, False
 
 
+def _filter_values(text: str) -> list[tuple[str, str, bool, bool]] | None:
+    """(field, value, quoted, searched) of each comparison of a filter list in JSON text (`filter_terms`): its texts
+    are quoted values; its numbers and booleans are the task's (`["docstatus", "=", 1]`)."""
+    terms = filter_terms(text)
+    if terms is None:
+        return None
+    return [(field, found, True, False) for field, found in terms if isinstance(found, str) and found]
+
+
 # The field an operator object compares (`email: {` before `_eq: "…"`), GraphQL's filter arguments.
 _OPERAND_OF_RE: Final = re.compile(r"([A-Za-z][\w]*)\s*:\s*\{\s*$")
 # A query that writes (a GraphQL mutation, SQL's UPDATE and INSERT): a sentence in it is text set, not selected by.
@@ -178,18 +270,27 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
     vocabulary, left in it; in a statement (SQL) an unquoted right-hand side is a column, not a value; 0 and 1
     compared with say "any" and "more than one", not a threshold."""
     value = literal.value
-    if not isinstance(value, str) or not is_query(value):
+    if not isinstance(value, str):
+        return []
+    terms = _filter_values(value)
+    if terms is None and not is_query(value):
         return []
     statement = is_statement(value)
     out: list[Unexplained] = []
-    for field, found, quoted, searched in _search_values(value) if is_search(value) else _field_values(value):
+    if terms is None:
+        terms = list(_search_values(value) if is_search(value) else _field_values(value))
+    for field, found, quoted, searched in terms:
         if found.isdigit() and _BOUND_FIELD_RE.search(field) and len(found) >= _STAMP_DIGITS:
             # `before:1795700000`: a time the search is bounded by, picked per run like a date
             out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
             continue
+        if found.isdigit() and _YEAR_FIELD_RE.search(field) and _YEAR_RE.match(found):
+            # `year:2025`: the year a search is about, picked per run like a date
+            out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
+            continue
         if (plain_word(found) and not quoted) or found.isdigit() or found == value or found[0] in "$@":
             continue  # `$pageview`, `@project`: names of the query language's own
-        if " " in found and not _named(found, field) and not (quoted and _WRITES_RE.match(value)):
+        if " " in found and not _named(found, field) and not (quoted and (_WRITES_RE.match(value) or _short(found))):
             continue  # (a sentence a mutation sets, `cancel_reason: "Customer asked by phone"`, is the user's)
         if statement and not quoted:
             continue
@@ -238,6 +339,16 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
 _PHRASE_RE: Final = re.compile(r"^[a-z][a-z0-9-]*(?: [a-z0-9][a-z0-9-]*){1,5}$")
 
 
+def _short(found: str) -> bool:
+    """A few words compared whole (`category_s:"Garden tools"`): a name the query selects by, not a sentence (nor
+    a title with a number in it: `"Release checklist 2026.11"` is built on the number)."""
+    words = found.split()
+    return len(words) <= _SHORT_WORDS and not found.endswith((".", "!", "?")) and not any(c.isdigit() for c in found)
+
+
+_SHORT_WORDS: Final = 3
+
+
 def _searched_phrase(found: str) -> bool:
     return bool(_PHRASE_RE.match(found))
 
@@ -250,6 +361,23 @@ _STATE_FIELD_RE: Final = re.compile(r"(?:^|_)(?:state|status|phase|type|kind|sta
 
 def _named(found: str, field: str) -> bool:
     return _searched_phrase(found) or (bool(_NAME_RE.match(found)) and not state_field(field))
+
+
+# A query's field naming whose or where (`owner:ana`, `project:platform/infra`): a value under it is the user's, as
+# the one value a query selects by is, even beside others.
+_SCOPE_FIELDS: Final = frozenset(
+    {
+        *("project", "repo", "repository", "org", "organization", "team", "owner", "author", "assignee", "user"),
+        *("customer", "reporter", "creator", "member", "manager", "person"),
+    }
+)
+_YEAR_FIELD_RE: Final = re.compile(r"(?i)(?:^|_)year$")
+_YEAR_RE: Final = re.compile(r"^(?:19|20)\d\d$")
+
+
+def scope_field(field: str) -> bool:
+    """A query's field naming whose or where (`owner:`, `project:`): a value under it is the user's, beside others."""
+    return field.lower() in _SCOPE_FIELDS
 
 
 def state_field(field: str) -> bool:

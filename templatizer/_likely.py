@@ -23,6 +23,7 @@ from toolreel.templatizer._evidence import (
 from toolreel.templatizer._inputs import Names, Schemas, Unexplained
 from toolreel.templatizer._inside import (
     PART_MIN,
+    argv_operands,
     built_on_others,
     carried_value,
     command_flags,
@@ -33,6 +34,7 @@ from toolreel.templatizer._inside import (
     plain_word,
     query_values,
     regex_core,
+    scope_field,
     segments,
     state_field,
     versions_in_built,
@@ -88,7 +90,7 @@ def likely_inputs(
     """
     built = [lit for lit in literals if lit.built]
     literals = [lit for lit in literals if not lit.built]
-    lists, literals = _whole_lists(literals, schemas or {})
+    lists, literals = _whole_lists(argv_operands(literals, built), schemas or {})
     literals = [flag for lit in literals for flag in command_flags(lit)]
     literals += [part for lit in literals for part in (*key_parts(lit), *regex_core(lit))]
     # (a mutation built on a ref still sets the user's text: `_set: {cancel_reason: "…"}` beside `{{@pick.id}}`)
@@ -144,7 +146,16 @@ def likely_inputs(
         # Named by a key of its own; an element of a list (`tags[1]`) is better named by a query's field.
         named_by = next((lit for lit in uses if isinstance(lit.named[-1:] and lit.named[-1], str)), uses[0])
         name = names.fresh(snake(last_key(named_by.named) or "value"))
-        found.append(_likely(name, uses[0].value, uses, _why(uses, judgement), ticked=judgement.chosen))
+        value = uses[0].value
+        if (
+            isinstance(value, str)
+            and value.isdigit()
+            and len(value) < _STAMP_DIGITS
+            and value[0] != "0"
+            and all(lit.in_query or lit.flag for lit in uses)
+        ):
+            value = int(value)  # (`year:2025`, `--team 3`: a number the user gives, written into the text)
+        found.append(_likely(name, value, uses, _why(uses, judgement), ticked=judgement.chosen))
     return found, stayed
 
 
@@ -261,9 +272,16 @@ def _judge(
             why = f"a value the query selects by ({first.flag})"
             # (one an earlier output's text holds was read out of it: no more the user's than any such value)
             read = first.sole and produced(first.value, first.step)
-            if not first.sole or read or state_field(first.flag) or judged.score < THIN - 0.2:
+            # (beside others, a value under a subject's field, `owner:`, `project:`, is the user's all the same)
+            alone = first.sole or (scope_field(first.flag) and not _PATTERN_CHARS_RE.search(first.value))
+            if not alone or read or state_field(first.flag) or judged.score < THIN - 0.2:
                 return Judgement(min(judged.score, _BOILERPLATE_CAP), (*judged.reasons, why))
             return Judgement(max(judged.score, CHOSEN), (*judged.reasons, f"{why}: what the query is about"))
+        if first.flag and not first.in_query and scope_field(first.flag):
+            # `--manager=jdoe`, `--team 3`: whose or where the command works, the user's as in a query
+            return Judgement(
+                max(judged.score, CHOSEN), (*judged.reasons, f"the value of --{first.flag}: whose or where")
+            )
         if first.flag and not first.in_query and not plain_word(first.value) and 0 < judged.score < CHOSEN:
             return Judgement(min(CHOSEN, judged.score + 0.1), (*judged.reasons, f"the value of --{first.flag}"))
         opening = first.opening and first.reads and not first.in_query  # a first look at what the user named
@@ -280,6 +298,8 @@ def _judge(
 
 
 _OPENING: Final = 0.15
+_PATTERN_CHARS_RE: Final = re.compile(r"[\^$*\\]")  # `repo:^github\.com/kettle/`: a pattern, the task's
+_STAMP_DIGITS: Final = 9  # `before:1795700000`: a time stamp is text the query compares, not a number typed
 _CONTACT: Final = 0.75  # the shape alone says whom or what (an email address, a path, a URL)
 _DATE_RE: Final = re.compile(r"^\d{4}-\d\d-\d\d$")
 

@@ -22,9 +22,10 @@ from toolreel.core.model import JSON, StepRecord, StepStatus
 from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
 from toolreel.core.template import InputSpec
 from toolreel.templatizer._affixes import around, built_around_item
-from toolreel.templatizer._conditions import join_texts
 from toolreel.templatizer._cuts import CUT_CODE, ZIP_CODE, cut_values, find_column, find_cut
 from toolreel.templatizer._evidence import names_operation
+from toolreel.templatizer._joined import join_kept, positional
+from toolreel.templatizer._mapped import MAP_CODE, Mapped, map_lists
 from toolreel.templatizer._reftext import (
     TOKEN_RE,
     collapse,
@@ -35,7 +36,6 @@ from toolreel.templatizer._reftext import (
     strip_index,
     strip_input,
     substitute,
-    tokens,
 )
 from toolreel.templatizer._result import Loop, Unit, Unrolled
 from toolreel.templatizer._select import SELECT_CODE, Select, evident_filter, selected, separating
@@ -126,31 +126,47 @@ def fold_loops(units: Sequence[Unit], runs: Sequence[Run], table: InputTable) ->
     whole = [u if (c := collapse(u.input, recorded_length)) is u.input else replace(u, input=c) for u in folding.units]
     whole = [unit for u in whole for unit in _subset_of(u, folding)]
     taken = {u.name for u in whole} | {n for run in runs for n in run.steps} | {n for run in runs for n in run.outputs}
-    whole = join_texts(whole, partial(_listed, folding), taken)
-    notes = [note for unit in whole for note in _positional(unit, folding.loops)]
+    chosen: list[Select] = []
+    whole = join_kept(whole, partial(_chosen, folding, chosen), chosen, taken, partial(folding.resolved, run=0))
+    notes = [note for unit in whole for note in positional(unit, folding.loops)]
+    for select in folding.applied:  # (their outputs are the recordings' too: what a text counts of them)
+        for run, output in zip(runs, folding.extra[select.step], strict=True):
+            run.outputs.setdefault(select.step, output)
     selects, explained = tuple(folding.applied), frozenset(folding.explained)
     return Folded(tuple(whole), tuple(folding.loops), tuple(folding.unrolled + notes), selects, explained)
 
 
 def _subset_of(unit: Unit, folding: _Folding) -> list[Unit]:
     """The unit with its lists of some elements' field made that field of the elements a filter keeps
-    (`_subsets`), after the select step a filter needs."""
-    added: list[Unit] = []
-
-    def choose(base: str, at: list[int]) -> str | None:
-        listed = _listed(folding, base, at)
-        elements = folding.resolved(base, 0)
-        if listed is not None or not isinstance(elements, list) or not at or at[-1] >= len(elements):
-            return listed
-        ref = _selecting(base, elements, at, folding)
-        select = folding.selects.get(ref) if ref is not None else None
-        if select is not None and select not in folding.applied:
-            added.append(Unit(select.step, "", unit.record, select.input, code=SELECT_CODE))
-            folding.applied.append(select)
-        return ref
-
-    changed = collapse_subsets(unit.input, choose) if unit.code is None else unit.input
+    (`_subsets`), and its lists of one object per element made a step's mapping them all (`_mapped`), after the
+    select step a filter needs."""
+    if unit.code is not None:
+        return [unit]
+    chosen: list[Select] = []
+    mapped: list[Mapped] = []
+    choose = partial(_chosen, folding, chosen)
+    changed = map_lists(collapse_subsets(unit.input, choose), choose, partial(_taken, folding), mapped)
+    added = [Unit(select.step, "", unit.record, select.input, code=SELECT_CODE) for select in chosen]
+    added += [Unit(m.name, "", unit.record, m.shape, for_each=m.over, code=MAP_CODE) for m in mapped]
     return [*added, unit if changed is unit.input else replace(unit, input=changed)]
+
+
+def _taken(folding: _Folding) -> set[str]:
+    return {u.name for u in folding.units} | set(folding.extra) | {n for run in folding.runs for n in run.outputs}
+
+
+def _chosen(folding: _Folding, chosen: list[Select], base: str, at: list[int]) -> str | None:
+    """The list that elements `at` of `base` are: `_listed`, else a select step's (new ones added to `chosen`)."""
+    listed = _listed(folding, base, at)
+    elements = folding.resolved(base, 0)
+    if listed is not None or not isinstance(elements, list) or not at or at[-1] >= len(elements):
+        return listed
+    ref = _selecting(base, elements, at, folding)
+    select = folding.selects.get(ref) if ref is not None else None
+    if select is not None and select not in folding.applied:
+        chosen.append(select)
+        folding.applied.append(select)
+    return ref
 
 
 def _listed(folding: _Folding, base: str, at: list[int]) -> str | None:
@@ -165,25 +181,6 @@ def _listed(folding: _Folding, base: str, at: list[int]) -> str | None:
     if filtered is None or not same(folding.resolved(filtered, 0), [elements[i] for i in at]):
         return None
     return filtered
-
-
-def _positional(unit: Unit, loops: Sequence[Loop]) -> list[Unrolled]:
-    """A step that still takes an element of a loop's output by its position: said, since it breaks where the
-    loop has fewer elements."""
-    out: list[Unrolled] = []
-    for loop in loops:
-        head = f"@{loop.step}["
-        at = sorted(
-            {
-                int(m.group(1))
-                for t in tokens([unit.input, unit.for_each])
-                if (m := re.match(re.escape(head) + r"(\d+)\]", t))
-            }
-        )
-        if at:
-            why = f"it takes element(s) {at} of {loop.step}'s output by position (fewer elements: it fails there)"
-            out.append(Unrolled((unit.name,), why))
-    return out
 
 
 def _walking(members: list[Unit]) -> list[Unit]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from toolreel.core.model import JSON
-from toolreel.templatizer._evidence import names_scope
+from toolreel.templatizer._evidence import is_machine_id, names_scope
 from toolreel.templatizer._inputs import Names
 from toolreel.templatizer._pieces import literal
 from toolreel.templatizer._result import LikelyInput
@@ -553,14 +553,19 @@ def _suffix(values: Sequence[str]) -> str | None:
 
 def _prefix(values: Sequence[str]) -> str | None:
     """The common beginning of `values` up to its last separator (`checkout-`, `dlq.`), two characters before
-    it at least; None when they share none."""
-    if len(values) < 2:
+    it at least, or their one common first word (`macOS`, no stop word); None when they share none, or are ids a
+    machine made (sharing a beginning by chance: no one filters by it)."""
+    if len(values) < 2 or all(is_machine_id(v) for v in values):
         return None
     common = values[0]
     for value in values[1:]:
         while not value.startswith(common):
             common = common[:-1]
     cut = max(common.rfind(s) for s in _SEPARATORS)
+    word = common.find(" ")  # (`macOS` of `macOS 14.7.1` and `macOS 15.0`: the family named, without the space)
+    first = common[:word]
+    if cut < 2 and word >= 2 and " " not in common[word + 1 :] and first.lower() not in _STOP_WORDS:
+        return first if all(len(v) > word + 1 for v in values) else None
     if cut < 2 or any(len(v) <= cut + 1 for v in values):
         return None
     return common[: cut + 1]

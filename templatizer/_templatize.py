@@ -382,7 +382,7 @@ def _build(
             if ref.root == "input" and ref.path:
                 used.setdefault(_input_of(ref.path), []).append(unit.name)
         if unit.code is not None:  # pure: it waits for its data only
-            specs.append(StepSpec(name=unit.name, code=unit.code, input=unit.input))
+            specs.append(StepSpec(name=unit.name, code=unit.code, input=unit.input, for_each=unit.for_each))
             continue
         # A loop of writes keeps the recorded one-at-a-time order of its side effects.
         one_by_one = unit.for_each is not None and unit.tool not in read_only

@@ -302,13 +302,15 @@ function names(lines) {
 }
 
 function pipes(lines) {
-  const rule = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*\|(\s*:?-+:?\s*\|){2,}\s*$/;
+  // (a bordered table's rules too: `+------+--------+`, above and below the header and at the end)
+  const rule = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*\|(\s*:?-+:?\s*\|){2,}\s*$|^\s*\+(-+\+)+\s*$/;
   const at = lines.findIndex((line, i) => i > 0 && rule.test(line) && lines[i - 1].includes("|"));
   if (at < 1) return [];
   const cells = (line) => line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
   const names = cells(lines[at - 1]);
   const out = [];
-  for (let i = at + 1; i < lines.length && lines[i].includes("|"); i++) {
+  for (let i = at + 1; i < lines.length && (lines[i].includes("|") || rule.test(lines[i])); i++) {
+    if (rule.test(lines[i])) continue;
     const found = cells(lines[i]);
     const row = {};
     names.forEach((name, j) => {

@@ -34,7 +34,8 @@ _LIMITS: Final = CodeLimits(timeout=1.0, memory_mb=32)
 _HEADER_RE: Final = re.compile(r"^[A-Z][A-Z0-9 _%/().#-]*$")
 # `| --- | --- |`, `---|---`; between pipes on both sides a cell may be shorter (`| -- | ---- |`, as GFM allows)
 _RULE_RE: Final = re.compile(
-    r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*\|(\s*:?-+:?\s*\|){2,}\s*$", re.MULTILINE
+    r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*\|(\s*:?-+:?\s*\|){2,}\s*$|^\s*\+(-+\+)+\s*$",
+    re.MULTILINE,
 )
 _HEADING_RE: Final = re.compile(r"^(#{1,6})\s+\S")
 _FIELD_RE: Final = re.compile(r"^\s*(?:[-*]\s+)?\*\*[^*]+?\*\*")

@@ -8,6 +8,11 @@ run, in the clock's own zone (or in the zone the argument was written in, `Z`, w
 the clock by hours, not whole days, the hours are how long the user chose (`for 4 hours`): a likely input, ticked;
 a look back (`the last hour`) and whole days (`a week`) are the task's own window and stay in the code. Kept only
 when the script gives the recorded value in every recording.
+
+A date ahead of the clock's by a round number of days (`2027-02-25T00:00:00Z`, midnight, 90 days after the clock's
+2026-11-27; or a plain `2026-12-04`, a week on) is that many days from the run's day: an expiry, a due date. Any
+date is some number of days away, so only a round one (a week, a month, a quarter, a year) says so; the days are
+how long the user chose, a likely input, ticked.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Final
 
 from toolreel.core.model import JSON, StepRecord
@@ -37,6 +42,16 @@ _HOUR: Final = 60 * 60
 _YEAR: Final = timedelta(days=366)
 _DAY_HOURS: Final = 24
 _UTC: Final = frozenset({"Z", "+00:00"})
+_DAY_RE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})(T00:00:00(?:\.0+)?(?:Z|[+-]\d{2}:\d{2})?)?")
+_ROUND_DAYS: Final = frozenset({1, 2, 3, 7, 14, 21, 28, 30, 31, 45, 60, 90, 120, 180, 365, 366})
+_DAYS_CODE: Final = """export default function(input) {
+  const m = String(input.text).match(/(\\d{4})-(\\d{2})-(\\d{2})/);
+  if (m === null) throw new Error("no date in the clock's reading");
+  const at = new Date(Date.UTC(+m[1], +m[2] - 1, +m[3]) + Number(input.days) * 86400000);
+  const pad = (n) => String(n).padStart(2, "0");
+  return at.getUTCFullYear() + "-" + pad(at.getUTCMonth() + 1) + "-" + pad(at.getUTCDate()) + input.rest;
+}
+"""
 _CODE: Final = """export default function(input) {
   const m = String(input.text).match(new RegExp(%s));
   if (m === null) throw new Error("no date-time in the clock's reading");
@@ -59,23 +74,34 @@ class Offset:
     hours: float
     zone: str | None  # written after the seconds: the argument's own (`Z`, `.000Z`); None: the clock's zone
     at: str = ""  # the template's step, where it is not the call's own: the loop over the calls
-    by: JSON = None  # what the code step is given as the hours: the recorded number, or the input that gave it
+    by: JSON = None  # what the code step is given as the hours (days): the recorded number, or the input that gave it
+    rest: str | None = None  # a date moved by whole days: what follows the date (`T00:00:00Z`, or nothing)
 
     @property
     def chosen(self) -> bool:
-        """Ahead by hours, not whole days: how long the user chose."""
-        return self.hours > 0 and self.hours % _DAY_HOURS != 0
+        """Ahead by hours, not whole days, or by a round number of days to a date: how long the user chose."""
+        return self.hours > 0 and (self.hours % _DAY_HOURS != 0 or self.rest is not None)
 
     def code(self) -> str:
+        if self.rest is not None:
+            return _DAYS_CODE
         zone = json.dumps(self.zone) if self.zone is not None else '(m[8] === undefined ? "" : m[8])'
         return _CODE % (json.dumps(_STAMP_RE.pattern), zone)
 
     @property
     def given(self) -> dict[str, JSON]:
         """The code step's input."""
+        if self.rest is not None:
+            return {"text": self.source, "days": self.by, "rest": self.rest}
         return {"text": self.source, "hours": self.by}
 
+    @property
+    def unit(self) -> str:
+        return "days" if self.rest is not None else "hours"
+
     def number(self) -> int | float:
+        if self.rest is not None:
+            return int(self.hours // _DAY_HOURS)
         return int(self.hours) if float(self.hours).is_integer() else self.hours
 
 
@@ -102,7 +128,7 @@ def propose_offsets(
                     continue
                 if any(f.at == spec.name and f.keys == keys for f in found):
                     continue  # a loop's later call: its first one put the time in the loop step
-                item = _offset(record, keys, *clock)
+                item = _offset(record, keys, *clock) or _days_on(record, keys, *clock)
                 if item is not None:
                     item = dataclasses.replace(item, at=spec.name, by=_hours_ref(item, named))
                     if reproduced(item.step, item.keys, runs, script_on(item.code(), item.given), _equal):
@@ -123,7 +149,7 @@ def offset_inputs(found: Sequence[Offset], likely: Sequence[LikelyInput], taken:
     for item in found:
         if not item.chosen or any(same(existing.value, item.number()) for existing in out):
             continue
-        name = free_name("hours", taken)
+        name = free_name(item.unit, taken)
         taken.add(name)
         why = f"the clock's reading {item.source} moved ahead by it: how long the user chose"
         out.append(LikelyInput(name, item.number(), "number", ((item.step, json_path(item.keys)),), why))
@@ -162,6 +188,22 @@ def _offset(record: StepRecord, keys: Keys, source: str, reading: str) -> Offset
     return Offset(record.name, keys, recorded, source, seconds / 3600, own)
 
 
+def _days_on(record: StepRecord, keys: Keys, source: str, reading: str) -> Offset | None:
+    """A date (or a midnight) a round number of days after the clock's date (see the module)."""
+    ok, recorded = get_at(record.resolved_input if record.resolved_input is not None else {}, keys)
+    match = _DAY_RE.fullmatch(recorded) if ok and isinstance(recorded, str) else None
+    clock = _STAMP_RE.fullmatch(reading)
+    if match is None or clock is None:
+        return None
+    try:
+        days = (date(*map(int, match.groups()[:3])) - _wall(clock).date()).days
+    except ValueError:
+        return None
+    if days not in _ROUND_DAYS:
+        return None
+    return Offset(record.name, keys, recorded, source, days * _DAY_HOURS, None, rest=match.group(4) or "")
+
+
 def _wall(match: re.Match[str]) -> datetime:
     """The wall-clock time written (its zone aside: both sides are in one zone)."""
     year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
@@ -184,7 +226,7 @@ def _equal(got: JSON, sent: JSON, _: Run) -> bool:
 def _read(item: Offset) -> CodeRead:
     def why(name: str) -> str:
         return (
-            f"{item.recorded!r} is the clock's reading {item.source} moved by {item.number()} hours; "
+            f"{item.recorded!r} is the clock's reading {item.source} moved by {item.number()} {item.unit}; "
             f"the code step {name} reproduces it from the recording"
         )
 

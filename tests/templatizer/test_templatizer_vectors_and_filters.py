@@ -226,3 +226,32 @@ def test_ids_a_list_gives_as_numbers_and_calls_send_as_text_are_walked_and_a_rev
     assert loop["input"]["change"] == "{{@item._number}}"
     assert loop["input"]["revision"] == "current"
     assert "current" not in result.input_values.values()
+
+
+CLOCK = {"timezone": "UTC", "datetime": "2026-11-27T11:05:44.120931+00:00", "is_dst": False}
+
+
+def test_a_date_a_round_number_of_days_after_the_clocks_is_that_many_days_from_each_run() -> None:
+    s = Session()
+    s.call("get_current_time", {"timezone": "UTC"}, CLOCK)
+    s.call("create_api_key", {"name": "koyeb-ingest", "expired_at": "2027-02-25T00:00:00Z"}, {"api_key": "k-1"})
+    s.call("create_task", {"title": "Renew it", "due": "2026-12-04"}, {"id": "t-1"})
+    result = saved(s)
+    steps = steps_of(result)
+    expiry = result.template.step(steps["create_api_key_1"]["input"]["expired_at"][1:])
+    due = result.template.step(steps["create_task_1"]["input"]["due"][1:])
+    assert expiry.code is not None and due.code is not None
+    assert sorted(v for v in result.input_values.values() if isinstance(v, int)) == [7, 90]
+    # the next run, on the last day of February of a leap year, 30 days on
+    assert run_code(expiry.code, {"text": "2028-02-29T08:00:00+00:00", "days": 30, "rest": "T00:00:00Z"}) == (
+        "2028-03-30T00:00:00Z"
+    )
+    assert run_code(due.code, {"text": "2026-12-31T23:59:00+00:00", "days": 7, "rest": ""}) == "2027-01-07"
+
+
+def test_a_date_no_round_number_of_days_away_is_the_users_date() -> None:
+    s = Session()
+    s.call("get_current_time", {"timezone": "UTC"}, CLOCK)
+    s.call("create_issue", {"title": "Remove the old client", "deadline": "2027-01-31"}, {"id": 7})
+    result = saved(s)
+    assert steps_of(result)["create_issue_1"]["input"]["deadline"] in ("2027-01-31", "@input.deadline")

@@ -55,6 +55,8 @@ _NAME_KEYS: Final = (
     "user",  # (a session's, a stream's user: `sam` beside `sam.k`, the login the user named, not its display name)
     "handle",
     "email",
+    "domain",  # (a DNS entry, a block-list entry, a mail domain: named by the domain itself)
+    "hostname",
 )
 _INNER_KEYS: Final = ("name", "ref", "slug", "key")  # what names an object inside the element (`head.ref`)
 _KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -255,3 +255,18 @@ def test_a_date_no_round_number_of_days_away_is_the_users_date() -> None:
     s.call("create_issue", {"title": "Remove the old client", "deadline": "2027-01-31"}, {"id": 7})
     result = saved(s)
     assert steps_of(result)["create_issue_1"]["input"]["deadline"] in ("2027-01-31", "@input.deadline")
+
+
+def test_an_element_named_by_its_domain_is_the_users_domain_not_a_position() -> None:
+    listed = [
+        {"domain": "microsoftonline.com", "id": 12, "type": "deny"},
+        {"domain": "telemetry.example-ads.net", "id": 13, "type": "deny"},
+        {"domain": "login.microsoftonline.com", "id": 14, "type": "deny"},
+        {"domain": "login.microsoftonline.com.evil.example", "id": 15, "type": "deny"},
+    ]
+    s = Session()
+    s.call("list_domains", {"type": "deny", "kind": "exact"}, {"domains": listed})
+    s.call("delete_domain", {"type": "deny", "kind": "exact", "domain": "login.microsoftonline.com"}, "removed")
+    result = saved(s)
+    assert steps_of(result)["delete_domain_1"]["input"]["domain"] == "@input.domain"
+    assert result.input_values == {"domain": "login.microsoftonline.com"}

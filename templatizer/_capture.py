@@ -36,6 +36,7 @@ __all__ = ["Capture", "propose_captures"]
 _JS_SPECIAL: Final = r"/[.*+?^${}()|[\]\\]/g"  # what a JavaScript regular expression must escape
 _MIN_STRENGTH: Final = 0.55  # weaker values ("open", "42") sit inside prose by chance
 _GLUED_STRENGTH: Final = 0.9
+_WORDLIKE_RE: Final = re.compile(r"[a-z]+(?:_[a-z]+)*")  # a word or a field name
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,9 +517,6 @@ def _from_inputs(step: str, keys: Keys, recorded: JSON, value: str, runs: Sequen
                 if _reproduces(capture, runs):
                     return capture
     return None
-
-
-_WORDLIKE_RE: Final = re.compile(r"[a-z]+(?:_[a-z]+)*")  # a word or a field name
 
 
 def _reproduces(capture: Capture, runs: Sequence[Run]) -> bool:

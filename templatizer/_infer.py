@@ -145,7 +145,7 @@ class StepInferrer:
             return self._secret(keys, value)
         if keys and "_meta" in keys:
             return literal(value)
-        named = self._named_exact(value, after_flag(self.record.resolved_input or {}, keys))
+        named = self._named_exact(value, keys)
         if named is not None:
             return self._apply(keys, named)
         if isinstance(value, dict | list) and value:
@@ -325,14 +325,14 @@ class StepInferrer:
         why = "; ".join(["holds a redacted value: always an input", *evidence])
         return self._apply(keys, Cand(interpolate(value, chosen), "secret", 1.0, why))
 
-    def _named_exact(self, value: JSON, flagged: bool = False) -> Cand | None:
+    def _named_exact(self, value: JSON, keys: Keys) -> Cand | None:
         if value is None:
             return None
         for name, named in self.inputs.named.items():
             if same(named, value):
                 return Cand(f"@input.{name}", "input", 1.0, f"the value of input {name!r}")
-        # a number input passed as its text: "4521903"; however short after a flag of a vector (`["--team", "3"]`)
-        if isinstance(value, str) and (len(value) >= _NAMED_MIN or flagged):
+        # a number input passed as its text: "4521903", however short after a vector's flag (`["--team", "3"]`)
+        if isinstance(value, str) and (len(value) >= _NAMED_MIN or after_flag(self.record.resolved_input or {}, keys)):
             for name, named in self.inputs.named.items():
                 if number_text(named) == value:
                     return Cand(f"{{{{@input.{name}}}}}", "input", 1.0, f"the text of input {name!r}")

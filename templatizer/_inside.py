@@ -26,6 +26,7 @@ from toolreel.templatizer._values import Keys, get_at
 
 __all__ = [
     "PART_MIN",
+    "STAMP_DIGITS",
     "after_flag",
     "anchored_core",
     "argv_operands",
@@ -223,7 +224,7 @@ _WRITES_RE: Final = re.compile(r"^\s*(?:mutation\b|update\s+\S+\s+set\b|insert\s
 
 
 _BOUND_FIELD_RE: Final = re.compile(r"(?i)^(?:before|after|since|until|from|to)$|created|updated|modified|due|date")
-_STAMP_DIGITS: Final = 9  # an epoch in seconds (or milliseconds): not a count or a small id
+STAMP_DIGITS: Final = 9  # an epoch in seconds (or milliseconds): not a count or a small id
 _CONNECTIVES: Final = frozenset({"AND", "OR", "NOT", "and", "or", "not", "TO"})
 _OPERATOR_RE: Final = re.compile(r"^(?:[<>!=]=?|==|~)$")
 _RANGE_RE: Final = re.compile(r"^\[\s*(\S+)\s+(?:to|TO)\s+(\S+)\s*\]$|^(\S+?)\.\.(\S+)$")
@@ -273,14 +274,14 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
     if not isinstance(value, str):
         return []
     terms = _filter_values(value)
-    if terms is None and not is_query(value):
-        return []
+    if terms is None:
+        if not is_query(value):
+            return []
+        terms = list(_search_values(value) if is_search(value) else _field_values(value))
     statement = is_statement(value)
     out: list[Unexplained] = []
-    if terms is None:
-        terms = list(_search_values(value) if is_search(value) else _field_values(value))
     for field, found, quoted, searched in terms:
-        if found.isdigit() and _BOUND_FIELD_RE.search(field) and len(found) >= _STAMP_DIGITS:
+        if found.isdigit() and _BOUND_FIELD_RE.search(field) and len(found) >= STAMP_DIGITS:
             # `before:1795700000`: a time the search is bounded by, picked per run like a date
             out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
             continue

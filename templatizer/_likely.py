@@ -23,6 +23,7 @@ from toolreel.templatizer._evidence import (
 from toolreel.templatizer._inputs import Names, Schemas, Unexplained
 from toolreel.templatizer._inside import (
     PART_MIN,
+    STAMP_DIGITS,
     argv_operands,
     built_on_others,
     carried_value,
@@ -150,7 +151,7 @@ def likely_inputs(
         if (
             isinstance(value, str)
             and value.isdigit()
-            and len(value) < _STAMP_DIGITS
+            and len(value) < STAMP_DIGITS  # (`before:1795700000`: a time stamp stays text)
             and value[0] != "0"
             and all(lit.in_query or lit.flag for lit in uses)
         ):
@@ -299,7 +300,6 @@ def _judge(
 
 _OPENING: Final = 0.15
 _PATTERN_CHARS_RE: Final = re.compile(r"[\^$*\\]")  # `repo:^github\.com/kettle/`: a pattern, the task's
-_STAMP_DIGITS: Final = 9  # `before:1795700000`: a time stamp is text the query compares, not a number typed
 _CONTACT: Final = 0.75  # the shape alone says whom or what (an email address, a path, a URL)
 _DATE_RE: Final = re.compile(r"^\d{4}-\d\d-\d\d$")
 

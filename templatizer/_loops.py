@@ -24,7 +24,7 @@ from toolreel.core.template import InputSpec
 from toolreel.templatizer._affixes import around, built_around_item
 from toolreel.templatizer._cuts import CUT_CODE, ZIP_CODE, cut_values, find_column, find_cut
 from toolreel.templatizer._evidence import names_operation
-from toolreel.templatizer._joined import join_kept, positional
+from toolreel.templatizer._joined import join_kept, positional, select_unit
 from toolreel.templatizer._mapped import MAP_CODE, Mapped, map_lists
 from toolreel.templatizer._reftext import (
     TOKEN_RE,
@@ -38,7 +38,7 @@ from toolreel.templatizer._reftext import (
     substitute,
 )
 from toolreel.templatizer._result import Loop, Unit, Unrolled
-from toolreel.templatizer._select import SELECT_CODE, Select, evident_filter, selected, separating
+from toolreel.templatizer._select import Select, evident_filter, selected, separating
 from toolreel.templatizer._subsets import collapse_subsets
 from toolreel.templatizer._values import free_name, is_trivial, items_schema, json_path, put_at, same, snake
 
@@ -146,7 +146,7 @@ def _subset_of(unit: Unit, folding: _Folding) -> list[Unit]:
     mapped: list[Mapped] = []
     choose = partial(_chosen, folding, chosen)
     changed = map_lists(collapse_subsets(unit.input, choose), choose, partial(_taken, folding), mapped)
-    added = [Unit(select.step, "", unit.record, select.input, code=SELECT_CODE) for select in chosen]
+    added = [select_unit(select, unit.record) for select in chosen]
     added += [Unit(m.name, "", unit.record, m.shape, for_each=m.over, code=MAP_CODE) for m in mapped]
     return [*added, unit if changed is unit.input else replace(unit, input=changed)]
 
@@ -229,7 +229,7 @@ def _apply(folding: _Folding, members: list[Unit], walk: _Walk) -> None:
             and (select := folding.selects.get(items)) is not None
             and select not in folding.applied
         ):
-            added.append(Unit(select.step, "", members[0].record, select.input, code=SELECT_CODE))
+            added.append(select_unit(select, members[0].record))
             folding.applied.append(select)
         if cut is not None:
             added.append(Unit(walked[1:], "", members[0].record, cut, code=CUT_CODE))

@@ -562,10 +562,9 @@ def _prefix(values: Sequence[str]) -> str | None:
         while not value.startswith(common):
             common = common[:-1]
     cut = max(common.rfind(s) for s in _SEPARATORS)
-    word = common.find(" ")  # (`macOS` of `macOS 14.7.1` and `macOS 15.0`: the family named, without the space)
-    first = common[:word]
-    if cut < 2 and word >= 2 and " " not in common[word + 1 :] and first.lower() not in _STOP_WORDS:
-        return first if all(len(v) > word + 1 for v in values) else None
+    first, space, rest = common.partition(" ")  # (`macOS` of `macOS 14.7.1`, `macOS 15.0`: the family, no space)
+    if cut < 2 and len(first) >= 2 and space and " " not in rest and first.lower() not in _STOP_WORDS:
+        return first if all(len(v) > len(first) + 1 for v in values) else None
     if cut < 2 or any(len(v) <= cut + 1 for v in values):
         return None
     return common[: cut + 1]

@@ -72,21 +72,16 @@ class _Tally:
                 yield f"{self.total:,.{decimals}f}"
 
     def code(self, decimals: int, grouped: bool = False) -> str:
-        if self.shared:
-            path = json.dumps(list(self.field))
-            return (
-                "export default function(input) {\n"
-                f"  const at = (x) => {path}.reduce((v, k) => (v === null || v === undefined ? v : v[k]), x);\n"
-                "  return String(at(input.list[0]));\n"
-                "}\n"
-            )
         if not self.field:
             return "export default function(input) {\n  return String(input.list.length);\n}\n"
         path = json.dumps(list(self.field))
+        at = f"  const at = (x) => {path}.reduce((v, k) => (v === null || v === undefined ? v : v[k]), x);\n"
+        if self.shared:
+            return "export default function(input) {\n" + at + "  return String(at(input.list[0]));\n}\n"
         return (
             "export default function(input) {\n"
-            f"  const at = (x) => {path}.reduce((v, k) => (v === null || v === undefined ? v : v[k]), x);\n"
-            "  const total = input.list.reduce((a, x) => a + Number(at(x)), 0);\n"
+            + at
+            + "  const total = input.list.reduce((a, x) => a + Number(at(x)), 0);\n"
             f"  const fixed = total.toFixed({decimals});\n" + (_GROUPING if grouped else "  return fixed;\n") + "}\n"
         )
 

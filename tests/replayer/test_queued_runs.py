@@ -8,6 +8,7 @@ say how many times its steps really ran, and each file says which worker ran the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -21,6 +22,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from fixtures._zygote import launch_command
 from fixtures.servers import REPO_ROOT, fixture_command
@@ -214,11 +216,20 @@ async def test_detach_queues_and_follow_watches_it_to_the_end(tmp_path: Path, pg
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    assert follow.stderr is not None
+    stderr = BufferedByteReceiveStream(follow.stderr)
+    seen: list[str] = []
+    with anyio.fail_after(120):  # follow has seen the execution wait before a worker may take it
+        while [execution_id, "pending"] not in (line.split() for line in seen):
+            seen.append((await stderr.receive_until(b"\n", 65536)).decode())
     async with _workers(1, url, config, tmp_path, lease=60):
         with anyio.fail_after(120):
             code = await follow.wait()
-    assert follow.stderr is not None
-    watched = (await follow.stderr.receive(65536)).decode()
+    rest: list[bytes] = []
+    with anyio.fail_after(30), contextlib.suppress(anyio.EndOfStream):
+        while True:
+            rest.append(await stderr.receive(65536))
+    watched = "\n".join([*seen, b"".join(rest).decode()])
     assert code == 0, watched
     lines = [line.split() for line in watched.splitlines()]
     assert [execution_id, "pending"] in lines and [execution_id, "succeeded"] in lines

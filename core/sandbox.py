@@ -120,7 +120,7 @@ def run_code(source: str, value: JSON, limits: CodeLimits = CodeLimits()) -> JSO
             raise CodeError("the function returned a Promise: a code step is synchronous (no I/O to wait for)")
         text = context.eval(_OUTPUT)
     except quickjs.JSException as exc:
-        raise _error(exc, limits, exhausted=_exhausted(context)) from None
+        raise _error(exc, limits, exhausted=_exhausted(context) or _engine_null(exc, source)) from None
     except quickjs.StackOverflow as exc:
         raise CodeError(f"the script overflowed the stack (too deep a recursion): {exc}") from None
     if text is None:
@@ -138,6 +138,16 @@ def _exhausted(context: quickjs.Context) -> bool:
     return bool(limit) and usage.get("malloc_size", 0) >= 0.95 * limit
 
 
+# An engine out of memory while making its own error object throws a bare `null` instead; by then the
+# script's frames may have been freed, so the heap no longer reads full. A script with no `throw` of its own
+# cannot have thrown it.
+_THROW_RE = re.compile(r"\bthrow\b")
+
+
+def _engine_null(exc: quickjs.JSException, source: str) -> bool:
+    return str(exc).strip() == "null" and not _THROW_RE.search(source)
+
+
 def _error(exc: quickjs.JSException, limits: CodeLimits, *, exhausted: bool = False) -> CodeError:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else "error"
@@ -147,6 +157,8 @@ def _error(exc: quickjs.JSException, limits: CodeLimits, *, exhausted: bool = Fa
         return CodeMemoryError(
             f"code_memory_limit: the script went past its memory limit of {limits.memory_mb} MiB and was stopped"
         )
+    if first == "null":
+        return CodeError("the script threw null: `throw new Error('...')` says what went wrong")
     line = _author_line(text)
     return CodeError(f"{first}{f' (line {line})' if line else ''}", line=line)
 

@@ -61,6 +61,12 @@ def test_a_growing_allocation_is_stopped_by_the_memory_limit() -> None:
         run_code(source, {}, CodeLimits(timeout=5.0, memory_mb=8))
 
 
+def test_a_thrown_null_is_the_scripts_own_not_the_memory_limit() -> None:
+    with pytest.raises(CodeError, match="the script threw null") as caught:
+        run_code("export default function(input) { if (!input.x) throw null; }", {}, CodeLimits(memory_mb=8))
+    assert not isinstance(caught.value, CodeMemoryError)
+
+
 def test_an_async_function_is_refused() -> None:
     with pytest.raises(CodeError, match="returned a Promise"):
         run_code("export default async function(input) { return 1; }", {})

@@ -35,6 +35,7 @@ from fixtures.recordings import (
     WORLDS13_DIR,
     WORLDS14_DIR,
     WORLDS15_DIR,
+    WORLDS16_DIR,
     WORLDS_DIR,
     load_entry,
 )
@@ -184,6 +185,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS13_DIR, 24),
         (WORLDS14_DIR, 24),
         (WORLDS15_DIR, 24),
+        (WORLDS16_DIR, 24),
         (BLIND_DIR, 24),
     ],
     ids=[
@@ -202,6 +204,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         "worlds13",
         "worlds14",
         "worlds15",
+        "worlds16",
         "blind",
     ],
 )

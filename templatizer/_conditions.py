@@ -38,6 +38,7 @@ __all__ = [
     "guard_on_state",
     "guard_on_transitions",
     "guard_reads_for",
+    "guard_sequels",
     "guard_writes",
     "join_texts",
 ]
@@ -293,7 +294,8 @@ _REMEDIES: Final = frozenset(
     | {"rollback", "start", "resume", "unpause"}
 )
 _FAILED_RE: Final = re.compile(
-    r"(?i)^(?:error|errored|failed|failure|failing|crashed|broken|unhealthy|dead|exited|stopped|paused|timed_?out)$"
+    r"(?i)^(?:error|errored|failed|failure|failing|crashed|broken|unhealthy|dead|exited|stopped|paused|timed_?out"
+    r"|offline|down|halted|shut_?off)$"
 )
 _STATE_KEY_RE: Final = re.compile(r"(?i)status|state|phase|health|conclusion")
 _WORD_RE: Final = re.compile(r"[a-z]+|[A-Z][a-z]*")
@@ -312,6 +314,8 @@ def guard_on_checks(
 
     def guard(step: StepSpec) -> Guard | None:
         words = {w.lower() for w in _WORD_RE.findall(step.tool.rpartition("__")[2] if step.tool else "")}
+        # a generic call names its action in an argument: `send_power_action(signal="start")`
+        words |= {v.lower() for v in (step.input.values() if isinstance(step.input, dict) else ()) if _is_word(v)}
         if not words & _REMEDIES:
             return None
         mine = {ref.text for ref in refs_in(step.input)}
@@ -324,6 +328,10 @@ def guard_on_checks(
         return None
 
     return _guarded(template, read_only, guard)
+
+
+def _is_word(value: JSON) -> bool:
+    return isinstance(value, str) and value.isalpha() and value.isascii()
 
 
 def _failed_state(output: JSON) -> tuple[str, str] | None:
@@ -360,15 +368,35 @@ def guard_on_transitions(
             except RefError:
                 continue
             if isinstance(element, dict) and isinstance(listed, list):
-                for key, written in _written_states(step.input):
-                    was = element.get(key)
-                    others = [e.get(key) for e in listed if isinstance(e, dict) and e is not element]
-                    if isinstance(was, str) and was != written and written in others:
-                        because = f"it moves the element out of that state, into {written!r}, where others are already"
-                        return Guard(step.name, f"{root}.{key}", was, because=because)
+                found = _transition(step, element, [e for e in listed if isinstance(e, dict) and e is not element])
+                if found is not None:
+                    path, was, written = found
+                    because = f"it moves the element out of that state, into {written!r}, where others are already"
+                    return Guard(step.name, f"{root}.{path}", was, because=because)
         return None
 
     return _guarded(template, read_only, guard)
+
+
+def guard_sequels(
+    template: Template, read_only: Collection[str], guards: Sequence[Guard]
+) -> tuple[Template, list[Guard]]:
+    """A call that may write, ordered after a conditional write and acting on what it acts on (`start` the
+    server, then `say` in its console), is the rest of what the agent did because of that state: it gets the
+    same `when`. Where the first is skipped, a careful agent does not announce what it did not do."""
+    by_step = {guard.step: guard for guard in guards if guard.value is not None}
+    specs = {step.name: step for step in template.steps}
+    because = "it follows a write made only in that state, on the same thing"
+
+    def guard(step: StepSpec) -> Guard | None:
+        mine = {ref.text for ref in refs_in(step.input) if ref.root != "item"}
+        for name in step.depends_on:
+            first = by_step.get(name)
+            if first is not None and mine & {ref.text for ref in refs_in(specs[name].input)}:
+                return replace(first, step=step.name, because=because)
+        return None
+
+    return _guarded(template, read_only, guard) if by_step else (template, [])
 
 
 def guard_on_copies(
@@ -412,17 +440,49 @@ def _resolved(ref: str, scope: MappingScope) -> JSON:
         return None
 
 
-def _written_states(value: JSON) -> Iterator[tuple[str, str]]:
-    """(key, value) of each literal word a call's arguments set under a key that names a state."""
+def _transition(
+    step: StepSpec, element: dict[str, JSON], others: list[dict[str, JSON]]
+) -> tuple[str, JSON, JSON] | None:
+    """(path, the element's value, the value written) of a state the call moves the element out of: a word it
+    writes under a state key, a flag it sets at the element's own path (`config.authorized: true` onto a member
+    whose `config.authorized` is false), or the state its verb names (`publish` where others are `published`)."""
+    for path, written in _written_states(step.input):
+        was = _field(element, path)
+        if type(was) is type(written) and was != written and written in [_field(o, path) for o in others]:
+            return path, was, written
+    verbs = {w.lower() for w in _WORD_RE.findall(step.tool.rpartition("__")[2] if step.tool else "")}
+    for key, was in element.items():
+        if not (isinstance(was, str) and _STATE_KEY_RE.search(key) and _KEY_RE.fullmatch(key)):
+            continue
+        past = {f"{v}d" if v.endswith("e") else f"{v}ed" for v in verbs}
+        done = {str(o.get(key)) for o in others} & past
+        if done and was not in done and was.lower() not in verbs:
+            return key, was, sorted(done)[0]
+    return None
+
+
+def _field(element: dict[str, JSON], path: str) -> JSON:
+    value: JSON = element
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _written_states(value: JSON, at: str | None = "") -> Iterator[tuple[str, JSON]]:
+    """(key, value) of each literal word a call's arguments set under a key that names a state (at any depth:
+    its key is the element's), and (path, value) of each flag they set (`config.authorized`)."""
     if isinstance(value, dict):
         for key, item in value.items():
+            path = f"{at}.{key}" if at else key
             if isinstance(item, str) and _STATE_KEY_RE.search(key) and _KEY_RE.fullmatch(item.replace("-", "_")):
                 yield key, item
+            elif isinstance(item, bool) and at is not None and _KEY_RE.fullmatch(key):
+                yield path, item
             else:
-                yield from _written_states(item)
+                yield from _written_states(item, path if isinstance(item, dict) and at is not None else None)
     elif isinstance(value, list):
         for item in value:
-            yield from _written_states(item)
+            yield from _written_states(item, None)
 
 
 def _state_of(value: JSON, scope: MappingScope) -> tuple[str, JSON] | None:

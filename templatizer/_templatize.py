@@ -29,6 +29,7 @@ from toolreel.templatizer._conditions import (
     guard_on_state,
     guard_on_transitions,
     guard_reads_for,
+    guard_sequels,
     guard_writes,
 )
 from toolreel.templatizer._dates import propose_dates
@@ -126,6 +127,8 @@ def templatize(
     guards += checks
     template, transitions = guard_on_transitions(template, reads, picks, runs[0].outputs)
     guards += transitions
+    template, sequels = guard_sequels(template, reads, guards)
+    guards += sequels
     template = guard_reads_for(template, reads)
     template, copies = guard_on_copies(template, reads, runs[0].outputs)
     guards += copies

@@ -103,15 +103,34 @@ def test_a_search_query_keeps_its_syntax_whatever_the_description_says() -> None
     assert "is:regressed" in {item.value for item in result.likely_inputs if not item.ticked}  # proposed unticked
 
 
-def test_the_same_comment_posted_on_each_issue_is_the_task_s_wording() -> None:
+def test_the_same_comment_posted_on_each_issue_is_what_the_user_asked_to_say() -> None:
+    # (the blind sets' authors wrote such a remark as the user's seven times in eight: a repeated command is the one
+    # that stayed the task's)
     s = Session()
     body = "Thanks for the report! This is queued for Thursday's triage meeting."
     s.call("list_issues", {"repo": "warehouse-ui"}, {"issues": [{"number": 41}, {"number": 44}, {"number": 47}]})
     for number in (41, 44, 47):
         s.call("add_issue_comment", {"repo": "warehouse-ui", "issue_number": number, "body": body}, {"id": number})
     result = templatize([s.steps], name="t")
-    assert body not in ticked(result).values()
-    assert ticked(result) == {"repo": "warehouse-ui"}
+    assert ticked(result) == {"repo": "warehouse-ui", "body": body}
+
+
+def test_a_build_number_inside_such_a_remark_is_the_user_s_with_the_rest() -> None:
+    s = Session()
+    body = "Please retest on build 3.2.0-rc2 before closing."
+    s.call("query_issues", {"query": "open"}, [{"id": 2201}, {"id": 2205}])
+    for issue in (2201, 2205):
+        s.call("add_issue_comment", {"issueId": issue, "content": body}, {"id": issue})
+    result = templatize([s.steps], name="t")
+    assert body in ticked(result).values() and "3.2.0-rc2" not in ticked(result).values()
+
+
+def test_the_same_command_run_on_each_host_is_the_task_s_own() -> None:
+    s = Session()
+    s.call("list_hosts", {"group": "web"}, {"hosts": [{"name": "web-1"}, {"name": "web-2"}, {"name": "web-3"}]})
+    for host in ("web-1", "web-2", "web-3"):
+        s.call("run_command", {"host": host, "command": "systemctl restart nginx"}, {"exit": 0})
+    assert "systemctl restart nginx" not in ticked(templatize([s.steps], name="t")).values()
 
 
 def test_a_commit_message_written_once_is_still_the_user_s() -> None:

@@ -179,4 +179,9 @@ def entity_places(bucket: Bucket) -> int:
     sample = bucket.sample()
     if len(sample) != bucket.seen or not any(occ.key == "id" for occ in sample):
         return bucket.seen
+    # (a project whose id is its name, `{"id": "billing", "name": "billing"}`: one element, named twice)
+    homes = {(occ.step, item_of(occ.keys)) for occ in sample if occ.key == "id" and item_of(occ.keys) is not None}
+    twice = sum(1 for occ in sample if occ.key != "id" and (occ.step, item_of(occ.keys)) in homes)
+    if twice:
+        return bucket.seen - twice
     return bucket.seen - sum(1 for occ in sample if occ.key != "id" and occ.key is not None and id_key(occ.key))

@@ -192,7 +192,7 @@ def regex_core(literal: Unexplained) -> list[Unexplained]:
 # `[System.AreaPath] UNDER 'Kettle\\Checkout'` (WIQL).
 # (not a GraphQL variable's declared type, `$id: Int!`; a quoted value may sit in a list, `tags: ["runbook"]`)
 _QUERY_VALUE_RE: Final = re.compile(
-    r"(?<![\w.$])\[?([A-Za-z_][\w.]*)\]?(?:\s*(?::|=|==|~)\s*|\s+(?:eq|ne|co|sw|ew|UNDER|under)\s+)"
+    r"(?<![\w.$])\[?([A-Za-z_][\w.]*)\]?(?:\s*(?::|=|==|~)\s*|\s+(?:eq|ne|co|sw|ew|UNDER|under|contains|CONTAINS)\s+)"
     r"(?:\[?\"([^\"]{2,60})\"|\[?'([^']{2,60})'|([^\s\"'()\[\]{},:=+]{2,60}))"
 )
 
@@ -206,6 +206,21 @@ def _field_values(query: str) -> Iterator[tuple[str, str, bool, bool]]:
         if field.startswith("_") and (outer := _OPERAND_OF_RE.search(query, 0, match.start())):
             field = outer.group(1)  # Hasura's `email: {_eq: "…"}`: the value is the email, `_eq` its operator
         yield field, found, match.group(4) is None, False
+    for match in _SQL_BOUND_RE.finditer(query):
+        # `description LIKE '%orders%'`: the words searched for; `__time >= TIMESTAMP '2026-11-20 00:00:00'`: the day
+        like = match.group(2) is not None
+        field = (match.group(1) if like else match.group(3)).split(".")[-1]
+        yield field, match.group(2) if like else match.group(4), True, like
+
+
+_DAY_RE: Final = re.compile(r"\d{4}-\d\d-\d\d")
+# SQL's pattern match and its bounds on a time, which `_QUERY_VALUE_RE` does not read.
+_SQL_BOUND_RE: Final = re.compile(
+    r"(?<![\w.$])([A-Za-z_][\w.]*)\s+(?:NOT\s+)?I?LIKE\s+'%?([^'%_]{2,60})%?'"
+    r"|(?<![\w.$])([A-Za-z_][\w.]*)\s*(?:>=|<=|>|<)\s*(?:TIMESTAMP\s+|DATE\s+)?"
+    r"'(\d{4}-\d\d-\d\d)(?:[ T]00:00(?::00)?)?'",
+    re.IGNORECASE,
+)
 
 
 def _filter_values(text: str) -> list[tuple[str, str, bool, bool]] | None:
@@ -264,6 +279,11 @@ def writes(literal: Unexplained) -> bool:
     return isinstance(literal.value, str) and _WRITES_RE.match(literal.value) is not None
 
 
+_STATEMENT_WORDS: Final = frozenset(
+    {"SELECT", "FROM", "WHERE", "WITH", "INSERT", "UPDATE", "DELETE", "MATCH", "RETURN", "SHOW", "EXPLAIN", "AND"}
+)
+
+
 def query_values(literal: Unexplained) -> list[Unexplained]:
     """The values a query selects by (`service.name:"checkout-api"`, `space = "ENG"`, `> 30`): each a candidate
     of its own, named by its field and weighed without the query's description; the query stays literal around
@@ -291,6 +311,8 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
             continue
         if (plain_word(found) and not quoted) or found.isdigit() or found == value or found[0] in "$@":
             continue  # `$pageview`, `@project`: names of the query language's own
+        if not quoted and found.upper() in _STATEMENT_WORDS:
+            continue  # (`Query: SELECT COUNT(*) ...`: a statement quoted after a label, not a value)
         if " " in found and not _named(found, field) and not (quoted and (_WRITES_RE.match(value) or _short(found))):
             continue  # (a sentence a mutation sets, `cancel_reason: "Customer asked by phone"`, is the user's)
         if statement and not quoted:
@@ -323,6 +345,7 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
         and not state_field(lit.flag)
         and not plain_word(lit.value)
         and not lit.value.isdigit()
+        and not _DAY_RE.fullmatch(lit.value)  # (a day it is bounded by is when, not what)
     ]
     if len(texts) == 1:
         out[texts[0]] = replace(out[texts[0]], sole=True)
@@ -412,9 +435,16 @@ def built_on_others(
         if kind == "str" and len(text) >= PART_MIN and judged[(kind, text)].chosen and not plain_word(text)
     ]
     words = {text for (kind, text) in by_value if kind == "str" and plain_word(text) and judged[(kind, text)].chosen}
+    # (a query holding a chosen value it selects by, `= 'checkout'`, is built on it, however plain the word)
+    selecting = {
+        (lit.step, lit.keys) for key, uses in by_value.items() if judged[key].chosen for lit in uses if lit.in_query
+    }
     out: list[tuple[str, str]] = []
     for kind, text in by_value:
         if kind != "str":
+            continue
+        if any(not lit.in_query and (lit.step, lit.keys) in selecting for lit in by_value[(kind, text)]):
+            out.append((kind, text))
             continue
         if len(words & set(segments(text))) >= 2 and text not in words:
             out.append((kind, text))  # `apps/orders/staging` of the chosen `orders` and `staging`: built on them

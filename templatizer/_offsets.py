@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Final
+from typing import Final, Protocol
 
 from toolreel.core.model import JSON, StepRecord
 from toolreel.core.refs import is_ref, refs_in
@@ -34,7 +34,7 @@ from toolreel.templatizer._result import Inference, LikelyInput
 from toolreel.templatizer._runs import Run, reproduced, script_on
 from toolreel.templatizer._values import Keys, free_name, get_at, json_path, same, walk
 
-__all__ = ["Offset", "offset_inputs", "propose_offsets"]
+__all__ = ["Moved", "Offset", "clock_reading", "offset_inputs", "propose_offsets"]
 
 _STAMP_RE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})?")
 _QUARTER: Final = 15 * 60
@@ -61,6 +61,22 @@ _CODE: Final = """export default function(input) {
   return day + "T" + pad(at.getUTCHours()) + ":" + pad(at.getUTCMinutes()) + ":" + pad(at.getUTCSeconds()) + %s;
 }
 """
+
+
+class Moved(Protocol):
+    """A time the clock's reading leads to (an `Offset`, an `_epochs.Epoch`): what its likely input is made of."""
+
+    @property
+    def step(self) -> str: ...
+    @property
+    def keys(self) -> Keys: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def chosen(self) -> bool: ...
+    @property
+    def unit(self) -> str: ...
+    def number(self) -> int | float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +150,7 @@ def propose_offsets(
                     if reproduced(item.step, item.keys, runs, script_on(item.code(), item.given), _equal):
                         found.append(item)
         if record.name in runs[0].outputs and record.name in specs:
-            clock = _reading(record.name, runs[0].outputs[record.name]) or clock
+            clock = clock_reading(record.name, runs[0].outputs[record.name]) or clock
     if not found:
         return template, (), ()
     given = sorted({item.by.removeprefix("@input.") for item in found if isinstance(item.by, str)})
@@ -143,7 +159,7 @@ def propose_offsets(
     return rewritten, inferences, tuple(found)
 
 
-def offset_inputs(found: Sequence[Offset], likely: Sequence[LikelyInput], taken: set[str]) -> list[LikelyInput]:
+def offset_inputs(found: Sequence[Moved], likely: Sequence[LikelyInput], taken: set[str]) -> list[LikelyInput]:
     """The likely inputs with the hours each offset ahead of the clock moved it by, ticked: how long the user chose."""
     out = list(likely)
     for item in found:
@@ -156,7 +172,7 @@ def offset_inputs(found: Sequence[Offset], likely: Sequence[LikelyInput], taken:
     return out
 
 
-def _reading(step: str, output: JSON) -> tuple[str, str] | None:
+def clock_reading(step: str, output: JSON) -> tuple[str, str] | None:
     for keys, node in walk(output):
         if (
             keys

@@ -33,6 +33,7 @@ from toolreel.templatizer._conditions import (
     guard_writes,
 )
 from toolreel.templatizer._dates import propose_dates
+from toolreel.templatizer._epochs import Epoch, propose_epochs
 from toolreel.templatizer._groups import group_items
 from toolreel.templatizer._index import OutputIndex
 from toolreel.templatizer._infer import StepInferrer, StepResult
@@ -41,7 +42,7 @@ from toolreel.templatizer._likely import likely_inputs
 from toolreel.templatizer._lines import opening_inputs
 from toolreel.templatizer._linewise import propose_lines
 from toolreel.templatizer._loops import Unit, fold_loops
-from toolreel.templatizer._offsets import offset_inputs, propose_offsets
+from toolreel.templatizer._offsets import Offset, offset_inputs, propose_offsets
 from toolreel.templatizer._order import Call, order_after
 from toolreel.templatizer._pages import find_pagings, merge_pages, page_steps
 from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity, pick_inputs
@@ -115,7 +116,9 @@ def templatize(
     template, dates = propose_dates(template, kept, runs)
     looped = {member: loop.step for loop in folded.loops for member in loop.members}
     template, offsets, moved = propose_offsets(template, kept, runs, table.values[0], table.specs, looped)
-    transforms += tallies + captures + dates + offsets
+    template, unix_times, epochs = propose_epochs(template, kept, runs, table.values[0], table.specs, looped)
+    timed: tuple[Offset | Epoch, ...] = (*moved, *epochs)
+    transforms += tallies + captures + dates + offsets + unix_times
     template, picks = drop_unused_picks(template, picks)
     template, _ = drop_unread(template, {view.name for view in views})
     template, guards = guard_writes(template, reads)
@@ -142,7 +145,7 @@ def templatize(
     computed = {(inference.step, inference.input_path) for inference in transforms if "{{" not in str(inference.ref)}
     computed |= {(inference.step, inference.input_path) for inference in tallies}  # (its words report the list)
     computed |= {  # a time a loop's calls all take from the clock
-        (member, json_path(item.keys)) for item in moved for member, loop in looped.items() if loop == item.at
+        (member, json_path(item.keys)) for item in timed for member, loop in looped.items() if loop == item.at
     }
     computed |= folded.explained | filled  # a value a loop cuts out of each element, or one a walk's gap read
     computed_steps = {step for step, _ in computed}  # (a literal inside a computed argument is no candidate either)
@@ -161,7 +164,7 @@ def templatize(
     )
     likely = computed_elsewhere(likely, transforms)
     if len(runs) == 1:
-        likely = offset_inputs(moved, likely, set(template.inputs) | {item.name for item in likely})
+        likely = offset_inputs(timed, likely, set(template.inputs) | {item.name for item in likely})
         likely = pick_inputs(picks, likely, set(template.inputs))
         likely = select_inputs(folded.selects, likely, set(template.inputs))
         likely = opening_inputs(openings, likely, set(template.inputs) | {item.name for item in likely})

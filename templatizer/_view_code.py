@@ -16,6 +16,7 @@ VIEW_CODE: Final = r"""export default function(input) {
   const lines = String(raw === null || raw === undefined ? "" : raw).split(/\r?\n/);
   if (input.shape === "table") return whole(table(lines));
   if (input.shape === "pipes") return whole(pipes(lines));
+  if (input.shape === "dashed") return whole(dashed(lines));
   if (input.shape === "json") return embedded(lines);
   if (input.shape === "csv") return whole(csv(lines));
   if (input.shape === "names") return names(lines);
@@ -120,6 +121,26 @@ function whole(rows) {
     }
   }
   return rows;
+}
+
+function dashed(lines) {
+  // A header underlined by runs of dashes (`---------- ----------`: tsh, az, PowerShell): each run is a column,
+  // from its start to the next one's, so a cell may hold spaces (`⟵ Tunnel`); the rows end at a blank line.
+  const spans = [];
+  const run = /-+/g;
+  for (let m = run.exec(lines[1]); m !== null; m = run.exec(lines[1])) spans.push(m.index);
+  const cut = (line, j) => line.slice(spans[j], j + 1 < spans.length ? spans[j + 1] : undefined).trim();
+  const names = spans.map((_, j) => cut(lines[0], j));
+  const out = [];
+  for (const line of lines.slice(2)) {
+    if (line.trim() === "") break;
+    const row = {};
+    names.forEach((name, j) => {
+      row[name] = cut(line, j);
+    });
+    out.push(row);
+  }
+  return out;
 }
 
 function csv(lines) {
@@ -301,15 +322,21 @@ function names(lines) {
   return kept.every((line) => token.test(line)) ? kept : [];
 }
 
-function pipes(lines) {
-  // (a bordered table's rules too: `+------+--------+`, above and below the header and at the end)
+function pipes(drawn) {
+  // (a bordered table's rules too: `+------+--------+`, above and below the header and at the end; one drawn
+  // with box characters, `│ ID │` and `┼────┼`, reads as that one)
+  const lines = drawn.map((line) =>
+    line.replace(/[\u2502\u2503\u2551]/g, "|").replace(/[\u2500\u2501\u2550]/g, "-")
+      .replace(/[\u253c\u250c\u2510\u2514\u2518\u251c\u2524\u252c\u2534\u254b\u256c\u256a\u256b]/g, "+"));
   const rule = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*\|(\s*:?-+:?\s*\|){2,}\s*$|^\s*\+(-+\+)+\s*$/;
-  const at = lines.findIndex((line, i) => i > 0 && rule.test(line) && lines[i - 1].includes("|"));
+  const ruled = lines.findIndex((line, i) => i > 0 && rule.test(line) && lines[i - 1].includes("|"));
+  // (a header with no rule under it, `ID | Hostname | Last seen`: every line has as many bars as it)
+  const at = ruled >= 1 ? ruled : bare(lines) ? 1 : -1;
   if (at < 1) return [];
   const cells = (line) => line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
-  const names = cells(lines[at - 1]);
+  const names = cells(lines[ruled >= 1 ? at - 1 : 0]);
   const out = [];
-  for (let i = at + 1; i < lines.length && (lines[i].includes("|") || rule.test(lines[i])); i++) {
+  for (let i = ruled >= 1 ? at + 1 : 1; i < lines.length && (lines[i].includes("|") || rule.test(lines[i])); i++) {
     if (rule.test(lines[i])) continue;
     const found = cells(lines[i]);
     const row = {};
@@ -319,6 +346,12 @@ function pipes(lines) {
     out.push(row);
   }
   return out;
+}
+
+function bare(lines) {
+  const bars = (line) => (line.match(/\|/g) || []).length;
+  const kept = lines.filter((line) => line.trim() !== "");
+  return kept.length >= 2 && lines[0] === kept[0] && bars(kept[0]) >= 2 && kept.every((l) => bars(l) === bars(kept[0]));
 }
 
 function sections(lines, level) {

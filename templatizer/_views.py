@@ -37,6 +37,12 @@ _RULE_RE: Final = re.compile(
     r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*\|(\s*:?-+:?\s*\|){2,}\s*$|^\s*\+(-+\+)+\s*$",
     re.MULTILINE,
 )
+# A table drawn with box characters (`│ ID │ NAME │`, `┼────┼`), as a CLI prints it: read as the ASCII one.
+_BOX: Final = str.maketrans("\u2502\u2503\u2551" + "\u2500\u2501\u2550", "|||" + "---", "") | {
+    ord(c): "+" for c in "\u253c\u250c\u2510\u2514\u2518\u251c\u2524\u252c\u2534\u254b\u256c\u256a\u256b"
+}
+# A header's underline of dash runs, one per column (`------------ ------------------------------------`).
+_DASHED_RE: Final = re.compile(r"\s*-{2,}(?: +-{2,})+\s*")
 _HEADING_RE: Final = re.compile(r"^(#{1,6})\s+\S")
 _FIELD_RE: Final = re.compile(r"^\s*(?:[-*]\s+)?\*\*[^*]+?\*\*")
 # A line that opens JSON records inside prose (a database tool's rows between untrusted-data tags).
@@ -140,7 +146,11 @@ def _shape(text: str) -> tuple[str, int] | None:
     names = re.findall(r"\S+(?: \S+)*", body.split("\n", 1)[0])
     if len(names) >= 2 and all(_HEADER_RE.match(name) for name in names):
         return "table", 0
-    if "|" in body and _RULE_RE.search(body):
+    if _DASHED_RE.fullmatch(body.split("\n", 2)[1]) and body.count("\n") >= 2:
+        return "dashed", 0
+    if _bare_pipes(body):
+        return "pipes", 0
+    if ("|" in body and _RULE_RE.search(body)) or ("\u2502" in body and _RULE_RE.search(body.translate(_BOX))):
         return "pipes", 0
     if _csv(body):
         return "csv", 0
@@ -199,6 +209,13 @@ _YAML_ITEM_RE: Final = re.compile(r"^( *)- [A-Za-z_][\w-]*:(?: .*)?\n\1  [A-Za-z
 _NAME_TOKEN_RE: Final = re.compile(r"^[\w.\-/:@]+$")
 _LABEL_RE: Final = re.compile(r"^[A-Za-z][\w ]*:\s+")
 _NAMES_MIN: Final = 3
+
+
+def _bare_pipes(body: str) -> bool:
+    """A table of `|`-separated columns with no rule under its header: every line has as many bars, two at least."""
+    lines = [line for line in body.splitlines() if line.strip()]
+    bars = lines[0].count("|")
+    return len(lines) >= _CSV_MIN_COLUMNS and bars >= 2 and all(line.count("|") == bars for line in lines)
 
 
 def _names(body: str) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from fixtures._zygote import launch_command
@@ -66,6 +67,25 @@ def _kept_tokens(tmp_path: Path) -> list[str]:
         kept = record.get("tokens") or {}
         tokens += [kept[key] for key in ("access_token", "refresh_token") if key in kept]
     return tokens
+
+
+def _access_token(tmp_path: Path) -> str:
+    tokens = _kept_tokens(tmp_path)
+    assert len(tokens) == 2  # one sign-in: its access token, then its refresh token
+    return tokens[0]
+
+
+async def _expired(url: str, token: str) -> None:
+    """Wait until the guarded server refuses `token`: its real lifetime is over (no clock to move: it is the
+    server's own)."""
+
+    async def refused() -> bool:
+        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        return answer.status_code == 401
+
+    await wait_until(refused, 60, "the access token to expire")
 
 
 def _files_holding(root: Path, secret: str) -> list[Path]:
@@ -126,7 +146,7 @@ async def test_an_expired_access_token_is_refreshed_without_a_person(tmp_path: P
     with anyio.fail_after(300):
         await _login(config, env)
         first = _kept_tokens(tmp_path)
-        await anyio.sleep(1.5)  # the access token lives one second: let it expire
+        await _expired(guarded, _access_token(tmp_path))  # it lives one second
         # no --auth-follow: a sign-in would print its URL and wait for a browser, and this would time out
         called = await _toolreel(["call", "notes", "echo", "--args", '{"text": "hi"}', "--config", str(config)], env)
     assert called.returncode == 0, called.stderr.decode()
@@ -143,7 +163,7 @@ async def test_a_token_the_server_rejects_before_its_time_is_refreshed_not_signe
     with anyio.fail_after(300):
         await _login(config, env)
         first = _kept_tokens(tmp_path)
-        await anyio.sleep(3.5)  # the server said an hour, but its access token lives three seconds
+        await _expired(guarded, _access_token(tmp_path))  # the server said an hour, but it lives three seconds
         called = await _toolreel(["call", "notes", "echo", "--args", '{"text": "hi"}', "--config", str(config)], env)
     assert called.returncode == 0, called.stderr.decode()  # the 401 led to a refresh, not to a sign-in
     assert b"sign in at" not in called.stderr
@@ -240,7 +260,7 @@ async def test_a_replay_refreshes_an_expired_sign_in_by_itself(tmp_path: Path, g
         await _login(config, env)
         await _save_greeting(config, env)
         before = _kept_tokens(tmp_path)
-        await anyio.sleep(2.5)  # the access token lives two seconds: let it expire
+        await _expired(guarded, _access_token(tmp_path))  # it lives two seconds
         ran = await _toolreel(["run", "greet", "-i", "text=bye", "--config", str(config), "--json"], env)
     assert ran.returncode == 0, ran.stderr.decode()
     assert json.loads(ran.stdout)["output"] == {"result": "bye"}  # the new input, replayed

@@ -24,7 +24,7 @@ from toolreel.core.model import JSON, StepRecord
 from toolreel.core.refs import is_ref, refs_in
 from toolreel.core.template import InputSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
-from toolreel.templatizer._offsets import clock_reading
+from toolreel.templatizer._offsets import Clocks
 from toolreel.templatizer._result import Inference
 from toolreel.templatizer._runs import Run, reproduced, script_on
 from toolreel.templatizer._values import Keys, get_at, same, walk
@@ -92,6 +92,7 @@ def propose_epochs(
     template: Template,
     kept: Sequence[StepRecord],
     runs: Sequence[Run],
+    clocks: Clocks,
     named: Mapping[str, JSON],
     input_specs: Mapping[str, InputSpec],
     loops: Mapping[str, str] | None = None,
@@ -99,18 +100,16 @@ def propose_epochs(
     """The template with each Unix time a clock's reading leads to computed from it (see the module); the
     arguments as `propose_offsets` takes them."""
     specs = {step.name: step for step in template.steps}
-    clock: tuple[str, str] | None = None
     found: list[Epoch] = []
     looped = loops or {}
     for record in kept:
         spec = specs.get(record.name) or specs.get(looped.get(record.name, ""))
+        clock = clocks.get(record.name)
         if spec is not None and spec.tool is not None and clock is not None and spec.name not in {f.at for f in found}:
             for item in _in_call(record, spec.input, *clock):
                 item = dataclasses.replace(item, at=spec.name, by=_window_ref(item, named))
                 if reproduced(item.step, item.keys, runs, script_on(item.code(), item.given), _equal):
                     found.append(item)
-        if record.name in runs[0].outputs and record.name in specs:
-            clock = clock_reading(record.name, runs[0].outputs[record.name]) or clock
     if not found:
         return template, (), ()
     given = sorted({item.by.removeprefix("@input.") for item in found if isinstance(item.by, str)})

@@ -34,7 +34,7 @@ from toolreel.templatizer._result import Inference, LikelyInput
 from toolreel.templatizer._runs import Run, reproduced, script_on
 from toolreel.templatizer._values import Keys, free_name, get_at, json_path, same, walk
 
-__all__ = ["Moved", "Offset", "clock_reading", "offset_inputs", "propose_offsets"]
+__all__ = ["Clocks", "Moved", "Offset", "clocks_before", "offset_inputs", "propose_offsets"]
 
 _STAMP_RE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})?")
 _QUARTER: Final = 15 * 60
@@ -121,23 +121,44 @@ class Offset:
         return int(self.hours) if float(self.hours).is_integer() else self.hours
 
 
+Clocks = Mapping[str, tuple[str, str]]  # each kept step's latest clock reading before it: (source, text)
+
+
+def clocks_before(
+    template: Template, kept: Sequence[StepRecord], outputs: Mapping[str, JSON]
+) -> dict[str, tuple[str, str]]:
+    """For each kept step after a clock was read, the latest reading before it (read once per save: every output
+    walked for a clock's key costs as much as the rest of a long session's work here)."""
+    names = {step.name for step in template.steps}
+    clock: tuple[str, str] | None = None
+    out: dict[str, tuple[str, str]] = {}
+    for record in kept:
+        if clock is not None:
+            out[record.name] = clock
+        if record.name in outputs and record.name in names:
+            clock = _reading(record.name, outputs[record.name]) or clock
+    return out
+
+
 def propose_offsets(
     template: Template,
     kept: Sequence[StepRecord],
     runs: Sequence[Run],
+    clocks: Clocks,
     named: Mapping[str, JSON],
     input_specs: Mapping[str, InputSpec],
     loops: Mapping[str, str] | None = None,
 ) -> tuple[Template, tuple[Inference, ...], tuple[Offset, ...]]:
-    """The template with each date-time a clock's reading leads to computed from it (see the module). `named`: the
-    inputs' values, one of which may give the hours; `input_specs`: how to declare it (no argument holds it whole);
-    `loops`: the loop step of each call a loop stands for (the same time in every call: read once, before it)."""
+    """The template with each date-time a clock's reading leads to computed from it (see the module). `clocks`:
+    `clocks_before`; `named`: the inputs' values, one of which may give the hours; `input_specs`: how to declare
+    it (no argument holds it whole); `loops`: the loop step of each call a loop stands for (the same time in every
+    call: read once, before it)."""
     specs = {step.name: step for step in template.steps}
-    clock: tuple[str, str] | None = None  # the latest clock reading so far: (source, text)
     found: list[Offset] = []
     looped = loops or {}
     for record in kept:
         spec = specs.get(record.name) or specs.get(looped.get(record.name, ""))
+        clock = clocks.get(record.name)
         if spec is not None and spec.tool is not None and clock is not None:
             for keys, leaf in walk(spec.input):
                 if not isinstance(leaf, str) or is_ref(leaf) or refs_in(leaf):
@@ -149,8 +170,6 @@ def propose_offsets(
                     item = dataclasses.replace(item, at=spec.name, by=_hours_ref(item, named))
                     if reproduced(item.step, item.keys, runs, script_on(item.code(), item.given), _equal):
                         found.append(item)
-        if record.name in runs[0].outputs and record.name in specs:
-            clock = clock_reading(record.name, runs[0].outputs[record.name]) or clock
     if not found:
         return template, (), ()
     given = sorted({item.by.removeprefix("@input.") for item in found if isinstance(item.by, str)})
@@ -172,7 +191,7 @@ def offset_inputs(found: Sequence[Moved], likely: Sequence[LikelyInput], taken: 
     return out
 
 
-def clock_reading(step: str, output: JSON) -> tuple[str, str] | None:
+def _reading(step: str, output: JSON) -> tuple[str, str] | None:
     for keys, node in walk(output):
         if (
             keys

@@ -20,6 +20,7 @@ VIEW_CODE: Final = r"""export default function(input) {
   if (input.shape === "json") return embedded(lines);
   if (input.shape === "csv") return whole(csv(lines));
   if (input.shape === "names") return names(lines);
+  if (input.shape === "nested") return nested(lines);
   if (input.shape === "yaml") return yaml(lines);
   if (input.shape === "records") return records(lines);
   if (input.shape === "links") return links(lines);
@@ -167,6 +168,17 @@ function csv(lines) {
     });
     return row;
   });
+}
+
+function nested(lines) {
+  // `name:` lines, each followed by its indented answer: a row per name, its first answer line as its value
+  const out = [];
+  for (const line of lines) {
+    if (line.trim() === "") continue;
+    if (!/^\s/.test(line) && line.trimEnd().endsWith(":")) out.push({ name: line.trimEnd().slice(0, -1), value: null });
+    else if (out.length > 0 && out[out.length - 1].value === null) out[out.length - 1].value = line.trim();
+  }
+  return out;
 }
 
 function yaml(lines) {

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import itertools
 import json
 import re
 from collections.abc import Sequence
@@ -58,7 +59,7 @@ class View:
 
     name: str
     source: str
-    shape: str  # table | pipes | csv | sections | json | names | yaml | records | links | checklist
+    shape: str  # table | pipes | dashed | nested | csv | sections | json | names | yaml | records | links | checklist
     level: int  # the heading level of a section per row (sections only)
     rows: tuple[JSON, ...]  # per recording (None where the step is absent)
 
@@ -159,6 +160,8 @@ def _shape(text: str) -> tuple[str, int] | None:
     level = _section_level([line for line in body.splitlines() if line.strip()]) if "**" in body else 0
     if level and "#" in body:
         return "sections", level
+    if _nested(body):
+        return "nested", 0
     if _YAML_ITEM_RE.search(body):
         return "yaml", 0
     if _records(body):
@@ -178,6 +181,22 @@ _BLOCK_SPLIT_RE: Final = re.compile(r"\n\s*(?:(?:-{3,}|={3,}|\*{3,})\s*)?\n")
 
 # A bulleted line that is no `Key: value` field: it opens a record (`• debian.iso`, its fields indented below).
 _BULLET_TITLE_RE: Final = re.compile(rf"(?m)^(?=[ \t]*{_BULLET}[ \t]+(?!{_KEY}:\s)\S)")
+
+
+def _nested(body: str) -> bool:
+    """Names each on a line of its own, ending with a colon, each followed by its indented answer (Salt's output:
+    `web-01.prod:` then `    True`): two names at least, every line one or the other."""
+    lines = [line for line in body.splitlines() if line.strip()]
+    heads = [line for line in lines if _NESTED_HEAD_RE.fullmatch(line)]
+    return (
+        len(heads) >= 2
+        and _NESTED_HEAD_RE.fullmatch(lines[0]) is not None
+        and all(line in heads or line.startswith("  ") for line in lines)
+        and not any(_NESTED_HEAD_RE.fullmatch(b) for a, b in itertools.pairwise(lines) if _NESTED_HEAD_RE.fullmatch(a))
+    )
+
+
+_NESTED_HEAD_RE: Final = re.compile(r"[^\s:][^:]*:")
 
 
 def _records(body: str) -> bool:

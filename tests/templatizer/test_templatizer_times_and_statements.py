@@ -174,3 +174,26 @@ def test_a_value_a_yql_field_contains_is_what_the_query_selects_by() -> None:
     result = saved(s)
     assert "Fjord" in result.input_values.values()
     assert result.template.step("search_1").input["yql"] != yql
+
+
+NESTED = (
+    "web-01.prod:\n    True\n"
+    "web-02.prod:\n    Minion did not return. [No response]\n    To look up the return data, run:\n\n"
+    "    salt-run jobs.lookup_jid 20261128101542123456\n"
+    "web-03.prod:\n    True\n"
+    "web-04.prod:\n    Minion did not return. [No response]\n"
+)
+
+
+def test_names_each_followed_by_an_indented_answer_are_rows_and_a_loop_walks_those_that_answered() -> None:
+    s = Session()
+    s.call("salt_run", {"target": "G@role:web", "tgt_type": "compound", "function": "test.ping"}, NESTED)
+    for minion in ("web-01.prod", "web-03.prod"):
+        s.call(
+            "salt_run", {"target": minion, "tgt_type": "glob", "function": "service.restart"}, f"{minion}:\n    True\n"
+        )
+    result = saved(s)
+    reproduces(result, s.steps)
+    loop = result.template.step("salt_run_each")
+    assert loop.input["target"] == "@item.name"
+    assert str(loop.for_each).endswith('[?(@.value == "True")]')

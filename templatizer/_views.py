@@ -191,12 +191,13 @@ def _nested(body: str) -> bool:
     return (
         len(heads) >= 2
         and _NESTED_HEAD_RE.fullmatch(lines[0]) is not None
-        and all(line in heads or line.startswith("  ") for line in lines)
+        and all(line in heads or (line.startswith("  ") and not _YAML_LINE_RE.match(line)) for line in lines)
         and not any(_NESTED_HEAD_RE.fullmatch(b) for a, b in itertools.pairwise(lines) if _NESTED_HEAD_RE.fullmatch(a))
     )
 
 
 _NESTED_HEAD_RE: Final = re.compile(r"[^\s:][^:]*:")
+_YAML_LINE_RE: Final = re.compile(r"\s+(?:- |[\w.-]+:(?:\s|$))")  # (a YAML mapping's keys and items are no answers)
 
 
 def _records(body: str) -> bool:

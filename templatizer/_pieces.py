@@ -105,10 +105,14 @@ _NOTE_WORDS: Final = 2
 _LABELLED_RE: Final = re.compile(r"^[A-Z][^:{}\n]{2,40}:[ \t]+([a-z][^{}\n]*\S)$")
 
 
+_DATED_RE: Final = re.compile(r"^\d{4}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d)?)?:[ \t]+([^{}\n]*\S)$")
+
+
 def labelled_note(value: str) -> str | None:
     """The note after a label the agent wrote whole (`Refund order #1043: arrived damaged`): a reason or a remark,
-    as often the user's words for this run as the task's own; two words at least."""
-    match = _LABELLED_RE.match(value)
+    as often the user's words for this run as the task's own; two words at least. A day as the label (`2026-11-28:
+    Agreed to move standup to 10:00.`, a dated line in a log or a journal) heads the note whatever its case."""
+    match = _LABELLED_RE.match(value) or _DATED_RE.match(value)
     if match is None or len(match.group(1).split()) < _NOTE_WORDS:
         return None
     return match.group(1)

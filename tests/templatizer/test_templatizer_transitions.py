@@ -1,6 +1,7 @@
 """Seventeenth pass: a write on a picked element runs only in the state it moves the element out of (a flag it
 sets at the element's own path, the state its verb names); a mend named in an argument (`signal: "start"`) of what
-a read showed offline runs only then, and the write that follows it on the same thing, too."""
+a read showed offline runs only then, and the write that follows it on the same thing, too. A dated line keeps its
+day from the clock and its note is the user's; one tag a write files its thing under is the user's."""
 
 from __future__ import annotations
 
@@ -83,3 +84,25 @@ def test_a_start_named_in_an_argument_after_a_read_showed_it_offline_and_what_fo
 def test_no_condition_where_the_read_showed_it_running() -> None:
     steps = _started("running")
     assert "when" not in steps["send_power_action_1"] and "when" not in steps["send_console_command_1"]
+
+
+def test_a_dated_line_keeps_its_day_from_the_clock_and_its_note_is_the_users() -> None:
+    s = Session()
+    clock = {"timezone": "Asia/Tokyo", "datetime": "2026-11-28T18:40:00+09:00", "day_of_week": "Saturday"}
+    s.call("get_current_time", {"timezone": "Asia/Tokyo"}, clock)
+    s.call("append_paragraph", {"docId": "doc_Ij90Kl12", "text": "2026-11-28: Agreed to move standup to 10:00."}, "ok")
+    result = saved(s)
+    text = result.template.step("append_paragraph_1").input["text"]
+    assert isinstance(text, str) and text.startswith("{{@") and text.endswith(": {{@input.text}}")
+    assert result.input_values["text"] == "Agreed to move standup to 10:00."
+
+
+def test_one_tag_a_write_files_its_thing_under_is_the_users_a_reads_filter_is_not() -> None:
+    s = Session()
+    for url in ("https://sqlite.org/wal.html", "https://jvns.ca/blog/", "https://go.dev/blog/loopvar"):
+        s.call("create_link", {"url": url, "collection": {"id": 9}, "tags": [{"name": "to-read"}]}, {"id": 1})
+    assert "to-read" in saved(s).input_values.values()
+    s = Session()
+    s.call("list_links", {"tag": "to-read", "limit": 50}, [{"id": "c1a2b3", "url": "https://sqlite.org/wal.html"}])
+    s.call("archive_link", {"id": "c1a2b3"}, "ok")
+    assert "to-read" not in saved(s).input_values.values()

@@ -15,6 +15,7 @@ from toolreel.templatizer._evidence import (
     FUNCTION_FILTER_RE,
     Judgement,
     filter_terms,
+    is_machine_id,
     is_query,
     is_search,
     is_statement,
@@ -403,17 +404,25 @@ def scope_field(field: str) -> bool:
     return field.lower() in _SCOPE_FIELDS
 
 
-def filed_under(literal: Unexplained) -> bool:
-    """One word a call that may write files its thing under as a tag or a label (`tags[0].name: "to-read"`,
-    `labels.env`, `tag`; not one of several tags it lists): the user's, as "tagged to-read" says. (Sixteen blind
-    sets wrote such a tag as the user's 17 times, as a constant 3 times: two of those a list of tags.)"""
+def filed_under(uses: Sequence[Unexplained]) -> bool:
+    """One word calls that may write file their things under as a tag or a label (`tags[0].name: "to-read"`,
+    `labels.env`, `tag`; not one of several tags listed), given to each call of a loop or to a call that tags
+    (`add-tag`): the user's, as "tagged to-read" says. On one alert or message, it is as often the agent's style."""
+    steps = {lit.step for lit in uses}
+    tagging = any(_TAG_TOOL_RE.search(lit.tool.rpartition("__")[2]) for lit in uses)
+    return (len(steps) > 1 or tagging) and all(map(_tag, uses))
+
+
+def _tag(literal: Unexplained) -> bool:
     tagged = any(isinstance(key, str) and _TAG_KEY_RE.fullmatch(key) for key in literal.keys)
-    value = literal.value
     verb = literal.tool.rpartition("__")[2].split("_")[0].lower()  # (`list_checks(tag=…)` reads by it: a filter)
     writes = not literal.reads and verb not in _READ_VERBS
-    return tagged and writes and literal.of < 2 and isinstance(value, str) and value.split() == [value]
+    value = literal.value
+    word = isinstance(value, str) and value.split() == [value] and not is_machine_id(value)  # (a label's id: no word)
+    return tagged and writes and literal.of < 2 and word
 
 
+_TAG_TOOL_RE: Final = re.compile(r"(?i)tag|label")
 _TAG_KEY_RE: Final = re.compile(r"(?i)tags?|labels?")
 _READ_VERBS: Final = frozenset({"list", "get", "search", "find", "query", "fetch", "read", "describe", "show"})
 

@@ -382,7 +382,7 @@ def _in_context(
         # (the same note on each item a loop handled is the one reason the user gave for all: not boilerplate)
         why = "the words after a label the agent wrote (`Closing: <note>`): a reason or a remark the user gave"
         return Judgement(max(judgement.score, CHOSEN), (*judgement.reasons, why))
-    if all(map(filed_under, uses)) and judgement.score >= THIN:
+    if filed_under(uses) and judgement.score >= THIN:
         return Judgement(max(judgement.score, CHOSEN), (*judgement.reasons, "a tag the call files its thing under"))
     whole = {lit.step for lit in uses if not lit.in_query}
     steps = whole or {lit.step for lit in uses}  # beside a whole use, a query holding it is a text it is carried into

@@ -106,3 +106,6 @@ def test_one_tag_a_write_files_its_thing_under_is_the_users_a_reads_filter_is_no
     s.call("list_links", {"tag": "to-read", "limit": 50}, [{"id": "c1a2b3", "url": "https://sqlite.org/wal.html"}])
     s.call("archive_link", {"id": "c1a2b3"}, "ok")
     assert "to-read" not in saved(s).input_values.values()
+    s = Session()  # one alert's tag: as often the agent's own style
+    s.call("create_alert", {"message": "Ledger export stuck since 09:40", "tags": ["manual-page"]}, {"id": "a1"})
+    assert "manual-page" not in saved(s).input_values.values()

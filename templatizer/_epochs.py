@@ -15,19 +15,17 @@ alone (`since` an hour ago) is moved in the code, as `_offsets` moves a look bac
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
 from toolreel.core.model import JSON, StepRecord
 from toolreel.core.refs import is_ref, refs_in
-from toolreel.core.template import InputSpec, Template
-from toolreel.templatizer._codesteps import CodeRead, with_code_steps
-from toolreel.templatizer._offsets import Clocks
+from toolreel.core.template import Template
+from toolreel.templatizer._codesteps import CodeRead
+from toolreel.templatizer._offsets import Timing, moved_ref, with_moved
 from toolreel.templatizer._result import Inference
-from toolreel.templatizer._runs import Run, reproduced, script_on
-from toolreel.templatizer._values import Keys, get_at, same, walk
+from toolreel.templatizer._values import Keys, get_at, walk
 
 __all__ = ["EPOCH_CODE", "Epoch", "propose_epochs"]
 
@@ -88,33 +86,17 @@ class Epoch:
         }
 
 
-def propose_epochs(
-    template: Template,
-    kept: Sequence[StepRecord],
-    runs: Sequence[Run],
-    clocks: Clocks,
-    named: Mapping[str, JSON],
-    input_specs: Mapping[str, InputSpec],
-    loops: Mapping[str, str] | None = None,
-) -> tuple[Template, tuple[Inference, ...], tuple[Epoch, ...]]:
-    """The template with each Unix time a clock's reading leads to computed from it (see the module); the
-    arguments as `propose_offsets` takes them."""
-    specs = {step.name: step for step in template.steps}
+def propose_epochs(template: Template, timing: Timing) -> tuple[Template, tuple[Inference, ...], tuple[Epoch, ...]]:
+    """The template with each Unix time a clock's reading leads to computed from it (see the module)."""
     found: list[Epoch] = []
-    looped = loops or {}
-    for record in kept:
-        spec = specs.get(record.name) or specs.get(looped.get(record.name, ""))
-        clock = clocks.get(record.name)
-        if spec is not None and spec.tool is not None and clock is not None and spec.name not in {f.at for f in found}:
-            for item in _in_call(record, spec.input, *clock):
-                item = dataclasses.replace(item, at=spec.name, by=_window_ref(item, named))
-                if reproduced(item.step, item.keys, runs, script_on(item.code(), item.given), _equal):
-                    found.append(item)
-    if not found:
-        return template, (), ()
-    given = sorted({item.by.removeprefix("@input.") for item in found if isinstance(item.by, str)})
-    declared = {**template.inputs, **{name: input_specs[name] for name in given if name in input_specs}}
-    rewritten, inferences = with_code_steps(dataclasses.replace(template, inputs=declared), list(map(_read, found)))
+    for record, spec, clock in timing.calls(template):
+        if spec.name in {f.at for f in found}:
+            continue  # a loop's later call: its first one put the times in the loop step
+        for item in _in_call(record, spec.input, *clock):
+            item = dataclasses.replace(item, at=spec.name, by=moved_ref(item, timing.named))
+            if timing.reproduced(item):
+                found.append(item)
+    rewritten, inferences = with_moved(template, found, timing.input_specs, list(map(_read, found)))
     return rewritten, inferences, tuple(found)
 
 
@@ -146,19 +128,6 @@ def _in_call(record: StepRecord, literal: JSON, source: str, reading: str) -> li
         Epoch(record.name, keys, value, source, end, end - delta, scale, isinstance(value, str))
         for keys, value, delta, scale in near
     ]
-
-
-def _window_ref(item: Epoch, named: Mapping[str, JSON]) -> JSON:
-    """The input that gave the window, where one did (its value on each run); else the recorded number."""
-    if item.chosen:
-        for name, value in named.items():
-            if same(value, item.number()):
-                return f"@input.{name}"
-    return item.number()
-
-
-def _equal(got: JSON, sent: JSON, _: Run) -> bool:
-    return bool(got == sent)
 
 
 def _read(item: Epoch) -> CodeRead:

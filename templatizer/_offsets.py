@@ -20,21 +20,32 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Final, Protocol
 
 from toolreel.core.model import JSON, StepRecord
 from toolreel.core.refs import is_ref, refs_in
-from toolreel.core.template import InputSpec, Template
+from toolreel.core.template import InputSpec, StepSpec, Template
 from toolreel.templatizer._codesteps import CodeRead, with_code_steps
 from toolreel.templatizer._index import clock_key
 from toolreel.templatizer._result import Inference, LikelyInput
 from toolreel.templatizer._runs import Run, reproduced, script_on
 from toolreel.templatizer._values import Keys, free_name, get_at, json_path, same, walk
 
-__all__ = ["Clocks", "Moved", "Offset", "clocks_before", "offset_inputs", "propose_offsets"]
+__all__ = [
+    "Clocks",
+    "Moved",
+    "Offset",
+    "Timing",
+    "clocks_before",
+    "moved_ref",
+    "offset_inputs",
+    "propose_offsets",
+    "sent_equal",
+    "with_moved",
+]
 
 _STAMP_RE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})?")
 _QUARTER: Final = 15 * 60
@@ -76,7 +87,12 @@ class Moved(Protocol):
     def chosen(self) -> bool: ...
     @property
     def unit(self) -> str: ...
+    @property
+    def by(self) -> JSON: ...
+    @property
+    def given(self) -> dict[str, JSON]: ...
     def number(self) -> int | float: ...
+    def code(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,42 +156,61 @@ def clocks_before(
     return out
 
 
-def propose_offsets(
-    template: Template,
-    kept: Sequence[StepRecord],
-    runs: Sequence[Run],
-    clocks: Clocks,
-    named: Mapping[str, JSON],
-    input_specs: Mapping[str, InputSpec],
-    loops: Mapping[str, str] | None = None,
-) -> tuple[Template, tuple[Inference, ...], tuple[Offset, ...]]:
-    """The template with each date-time a clock's reading leads to computed from it (see the module). `clocks`:
-    `clocks_before`; `named`: the inputs' values, one of which may give the hours; `input_specs`: how to declare
-    it (no argument holds it whole); `loops`: the loop step of each call a loop stands for (the same time in every
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """What finding the times a clock leads to reads (`propose_offsets`, `_epochs.propose_epochs`): the kept calls,
+    the recordings, `clocks_before`, the inputs' values (one may give how far a time moves), how to declare such an
+    input (no argument holds it whole), and the loop step of each call a loop stands for (the same time in every
     call: read once, before it)."""
-    specs = {step.name: step for step in template.steps}
+
+    kept: Sequence[StepRecord]
+    runs: Sequence[Run]
+    clocks: Clocks
+    named: Mapping[str, JSON]
+    input_specs: Mapping[str, InputSpec]
+    loops: Mapping[str, str]
+
+    def calls(self, template: Template) -> Iterator[tuple[StepRecord, StepSpec, tuple[str, str]]]:
+        """Each kept call after a clock was read, with the template's step for it and the latest reading."""
+        specs = {step.name: step for step in template.steps}
+        for record in self.kept:
+            spec = specs.get(record.name) or specs.get(self.loops.get(record.name, ""))
+            clock = self.clocks.get(record.name)
+            if spec is not None and spec.tool is not None and clock is not None:
+                yield record, spec, clock
+
+    def reproduced(self, item: Moved) -> bool:
+        """Whether the item's code step gives exactly what every recording sent."""
+        return reproduced(item.step, item.keys, self.runs, script_on(item.code(), item.given), sent_equal)
+
+
+def propose_offsets(template: Template, timing: Timing) -> tuple[Template, tuple[Inference, ...], tuple[Offset, ...]]:
+    """The template with each date-time a clock's reading leads to computed from it (see the module)."""
     found: list[Offset] = []
-    looped = loops or {}
-    for record in kept:
-        spec = specs.get(record.name) or specs.get(looped.get(record.name, ""))
-        clock = clocks.get(record.name)
-        if spec is not None and spec.tool is not None and clock is not None:
-            for keys, leaf in walk(spec.input):
-                if not isinstance(leaf, str) or is_ref(leaf) or refs_in(leaf):
-                    continue
-                if any(f.at == spec.name and f.keys == keys for f in found):
-                    continue  # a loop's later call: its first one put the time in the loop step
-                item = _offset(record, keys, *clock) or _days_on(record, keys, *clock)
-                if item is not None:
-                    item = dataclasses.replace(item, at=spec.name, by=_hours_ref(item, named))
-                    if reproduced(item.step, item.keys, runs, script_on(item.code(), item.given), _equal):
-                        found.append(item)
-    if not found:
-        return template, (), ()
-    given = sorted({item.by.removeprefix("@input.") for item in found if isinstance(item.by, str)})
-    declared = {**template.inputs, **{name: input_specs[name] for name in given if name in input_specs}}
-    rewritten, inferences = with_code_steps(dataclasses.replace(template, inputs=declared), list(map(_read, found)))
+    for record, spec, clock in timing.calls(template):
+        for keys, leaf in walk(spec.input):
+            if not isinstance(leaf, str) or is_ref(leaf) or refs_in(leaf):
+                continue
+            if any(f.at == spec.name and f.keys == keys for f in found):
+                continue  # a loop's later call: its first one put the time in the loop step
+            item = _offset(record, keys, *clock) or _days_on(record, keys, *clock)
+            if item is not None:
+                item = dataclasses.replace(item, at=spec.name, by=moved_ref(item, timing.named))
+                if timing.reproduced(item):
+                    found.append(item)
+    rewritten, inferences = with_moved(template, found, timing.input_specs, list(map(_read, found)))
     return rewritten, inferences, tuple(found)
+
+
+def with_moved(
+    template: Template, found: Sequence[Moved], input_specs: Mapping[str, InputSpec], reads: list[CodeRead]
+) -> tuple[Template, tuple[Inference, ...]]:
+    """The template with a code step for each moved time, and the inputs that give their amounts declared."""
+    if not found:
+        return template, ()
+    given = sorted({by.removeprefix("@input.") for item in found if isinstance(by := item.by, str)})
+    declared = {**template.inputs, **{name: input_specs[name] for name in given if name in input_specs}}
+    return with_code_steps(dataclasses.replace(template, inputs=declared), reads)
 
 
 def offset_inputs(found: Sequence[Moved], likely: Sequence[LikelyInput], taken: set[str]) -> list[LikelyInput]:
@@ -245,8 +280,9 @@ def _wall(match: re.Match[str]) -> datetime:
     return datetime(year, month, day, hour, minute, second)
 
 
-def _hours_ref(item: Offset, named: Mapping[str, JSON]) -> JSON:
-    """The input that gave the hours, where one did (its value on each run); else the recorded number."""
+def moved_ref(item: Moved, named: Mapping[str, JSON]) -> JSON:
+    """The input that gave how far a time was moved, where one did (its value on each run); else the recorded
+    number."""
     if item.chosen:
         for name, value in named.items():
             if same(value, item.number()):
@@ -254,7 +290,8 @@ def _hours_ref(item: Offset, named: Mapping[str, JSON]) -> JSON:
     return item.number()
 
 
-def _equal(got: JSON, sent: JSON, _: Run) -> bool:
+def sent_equal(got: JSON, sent: JSON, _: Run) -> bool:
+    """`reproduced`'s check for a moved time: the script gives exactly what was sent."""
     return bool(got == sent)
 
 

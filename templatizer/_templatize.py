@@ -42,7 +42,7 @@ from toolreel.templatizer._likely import likely_inputs
 from toolreel.templatizer._lines import opening_inputs
 from toolreel.templatizer._linewise import propose_lines
 from toolreel.templatizer._loops import Unit, fold_loops
-from toolreel.templatizer._offsets import Offset, clocks_before, offset_inputs, propose_offsets
+from toolreel.templatizer._offsets import Offset, Timing, clocks_before, offset_inputs, propose_offsets
 from toolreel.templatizer._order import Call, order_after
 from toolreel.templatizer._pages import find_pagings, merge_pages, page_steps
 from toolreel.templatizer._picks import drop_unused_picks, pick_by_identity, pick_inputs
@@ -116,8 +116,9 @@ def templatize(
     template, dates = propose_dates(template, kept, runs)
     looped = {member: loop.step for loop in folded.loops for member in loop.members}
     clocks = clocks_before(template, kept, runs[0].outputs)
-    template, offsets, moved = propose_offsets(template, kept, runs, clocks, table.values[0], table.specs, looped)
-    template, unix_times, epochs = propose_epochs(template, kept, runs, clocks, table.values[0], table.specs, looped)
+    timing = Timing(kept, runs, clocks, table.values[0], table.specs, looped)
+    template, offsets, moved = propose_offsets(template, timing)
+    template, unix_times, epochs = propose_epochs(template, timing)
     timed: tuple[Offset | Epoch, ...] = (*moved, *epochs)
     transforms += tallies + captures + dates + offsets + unix_times
     template, picks = drop_unused_picks(template, picks)

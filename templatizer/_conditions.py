@@ -24,6 +24,7 @@ from toolreel.core.refs import MappingScope, refs_in, resolve
 from toolreel.core.template import StepSpec, Template, When, WhenOp
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._codesteps import values_read
+from toolreel.templatizer._select import value_at
 from toolreel.templatizer._values import strength, walk
 
 if TYPE_CHECKING:
@@ -447,30 +448,24 @@ def _transition(
     writes under a state key, a flag it sets at the element's own path (`config.authorized: true` onto a member
     whose `config.authorized` is false), or the state its verb names (`publish` where others are `published`)."""
     for path, written in _written_states(step.input):
-        was = _field(element, path)
-        if type(was) is type(written) and was != written and written in [_field(o, path) for o in others]:
+        was = value_at(element, path)
+        if type(was) is type(written) and was != written and written in [value_at(o, path) for o in others]:
             return path, was, written
     verbs = {w.lower() for w in _WORD_RE.findall(step.tool.rpartition("__")[2] if step.tool else "")}
+    past = {f"{v}d" if v.endswith("e") else f"{v}ed" for v in verbs}
     for key, was in element.items():
         if not (isinstance(was, str) and _STATE_KEY_RE.search(key) and _KEY_RE.fullmatch(key)):
             continue
-        past = {f"{v}d" if v.endswith("e") else f"{v}ed" for v in verbs}
         done = {str(o.get(key)) for o in others} & past
         if done and was not in done and was.lower() not in verbs:
             return key, was, sorted(done)[0]
     return None
 
 
-def _field(element: dict[str, JSON], path: str) -> JSON:
-    value: JSON = element
-    for key in path.split("."):
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
-
-
 def _written_states(value: JSON, at: str | None = "") -> Iterator[tuple[str, JSON]]:
     """(key, value) of each literal word a call's arguments set under a key that names a state (at any depth:
-    its key is the element's), and (path, value) of each flag they set (`config.authorized`)."""
+    its key is the element's), and (path, value) of each flag they set (`config.authorized`). `at`: the path of
+    objects from the arguments down to `value`; None inside a list, where a flag is no field of the element."""
     if isinstance(value, dict):
         for key, item in value.items():
             path = f"{at}.{key}" if at else key

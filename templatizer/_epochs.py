@@ -69,20 +69,28 @@ class Epoch:
 
     @property
     def unit(self) -> str:
-        return "hours" if self.window % _HOUR == 0 else "minutes"
+        return "hours" if self._seconds == _HOUR else "minutes"
+
+    @property
+    def _seconds(self) -> int:
+        """The window's unit in seconds: hours where it is whole hours."""
+        return _HOUR if self.window % _HOUR == 0 else _MINUTE
 
     def number(self) -> int:
-        return self.window // (_HOUR if self.unit == "hours" else _MINUTE)
+        return self.window // self._seconds
 
     def code(self) -> str:
         return EPOCH_CODE
 
     @property
     def given(self) -> dict[str, JSON]:
-        unit = _HOUR if self.unit == "hours" else _MINUTE
-        back = self.by if self.by is not None else self.number()
-        return {"text": self.source, "shift": self.shift, "back": back, "unit": unit, "scale": self.scale} | {
-            "as_text": self.as_text
+        return {
+            "text": self.source,
+            "shift": self.shift,
+            "back": self.by if self.by is not None else self.number(),
+            "unit": self._seconds,
+            "scale": self.scale,
+            "as_text": self.as_text,
         }
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from toolreel.core.model import JSON
+from toolreel.templatizer._inputs import Unexplained
 from toolreel.templatizer._values import Keys, key_tokens, last_key
 
 __all__ = [
@@ -27,9 +28,11 @@ __all__ = [
     "FUNCTION_FILTER_RE",
     "THIN",
     "Judgement",
+    "filed_under",
     "filter_terms",
     "is_machine_id",
     "is_query",
+    "is_remark",
     "is_search",
     "is_statement",
     "judge_text",
@@ -186,6 +189,7 @@ _SETTING_KEYS: Final = frozenset(
 class Judgement:
     score: float
     reasons: tuple[str, ...]
+    whole: bool = False  # the user's whole: a version inside it is no input of its own
 
     @property
     def chosen(self) -> bool:
@@ -482,3 +486,35 @@ def _shape(text: str) -> tuple[float, list[str]]:
     if _SLUG_RE.match(text) or any(c.isdigit() for c in text):
         return 0.55, ["an identifier or slug"]
     return 0.5, ["a value of its own"]
+
+
+def filed_under(uses: Sequence[Unexplained]) -> bool:
+    """One word calls that may write file their things under as a tag or a label (`tags[0].name: "to-read"`,
+    `labels.env`, `tag`; not one of several tags listed), given to each call of a loop or to a call that tags
+    (`add-tag`): the user's, as "tagged to-read" says. On one alert or message, it is as often the agent's style."""
+    steps = {lit.step for lit in uses}
+    tagging = any(_TAG_TOOL_RE.search(lit.tool.rpartition("__")[2]) for lit in uses)
+    return (len(steps) > 1 or tagging) and all(map(_tag, uses))
+
+
+def _tag(literal: Unexplained) -> bool:
+    tagged = any(isinstance(key, str) and _TAG_KEY_RE.fullmatch(key) for key in literal.keys)
+    verb = literal.tool.rpartition("__")[2].split("_")[0].lower()  # (`list_checks(tag=…)` reads by it: a filter)
+    writes = not literal.reads and verb not in _READ_VERBS
+    value = literal.value
+    word = isinstance(value, str) and value.split() == [value] and not is_machine_id(value)  # (a label's id: no word)
+    return tagged and writes and literal.of < 2 and word
+
+
+_TAG_TOOL_RE: Final = re.compile(r"(?i)tag|label")
+_TAG_KEY_RE: Final = re.compile(r"(?i)tags?|labels?")
+_READ_VERBS: Final = frozenset({"list", "get", "search", "find", "query", "fetch", "read", "describe", "show"})
+
+
+def is_remark(value: str) -> bool:
+    """A sentence a person wrote (`PSU swap in rack B4`, `Please retest before closing.`), not a command line."""
+    return bool(_REMARK_RE.match(value)) and (len(value.split()) >= _REMARK_WORDS or value.rstrip()[-1:] in ".!?")
+
+
+_REMARK_RE: Final = re.compile(r"^[A-Z][^{}<>|$`]*$")
+_REMARK_WORDS: Final = 4

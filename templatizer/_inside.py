@@ -15,7 +15,6 @@ from toolreel.templatizer._evidence import (
     FUNCTION_FILTER_RE,
     Judgement,
     filter_terms,
-    is_machine_id,
     is_query,
     is_search,
     is_statement,
@@ -34,7 +33,6 @@ __all__ = [
     "built_on_others",
     "carried_value",
     "command_flags",
-    "filed_under",
     "holds_word",
     "inside_urls",
     "key_parts",
@@ -402,29 +400,6 @@ _YEAR_RE: Final = re.compile(r"^(?:19|20)\d\d$")
 def scope_field(field: str) -> bool:
     """A query's field naming whose or where (`owner:`, `project:`): a value under it is the user's, beside others."""
     return field.lower() in _SCOPE_FIELDS
-
-
-def filed_under(uses: Sequence[Unexplained]) -> bool:
-    """One word calls that may write file their things under as a tag or a label (`tags[0].name: "to-read"`,
-    `labels.env`, `tag`; not one of several tags listed), given to each call of a loop or to a call that tags
-    (`add-tag`): the user's, as "tagged to-read" says. On one alert or message, it is as often the agent's style."""
-    steps = {lit.step for lit in uses}
-    tagging = any(_TAG_TOOL_RE.search(lit.tool.rpartition("__")[2]) for lit in uses)
-    return (len(steps) > 1 or tagging) and all(map(_tag, uses))
-
-
-def _tag(literal: Unexplained) -> bool:
-    tagged = any(isinstance(key, str) and _TAG_KEY_RE.fullmatch(key) for key in literal.keys)
-    verb = literal.tool.rpartition("__")[2].split("_")[0].lower()  # (`list_checks(tag=…)` reads by it: a filter)
-    writes = not literal.reads and verb not in _READ_VERBS
-    value = literal.value
-    word = isinstance(value, str) and value.split() == [value] and not is_machine_id(value)  # (a label's id: no word)
-    return tagged and writes and literal.of < 2 and word
-
-
-_TAG_TOOL_RE: Final = re.compile(r"(?i)tag|label")
-_TAG_KEY_RE: Final = re.compile(r"(?i)tags?|labels?")
-_READ_VERBS: Final = frozenset({"list", "get", "search", "find", "query", "fetch", "read", "describe", "show"})
 
 
 def state_field(field: str) -> bool:

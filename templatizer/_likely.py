@@ -14,8 +14,10 @@ from toolreel.templatizer._evidence import (
     CHOSEN,
     THIN,
     Judgement,
+    filed_under,
     is_machine_id,
     is_query,
+    is_remark,
     judge_text,
     names_scope,
     param_schema,
@@ -28,7 +30,6 @@ from toolreel.templatizer._inside import (
     built_on_others,
     carried_value,
     command_flags,
-    filed_under,
     holds_word,
     inside_urls,
     key_parts,
@@ -129,8 +130,8 @@ def likely_inputs(
     for key in [*built_on_others(by_value, judged), *inside_urls(by_value)]:
         by_value.pop(key, None)
     # (a remark the user asked to post on each item is theirs whole, its build number too)
-    remarks = {key for key, judgement in judged.items() if judgement.reasons[-1].startswith(_REMARK_WHY)}
-    for key, version, holders in versions_inside({k: v for k, v in by_value.items() if k not in remarks}, produced):
+    parts_of = {key: uses for key, uses in by_value.items() if not judged[key].whole}
+    for key, version, holders in versions_inside(parts_of, produced):
         by_value.pop(key, None)
         if version is None:  # an output gave it: the text is read out of that output, not typed
             stayed += [
@@ -390,10 +391,10 @@ def _in_context(
     repeated = len(steps) >= 2 and len(set(tools)) == 1 and len(tools) == len(uses)
     wording = len(value.split()) >= 2 or len(steps) >= _REPEATS  # a sentence twice; a date or a name thrice
     if repeated and wording and judgement.score >= THIN:
-        if _remark(value):
+        if is_remark(value):
             # (a sentence said to each member, posted on each issue: what the user asked to tell them all)
-            why = f"{_REMARK_WHY} in {len(steps)} calls of {tools[0]}: what the user asked to say to each"
-            return Judgement(max(judgement.score, CHOSEN), (*judgement.reasons, why))
+            why = f"the same remark in {len(steps)} calls of {tools[0]}: what the user asked to say to each"
+            return Judgement(max(judgement.score, CHOSEN), (*judgement.reasons, why), whole=True)
         why = f"the same value in {len(steps)} calls of {tools[0]}: a fixed part of a repeated action"
         return Judgement(min(judgement.score, _BOILERPLATE_CAP), (*judgement.reasons, why))
     flagged = {lit.step for lit in uses if lit.flag and not lit.in_query}
@@ -429,19 +430,6 @@ def _in_context(
         why = f"also written inside the text of {carriers[0]}: a value the task carries from call to call"
         return Judgement(CHOSEN, (*judgement.reasons, why))
     return judgement
-
-
-_REMARK_RE: Final = re.compile(r"^[A-Z][^{}<>|$`]*$")
-
-
-def _remark(value: str) -> bool:
-    """A sentence a person wrote (`PSU swap in rack B4`, `Please retest before closing.`), not a command line."""
-    words = value.split()
-    return bool(_REMARK_RE.match(value)) and (len(words) >= _REMARK_WORDS or value.rstrip()[-1:] in ".!?")
-
-
-_REMARK_WORDS: Final = 4
-_REMARK_WHY: Final = "the same remark"
 
 
 def _searched_and_written(

@@ -43,7 +43,6 @@ __all__ = [
     "moved_ref",
     "offset_inputs",
     "propose_offsets",
-    "sent_equal",
     "with_moved",
 ]
 
@@ -181,7 +180,7 @@ class Timing:
 
     def reproduced(self, item: Moved) -> bool:
         """Whether the item's code step gives exactly what every recording sent."""
-        return reproduced(item.step, item.keys, self.runs, script_on(item.code(), item.given), sent_equal)
+        return reproduced(item.step, item.keys, self.runs, script_on(item.code(), item.given), _equal)
 
 
 def propose_offsets(template: Template, timing: Timing) -> tuple[Template, tuple[Inference, ...], tuple[Offset, ...]]:
@@ -290,7 +289,7 @@ def moved_ref(item: Moved, named: Mapping[str, JSON]) -> JSON:
     return item.number()
 
 
-def sent_equal(got: JSON, sent: JSON, _: Run) -> bool:
+def _equal(got: JSON, sent: JSON, _: Run) -> bool:
     """`reproduced`'s check for a moved time: the script gives exactly what was sent."""
     return bool(got == sent)
 

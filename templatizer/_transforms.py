@@ -573,15 +573,13 @@ def propose_transforms(
 
 
 def computed_elsewhere(likely: Sequence[LikelyInput], transforms: Sequence[Inference]) -> list[LikelyInput]:
-    """The likely inputs without those a transform now computes everywhere they were used (a value the
-    workflow computes is not one the user must give)."""
-    whole = {(inference.step, inference.input_path) for inference in transforms if "{{" not in inference.ref}
-    pieced = {
-        (inference.step, inference.input_path): inference.ref for inference in transforms if "{{" in inference.ref
-    }
+    """The likely inputs without those a transform now computes everywhere they were used (a value the workflow
+    computes is not one the user must give); a text with a computed part still holds the user's words that stay
+    literal in it (`{{@extract_1}}: Agreed to move standup`)."""
+    pieced = {(i.step, i.input_path): i.ref for i in transforms if "{{" in i.ref}
+    whole = {(i.step, i.input_path) for i in transforms if "{{" not in i.ref}
 
     def gone(item: LikelyInput, use: tuple[str, str]) -> bool:
-        # (a text with a computed part still holds the user's words: `{{@extract_1}}: Agreed to move standup`)
         return use in whole or (use in pieced and not (isinstance(item.value, str) and item.value in pieced[use]))
 
     return [item for item in likely if not all(gone(item, use) for use in item.used_at)]

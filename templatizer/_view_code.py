@@ -343,12 +343,12 @@ function pipes(drawn) {
   const rule = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*\|(\s*:?-+:?\s*\|){2,}\s*$|^\s*\+(-+\+)+\s*$/;
   const ruled = lines.findIndex((line, i) => i > 0 && rule.test(line) && lines[i - 1].includes("|"));
   // (a header with no rule under it, `ID | Hostname | Last seen`: every line has as many bars as it)
-  const at = ruled >= 1 ? ruled : bare(lines) ? 1 : -1;
-  if (at < 1) return [];
+  const [head, first] = ruled >= 1 ? [ruled - 1, ruled + 1] : bare(lines) ? [0, 1] : [-1, -1];
+  if (head < 0) return [];
   const cells = (line) => line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
-  const names = cells(lines[ruled >= 1 ? at - 1 : 0]);
+  const names = cells(lines[head]);
   const out = [];
-  for (let i = ruled >= 1 ? at + 1 : 1; i < lines.length && (lines[i].includes("|") || rule.test(lines[i])); i++) {
+  for (let i = first; i < lines.length && (lines[i].includes("|") || rule.test(lines[i])); i++) {
     if (rule.test(lines[i])) continue;
     const found = cells(lines[i]);
     const row = {};

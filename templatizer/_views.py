@@ -147,7 +147,7 @@ def _shape(text: str) -> tuple[str, int] | None:
     names = re.findall(r"\S+(?: \S+)*", body.split("\n", 1)[0])
     if len(names) >= 2 and all(_HEADER_RE.match(name) for name in names):
         return "table", 0
-    if _DASHED_RE.fullmatch(body.split("\n", 2)[1]) and body.count("\n") >= 2:
+    if body.count("\n") >= 2 and _DASHED_RE.fullmatch(body.split("\n", 2)[1]):
         return "dashed", 0
     if _bare_pipes(body):
         return "pipes", 0
@@ -187,13 +187,17 @@ def _nested(body: str) -> bool:
     """Names each on a line of its own, ending with a colon, each followed by its indented answer (Salt's output:
     `web-01.prod:` then `    True`): two names at least, every line one or the other."""
     lines = [line for line in body.splitlines() if line.strip()]
-    heads = [line for line in lines if _NESTED_HEAD_RE.fullmatch(line)]
+    heads = [_NESTED_HEAD_RE.fullmatch(line) is not None for line in lines]
     return (
-        len(heads) >= 2
-        and _NESTED_HEAD_RE.fullmatch(lines[0]) is not None
-        and all(line in heads or (line.startswith("  ") and not _YAML_LINE_RE.match(line)) for line in lines)
-        and not any(_NESTED_HEAD_RE.fullmatch(b) for a, b in itertools.pairwise(lines) if _NESTED_HEAD_RE.fullmatch(a))
+        sum(heads) >= 2
+        and heads[0]
+        and all(head or _answer(line) for head, line in zip(heads, lines, strict=True))
+        and not any(a and b for a, b in itertools.pairwise(heads))  # (each name has its answer)
     )
+
+
+def _answer(line: str) -> bool:
+    return line.startswith("  ") and not _YAML_LINE_RE.match(line)
 
 
 _NESTED_HEAD_RE: Final = re.compile(r"[^\s:][^:]*:")
@@ -235,7 +239,7 @@ def _bare_pipes(body: str) -> bool:
     """A table of `|`-separated columns with no rule under its header: every line has as many bars, two at least."""
     lines = [line for line in body.splitlines() if line.strip()]
     bars = lines[0].count("|")
-    return len(lines) >= _CSV_MIN_COLUMNS and bars >= 2 and all(line.count("|") == bars for line in lines)
+    return len(lines) >= 2 and bars >= 2 and all(line.count("|") == bars for line in lines)  # (a header, a row)
 
 
 def _names(body: str) -> bool:

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,11 +135,16 @@ class SignInPlace:
             return
         path = self._path(name)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temporary = path.with_suffix(".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
+        # A temporary file of its own (0600): two processes writing one sign-in at once (a login and a
+        # gateway) must each replace the record whole, never rename the other's half-written file away.
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
 
     def delete(self, name: str) -> bool:
         if self.db is not None:
@@ -235,9 +241,14 @@ def _fernet(place: SignInPlace) -> Any:
 class SecretTokens:
     """The SDK's `TokenStorage` for one server: one encrypted record (tokens, registration, expiry)."""
 
-    def __init__(self, place: SignInPlace, name: str, url: str, preset_client: Any | None = None) -> None:
+    def __init__(
+        self, place: SignInPlace, name: str, url: str, preset_client: Any | None = None, *, attended: bool = True
+    ) -> None:
         self.place, self.name, self.url = place, name, url
         self._preset_client = preset_client  # a pre-registered client: never stored, read from the config
+        # Unattended (a gateway, a worker), a flow that registers a client ends asking for a person: keeping
+        # that client would only overwrite the one a `toolreel auth login` is registering meanwhile.
+        self.attended = attended
 
     def _decrypted(self) -> dict[str, Any]:
         data = self.place.read(self.name)
@@ -305,7 +316,7 @@ class SecretTokens:
         return OAuthClientInformationFull.model_validate(info) if info else None
 
     async def set_client_info(self, client_info: Any) -> None:
-        if self._preset_client is not None:
+        if self._preset_client is not None or not self.attended:
             return
         record = self._read()
         record["client_info"] = client_info.model_dump(mode="json", exclude_none=True)

@@ -293,6 +293,6 @@ def signed_in(server: ServerConfig, on_needed: Callable[[SignInNeeded], None] | 
     needed; None when its config sends an Authorization header of its own."""
     if server.url is None or any(key.lower() == "authorization" for key in server.headers):
         return None
-    storage = SecretTokens(sign_in_place(None), storage_name(server.name, server.url), server.url)
+    storage = SecretTokens(sign_in_place(None), storage_name(server.name, server.url), server.url, attended=False)
     command = sign_in_command(server.name, server.source)
     return unattended_auth(server.url, storage, server.oauth or OAuthSettings(), server.name, command, on_needed)

@@ -184,6 +184,7 @@ async def test_a_gateway_lists_the_others_and_names_the_sign_in_command_until_si
                 return states == {"feat": "ready", "notes": "failed"}
 
             await wait_until(started, 120, "feat ready and notes refused")
+            kept_before = sorted((tmp_path / "store" / TOKENS_DIR).glob("*"))  # a refused flow keeps no client
             names = {t.name for t in (await gw.client.list_tools()).tools}
             refused = await call(gw, "notes__add", {"a": 1, "b": 2})
             upstream = {u["name"]: u for u in (await status(gw))["upstreams"]}["notes"]
@@ -194,7 +195,7 @@ async def test_a_gateway_lists_the_others_and_names_the_sign_in_command_until_si
 
             await wait_until(listed, 90, "the signed-in server's tools")  # picked up on its next retry
             added = await call(gw, "notes__add", {"a": 1, "b": 2})
-    assert "feat__echo" in names and "notes__add" not in names
+    assert "feat__echo" in names and "notes__add" not in names and kept_before == []
     assert refused.is_error and command in text_of(refused) and "sign-in needed for server 'notes'" in text_of(refused)
     assert command in upstream["last_error"]
     assert not added.is_error and (added.structured_content or {})["sum"] == 3

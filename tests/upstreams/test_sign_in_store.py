@@ -19,7 +19,7 @@ from sqlalchemy import make_url
 from fixtures._zygote import launch_command
 from tests.gw import TOOLREEL, call, fixture_http_server, gateway_env, status, stdio_gateway, text_of, wait_until
 from tests.pg import PgCluster
-from toolreel.upstreams.auth import AUTH_KEY_ENV, KEY_FILE, SecretTokens, follow_store, sign_in_place
+from toolreel.upstreams.auth import AUTH_KEY_ENV, KEY_FILE, TOKENS_DIR, SecretTokens, follow_store, sign_in_place
 
 pytestmark = [pytest.mark.anyio]
 
@@ -104,6 +104,24 @@ def test_a_bad_shared_key_is_refused_with_what_a_key_is(monkeypatch: pytest.Monk
     with pytest.raises(ToolreelError, match="32 url-safe base64-encoded bytes"):
         storage._write({"tokens": {}})
     assert not (tmp_path / "toolreel-auth").exists()
+
+
+async def test_two_processes_writing_one_sign_in_at_once_each_replace_it_whole(tmp_path: Path) -> None:
+    """A `toolreel auth login` and a gateway's retry write one server's record at once: each write replaces
+    it whole, neither fails for the other's temporary file, and no temporary file is left behind."""
+    place = sign_in_place(f"sqlite:///{tmp_path / 'toolreel.db'}")
+
+    def write_many(writer: str) -> None:
+        for i in range(300):
+            place.write("notes", f"{writer}-{i}".encode())
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for writer in ("login", "gateway"):
+                tg.start_soon(anyio.to_thread.run_sync, write_many, writer)
+    assert place.read("notes") in (b"login-299", b"gateway-299")
+    assert place.directory is not None
+    assert [path.name for path in (place.directory / TOKENS_DIR).iterdir()] == ["notes.fernet"]
 
 
 async def _toolreel(args: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:

@@ -4,6 +4,7 @@ the gateway's memory comes back: 2,000 handshake-era sessions, each with a recor
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,30 @@ async def _saved(db: Path, count: int) -> None:
     await wait_until(caught_up, 300, f"{count} recorded calls in the store")
 
 
+def _structured(answer: httpx2.Response) -> dict[str, Any]:
+    """The `structuredContent` of a tool call's answer, sent as JSON or as one server-sent event."""
+    text = answer.text
+    if answer.headers.get("content-type", "").startswith("text/event-stream"):
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    return dict(json.loads(text)["result"]["structuredContent"])
+
+
+async def _reaped(url: str) -> None:
+    """Until the gateway holds no session but the one asking: every session left so far was reaped (its link,
+    its recording) when its idle time ran out, which the gateway checks on its own timer."""
+    async with httpx2.AsyncClient(timeout=60) as http:
+        opened = await http.post(url, json=INIT, headers=HEADERS)
+        headers = {**HEADERS, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        status = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "toolreel__status"}}
+
+        async def only_this_one() -> bool:
+            return int(_structured(await http.post(url, json=status, headers=headers))["open_sessions"]) == 1
+
+        await wait_until(only_this_one, IDLE * 2.5 + 60, "the sessions left behind to be reaped")
+        await http.delete(url, headers=headers)
+
+
 async def _leave(url: str, count: int) -> None:
     limits = httpx2.Limits(max_connections=16)
     async with httpx2.AsyncClient(timeout=60, limits=limits) as http, anyio.create_task_group() as tg:
@@ -109,7 +134,7 @@ async def test_sessions_left_open_are_reaped_and_memory_returns(tmp_path: Path) 
 
         await wait_until(upstream_ready, 120, "the fixture server behind the gateway to answer")
         await _leave(gw.url, 200)  # warm: every code path and cache used once, then reaped
-        await anyio.sleep(IDLE * 2.5)
+        await _reaped(gw.url)
         await _saved(db, 201)  # the readiness probe's call and the 200
         recorded = _recorded_calls(db)
         baseline = _rss_kib(pid)

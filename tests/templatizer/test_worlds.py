@@ -36,6 +36,7 @@ from fixtures.recordings import (
     WORLDS14_DIR,
     WORLDS15_DIR,
     WORLDS16_DIR,
+    WORLDS17_DIR,
     WORLDS_DIR,
     load_entry,
 )
@@ -186,6 +187,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS14_DIR, 24),
         (WORLDS15_DIR, 24),
         (WORLDS16_DIR, 24),
+        (WORLDS17_DIR, 24),
         (BLIND_DIR, 24),
     ],
     ids=[
@@ -205,6 +207,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         "worlds14",
         "worlds15",
         "worlds16",
+        "worlds17",
         "blind",
     ],
 )

@@ -6,7 +6,8 @@ fixtures/recordings/worlds*/,
 - refs: templatized with the inputs a careful person names (none for several recordings), every value holding a
   ref compared with the expected ones (bench/templatize.py's scoring, extended: a `for_each` is scored under its
   first recorded step, `{"derived_from": [...]}` accepts a value computed from those steps, `{"item": true}` any
-  `@item` ref; refs in steps of a per-item group loop are left to the replays);
+  `@item` ref; refs in steps of a per-item group loop are left to the replays; an expected value that is no ref is
+  a constant, scored apart: kept when the template puts no ref at its path);
 - inputs: templatized naming nothing, the likely inputs compared with the expected input values;
 - a plain save, as `toolreel__save_template(name)` does it: the likely inputs applied, then verification;
 - replays: the saved template run by the real replayer against `fixtures/world.py` servers playing each changed
@@ -61,7 +62,7 @@ from toolreel.core.refs import refs_in
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer import TemplatizeResult, templatize, verify
 
-__all__ = ["Session", "SessionReport", "judge", "load_sessions", "score_refs"]
+__all__ = ["RefScore", "Session", "SessionReport", "judge", "load_sessions", "score_refs"]
 
 REFS_P, REFS_R = 0.98, 0.95
 INPUTS_P, INPUTS_R = 0.95, 0.90
@@ -118,6 +119,7 @@ class SessionReport:
     name: str
     refs: tuple[int, int, int] = (0, 0, 0)
     inputs: tuple[int, int, int] = (0, 0, 0)
+    constants: tuple[int, int] = (0, 0)  # (kept literal, expected)
     verified: bool = False
     replays: dict[str, Replay] = field(default_factory=dict)
     parallel_ok: bool | None = None
@@ -202,8 +204,27 @@ def _matches(value: str, choice: Any, derived: Mapping[str, set[str]], code: set
     return bool(useful) and roots <= useful | {"input", "item", "index"} | code
 
 
-def score_refs(session: Session, result: TemplatizeResult) -> tuple[int, int, int, list[str]]:
-    """(true positives, found, expected, problems), with loops, derived values and item refs."""
+def _constant(choices: Sequence[Any]) -> bool:
+    """Whether an expectation is a value that must stay literal (`"ref": 100`, `"ref": "Seeding"`): no choice is a
+    ref, a `{{...}}` text, an `item` or a `derived_from`."""
+    return not any((isinstance(c, Mapping) and ({"item", "derived_from"} & c.keys())) or refs_in(c) for c in choices)
+
+
+@dataclass(frozen=True, slots=True)
+class RefScore:
+    """A session's refs against its expectations, and the constants it kept literal."""
+
+    hits: int
+    found: int
+    expected: int
+    problems: list[str]
+    constants: tuple[int, int] = (0, 0)  # (kept literal, expected)
+
+
+def score_refs(session: Session, result: TemplatizeResult) -> RefScore:
+    """The refs found against the refs expected, with loops, derived values and item refs. An expected value that
+    is no ref is a constant: not a ref to find (the refs' recall leaves it out), but kept only if the template
+    puts no ref at its path or under it; a ref there counts against precision as any unexpected ref does."""
     template, expected_data = result.template, session.expected
     loops = expected_data.get("loops", [])
     rename = _loop_names(template, loops, session.entry)
@@ -238,8 +259,14 @@ def score_refs(session: Session, result: TemplatizeResult) -> tuple[int, int, in
             want = f" (want {choices[0]!r})" if choices else ""
             problems.append(f"unexpected {step} {path} = {value!r}{want}")
     got = {(step, path) for step, path, _ in found}
-    problems += [f"missed {s} {p} = {c[0]!r}" for (s, p), c in expected.items() if (s, p) not in got]
-    return hits, len(found), len(expected), problems
+    constants = {key: choices for key, choices in expected.items() if _constant(choices)}
+    templated = [
+        (s, p) for s, p in constants if any(g == s and (q == p or q.startswith((p + ".", p + "["))) for g, q in got)
+    ]
+    problems += [f"templated constant {s} {p} = {constants[s, p][0]!r}" for s, p in templated]
+    refs = {key: choices for key, choices in expected.items() if key not in constants}
+    problems += [f"missed {s} {p} = {c[0]!r}" for (s, p), c in refs.items() if (s, p) not in got]
+    return RefScore(hits, len(found), len(refs), problems, (len(constants) - len(templated), len(constants)))
 
 
 def _found(template: Template, rename: Mapping[str, str], grouped: set[str]) -> Found:
@@ -310,7 +337,7 @@ async def judge(session: Session) -> SessionReport:
         read_only=session.read_only,
         schemas=session.schemas,
     )
-    refs = score_refs(session, with_names)
+    scored = score_refs(session, with_names)
     unnamed = (
         with_names
         if several
@@ -319,8 +346,12 @@ async def judge(session: Session) -> SessionReport:
         )
     )
     inputs = score_inputs(entry, unnamed)
-    report.refs, report.inputs = refs[:3], inputs[:3]
-    report.problems += refs[3] + inputs[3]
+    report.refs, report.inputs, report.constants = (
+        (scored.hits, scored.found, scored.expected),
+        inputs[:3],
+        scored.constants,
+    )
+    report.problems += scored.problems + inputs[3]
     saved, report.verified = plain_save(session)
     report.parallel_ok = _parallel_ok(session, saved.template)
     for key, world in session.worlds.items():
@@ -376,6 +407,9 @@ def bars(pairs: Sequence[tuple[Session, SessionReport]], part: str) -> list[tupl
             (f"{part} {key} precision {p:.3f} >= {p_bar}", p >= p_bar),
             (f"{part} {key} recall {r:.3f} >= {r_bar}", r >= r_bar),
         ]
+    kept, constants = (sum(r.constants[i] for _, r in pairs) for i in (0, 1))
+    if constants:
+        print(f"constants kept literal {kept}/{constants}")
     verified = sum(r.verified for _, r in pairs)
     print(f"verified {verified}/{len(pairs)} plain saves")
     replays = [(s, k, rep) for s, r in pairs for k, rep in r.replays.items()]

@@ -41,11 +41,12 @@ from fixtures.recordings import (
     load_entry,
 )
 from fixtures.world import canonical
+from toolreel.templatizer import templatize
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))  # the bench scripts import each other as they run: from bench/
 from _world_replay import compare_calls, map_inputs, replay_in_world  # noqa: E402
-from worlds import judge, load_sessions, plain_save  # noqa: E402
+from worlds import judge, load_sessions, plain_save, score_refs  # noqa: E402
 
 TUNED = "ids-order-flow"  # small, tuned (never a blind session), with a world2
 
@@ -256,3 +257,23 @@ async def test_harness_judges_a_tuned_session_and_says_no_to_a_stale_template() 
         spoiled = await replay_in_world(stale, session.worlds["world2"], given)
     assert not spoiled.exact
     assert any("get_order" in p for p in spoiled.problems), spoiled.problems
+
+
+def test_a_constant_is_scored_as_kept_literal_not_as_a_missed_ref() -> None:
+    """An expectation that is no ref (`"ref": "apple"`) is a value that must stay literal: kept when the template
+    puts no ref at its path, and never counted among the refs to find."""
+    (session,) = load_sessions(CORPUS_DIR, TUNED)
+    refs = [r for r in session.expected["refs"] if r["step"] != "get_order_1"]
+    refs += [
+        {"step": "create_order_1", "input_path": "$.items[0].sku", "ref": "apple"},  # stays literal
+        {"step": "get_order_1", "input_path": "$.order_id", "ref": "ord_a994f9f393d1"},  # made a ref: not kept
+    ]
+    changed = dataclasses.replace(session, data={**session.data, "expected": {**session.expected, "refs": refs}})
+    entry = session.entry
+    result = templatize(entry.recordings, name=TUNED.replace("-", "_"), inputs=dict(entry.inputs))
+    score = score_refs(changed, result)
+    assert score.constants == (1, 2)
+    assert score.expected == len(refs) - 2 and score.hits == score.expected  # every ref found, no constant among them
+    assert score.found == score.hits + 1  # the constant made a ref counts against precision
+    assert any(p.startswith("templated constant get_order_1 $.order_id") for p in score.problems), score.problems
+    assert not any(p.startswith("missed") for p in score.problems), score.problems

@@ -109,7 +109,8 @@ def after_flag(given: JSON, keys: Keys) -> bool:
     if not keys or not isinstance(keys[-1], int) or keys[-1] == 0:
         return False
     _, before = get_at(given, (*keys[:-1], keys[-1] - 1))
-    return isinstance(before, str) and bool(_BARE_FLAG_RE.match(before))
+    _, value = get_at(given, keys)
+    return isinstance(before, str) and bool(_BARE_FLAG_RE.match(before)) and not _flag_like(value)
 
 
 def _flag_like(value: str | int | float) -> bool:
@@ -121,8 +122,13 @@ def _operands(members: Mapping[int, Unexplained], flagged: Collection[int] = ())
     works on, named by the command's first word: `group-show vpn-users` a group); the words before it name the
     command (`run services update-traffic`). Elements a ref took are positional too, but for flags (`flagged`)."""
     size = next(iter(members.values())).of
-    valued = {at + 1: m.group(1) for at, lit in members.items() if (m := _BARE_FLAG_RE.match(str(lit.value)))}
     flags = {at for at, lit in members.items() if _flag_like(lit.value)} | set(flagged)
+    # a bare flag names the element after it, unless that is a flag too: `--gen-access-key --gen-secret` are switches
+    valued = {
+        at + 1: m.group(1)
+        for at, lit in members.items()
+        if (m := _BARE_FLAG_RE.match(str(lit.value))) and at + 1 not in flags
+    }
     positional = [at for at in range(size) if at not in valued and at not in flags]
     last = positional[-1] if len(positional) >= 2 else None
     noun = str(members[0].value).split("-")[0] if 0 in members and "-" in str(members[0].value) else ""
@@ -305,7 +311,9 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
             # `year:2025`: the year a search is about, picked per run like a date
             out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
             continue
-        if (plain_word(found) and not quoted) or found.isdigit() or found == value or found[0] in "$@":
+        if (plain_word(found) and not quoted and not naming_field(field)) or found.isdigit() or found == value:
+            continue  # a lower-case word is the language's vocabulary (`is:unresolved`), but under a field that names
+        if found[0] in "$@":  # the thing (`name_label:gitlab`, `tag:checkout`), where it is the user's
             continue  # `$pageview`, `@project`: names of the query language's own
         if not quoted and found.upper() in _STATEMENT_WORDS:
             continue  # (`Query: SELECT COUNT(*) ...`: a statement quoted after a label, not a value)
@@ -400,6 +408,16 @@ _YEAR_RE: Final = re.compile(r"^(?:19|20)\d\d$")
 def scope_field(field: str) -> bool:
     """A query's field naming whose or where (`owner:`, `project:`): a value under it is the user's, beside others."""
     return field.lower() in _SCOPE_FIELDS
+
+
+# A query's field naming the thing itself (Xen Orchestra's `name_label:gitlab`, `host:web-02`): a word under it is
+# the user's, not the query's vocabulary (a tag, `tag:urgent`, or an owner beside other terms may be either).
+_NAMING_FIELD_RE: Final = re.compile(r"(?i)^(?:name_label|app|application|host|hostname)$")
+
+
+def naming_field(field: str) -> bool:
+    """A query's field naming the thing itself (`name_label:`, `host:`)."""
+    return bool(_NAMING_FIELD_RE.match(field))
 
 
 def state_field(field: str) -> bool:

@@ -33,6 +33,7 @@ from toolreel.templatizer._inside import (
     holds_word,
     inside_urls,
     key_parts,
+    naming_field,
     path_roots,
     plain_word,
     query_values,
@@ -278,7 +279,9 @@ def _judge(
             # (one an earlier output's text holds was read out of it: no more the user's than any such value)
             read = first.sole and produced(first.value, first.step)
             # (beside others, a value under a subject's field, `owner:`, `project:`, is the user's all the same)
-            alone = first.sole or (scope_field(first.flag) and not _PATTERN_CHARS_RE.search(first.value))
+            alone = first.sole or (
+                (scope_field(first.flag) or naming_field(first.flag)) and not _PATTERN_CHARS_RE.search(first.value)
+            )
             if not alone or read or state_field(first.flag) or judged.score < THIN - 0.2:
                 return Judgement(min(judged.score, _BOILERPLATE_CAP), (*judged.reasons, why))
             return Judgement(max(judged.score, CHOSEN), (*judged.reasons, f"{why}: what the query is about"))

@@ -10,6 +10,8 @@ from typing import Final
 __all__ = ["context", "fits", "line_patterns", "patterns", "shape", "words"]
 
 _WORD_RE: Final = re.compile(r"[A-Za-z0-9]")
+_LETTER_RE: Final = re.compile(r"[A-Za-z]")
+_NUMBERISH_RE: Final = re.compile(r"[0-9][0-9.:/-]*")  # a number, an address, a version, a date
 _CONTEXT_WORDS: Final = 6  # tokens of context tried on each side, nearest first
 _CONTEXT_RE: Final = re.compile(r"\s+|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")  # spaces, a word, one other character
 
@@ -60,10 +62,18 @@ def patterns(text: str, start: int, value: str) -> Iterator[str]:
             end = "$" if start + len(value) + len(right) == len(text) else ""
             if not (left or anchor or right.strip() or end) or not (body or right or end):
                 continue
-            if prose and not _WORD_RE.search(left + right):
+            if prose and not _beside_word(left + right, value):
                 continue  # in prose a word beside the value ("hash", "ID:") holds better than its position
             yield f"{anchor}{context(left)}{group}{context(right)}{end}"
     yield from _line_patterns(text, start, group)
+
+
+def _beside_word(context: str, value: str) -> bool:
+    """A word in the context (`ID:`, the `1.` of a numbered line, `==2.31.0` after a name): but a number is no word
+    beside a number (`10.20.30.44` on the line before `10.20.30.45`): it says only where the value happens to be."""
+    if _LETTER_RE.search(context):
+        return True
+    return bool(_WORD_RE.search(context)) and not _NUMBERISH_RE.fullmatch(value)
 
 
 _LINE_WORD_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9]+")

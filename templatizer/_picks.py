@@ -66,7 +66,8 @@ _KEY_PATH_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-
 _GIVEN_STRENGTH: Final = 0.7  # a text strong enough that an equal field is no accident (`How do I ...?`, an email)
 _RELATION_RE: Final = re.compile(r"(author|committer|creator|owner|assignee|user|sender|reporter|parent)")
 PICK_CODE: Final = """export default function(input) {
-  const at = (item, k) => k.split(".").reduce((v, key) => (v === null || v === undefined ? v : v[key]), item);
+  const at = (item, k) =>
+    k === "" ? item : k.split(".").reduce((v, key) => (v === null || v === undefined ? v : v[key]), item);
   const where = [[input.key, input.value], ...(input.also || [])];
   const found = input.items.filter((item) => item !== null && where.every(([k, v]) => at(item, k) === v));
   if (found.length === 0 && input.optional) return null;
@@ -92,6 +93,11 @@ def pick_by_identity(
         heads = {m.group(0): (m.group(1), int(m.group(2))) for m in _POSITIONAL_RE.finditer(json.dumps(unit.input))}
         for head, (base, n) in heads.items():
             if head not in picks and (pick := _pick(head, base, n, runs, inputs, taken, given)) is not None:
+                if not pick.key:
+                    label = _flag_before(unit.input, head)
+                    if not label and not _whole(unit.input, head):
+                        continue  # a name inside a text or a query (a column of a result's schema): where it stands
+                    pick = replace(pick, label=label)
                 taken.add(pick.step)
                 picks[head] = pick
                 users[pick.step] = (base, unit.tool)
@@ -113,6 +119,17 @@ def pick_by_identity(
         out.append(unit)
     walked = Counter(users.values())
     return out, [replace(p, walked=walked[users[p.step]] >= 2) for p in picks.values()]
+
+
+def _flag_before(value: JSON, head: str) -> str:
+    """The flag a picked name is the value of (`--uid={{@users_1[2]}}`: `uid`), what its input is called."""
+    found = re.search(r"--([A-Za-z][\w-]*)=\{\{" + re.escape(head) + r"\}\}", json.dumps(value))
+    return found.group(1) if found else ""
+
+
+def _whole(value: JSON, head: str) -> bool:
+    """The positional ref is a whole argument (`"@users_1[2]"`), not a part of a text."""
+    return json.dumps(head) in json.dumps(value)
 
 
 def _inside_picks(value: JSON, picks: Mapping[str, Pick]) -> dict[str, tuple[str, int, str]]:
@@ -149,7 +166,11 @@ def _pick(
         elements = resolve(base, runs[0].scope())
     except RefError:
         return None
-    if not isinstance(elements, list) or not n < len(elements) or not isinstance(elements[n], dict):
+    if not isinstance(elements, list) or not n < len(elements):
+        return None
+    if n and isinstance(elements[n], str) and all(isinstance(e, str) for e in elements):
+        return _listed_word(head, elements, n, inputs, taken)
+    if not isinstance(elements[n], dict):
         return None
     element = elements[n]
     terms = _searched(base, given, inputs)
@@ -170,6 +191,19 @@ def _pick(
         or _by_keys([*quoted, *identity], where)
         or _pair(head, elements, n, [*quoted, *identity], runs, inputs, taken)
     )
+
+
+def _listed_word(
+    head: str, elements: Sequence[str], n: int, inputs: Mapping[str, JSON], taken: set[str]
+) -> Pick | None:
+    """One of a list of plain names (`radosgw-admin user list`) taken past the first: the agent took it because it was
+    that name (the user's, or one it was asked for), not because of where the list put it. The pick finds that
+    name in the list, so a run for a name that is not there fails saying so."""
+    value = elements[n]
+    if elements.count(value) != 1:
+        return None
+    named = next((f"@input.{name}" for name, given in inputs.items() if given == value), value)
+    return Pick(free_name(f"pick_{_slug(value) or 'name'}", taken), head, "", named)
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,7 +483,7 @@ def pick_inputs(picks: Sequence[Pick], likely: Sequence[LikelyInput], taken: Col
                 if not walked:
                     out[at] = replace(out[at], ticked=True, reason=f"{out[at].reason}; {why}")
                 continue
-            name = free_name(snake(key.split(".")[-1]), names)
+            name = free_name(snake(key.split(".")[-1] or pick.label or "name"), names)
             names.add(name)
             kind = "integer" if type(value) is int else "string"
             item = LikelyInput(name=name, value=value, type=kind, used_at=((pick.step, path),), reason=why)

@@ -126,12 +126,15 @@ class Pick:
     walked: bool = False  # one of several elements of one list handed to the same tool: walked, not named
     best: str = ""  # "max" or "min": the element with the largest (smallest) `key`, which the agent quoted
     also: tuple[tuple[str, JSON], ...] = ()  # (key, value) the element has too: a name and an artist, a year
+    label: str = ""  # what a name picked from a list of names is (`uid`), for its input: it has no key to say it
 
     @property
     def why(self) -> str:
         if self.best:
             most = "largest" if self.best == "max" else "smallest"
             return f"{self.replaces} is now the element with the {most} {self.key} ({self.step})"
+        if not self.key:
+            return f"{self.replaces} is now the name {self.value} found in that list ({self.step})"
         more = "".join(f" and whose {key} is {value}" for key, value in self.also)
         return f"{self.replaces} is now the element whose {self.key} is {self.value}{more} ({self.step})"
 

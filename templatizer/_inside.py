@@ -470,11 +470,19 @@ def built_on_others(
             if any(n != text and carried_value(n) and holds_word(text, n) and _affix_of(text, n) for n in named):
                 out.append((kind, text))
             continue
+        labelled = _LABELLED_RE.match(text)
+        if labelled and labelled.group(1) in words | set(named):
+            out.append((kind, text))  # `StatusCake: prod`, a title naming the chosen `prod` after a label
+            continue
         sentence = len(text.split()) >= 3
         holds = any(p != text and holds_word(text, p) for p in parts + (named if sentence else []))
         if holds:
             out.append((kind, text))
     return out
+
+
+# A label and what it labels (`StatusCake: prod`, `Zipkin: checkout`): a title of a message about the chosen value.
+_LABELLED_RE: Final = re.compile(r"^[A-Z][\w .-]{0,30}:\s+(\S+)$")
 
 
 def segments(text: str) -> list[str]:

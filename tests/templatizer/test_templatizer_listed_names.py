@@ -73,3 +73,12 @@ def test_a_word_under_a_field_that_names_the_thing_is_the_users() -> None:
     s.call("list_vms", {"filter": "name_label:gitlab", "fields": "name_label,uuid"}, vms)
     ticked = templatize([s.steps], name="t", read_only=frozenset({"svc__list_vms"})).ticked_inputs
     assert "gitlab" in ticked.values()
+
+
+def test_a_title_labelling_a_chosen_word_is_built_on_it() -> None:
+    s = Session()
+    s.call("list_tests", {"tags": "prod", "page": 1}, {"data": [{"name": "Shop", "status": "down"}]})
+    s.call("send_message", {"title": "StatusCake: prod", "message": "Shop is down", "priority": 1}, {"status": 1})
+    result = saved(s, frozenset({"svc__list_tests"}))
+    assert result.input_values == {"tags": "prod"}
+    assert steps_of(result)["send_message_1"]["input"]["title"] == "StatusCake: {{@input.tags}}"

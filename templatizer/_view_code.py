@@ -1,7 +1,7 @@
 """The script of a view (`_views`): text a tool printed, read as rows, at replay time and, in the sandbox, when
 saving, so what is verified is what replays. One reading per shape: an aligned table, a markdown table, embedded
 JSON (or a Python literal), CSV, a list of names, YAML items, records of `Key: value` lines, a list of links with
-their fields, a task list, markdown sections."""
+their fields, a task list, markdown sections; and an object keyed by its entries' names, as a list of them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Final
 __all__ = ["VIEW_CODE"]
 
 VIEW_CODE: Final = r"""export default function(input) {
+  if (input.shape === "keyed") return keyed(input.text);
   const raw = Array.isArray(input.text)  // one text block per item: the blocks of several lines, as one text
     ? input.text.filter((b) => b && b.type === "text" && String(b.text).includes("\n")).map((b) => b.text).join("\n\n")
     : input.text;
@@ -26,6 +27,11 @@ VIEW_CODE: Final = r"""export default function(input) {
   if (input.shape === "links") return links(lines);
   if (input.shape === "checklist") return checklist(lines);
   return sections(lines, input.level);
+}
+
+function keyed(map) {  // an object keyed by each entry's name (`{"billing": {...}, "audit": {...}}`): its entries
+  if (map === null || typeof map !== "object" || Array.isArray(map)) return [];
+  return Object.entries(map).map(([name, value]) => Object.assign({ name: name }, value));
 }
 
 function embedded(lines) {

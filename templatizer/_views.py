@@ -60,6 +60,7 @@ class View:
     name: str
     source: str
     shape: str  # table | pipes | dashed | nested | csv | sections | json | names | yaml | records | links | checklist
+    #             | keyed (an object of entries keyed by name, not text)
     level: int  # the heading level of a section per row (sections only)
     rows: tuple[JSON, ...]  # per recording (None where the step is absent)
 
@@ -101,7 +102,54 @@ def read_view(record: StepRecord, runs: Sequence[Run], taken: set[str]) -> View 
             source = f"{record.name}{json_path((at,))[1:]}"
         others = [_rows(_text_at(run.outputs.get(record.name), at), *shape) for run in runs[1:]]
         return View(name, source, shape[0], shape[1], (rows, *others))
+    return _keyed_view(record, runs, taken)
+
+
+def _keyed_view(record: StepRecord, runs: Sequence[Run], taken: set[str]) -> View | None:
+    """An object whose entries are keyed by their names (Pulsar's `subscriptions: {"billing": {...}, ...}`,
+    Docker's networks, Consul's services), read as a list of those entries with each name as `name`: what the
+    agent took of them (a name, a loop over the ones with no consumers) is an element of a list then."""
+    output = runs[0].outputs.get(record.name)
+    places: list[tuple[tuple[str, ...], JSON]] = [((), output)] if isinstance(output, dict) else []
+    if isinstance(output, dict):
+        places += [((key,), value) for key, value in output.items() if isinstance(value, dict)]
+    for keys, value in places:
+        if _entries_by_name(value):
+            source = f"{record.name}{json_path(keys)[1:]}"
+            rows = tuple(_keyed_rows(_at(run.outputs.get(record.name), keys)) for run in runs)
+            return View(free_name(f"{record.name}_rows", taken), source, "keyed", 0, rows)
     return None
+
+
+_KEYED_MIN: Final = 2  # entries (and fields in each) for an object to read as entries keyed by name
+
+
+def _entries_by_name(value: JSON) -> bool:
+    """Two entries or more, each an object of the same fields (two at least), under names that are no field
+    names of one record (`billing`, `audit-archive`, not `id`, `status`)."""
+    if not isinstance(value, dict) or len(value) < _KEYED_MIN:
+        return False
+    entries = list(value.values())
+    if not all(isinstance(e, dict) and len(e) >= _KEYED_MIN for e in entries):
+        return False
+    fields = [set(e) for e in entries if isinstance(e, dict)]
+    shared = set.intersection(*fields)
+    return len(shared) >= _KEYED_MIN and len(shared) * 2 >= max(len(f) for f in fields) and "name" not in shared
+
+
+def _at(output: JSON, keys: tuple[str, ...]) -> JSON:
+    for key in keys:
+        output = output.get(key) if isinstance(output, dict) else None
+    return output
+
+
+def _keyed_rows(value: JSON) -> JSON:
+    if not isinstance(value, dict):
+        return None
+    try:
+        return run_code(VIEW_CODE, {"text": value, "shape": "keyed", "level": 0}, _LIMITS)
+    except CodeError:
+        return None
 
 
 def _texts(output: JSON) -> list[tuple[int | str | None, str]]:

@@ -82,3 +82,27 @@ def test_a_title_labelling_a_chosen_word_is_built_on_it() -> None:
     result = saved(s, frozenset({"svc__list_tests"}))
     assert result.input_values == {"tags": "prod"}
     assert steps_of(result)["send_message_1"]["input"]["title"] == "StatusCake: {{@input.tags}}"
+
+
+def _subscription(rate: float, consumers: int) -> dict[str, object]:
+    readers = [{"consumerName": f"c{i}"} for i in range(consumers)]
+    return {"msgRateOut": rate, "msgBacklog": 20000, "type": "Shared", "consumers": readers}
+
+
+def test_entries_of_an_object_keyed_by_name_are_walked_as_a_list() -> None:
+    """Pulsar's topic stats key each subscription by its name: the names the calls took are the entries'."""
+    s = Session()
+    subs = {
+        "billing-main": _subscription(12.5, 2),
+        "audit-archive": _subscription(0.0, 0),
+        "crm-sync": _subscription(0.0, 0),
+    }
+    s.call("topic_stats", {"topic": "persistent://shop/orders/events"}, {"msgRateIn": 4.0, "subscriptions": subs})
+    for name in ("audit-archive", "crm-sync"):
+        s.call("clear_backlog", {"topic": "persistent://shop/orders/events", "subscription": name}, "Cleared")
+    steps = steps_of(saved(s, frozenset({"svc__topic_stats"})))
+    view = steps["topic_stats_1_rows"]
+    assert view["input"] == {"text": "@topic_stats_1.subscriptions", "shape": "keyed", "level": 0}
+    (loop,) = [step for step in steps.values() if step.get("for_each")]
+    assert loop["for_each"].startswith("@topic_stats_1_rows")
+    assert loop["input"]["subscription"] == "@item.name"

@@ -218,6 +218,9 @@ def param_schema(schema: Mapping[str, Any] | None, keys: Keys) -> Mapping[str, A
     return node if isinstance(node, Mapping) else None
 
 
+_DEFAULT_KEY_RE: Final = re.compile(r"(?i)namespace|space|^org|version|profile|context")
+
+
 def judge_text(
     value: str,
     keys: Keys,
@@ -237,6 +240,9 @@ def judge_text(
     fixed = _schema_fixed(value, schema)
     if fixed is not None:
         return Judgement(0.0, (fixed,))
+    if text.lower() == "default" and _DEFAULT_KEY_RE.search(str(last_key(keys) or "")):
+        # the namespace, space, org or version there is unless one is chosen (a UniFi `site` may be the user's)
+        return Judgement(0.0, ("the word 'default' names the default one, not a choice",))
     score, reasons = _shape(text)
     score, reasons = _schema_hints(score, reasons, value, schema)
     if optional and score < _CERTAIN:  # the tool works without it: as likely a setting the agent added

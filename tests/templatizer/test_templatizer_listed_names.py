@@ -106,3 +106,12 @@ def test_entries_of_an_object_keyed_by_name_are_walked_as_a_list() -> None:
     (loop,) = [step for step in steps.values() if step.get("for_each")]
     assert loop["for_each"].startswith("@topic_stats_1_rows")
     assert loop["input"]["subscription"] == "@item.name"
+
+
+def test_the_default_namespace_is_no_choice() -> None:
+    s = Session()
+    s.call("get_job", {"namespace": "default", "job": "billing-worker"}, {"ID": "billing-worker", "Count": 2})
+    s.call("scale_job", {"namespace": "default", "job": "billing-worker", "count": 4}, {"EvalID": "e-81f2"})
+    likely = templatize([s.steps], name="t", read_only=frozenset({"svc__get_job"})).likely_inputs
+    assert not any(item.value == "default" and item.ticked for item in likely)
+    assert any(item.value == "billing-worker" and item.ticked for item in likely)

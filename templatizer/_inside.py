@@ -20,6 +20,7 @@ from toolreel.templatizer._evidence import (
     is_statement,
     search_terms,
 )
+from toolreel.templatizer._fields import naming_field, state_field
 from toolreel.templatizer._inputs import Unexplained
 from toolreel.templatizer._pieces import occurrences
 from toolreel.templatizer._values import Keys, get_at
@@ -40,9 +41,7 @@ __all__ = [
     "plain_word",
     "query_values",
     "regex_core",
-    "scope_field",
     "segments",
-    "state_field",
     "versions_in_built",
     "versions_inside",
     "writes",
@@ -386,44 +385,14 @@ def _searched_phrase(found: str) -> bool:
 # A name of a few capitalized words compared whole (`brand = 'Kettle Co'`, `customer:"Acme Corp"`) is what the
 # query selects by; under a field naming a state or a category (`status:"In Progress"`) it is a state: left.
 _NAME_RE: Final = re.compile(r"^[A-Z][\w&'.-]*(?: [A-Z0-9][\w&'.-]*){1,4}$")
-_STATE_FIELD_RE: Final = re.compile(r"(?:^|_)(?:state|status|phase|type|kind|stage|category|priority)$", re.I)
 
 
 def _named(found: str, field: str) -> bool:
     return _searched_phrase(found) or (bool(_NAME_RE.match(found)) and not state_field(field))
 
 
-# A query's field naming whose or where (`owner:ana`, `project:platform/infra`): a value under it is the user's, as
-# the one value a query selects by is, even beside others.
-_SCOPE_FIELDS: Final = frozenset(
-    {
-        *("project", "repo", "repository", "org", "organization", "team", "owner", "author", "assignee", "user"),
-        *("customer", "reporter", "creator", "member", "manager", "person"),
-    }
-)
 _YEAR_FIELD_RE: Final = re.compile(r"(?i)(?:^|_)year$")
 _YEAR_RE: Final = re.compile(r"^(?:19|20)\d\d$")
-
-
-def scope_field(field: str) -> bool:
-    """A query's field naming whose or where (`owner:`, `project:`): a value under it is the user's, beside others."""
-    return field.lower() in _SCOPE_FIELDS
-
-
-# A query's field naming the thing itself (Xen Orchestra's `name_label:gitlab`, `host:web-02`): a word under it is
-# the user's, not the query's vocabulary (a tag, `tag:urgent`, or an owner beside other terms may be either).
-_NAMING_FIELD_RE: Final = re.compile(r"(?i)^(?:name_label|app|application|host|hostname)$")
-
-
-def naming_field(field: str) -> bool:
-    """A query's field naming the thing itself (`name_label:`, `host:`)."""
-    return bool(_NAMING_FIELD_RE.match(field))
-
-
-def state_field(field: str) -> bool:
-    """A query's field naming a state or a category (`status`, `ExecutionStatus`, `issue_type`)."""
-    words = "_".join(re.findall(r"[A-Z]?[a-z]+", field)).lower()
-    return bool(_STATE_FIELD_RE.search(field) or _STATE_FIELD_RE.search(words))
 
 
 # `field LIKE '%text%'` (SQL, HogQL): the text between the pattern's wildcards.

@@ -22,6 +22,7 @@ from toolreel.templatizer._evidence import (
     names_scope,
     param_schema,
 )
+from toolreel.templatizer._fields import naming_field, scope_field, state_field
 from toolreel.templatizer._inputs import Names, Schemas, Unexplained
 from toolreel.templatizer._inside import (
     PART_MIN,
@@ -33,14 +34,11 @@ from toolreel.templatizer._inside import (
     holds_word,
     inside_urls,
     key_parts,
-    naming_field,
     path_roots,
     plain_word,
     query_values,
     regex_core,
-    scope_field,
     segments,
-    state_field,
     versions_in_built,
     versions_inside,
     writes,

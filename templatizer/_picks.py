@@ -26,6 +26,7 @@ from toolreel.core.template import Template
 from toolreel.templatizer._candidates import id_key
 from toolreel.templatizer._codesteps import drop_unread
 from toolreel.templatizer._inside import anchored_core
+from toolreel.templatizer._listed import flag_before, listed_name, whole
 from toolreel.templatizer._pieces import bounded_finds
 from toolreel.templatizer._result import LikelyInput, Pick
 from toolreel.templatizer._select import leaves
@@ -94,8 +95,8 @@ def pick_by_identity(
         for head, (base, n) in heads.items():
             if head not in picks and (pick := _pick(head, base, n, runs, inputs, taken, given)) is not None:
                 if not pick.key:
-                    label = _flag_before(unit.input, head)
-                    if not label and not _whole(unit.input, head):
+                    label = flag_before(unit.input, head)
+                    if not label and not whole(unit.input, head):
                         continue  # a name inside a text or a query (a column of a result's schema): where it stands
                     pick = replace(pick, label=label)
                 taken.add(pick.step)
@@ -119,17 +120,6 @@ def pick_by_identity(
         out.append(unit)
     walked = Counter(users.values())
     return out, [replace(p, walked=walked[users[p.step]] >= 2) for p in picks.values()]
-
-
-def _flag_before(value: JSON, head: str) -> str:
-    """The flag a picked name is the value of (`--uid={{@users_1[2]}}`: `uid`), what its input is called."""
-    found = re.search(r"--([A-Za-z][\w-]*)=\{\{" + re.escape(head) + r"\}\}", json.dumps(value))
-    return found.group(1) if found else ""
-
-
-def _whole(value: JSON, head: str) -> bool:
-    """The positional ref is a whole argument (`"@users_1[2]"`), not a part of a text."""
-    return json.dumps(head) in json.dumps(value)
 
 
 def _inside_picks(value: JSON, picks: Mapping[str, Pick]) -> dict[str, tuple[str, int, str]]:
@@ -169,7 +159,8 @@ def _pick(
     if not isinstance(elements, list) or not n < len(elements):
         return None
     if n and isinstance(elements[n], str) and all(isinstance(e, str) for e in elements):
-        return _listed_word(head, elements, n, inputs, taken)
+        named = listed_name([str(e) for e in elements], n, inputs)
+        return Pick(free_name(f"pick_{_slug(elements[n]) or 'name'}", taken), head, "", named) if named else None
     if not isinstance(elements[n], dict):
         return None
     element = elements[n]
@@ -191,19 +182,6 @@ def _pick(
         or _by_keys([*quoted, *identity], where)
         or _pair(head, elements, n, [*quoted, *identity], runs, inputs, taken)
     )
-
-
-def _listed_word(
-    head: str, elements: Sequence[str], n: int, inputs: Mapping[str, JSON], taken: set[str]
-) -> Pick | None:
-    """One of a list of plain names (`radosgw-admin user list`) taken past the first: the agent took it because it was
-    that name (the user's, or one it was asked for), not because of where the list put it. The pick finds that
-    name in the list, so a run for a name that is not there fails saying so."""
-    value = elements[n]
-    if elements.count(value) != 1:
-        return None
-    named = next((f"@input.{name}" for name, given in inputs.items() if given == value), value)
-    return Pick(free_name(f"pick_{_slug(value) or 'name'}", taken), head, "", named)
 
 
 @dataclass(frozen=True, slots=True)

@@ -346,11 +346,8 @@ async def judge(session: Session) -> SessionReport:
         )
     )
     inputs = score_inputs(entry, unnamed)
-    report.refs, report.inputs, report.constants = (
-        (scored.hits, scored.found, scored.expected),
-        inputs[:3],
-        scored.constants,
-    )
+    report.refs, report.constants = (scored.hits, scored.found, scored.expected), scored.constants
+    report.inputs = inputs[:3]
     report.problems += scored.problems + inputs[3]
     saved, report.verified = plain_save(session)
     report.parallel_ok = _parallel_ok(session, saved.template)

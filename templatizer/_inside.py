@@ -310,10 +310,12 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
             # `year:2025`: the year a search is about, picked per run like a date
             out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
             continue
+        # a lower-case word is the query's vocabulary (`is:unresolved`), but under a field naming the thing itself
+        # (`name_label:gitlab`) the user's; `$pageview`, `@project` are names of the query language's own
         if (plain_word(found) and not quoted and not naming_field(field)) or found.isdigit() or found == value:
-            continue  # a lower-case word is the language's vocabulary (`is:unresolved`), but under a field that names
-        if found[0] in "$@":  # the thing (`name_label:gitlab`, `tag:checkout`), where it is the user's
-            continue  # `$pageview`, `@project`: names of the query language's own
+            continue
+        if found[0] in "$@":
+            continue
         if not quoted and found.upper() in _STATEMENT_WORDS:
             continue  # (`Query: SELECT COUNT(*) ...`: a statement quoted after a label, not a value)
         if " " in found and not _named(found, field) and not (quoted and (_WRITES_RE.match(value) or _short(found))):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 from toolreel.core.errors import CodeError
 from toolreel.core.model import JSON, StepRecord
 from toolreel.core.sandbox import CodeLimits, run_code
-from toolreel.templatizer._values import free_name, json_path
+from toolreel.templatizer._values import free_name, get_at, json_path
 from toolreel.templatizer._view_code import VIEW_CODE
 
 if TYPE_CHECKING:
@@ -110,13 +110,13 @@ def _keyed_view(record: StepRecord, runs: Sequence[Run], taken: set[str]) -> Vie
     Docker's networks, Consul's services), read as a list of those entries with each name as `name`: what the
     agent took of them (a name, a loop over the ones with no consumers) is an element of a list then."""
     output = runs[0].outputs.get(record.name)
-    places: list[tuple[tuple[str, ...], JSON]] = [((), output)] if isinstance(output, dict) else []
-    if isinstance(output, dict):
-        places += [((key,), value) for key, value in output.items() if isinstance(value, dict)]
+    if not isinstance(output, dict):
+        return None
+    places = [((), output), *(((key,), value) for key, value in output.items())]
     for keys, value in places:
         if _entries_by_name(value):
             source = f"{record.name}{json_path(keys)[1:]}"
-            rows = tuple(_keyed_rows(_at(run.outputs.get(record.name), keys)) for run in runs)
+            rows = tuple(_keyed_rows(get_at(run.outputs.get(record.name), keys)[1]) for run in runs)
             return View(free_name(f"{record.name}_rows", taken), source, "keyed", 0, rows)
     return None
 
@@ -135,12 +135,6 @@ def _entries_by_name(value: JSON) -> bool:
     fields = [set(e) for e in entries if isinstance(e, dict)]
     shared = set.intersection(*fields)
     return len(shared) >= _KEYED_MIN and len(shared) * 2 >= max(len(f) for f in fields) and "name" not in shared
-
-
-def _at(output: JSON, keys: tuple[str, ...]) -> JSON:
-    for key in keys:
-        output = output.get(key) if isinstance(output, dict) else None
-    return output
 
 
 def _keyed_rows(value: JSON) -> JSON:

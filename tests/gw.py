@@ -60,6 +60,7 @@ __all__ = [
     "fixture_http_server",
     "free_port",
     "gateway_env",
+    "http_answer",
     "http_gateway",
     "http_transport",
     "line_transport",
@@ -507,6 +508,13 @@ async def http_gateway(
 
 
 # --- results ---------------------------------------------------------------------------------------------------
+
+
+def http_answer(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON-RPC message a Streamable HTTP POST answered with: its body, or the last server-sent event."""
+    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    answer: dict[str, Any] = json.loads(data[-1]) if data else response.json()
+    return answer
 
 
 def result_dict(result: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.gw import call, fixture_entry, gateway_env, http_gateway, text_of, write_config
+from tests.gw import call, fixture_entry, gateway_env, http_answer, http_gateway, text_of, write_config
 from tests.inproc import gateway_in_process
 from tests.wire import INIT, raw_post
 
@@ -48,12 +48,6 @@ async def test_a_preset_name_has_a_length_bound(tmp_path: Path) -> None:
         assert not accepted.is_error, text_of(accepted)
 
 
-def _answer(response: httpx2.Response) -> dict[str, Any]:
-    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
-    answer: dict[str, Any] = json.loads(data[-1]) if data else response.json()
-    return answer
-
-
 async def test_http_internal_errors_are_jsonrpc_errors_without_python_text(tmp_path: Path) -> None:
     env = gateway_env(f"sqlite:///{tmp_path / 's.db'}")
     async with http_gateway(["--config", str(_config(tmp_path))], env) as gw, httpx2.AsyncClient() as client:
@@ -62,7 +56,7 @@ async def test_http_internal_errors_are_jsonrpc_errors_without_python_text(tmp_p
 
         async def post(request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
             body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-            return _answer(await raw_post(client, gw.url, json.dumps(body).encode(), headers))
+            return http_answer(await raw_post(client, gw.url, json.dumps(body).encode(), headers))
 
         # a cursor toolreel never gave: the store cannot decode it (a failure inside the gateway)
         broken = await post(1, "tools/call", {"name": "toolreel__list_executions", "arguments": {"cursor": "zz"}})

@@ -25,6 +25,7 @@ from tests.gw import (
     fixture_entry,
     free_port,
     gateway_env,
+    http_answer,
     http_gateway,
     http_transport,
     status,
@@ -73,7 +74,7 @@ async def _legacy_session(http: httpx2.AsyncClient, url: str, text: str) -> tupl
     }
     called = await http.post(url, json=body, headers=headers)
     assert called.status_code == 200, called.text
-    result = _json_of(called)["result"]
+    result = http_answer(called)["result"]
     assert result["_meta"]["toolreel/step"] == "echo_1"
     return session, result["_meta"]["toolreel/execution"]
 
@@ -85,13 +86,6 @@ def _steps(db_url: str, execution: str) -> list[str] | None:
             return [step.name for step in store.get_steps(execution)]
         except NotFoundError:
             return None
-
-
-def _json_of(response: httpx2.Response) -> Any:
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
-        return json.loads(data[-1])
-    return response.json()
 
 
 async def test_a_stateless_request_cannot_join_another_clients_session(gateway: HttpGateway, db_url: str) -> None:

@@ -4,7 +4,6 @@ the gateway's memory comes back: 2,000 handshake-era sessions, each with a recor
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.gw import fixture_entry, gateway_env, http_gateway, wait_until, write_config
+from tests.gw import fixture_entry, gateway_env, http_answer, http_gateway, wait_until, write_config
 
 # Python's own allocator held 1 MiB arenas for a few long-lived objects made during the peak (+9-16%): the
 # gateway runs on the system allocator, whose free pages malloc_trim returns (gateway/_trim.py).
@@ -80,14 +79,6 @@ async def _saved(db: Path, count: int) -> None:
     await wait_until(caught_up, 300, f"{count} recorded calls in the store")
 
 
-def _structured(answer: httpx2.Response) -> dict[str, Any]:
-    """The `structuredContent` of a tool call's answer, sent as JSON or as one server-sent event."""
-    text = answer.text
-    if answer.headers.get("content-type", "").startswith("text/event-stream"):
-        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
-    return dict(json.loads(text)["result"]["structuredContent"])
-
-
 async def _reaped(url: str) -> None:
     """Until the gateway holds no session but the one asking: every session left so far was reaped (its link,
     its recording) when its idle time ran out, which the gateway checks on its own timer."""
@@ -98,7 +89,8 @@ async def _reaped(url: str) -> None:
         status = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "toolreel__status"}}
 
         async def only_this_one() -> bool:
-            return int(_structured(await http.post(url, json=status, headers=headers))["open_sessions"]) == 1
+            answer = http_answer(await http.post(url, json=status, headers=headers))
+            return int(answer["result"]["structuredContent"]["open_sessions"]) == 1
 
         await wait_until(only_this_one, IDLE * 2.5 + 60, "the sessions left behind to be reaped")
         await http.delete(url, headers=headers)

@@ -142,7 +142,7 @@ class SignInPlace:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
             os.replace(temporary, path)
-        except BaseException:
+        except BaseException:  # cleanup only, re-raised: no temporary file is left behind
             Path(temporary).unlink(missing_ok=True)
             raise
 

@@ -37,6 +37,7 @@ from fixtures.recordings import (
     WORLDS15_DIR,
     WORLDS16_DIR,
     WORLDS17_DIR,
+    WORLDS18_DIR,
     WORLDS_DIR,
     load_entry,
 )
@@ -189,6 +190,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS15_DIR, 24),
         (WORLDS16_DIR, 24),
         (WORLDS17_DIR, 24),
+        (WORLDS18_DIR, 24),
         (BLIND_DIR, 24),
     ],
     ids=[
@@ -209,6 +211,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         "worlds15",
         "worlds16",
         "worlds17",
+        "worlds18",
         "blind",
     ],
 )

@@ -144,6 +144,12 @@ def _normal(ref: str) -> str:
     return re.sub(r"\s+", "", ref).replace("'", '"')
 
 
+def _path(path: str) -> str:
+    """An argument path with its bracketed keys written as dotted ones (`$.flags["service-id"]` is how the product
+    writes what a session may write `$.flags.service-id`): one spelling per path on both sides."""
+    return re.sub(r"""\[(["'])([^"'\[\].]+)\1\]""", r".\2", path)
+
+
 def _step_tools(entry: CorpusEntry) -> dict[str, str]:
     return {r.name: f"{r.server}__{r.tool}" for r in entry.steps}
 
@@ -234,13 +240,13 @@ def score_refs(session: Session, result: TemplatizeResult) -> RefScore:
     }
     expected: dict[tuple[str, str], list[Any]] = {}
     for ref in expected_data["refs"]:
-        expected[ref["step"], ref["input_path"]] = ref["ref"] if isinstance(ref["ref"], list) else [ref["ref"]]
+        expected[ref["step"], _path(ref["input_path"])] = ref["ref"] if isinstance(ref["ref"], list) else [ref["ref"]]
     for loop in loops:
         if loop["steps"] and isinstance(loop["steps"][0], str):
             first = loop["steps"][0]
             expected[first, "for_each"] = loop["over"] if isinstance(loop["over"], list) else [loop["over"]]
             for ref in loop["refs"]:
-                expected[first, ref["input_path"]] = ref["ref"] if isinstance(ref["ref"], list) else [ref["ref"]]
+                expected[first, _path(ref["input_path"])] = ref["ref"] if isinstance(ref["ref"], list) else [ref["ref"]]
     # A paged read is one script step named after its first page, its arguments under `args`: the later pages'
     # arguments are its own work, judged by the replays (as a loop's later calls are).
     paged = {loop.step: loop.members for loop in result.loops if loop.tool == "script" and not loop.over}
@@ -250,6 +256,10 @@ def score_refs(session: Session, result: TemplatizeResult) -> RefScore:
         (step, "$" + path.removeprefix("$.args") if step in paged and path.startswith("$.args") else path, value)
         for step, path, value in _found(template, rename, grouped)
     }
+    if len(session.entry.recordings) > 1:
+        found = {
+            (step, path, _named_as(value, result.input_values, session.entry.inputs)) for step, path, value in found
+        }
     derived, code = _derived(template), {s.name for s in template.steps if s.code is not None}
     hits, problems = 0, []
     for step, path, value in sorted(found):
@@ -270,6 +280,18 @@ def score_refs(session: Session, result: TemplatizeResult) -> RefScore:
     return RefScore(hits, len(found), len(refs), problems, (len(constants) - len(templated), len(constants)))
 
 
+def _named_as(value: str, recorded: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
+    """Several recordings are templatized with no input named, so an input's name is the template's own
+    (`@input.en`): it is written as the expected input whose recorded value it has (`@input.message`), as the
+    replays map the worlds' inputs by recorded value."""
+    by_value = {json.dumps(v, sort_keys=True): k for k, v in expected.items()}
+    for name, v in recorded.items():
+        known = by_value.get(json.dumps(v, sort_keys=True))
+        if known is not None and known != name:
+            value = re.sub(rf"@input\.{re.escape(name)}(?![\w-])", f"@input.{known}", value)
+    return value
+
+
 def _found(template: Template, rename: Mapping[str, str], grouped: set[str]) -> Found:
     raw = template_refs_of(template)
     found: Found = set()
@@ -279,7 +301,7 @@ def _found(template: Template, rename: Mapping[str, str], grouped: set[str]) -> 
             continue  # a per-item group (two loops, or the script step walking it) is judged by its replays
         if spec.code is not None:
             continue  # a code step's own input is how it computes, not a value of the task
-        found.add((rename.get(step, step), path, value))
+        found.add((rename.get(step, step), _path(path), value))
     return found
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ from toolreel.templatizer import templatize
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))  # the bench scripts import each other as they run: from bench/
 from _world_replay import compare_calls, map_inputs, replay_in_world  # noqa: E402
-from worlds import judge, load_sessions, plain_save, score_refs  # noqa: E402
+from worlds import _named_as, judge, load_sessions, plain_save, score_refs  # noqa: E402
 
 TUNED = "ids-order-flow"  # small, tuned (never a blind session), with a world2
 
@@ -280,3 +281,30 @@ def test_a_constant_is_scored_as_kept_literal_not_as_a_missed_ref() -> None:
     assert score.found == score.hits + 1  # the constant made a ref counts against precision
     assert any(p.startswith("templated constant get_order_1 $.order_id") for p in score.problems), score.problems
     assert not any(p.startswith("missed") for p in score.problems), score.problems
+
+
+def test_a_path_scores_the_same_in_either_spelling() -> None:
+    """`$.flags.service-id` in a session and `$.flags["service-id"]` from the product name one argument: a ref
+    expected under a bracketed key is found where the template writes it dotted, and the other way round."""
+    (session,) = load_sessions(CORPUS_DIR, TUNED)
+    entry = session.entry
+    result = templatize(entry.recordings, name=TUNED.replace("-", "_"), inputs=dict(entry.inputs))
+    plain = score_refs(session, result)
+    bracketed = [
+        {**r, "input_path": re.sub(r"\.([a-z_]+)$", r'["\1"]', r["input_path"])} for r in session.expected["refs"]
+    ]
+    assert bracketed != session.expected["refs"]
+    changed = dataclasses.replace(session, data={**session.data, "expected": {**session.expected, "refs": bracketed}})
+    again = score_refs(changed, result)
+    assert (again.hits, again.found, again.expected) == (plain.hits, plain.found, plain.expected)
+    assert again.hits > 0
+
+
+def test_an_input_of_several_recordings_is_scored_under_the_expected_name_of_its_recorded_value() -> None:
+    """Several recordings name no input: the template's own name (`@input.en`) is read as the expected input whose
+    recorded value it has, as the replays map a world's inputs; a name with no such value stays its own."""
+    recorded = {"en": "Build 4.2 is ready", "en_2": "Heads up", "segment": "Beta"}
+    expected = {"message": "Build 4.2 is ready", "segment": "Beta"}
+    assert _named_as("@input.en", recorded, expected) == "@input.message"
+    assert _named_as("{{@input.en}} ({{@input.en_2}})", recorded, expected) == "{{@input.message}} ({{@input.en_2}})"
+    assert _named_as("@input.segment", recorded, expected) == "@input.segment"

@@ -59,6 +59,7 @@ from fixtures.recordings import (
     CorpusEntry,
     load_entry,
 )
+from toolreel.core.errors import TemplateError
 from toolreel.core.refs import refs_in
 from toolreel.core.template import StepSpec, Template
 from toolreel.templatizer import TemplatizeResult, templatize, verify
@@ -456,7 +457,26 @@ def bars(pairs: Sequence[tuple[Session, SessionReport]], part: str) -> list[tupl
 
 
 async def run_all(sessions: Sequence[Session]) -> list[tuple[Session, SessionReport]]:
-    return [(session, await judge(session)) for session in sessions]
+    return [(session, await _judged(session)) for session in sessions]
+
+
+async def _judged(session: Session) -> SessionReport:
+    """The session's report; a template the templatizer cannot build scores nothing and replays nothing (the
+    error is the report's problem), and the other sessions are judged all the same."""
+    try:
+        return await judge(session)
+    except TemplateError as exc:
+        problem = f"templatizing failed: {exc}"
+        expected = [r["ref"] if isinstance(r["ref"], list) else [r["ref"]] for r in session.expected["refs"]]
+        refs = sum(1 for choices in expected if not _constant(choices))
+        return SessionReport(
+            session.entry.name,
+            refs=(0, 0, refs),
+            inputs=(0, 0, len(session.entry.inputs)),
+            constants=(0, len(expected) - refs),
+            replays={key: Replay(False, "not saved", (), (problem,)) for key in session.worlds},
+            problems=[problem],
+        )
 
 
 def main() -> int:

@@ -30,6 +30,7 @@ __all__ = [
     "Judgement",
     "filed_under",
     "filter_terms",
+    "is_contact",
     "is_machine_id",
     "is_query",
     "is_remark",
@@ -451,6 +452,11 @@ _LEVELS: Final = frozenset(
     {"low", "normal", "medium", "high", "urgent", "critical", "highest", "lowest", "minor", "major", "blocker"}
 )
 _TYPE_WORDS: Final = 3
+
+
+def is_contact(text: str) -> bool:
+    """An email address or a phone number: whom a call reaches, however often it is sent."""
+    return bool(_EMAIL_RE.match(text) or _PHONE_RE.match(text))
 
 
 def _shape(text: str) -> tuple[float, list[str]]:

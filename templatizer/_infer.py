@@ -39,7 +39,6 @@ from toolreel.templatizer._copies import copied_flag
 from toolreel.templatizer._index import Bucket, Occurrence, OutputIndex
 from toolreel.templatizer._inputs import InputTable, Unexplained
 from toolreel.templatizer._inside import after_flag
-from toolreel.templatizer._lockstep import lockstep_piece, lockstep_ref
 from toolreel.templatizer._pieces import (
     Piece,
     bounded_finds,
@@ -53,6 +52,7 @@ from toolreel.templatizer._pieces import (
 )
 from toolreel.templatizer._result import HIGH, MEDIUM, Inference, InferenceKind
 from toolreel.templatizer._runs import Run
+from toolreel.templatizer._segments import changing
 from toolreel.templatizer._siblings import row_siblings, sibling_pieces
 from toolreel.templatizer._values import (
     Keys,
@@ -227,21 +227,7 @@ class StepInferrer:
             return self._apply(keys, Cand(best.value, "confirmed", max(best.score, 0.95), evidence))
         if not allow_input:
             return None
-        lockstep = lockstep_ref(self.record.name, per_run, self.runs)
-        if lockstep is not None:
-            return self._apply(keys, Cand(lockstep[0], "confirmed", 0.95, lockstep[1]))
-        piece = lockstep_piece(self.record.name, per_run, self.runs) if isinstance(value, str) else None
-        if piece is not None:
-            start, end, ref, why = piece
-            return self._apply(keys, Cand(interpolate(value, [Piece(start, end, ref, 1.0)]), "confirmed", 0.95, why))
-        as_text = self.inputs.derived_as_text(per_run)
-        if as_text is not None:  # the text of a number or boolean input: "{{@input.x}}" gives it back
-            evidence = f"the text of input {as_text!r} in every recording"
-            return self._apply(keys, Cand(f"{{{{@input.{as_text}}}}}", "input", 1.0, evidence))
-        name = self.inputs.derived(keys, per_run)
-        shown = ", ".join(repr(v) for found, v in per_run if found)
-        evidence = f"differs between recordings ({shown}) and no earlier output explains it"
-        return self._apply(keys, Cand(f"@input.{name}", "input", 1.0, evidence))
+        return self._apply(keys, changing(self.record.name, keys, value, per_run, self.runs, self.inputs))
 
     def _holds(self, template_value: str, keys: Keys, per_run: list[tuple[bool, JSON]]) -> bool:
         """True unless some other recording, where the step has this argument, resolves it differently."""

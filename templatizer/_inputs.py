@@ -73,13 +73,13 @@ class InputTable:
             return None
         return self._as_text.get(json.dumps(per_run, sort_keys=True))
 
-    def derived(self, keys: Keys, per_run: Sequence[tuple[bool, JSON]]) -> str:
+    def derived(self, keys: Keys, per_run: Sequence[tuple[bool, JSON]], base: str | None = None) -> str:
         """The input for a value that differs between runs; reused where the same values recur."""
         identity = json.dumps(per_run, sort_keys=True, default=str)
         name = self._derived.get(identity)
         if name is not None:
             return name
-        name = self._derived[identity] = self._names.fresh(snake(last_key(keys) or "value"))
+        name = self._derived[identity] = self._names.fresh(base or snake(last_key(keys) or "value"))
         first = per_run[0][1]
         self.specs[name] = InputSpec(type=type_name(first), enum=_closed_set(per_run), items=items_schema(first))
         texts = [(found, scalar_text(value)) for found, value in per_run]

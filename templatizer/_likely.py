@@ -15,6 +15,7 @@ from toolreel.templatizer._evidence import (
     THIN,
     Judgement,
     filed_under,
+    is_contact,
     is_machine_id,
     is_query,
     is_remark,
@@ -364,6 +365,9 @@ def _composed(texts: Mapping[str, list[str]], plain: set[str]) -> dict[str, dict
     return out
 
 
+_SENDER_RE: Final = re.compile(r"(?i)^(?:from|sender|reply_?to)(?:_?(?:email|address))?$")
+
+
 def _in_context(
     judgement: Judgement,
     uses: Sequence[Unexplained],
@@ -395,6 +399,11 @@ def _in_context(
         if is_remark(value):
             # (a sentence said to each member, posted on each issue: what the user asked to tell them all)
             why = f"the same remark in {len(steps)} calls of {tools[0]}: what the user asked to say to each"
+            return Judgement(max(judgement.score, CHOSEN), (*judgement.reasons, why), whole=True)
+        key = last_key(uses[0].keys) or ""
+        if (is_contact(value) and not _SENDER_RE.search(key)) or scope_field(key):
+            # (each bug's assignee, the project each is filed in: the user's for all; a sender is the account's)
+            why = f"the same address or scope in {len(steps)} calls of {tools[0]}: whom or where the user chose"
             return Judgement(max(judgement.score, CHOSEN), (*judgement.reasons, why), whole=True)
         why = f"the same value in {len(steps)} calls of {tools[0]}: a fixed part of a repeated action"
         return Judgement(min(judgement.score, _BOILERPLATE_CAP), (*judgement.reasons, why))

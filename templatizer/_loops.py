@@ -144,7 +144,7 @@ def _subset_of(unit: Unit, folding: _Folding) -> list[Unit]:
         return [unit]
     chosen: list[Select] = []
     mapped: list[Mapped] = []
-    choose = partial(_chosen, folding, chosen)
+    choose = partial(_chosen, folding, chosen, seq=unit.record.seq)
     changed = map_lists(collapse_subsets(unit.input, choose), choose, partial(_taken, folding), mapped)
     added = [select_unit(select, unit.record) for select in chosen]
     added += [Unit(m.name, "", unit.record, m.shape, for_each=m.over, code=MAP_CODE) for m in mapped]
@@ -155,13 +155,13 @@ def _taken(folding: _Folding) -> set[str]:
     return {u.name for u in folding.units} | set(folding.extra) | {n for run in folding.runs for n in run.outputs}
 
 
-def _chosen(folding: _Folding, chosen: list[Select], base: str, at: list[int]) -> str | None:
+def _chosen(folding: _Folding, chosen: list[Select], base: str, at: list[int], seq: int | None = None) -> str | None:
     """The list that elements `at` of `base` are: `_listed`, else a select step's (new ones added to `chosen`)."""
     listed = _listed(folding, base, at)
     elements = folding.resolved(base, 0)
     if listed is not None or not isinstance(elements, list) or not at or at[-1] >= len(elements):
         return listed
-    ref = _selecting(base, elements, at, folding)
+    ref = _selecting(base, elements, at, folding, seq)
     select = folding.selects.get(ref) if ref is not None else None
     if select is not None and select not in folding.applied:
         chosen.append(select)
@@ -295,7 +295,7 @@ def _cut_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     if at == list(range(len(elements))):
         over: str | None = found.base
     else:
-        over = evident_filter(found.base, elements, at) or _selecting(found.base, elements, at, folding)
+        over = evident_filter(found.base, elements, at) or _selecting(found.base, elements, at, folding, seq)
     if over is None or not same(folding.resolved(over, 0), [elements[i] for i in at]):
         return None
     values = cut_values(folding.resolved(over, 0), found.key, found.prefix, found.suffix)
@@ -423,7 +423,7 @@ def _walk_over(members: Sequence[Unit], walked: Mapping[str, list[int]], folding
     overs: dict[str, str] = {}
     whys: list[str] = []
     for base, at in walked.items():
-        found = _over_list(base, at, folding)
+        found = _over_list(base, at, folding, members[0].record.seq)
         if isinstance(found, str):
             return found
         overs[keys[base]] = found[0]
@@ -480,7 +480,7 @@ def _gives_back(
     return True
 
 
-def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, str] | str:
+def _over_list(base: str, at: Sequence[int], folding: _Folding, seq: int) -> tuple[str, str] | str:
     """(the ref the loop walks, why) for calls that took elements `at` of `base`; or why there is none."""
     elements = folding.resolved(base, 0)
     if not isinstance(elements, list):
@@ -493,7 +493,7 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
     elif at != sorted(at):
         return f"they handle the elements of {base} out of order ({at})"
     else:
-        filtered = evident_filter(base, elements, at) or _selecting(base, elements, at, folding)
+        filtered = evident_filter(base, elements, at) or _selecting(base, elements, at, folding, seq)
         if filtered is None:
             return (
                 f"they handle elements {at} of {base} ({len(elements)} elements) and no field tells the handled "
@@ -513,10 +513,14 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding) -> tuple[str, st
     return over, why
 
 
-def _selecting(base: str, elements: list[JSON], at: list[int], folding: _Folding) -> str | None:
+def _selecting(base: str, elements: list[JSON], at: list[int], folding: _Folding, seq: int | None) -> str | None:
     """`@select_x`, a code step keeping the elements that meet two conditions (`_select`), its output in each
     recording known to the folding; None when no two conditions keep exactly the handled elements."""
-    where = separating(elements, at, folding.runs[0].outputs, base[1:].split(".", 1)[0].split("[", 1)[0])
+    run = folding.runs[0]
+    # (only what was read before the call that takes them: a write's own answer listing the ids it took is no
+    # reason to take them, and a select waiting on that write would make a cycle)
+    before = {k: v for k, v in run.outputs.items() if seq is None or (k in run.steps and run.steps[k].seq < seq)}
+    where = separating(elements, at, before, base[1:].split(".", 1)[0].split("[", 1)[0])
     if where is None:
         return None
     named = folding.table.values[0]

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JOIN_CODE",
     "Guard",
+    "guard_on_absence",
     "guard_on_checks",
     "guard_on_copies",
     "guard_on_picks",
@@ -329,6 +330,49 @@ def guard_on_checks(
         return None
 
     return _guarded(template, read_only, guard)
+
+
+def guard_on_absence(
+    template: Template, read_only: Collection[str], outputs: Mapping[str, JSON]
+) -> tuple[Template, list[Guard]]:
+    """A call that may write after a read of the same thing that found nothing (the events in the slot it then
+    books: `[]`) gets `when: {ref: <that list>, eq: []}`: where something is there already, a careful agent
+    writes nothing. The read is of the same thing when the two send two values at least alike (the calendar and
+    the slot's start; one shared id could be a parent whose list is merely empty today)."""
+    order = {step.name: at for at, step in enumerate(template.steps)}
+    # (a server that annotates nothing still names its reads: `list-events`, `get_alias`)
+    reads = [
+        s for s in template.steps if s.tool and (s.tool in read_only or _READ_VERB_RE.match(s.tool.split("__")[-1]))
+    ]
+    because = "the read of the same thing found nothing when recorded: the call is made only then"
+
+    def guard(step: StepSpec) -> Guard | None:
+        for read in reversed([r for r in reads if order[r.name] < order[step.name]]):
+            empty = _empty_at(outputs.get(read.name))
+            if empty is not None and len(_sent(step) & _sent(read)) >= 2:
+                return Guard(step.name, f"@{read.name}{empty}", [], because=because)
+        return None
+
+    return _guarded(template, read_only, guard)
+
+
+_READ_VERB_RE: Final = re.compile(r"(?i)(?:list|get|search|find|query|show|describe)(?:[-_]|$)")
+
+
+def _empty_at(output: JSON) -> str | None:
+    """The path of the empty list a read answered (`[]`, or the one list of an object: `{"events": []}`)."""
+    if output == []:
+        return ""
+    lists = [(k, v) for k, v in output.items() if isinstance(v, list)] if isinstance(output, dict) else []
+    if len(lists) == 1 and lists[0][1] == [] and _KEY_RE.fullmatch(lists[0][0]):
+        return f".{lists[0][0]}"
+    return None
+
+
+def _sent(step: StepSpec) -> set[str]:
+    """The refs and the longer texts a call's arguments send (not its switches and small numbers)."""
+    texts = {v for _, v in walk(step.input) if isinstance(v, str) and len(v) >= 3}
+    return {r.text for r in refs_in(step.input)} | texts
 
 
 def _is_word(value: JSON) -> bool:

@@ -55,7 +55,13 @@ def bounded_finds(text: str, needle: str) -> list[tuple[int, int]]:
     start = text.find(needle)
     while start >= 0:
         end = start + len(needle)
-        cuts_left = start > 0 and text[start - 1].isalnum() and text[start].isalnum() and not _tag(text, start, needle)
+        cuts_left = (
+            start > 0
+            and text[start - 1].isalnum()
+            and text[start].isalnum()
+            and not _tag(text, start, needle)
+            and not _clock(text, start, needle)
+        )
         cuts_right = end < len(text) and text[end - 1].isalnum() and text[end].isalnum() and not _day(text, end, needle)
         if not cuts_left and not cuts_right and (start, end) != (0, len(text)):
             found.append((start, end))
@@ -76,6 +82,14 @@ def _day(text: str, end: int, needle: str) -> bool:
 
 
 _DAY_RE: Final = re.compile(r"^\d{4}-\d\d-\d\d$")
+
+
+def _clock(text: str, start: int, needle: str) -> bool:
+    """`2026-05-12T14:00:00+02:00`: a time of day after the `T` of an ISO date-time, which is that time."""
+    return bool(_TIME_RE.match(needle)) and text[start - 1] == "T" and text[start - 2 : start - 1].isdigit()
+
+
+_TIME_RE: Final = re.compile(r"^\d\d:\d\d(?::\d\d)?$")
 
 
 def _tag(text: str, start: int, needle: str) -> bool:

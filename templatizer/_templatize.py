@@ -23,6 +23,7 @@ from toolreel.templatizer._capture import propose_captures
 from toolreel.templatizer._codesteps import drop_unread
 from toolreel.templatizer._complete import complete_walks
 from toolreel.templatizer._conditions import (
+    guard_on_absence,
     guard_on_checks,
     guard_on_copies,
     guard_on_picks,
@@ -130,6 +131,8 @@ def templatize(
     guards += chosen_by_state
     template, checks = guard_on_checks(template, reads, runs[0].outputs)
     guards += checks
+    template, absent = guard_on_absence(template, reads, runs[0].outputs)
+    guards += absent
     template, transitions = guard_on_transitions(template, reads, picks, runs[0].outputs)
     guards += transitions
     template, sequels = guard_sequels(template, reads, guards)

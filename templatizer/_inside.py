@@ -306,8 +306,10 @@ def query_values(literal: Unexplained) -> list[Unexplained]:
             # `before:1795700000`: a time the search is bounded by, picked per run like a date
             out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
             continue
-        if found.isdigit() and _YEAR_FIELD_RE.search(field) and _YEAR_RE.match(found):
-            # `year:2025`: the year a search is about, picked per run like a date
+        if found.isdigit() and (
+            (_YEAR_FIELD_RE.search(field) and _YEAR_RE.match(found)) or _PORT_FIELD_RE.fullmatch(field)
+        ):
+            # `year:2025`, `port:3389`: the year or the port a search is about, the user's like a name
             out.append(Unexplained(literal.step, literal.keys, found, literal.tool, flag=field, in_query=True))
             continue
         # a lower-case word is the query's vocabulary (`is:unresolved`), but under a field naming the thing itself
@@ -394,6 +396,7 @@ def _named(found: str, field: str) -> bool:
 
 
 _YEAR_FIELD_RE: Final = re.compile(r"(?i)(?:^|_)year$")
+_PORT_FIELD_RE: Final = re.compile(r"(?i)(?:\w+[._])?port")
 _YEAR_RE: Final = re.compile(r"^(?:19|20)\d\d$")
 
 

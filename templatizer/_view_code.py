@@ -1,7 +1,8 @@
 """The script of a view (`_views`): text a tool printed, read as rows, at replay time and, in the sandbox, when
-saving, so what is verified is what replays. One reading per shape: an aligned table, a markdown table, embedded
-JSON (or a Python literal), CSV, a list of names, YAML items, records of `Key: value` lines, a list of links with
-their fields, a task list, markdown sections; and an object keyed by its entries' names, as a list of them."""
+saving, so what is verified is what replays. One reading per shape: an aligned table (its names in capitals, or
+over a rule), a markdown table, embedded JSON (or a Python literal), CSV, a list of names, YAML items, records of
+`Key: value` lines, a list of links with their fields, a task list, markdown sections; and an object keyed by its
+entries' names, as a list of them."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ VIEW_CODE: Final = r"""export default function(input) {
   if (input.shape === "table") return whole(table(lines));
   if (input.shape === "pipes") return whole(pipes(lines));
   if (input.shape === "dashed") return whole(dashed(lines));
+  if (input.shape === "ruled") return whole(ruled(lines));
   if (input.shape === "json") return embedded(lines);
   if (input.shape === "csv") return whole(csv(lines));
   if (input.shape === "names") return names(lines);
@@ -144,6 +146,30 @@ function dashed(lines) {
     const row = {};
     names.forEach((name, j) => {
       row[name] = cut(line, j);
+    });
+    out.push(row);
+  }
+  return out;
+}
+
+function ruled(lines) {
+  // Column names over one rule drawn across (`restic snapshots`: `-----...`), the rows under it up to the next rule
+  // or blank line (a count follows): each column from its name's start to the next one's, so a cell may hold
+  // spaces (`2026-03-01 02:00:03`).
+  const body = lines.slice(Math.max(0, lines.findIndex((line) => line.trim() !== "")));
+  const starts = [];
+  const names = [];
+  const column = /\S+(?: \S+)*/g;
+  for (let m = column.exec(body[0] || ""); m !== null; m = column.exec(body[0] || "")) {
+    starts.push(m.index);
+    names.push(m[0]);
+  }
+  const out = [];
+  for (const line of body.slice(2)) {
+    if (line.trim() === "" || /^\s*(?:-{3,}|={3,})\s*$/.test(line)) break;
+    const row = {};
+    names.forEach((name, i) => {
+      row[name] = line.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : line.length).trim();
     });
     out.push(row);
   }

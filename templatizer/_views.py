@@ -44,6 +44,8 @@ _BOX: Final = str.maketrans("\u2502\u2503\u2551" + "\u2500\u2501\u2550", "|||" +
 }
 # A header's underline of dash runs, one per column (`------------ ------------------------------------`).
 _DASHED_RE: Final = re.compile(r"\s*-{2,}(?: +-{2,})+\s*")
+_RULE_LINE_RE: Final = re.compile(r"\s*(?:-{3,}|={3,})\s*")
+_TITLE_RE: Final = re.compile(r"^[A-Z][A-Za-z0-9 _%/().#-]*$")
 _HEADING_RE: Final = re.compile(r"^(#{1,6})\s+\S")
 _FIELD_RE: Final = re.compile(r"^\s*(?:[-*]\s+)?\*\*[^*]+?\*\*")
 # A line that opens JSON records inside prose (a database tool's rows between untrusted-data tags).
@@ -191,6 +193,9 @@ def _shape(text: str) -> tuple[str, int] | None:
         return "table", 0
     if body.count("\n") >= 2 and _DASHED_RE.fullmatch(body.split("\n", 2)[1]):
         return "dashed", 0
+    ruled = body.count("\n") >= 2 and _RULE_LINE_RE.fullmatch(body.split("\n", 2)[1])
+    if ruled and len(names) >= 2 and all(_TITLE_RE.match(name) for name in names):  # restic's `ID  Time` over `---`
+        return "ruled", 0
     if _bare_pipes(body):
         return "pipes", 0
     if ("|" in body and _RULE_RE.search(body)) or ("\u2502" in body and _RULE_RE.search(body.translate(_BOX))):

@@ -1,5 +1,7 @@
 """Nineteenth pass: a write made after a read of the same thing found nothing (the slot it books was free) runs
-only where that read finds nothing; a time of day the user gave is found after the `T` of an ISO date-time."""
+only where that read finds nothing; a time of day the user gave is found after the `T` of an ISO date-time; the port
+a search is about (`port:3389`) is the user's; a table whose column names stand over a rule (`restic snapshots`) is
+read as rows."""
 
 from __future__ import annotations
 
@@ -37,3 +39,36 @@ def test_a_time_the_user_gave_is_found_inside_an_iso_date_time() -> None:
     listed = steps_of(result)["list_events_1"]["input"]
     assert listed["start"] == "{{@input.day}}T{{@input.from}}:00+02:00"
     assert listed["end"] == "{{@input.day}}T{{@input.to}}:00+02:00"
+
+
+def test_the_port_a_search_is_about_is_the_users() -> None:
+    s = Session()
+    s.call("search", {"query": 'org:"Acme Corp" port:3389', "max_results": 20}, {"matches": []}, server="shodan")
+    first = templatize([s.steps], name="t", read_only=frozenset({"shodan__search"}))
+    chosen = {item.value: item.ticked for item in first.likely_inputs}
+    assert chosen.get(3389) is True or chosen.get("3389") is True, chosen
+    assert chosen.get(20) is not True  # the page size is the call's, not the user's
+
+
+SNAPSHOTS = """ID        Time                 Host        Tags      Paths
+----------------------------------------------------------------
+4f0c9a1e  2026-03-01 02:00:03  db01        nightly   /var/lib/postgresql
+a9e3b7c2  2026-03-03 02:00:04  db01        nightly   /var/lib/postgresql
+77d1e0aa  2026-03-02 02:00:02  db01        nightly   /var/lib/postgresql
+----------------------------------------------------------------
+3 snapshots
+"""
+
+
+def test_a_table_over_a_rule_is_read_as_rows_and_the_newest_taken_by_its_time() -> None:
+    s = Session()
+    s.call("restic", {"args": ["snapshots", "--host", "db01"]}, SNAPSHOTS, server="restic")
+    s.call("restic", {"args": ["restore", "a9e3b7c2", "--target", "/srv/restore"]}, "restoring", server="restic")
+    result = templatize([s.steps], name="t", inputs={"host": "db01"})
+    steps = steps_of(result)
+    (view,) = [step for step in steps.values() if isinstance(step["input"], dict) and "shape" in step["input"]]
+    assert view["input"]["shape"] == "ruled"
+    restore = steps["restic_2"]["input"]["args"][1]
+    assert restore.startswith("@") and "extract" not in restore, restore
+    computing = steps[restore[1:]]
+    assert "Time" in computing["code"], computing

@@ -344,13 +344,13 @@ def guard_on_absence(
     reads = [
         s for s in template.steps if s.tool and (s.tool in read_only or _READ_VERB_RE.match(s.tool.split("__")[-1]))
     ]
+    empty = [(read, path) for read in reads if (path := _empty_at(outputs.get(read.name))) is not None]
     because = "the read of the same thing found nothing when recorded: the call is made only then"
 
     def guard(step: StepSpec) -> Guard | None:
-        for read in reversed([r for r in reads if order[r.name] < order[step.name]]):
-            empty = _empty_at(outputs.get(read.name))
-            if empty is not None and len(_sent(step) & _sent(read)) >= 2:
-                return Guard(step.name, f"@{read.name}{empty}", [], because=because)
+        for read, path in reversed([(r, p) for r, p in empty if order[r.name] < order[step.name]]):
+            if len(_sent(step) & _sent(read)) >= 2:
+                return Guard(step.name, f"@{read.name}{path}", [], because=because)
         return None
 
     return _guarded(template, read_only, guard)

@@ -24,6 +24,7 @@ from toolreel.core.refs import MappingScope, refs_in, resolve
 from toolreel.core.template import StepSpec, Template, When, WhenOp
 from toolreel.core.template_io import parse_template, template_to_dict
 from toolreel.templatizer._codesteps import values_read
+from toolreel.templatizer._fields import named_read
 from toolreel.templatizer._select import value_at
 from toolreel.templatizer._values import strength, walk
 
@@ -341,9 +342,7 @@ def guard_on_absence(
     the slot's start; one shared id could be a parent whose list is merely empty today)."""
     order = {step.name: at for at, step in enumerate(template.steps)}
     # (a server that annotates nothing still names its reads: `list-events`, `get_alias`)
-    reads = [
-        s for s in template.steps if s.tool and (s.tool in read_only or _READ_VERB_RE.match(s.tool.split("__")[-1]))
-    ]
+    reads = [step for step in template.steps if step.tool and (step.tool in read_only or named_read(step.tool))]
     empty = [(read, path) for read in reads if (path := _empty_at(outputs.get(read.name))) is not None]
     because = "the read of the same thing found nothing when recorded: the call is made only then"
 
@@ -354,9 +353,6 @@ def guard_on_absence(
         return None
 
     return _guarded(template, read_only, guard)
-
-
-_READ_VERB_RE: Final = re.compile(r"(?i)(?:list|get|search|find|query|show|describe)(?:[-_]|$)")
 
 
 def _empty_at(output: JSON) -> str | None:

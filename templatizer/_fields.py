@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["naming_field", "scope_field", "state_field"]
+__all__ = ["named_read", "naming_field", "scope_field", "state_field"]
 
 _STATE_FIELD_RE: Final = re.compile(r"(?:^|_)(?:state|status|phase|type|kind|stage|category|priority)$", re.I)
 
@@ -41,3 +41,13 @@ def state_field(field: str) -> bool:
     """A query's field naming a state or a category (`status`, `ExecutionStatus`, `issue_type`)."""
     words = "_".join(re.findall(r"[A-Z]?[a-z]+", field)).lower()
     return bool(_STATE_FIELD_RE.search(field) or _STATE_FIELD_RE.search(words))
+
+
+# A tool whose name says it reads (`list-events`, `get_alias`, `search_findings`): what a server that annotates none
+# of its tools still says of them.
+_READ_VERB_RE: Final = re.compile(r"(?i)(?:list|get|search|find|query|show|describe)(?:[-_]|$)")
+
+
+def named_read(tool: str) -> bool:
+    """`server__list-events`: a tool named as a read (its verb first)."""
+    return bool(_READ_VERB_RE.match(tool.split("__")[-1]))

@@ -278,20 +278,16 @@ _AMONG_PARAMS: Final = 4  # (by, field, state, word)
 def _newest_version(source: str, items: list[dict[str, JSON]], by: str) -> Iterator[Candidate]:
     """A field of the item with the newest release, versions compared part by part (`1.10.0` after `1.9.4`), pre-
     releases (`2.0.0-RC1`) left out; none when it is the first item or two items tie."""
-    stable = [(i, _parts(str(item[by]))) for i, item in enumerate(items) if _STABLE_RE.fullmatch(str(item[by]))]
+    versions = [(i, str(item[by])) for i, item in enumerate(items)]
+    stable = [(i, tuple(map(int, v.lstrip("vV").split(".")))) for i, v in versions if _STABLE_RE.fullmatch(v)]
     if len(stable) < _MIN_ITEMS - 1:
         return
     top = max(parts for _, parts in stable)
     at = [i for i, parts in stable if parts == top]
     if len(at) != 1 or at[0] == 0:
         return
-    best = items[at[0]]
-    for field in _own_fields(items, best):
+    for field in _own_fields(items, best := items[at[0]]):
         yield Candidate("newest_version", best[field], source, (by, field), list(items))
-
-
-def _parts(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.lstrip("vV").split("."))
 
 
 _VERSION_RE: Final = re.compile(r"[vV]?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?")
@@ -304,8 +300,7 @@ def _first_unset(source: str, items: list[dict[str, JSON]], by: str) -> Iterator
     first = next(i for i, item in enumerate(items) if item[by] is None)
     if first == 0:
         return
-    best = items[first]
-    for field in _own_fields(items, best):
+    for field in _own_fields(items, best := items[first]):
         if best[field] is not None:
             yield Candidate("first_unset", best[field], source, (by, field), list(items))
 

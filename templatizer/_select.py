@@ -346,13 +346,13 @@ _ROUND_STEPS: Final = (*(10**k for k in range(9, 0, -1)), 5)
 
 
 def _rounded(c: Condition, others: Sequence[JSON]) -> Condition:
-    """A bound moved to the roundest number between the handled elements and the nearest other one, which keeps
-    the same elements (at least 11 minutes beside a 3: the user's 10, as a person sets a limit)."""
+    """A bound moved to the roundest number between the handled elements and the nearest other one, which keeps the
+    same elements (at least 11 minutes beside a 3: the user's 10; 49 beside a 9: the first above the 9, 10)."""
     theirs = [t for o in others if _number(t := value_at(o, c.key))]
     if c.op not in _BOUNDS or type(c.value) is not int or not theirs:
         return c
     for step in _ROUND_STEPS:
-        if c.op == "at least" and (m := c.value // step * step) > max(theirs) and m != c.value:
+        if c.op == "at least" and (m := (max(theirs) // step + 1) * step) <= c.value and m != c.value:
             return replace(c, value=m)
         if c.op == "at most" and (m := -(-c.value // step) * step) < min(theirs) and m != c.value:
             return replace(c, value=m)

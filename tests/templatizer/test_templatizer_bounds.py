@@ -88,3 +88,22 @@ def test_ids_of_a_text_table_walked_by_two_writes_each_are_numbers_and_the_note_
     # `assigned` is the note's own word, not the state of the issue a row of the table happens to be in
     assert group.input["value2"] == f"Triage: assigned to {{{{@input.{handler}}}}}"
     assert not any(step.name.startswith("pick_") for step in result.template.steps)
+
+
+def _retry_over(totals: list[int], minimum: int) -> Session:
+    s = Session()
+    invoices: list[dict[str, Any]] = [
+        {"lago_id": f"inv-{i}", "total_amount_cents": total} for i, total in enumerate(totals)
+    ]
+    s.call("list_invoices", {"customer": "cus_acme_42", "payment_status": "failed"}, {"invoices": invoices})
+    for invoice, total in zip(invoices, totals, strict=True):
+        if total >= minimum:
+            s.call("retry_invoice_payment", {"lago_id": invoice["lago_id"]}, "")
+    return s
+
+
+def test_a_lower_bound_is_the_first_round_number_above_the_others() -> None:
+    """Kept 4,900 and 12,900 beside a 900: the user's limit is read as 1,000 (the first round number the 900 falls
+    short of), not the 4,000 under the smallest kept; a world with a 2,500 invoice then retries it too."""
+    result = saved(_retry_over([4900, 900, 12900], minimum=1000))
+    assert result.input_values["total_amount_cents_min"] == 1000

@@ -31,7 +31,7 @@ from toolreel.replayer import Engine, load_template
 from toolreel.upstreams.config import parse_config
 from toolreel.upstreams.hub import open_upstreams
 
-__all__ = ["Replay", "compare_calls", "map_inputs", "read_only_tools", "replay_in_world"]
+__all__ = ["Replay", "canonical", "compare_calls", "map_inputs", "read_only_tools", "replay_in_world"]
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLAY_SECONDS = 120.0  # a replay of a few steps on a loaded 2-core machine; a hang is a failure, not a wait
@@ -71,7 +71,8 @@ def input_schemas(world: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _canonical(value: JSON) -> str:
+def canonical(value: JSON) -> str:
+    """A value's one JSON spelling, to compare values of any type (what a world's inputs are mapped by)."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
@@ -86,7 +87,7 @@ def map_inputs(
     3. `v` is a string holding the recorded string of expected inputs: each replaced by the world's value;
     4. otherwise `v` itself (nothing tells the user to change it).
     """
-    by_value = {_canonical(value): key for key, value in expected.items()}
+    by_value = {canonical(value): key for key, value in expected.items()}
     mapped: dict[str, JSON] = {}
     for name, value in template_values.items():
         mapped[name] = _mapped_value(value, by_value, expected, world_inputs)
@@ -96,7 +97,7 @@ def map_inputs(
 def _mapped_value(
     value: JSON, by_value: Mapping[str, str], expected: Mapping[str, JSON], world: Mapping[str, JSON]
 ) -> JSON:
-    key = by_value.get(_canonical(value))
+    key = by_value.get(canonical(value))
     if key is not None and key in world:
         return world[key]
     for key, recorded in expected.items():
@@ -119,7 +120,7 @@ def compare_calls(
     """What differs: the calls as a multiset, and the order of the writes (reads may come in any order)."""
 
     def key(call: Mapping[str, Any]) -> str:
-        return _canonical([call["server"], call["tool"], call.get("arguments") or {}])
+        return canonical([call["server"], call["tool"], call.get("arguments") or {}])
 
     problems: list[str] = []
     have, want = Counter(map(key, got)), Counter(map(key, expected))

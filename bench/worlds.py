@@ -32,7 +32,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _world_replay import Replay, input_schemas, map_inputs, read_only_tools, replay_in_world
+from _world_replay import Replay, canonical, input_schemas, map_inputs, read_only_tools, replay_in_world
 from templatize import ratio, score_inputs, template_refs
 
 from fixtures.recordings import (
@@ -285,9 +285,9 @@ def _named_as(value: str, recorded: Mapping[str, Any], expected: Mapping[str, An
     """Several recordings are templatized with no input named, so an input's name is the template's own
     (`@input.en`): it is written as the expected input whose recorded value it has (`@input.message`), as the
     replays map the worlds' inputs by recorded value."""
-    by_value = {json.dumps(v, sort_keys=True): k for k, v in expected.items()}
+    by_value = {canonical(v): k for k, v in expected.items()}
     for name, v in recorded.items():
-        known = by_value.get(json.dumps(v, sort_keys=True))
+        known = by_value.get(canonical(v))
         if known is not None and known != name:
             value = re.sub(rf"@input\.{re.escape(name)}(?![\w-])", f"@input.{known}", value)
     return value

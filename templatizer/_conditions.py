@@ -343,12 +343,13 @@ def guard_on_absence(
     order = {step.name: at for at, step in enumerate(template.steps)}
     # (a server that annotates nothing still names its reads: `list-events`, `get_alias`)
     reads = [step for step in template.steps if step.tool and (step.tool in read_only or named_read(step.tool))]
-    empty = [(read, path) for read in reads if (path := _empty_at(outputs.get(read.name))) is not None]
+    empty = [(read, path, _sent(read)) for read in reads if (path := _empty_at(outputs.get(read.name))) is not None]
     because = "the read of the same thing found nothing when recorded: the call is made only then"
 
     def guard(step: StepSpec) -> Guard | None:
-        for read, path in reversed([(r, p) for r, p in empty if order[r.name] < order[step.name]]):
-            if len(_sent(step) & _sent(read)) >= 2:
+        sent = _sent(step)
+        for read, path, theirs in reversed([e for e in empty if order[e[0].name] < order[step.name]]):
+            if len(sent & theirs) >= 2:
                 return Guard(step.name, f"@{read.name}{path}", [], because=because)
         return None
 

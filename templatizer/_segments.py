@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from toolreel.templatizer._inputs import InputTable
     from toolreel.templatizer._runs import Run
 
-__all__ = ["changing", "segmented"]
+__all__ = ["changing"]
 
 # A token is a word with the characters ids, slugs, versions, paths and addresses hold, or one other character.
 _TOKEN_RE: Final = re.compile(r"[\w.@+/-]+|\s+|.", re.S)
@@ -57,7 +57,7 @@ def changing(
         if piece is not None:
             start, end, ref, why = piece
             return Cand(interpolate(value, [Piece(start, end, ref, 1.0)]), "confirmed", 0.95, why)
-        split = segmented(step, keys, value, per_run, runs, table)
+        split = _segmented(step, keys, value, per_run, runs, table)
         if split is not None:
             return split
     as_text = table.derived_as_text(per_run)
@@ -70,7 +70,7 @@ def changing(
     )
 
 
-def segmented(
+def _segmented(
     step: str, keys: Keys, value: str, per_run: Sequence[tuple[bool, JSON]], runs: Sequence[Run], table: InputTable
 ) -> Cand | None:
     """`value` with each changing part a ref or an input; None when the recordings share too few of its words."""
@@ -117,9 +117,9 @@ def _gaps(texts: Sequence[str | None]) -> list[_Gap]:
     for left, right in itertools.pairwise(bounds):
         if right - left < 2:
             continue
-        spans = [_span(tokens, left, right, len(first))]
+        spans = [_span(tokens, left, right)]
         for (_, theirs), m in zip(others, maps, strict=True):
-            spans.append(_span(theirs, m.get(left, -1) if left >= 0 else -1, m.get(right, len(theirs)), -1))
+            spans.append(_span(theirs, m.get(left, -1), m.get(right, len(theirs))))
         gap = _gap(first, spans, texts, [r for r, _ in others])
         if gap is None:
             return []
@@ -167,10 +167,11 @@ def _matched(mine: list[tuple[int, int, str]], theirs: list[tuple[int, int, str]
     return {a + k: b + k for a, b, size in matcher.get_matching_blocks() for k in range(size)}
 
 
-def _span(tokens: list[tuple[int, int, str]], left: int, right: int, size: int) -> tuple[int, int]:
-    """The characters strictly between token `left` and token `right` (-1: the text's start; past the end: its end)."""
+def _span(tokens: list[tuple[int, int, str]], left: int, right: int) -> tuple[int, int]:
+    """The characters strictly between token `left` and token `right` (-1: the text's start; past the last: its end,
+    where the last token ends: the tokens cover every character)."""
     start = tokens[left][1] if left >= 0 else 0
-    end = tokens[right][0] if right < len(tokens) else (size if size >= 0 else (tokens[-1][1] if tokens else 0))
+    end = tokens[right][0] if right < len(tokens) else (tokens[-1][1] if tokens else 0)
     return start, end
 
 

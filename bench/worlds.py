@@ -1,6 +1,6 @@
 """Held-out sessions written blind, judged on text and on behaviour: `.venv/bin/python bench/worlds.py [-v]`.
 
-For each session of fixtures/recordings/blind/ (`--set worlds`/`worlds2`…`worlds18`: the once-blind sessions of
+For each session of fixtures/recordings/blind/ (`--set worlds`/`worlds2`…`worlds19`: the once-blind sessions of
 fixtures/recordings/worlds*/,
 `--set tuned`: the tuned top-level sessions that have a `world2`):
 - refs: templatized with the inputs a careful person names (none for several recordings), every value holding a
@@ -55,6 +55,7 @@ from fixtures.recordings import (
     WORLDS16_DIR,
     WORLDS17_DIR,
     WORLDS18_DIR,
+    WORLDS19_DIR,
     WORLDS_DIR,
     CorpusEntry,
     load_entry,
@@ -503,10 +504,11 @@ def main() -> int:
             "worlds16",
             "worlds17",
             "worlds18",
+            "worlds19",
             "tuned",
         ),
         default="blind",
-        help="which sessions: blind (default), worlds, worlds2-18 (once blind, tuned now), tuned (with a world2)",
+        help="which sessions: blind (default), worlds, worlds2-19 (once blind, tuned now), tuned (with a world2)",
     )
     parser.add_argument("--only", help="one session by name")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch and every wrong call")
@@ -531,6 +533,7 @@ def main() -> int:
         "worlds16": WORLDS16_DIR,
         "worlds17": WORLDS17_DIR,
         "worlds18": WORLDS18_DIR,
+        "worlds19": WORLDS19_DIR,
         "tuned": CORPUS_DIR,
     }[args.set]
     sessions = load_sessions(directory, args.only)

@@ -39,6 +39,7 @@ from fixtures.recordings import (
     WORLDS16_DIR,
     WORLDS17_DIR,
     WORLDS18_DIR,
+    WORLDS19_DIR,
     WORLDS_DIR,
     load_entry,
 )
@@ -192,6 +193,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         (WORLDS16_DIR, 24),
         (WORLDS17_DIR, 24),
         (WORLDS18_DIR, 24),
+        (WORLDS19_DIR, 24),
         (BLIND_DIR, 24),
     ],
     ids=[
@@ -213,6 +215,7 @@ def test_calls_compare_as_a_multiset_with_the_writes_in_order() -> None:
         "worlds16",
         "worlds17",
         "worlds18",
+        "worlds19",
         "blind",
     ],
 )

@@ -43,6 +43,7 @@ from toolreel.templatizer._pieces import (
     Piece,
     bounded_finds,
     interpolate,
+    labelled_keys,
     labelled_note,
     literal,
     non_overlapping,
@@ -185,6 +186,8 @@ class StepInferrer:
             self.result.literals.append(Unexplained(self.record.name, keys, value, tool, self._list_size(keys)))
             if isinstance(value, str) and (note := labelled_note(value)) is not None:
                 self.result.literals.append(Unexplained(self.record.name, keys, note, tool, note=True))
+                for key in labelled_keys(value):  # (the ticket the note is about: the user's too)
+                    self.result.literals.append(Unexplained(self.record.name, keys, key, tool))
         return literal(value)
 
     def _list_size(self, keys: Keys) -> int:

@@ -38,7 +38,7 @@ from toolreel.templatizer._reftext import (
     substitute,
 )
 from toolreel.templatizer._result import Loop, Unit, Unrolled
-from toolreel.templatizer._select import Select, evident_filter, selected, separating
+from toolreel.templatizer._select import Condition, Select, evident_choice, evident_filter, selected, separating
 from toolreel.templatizer._subsets import collapse_subsets
 from toolreel.templatizer._values import free_name, is_trivial, items_schema, json_path, put_at, same, snake
 
@@ -157,11 +157,10 @@ def _taken(folding: _Folding) -> set[str]:
 
 def _chosen(folding: _Folding, chosen: list[Select], base: str, at: list[int], seq: int | None = None) -> str | None:
     """The list that elements `at` of `base` are: `_listed`, else a select step's (new ones added to `chosen`)."""
-    listed = _listed(folding, base, at)
+    ref = _listed(folding, base, at)
     elements = folding.resolved(base, 0)
-    if listed is not None or not isinstance(elements, list) or not at or at[-1] >= len(elements):
-        return listed
-    ref = _selecting(base, elements, at, folding, seq)
+    if ref is None and isinstance(elements, list) and at and at[-1] < len(elements):
+        ref = _selecting(base, elements, at, folding, seq)
     select = folding.selects.get(ref) if ref is not None else None
     if select is not None and select not in folding.applied:
         chosen.append(select)
@@ -177,10 +176,17 @@ def _listed(folding: _Folding, base: str, at: list[int]) -> str | None:
         return None
     if at == list(range(len(elements))):
         return base
-    filtered = evident_filter(base, elements, at)
+    filtered = _evidently(base, elements, at, folding)
     if filtered is None or not same(folding.resolved(filtered, 0), [elements[i] for i in at]):
         return None
     return filtered
+
+
+def _evidently(base: str, elements: list[JSON], at: list[int], folding: _Folding) -> str | None:
+    """`evident_filter`, or a select step on its one condition where the value is the user's choice (the category
+    whose items the task handles, so that it can be an input)."""
+    choice = evident_choice(elements, at)
+    return _select_step(base, (choice,), folding) if choice is not None else evident_filter(base, elements, at)
 
 
 def _walking(members: list[Unit]) -> list[Unit]:
@@ -295,7 +301,7 @@ def _cut_walk(members: Sequence[Unit], folding: _Folding) -> _Walk | None:
     if at == list(range(len(elements))):
         over: str | None = found.base
     else:
-        over = evident_filter(found.base, elements, at) or _selecting(found.base, elements, at, folding, seq)
+        over = _evidently(found.base, elements, at, folding) or _selecting(found.base, elements, at, folding, seq)
     if over is None or not same(folding.resolved(over, 0), [elements[i] for i in at]):
         return None
     values = cut_values(folding.resolved(over, 0), found.key, found.prefix, found.suffix)
@@ -493,7 +499,7 @@ def _over_list(base: str, at: Sequence[int], folding: _Folding, seq: int) -> tup
     elif at != sorted(at):
         return f"they handle the elements of {base} out of order ({at})"
     else:
-        filtered = evident_filter(base, elements, at) or _selecting(base, elements, at, folding, seq)
+        filtered = _evidently(base, elements, at, folding) or _selecting(base, elements, at, folding, seq)
         if filtered is None:
             return (
                 f"they handle elements {at} of {base} ({len(elements)} elements) and no field tells the handled "
@@ -521,8 +527,12 @@ def _selecting(base: str, elements: list[JSON], at: list[int], folding: _Folding
     # reason to take them, and a select waiting on that write would make a cycle)
     before = {k: v for k, v in run.outputs.items() if seq is None or (k in run.steps and run.steps[k].seq < seq)}
     where = separating(elements, at, before, base[1:].split(".", 1)[0].split("[", 1)[0])
-    if where is None:
-        return None
+    return _select_step(base, where, folding) if where is not None else None
+
+
+def _select_step(base: str, where: tuple[Condition, ...], folding: _Folding) -> str:
+    """`@select_x`, the code step keeping the elements of `base` that meet `where`, its output in each recording
+    known to the folding (the one already made for the same elements, where there is one)."""
     named = folding.table.values[0]
     # A condition's value the user named already is that input, in each recording its own value.
     refs = tuple(next((name for name, value in named.items() if same(value, c.value)), None) for c in where)

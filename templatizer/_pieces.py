@@ -17,6 +17,7 @@ __all__ = [
     "Piece",
     "bounded_finds",
     "interpolate",
+    "labelled_keys",
     "labelled_note",
     "literal",
     "non_overlapping",
@@ -130,6 +131,16 @@ def labelled_note(value: str) -> str | None:
     if match is None or len(match.group(1).split()) < _NOTE_WORDS:
         return None
     return match.group(1)
+
+
+def labelled_keys(value: str) -> list[str]:
+    """The issue keys in the label of a labelled note (`NET-812: planned firmware upgrade`): the ticket the user
+    named for this run, as the note after it is the reason they gave."""
+    match = _LABELLED_RE.match(value)
+    return _ISSUE_KEY_RE.findall(value[: match.start(1)]) if match is not None else []
+
+
+_ISSUE_KEY_RE: Final = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b")  # `NET-812`, `INC2-4471`
 
 
 def non_overlapping(pieces: list[Piece]) -> list[Piece]:

@@ -35,6 +35,7 @@ __all__ = [
     "Condition",
     "Select",
     "conditions_of",
+    "evident_choice",
     "evident_filter",
     "leaves",
     "select_inputs",
@@ -81,8 +82,11 @@ _STATE_WORD_RE: Final = re.compile(r"^[A-Za-z][A-Za-z_-]{1,23}$")  # `started`, 
 # A flag's value, after the emoji a text listing may put before it (`✅ enabled`)
 _FLAG_WORD_RE: Final = re.compile(r"^\W{0,3}(?:yes|no|true|false|on|off|enabled|disabled|active|inactive)$", re.I)
 # A field naming a state or a category of the element: its value is the task's own condition
-# ("stop the started machines"), unlike a region or a name prefix the user named for this run.
-_STATE_KEY_RE: Final = re.compile(r"(?:^|_)(state|status|phase|type|kind|conclusion|health|lifecycle)$", re.I)
+# ("stop the started machines", "close the wishlist items"), unlike a region or a name prefix the user named
+# for this run.
+_STATE_KEY_RE: Final = re.compile(
+    r"(?:^|_)(state|status|phase|type|kind|mode|priority|severity|urgency|level|conclusion|health|lifecycle)$", re.I
+)
 _LONGEST: Final = 64  # longer values are texts, not categories
 
 
@@ -201,6 +205,36 @@ def evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | None
     """`base[?(@.key == value)]` when the handled elements share a value at `key` that no other element has."""
     handled = [elements[i] for i in at]
     others = [e for i, e in enumerate(elements) if i not in at]
+    shared = _evident(handled, others)
+    if shared is None:
+        return _excluding_filter(base, handled, others) if all(isinstance(e, dict) for e in handled) else None
+    key, value = shared
+    return f"{base}[?(@.{key} == {json.dumps(value)})]"
+
+
+def evident_choice(elements: list[JSON], at: list[int]) -> Condition | None:
+    """The condition of `evident_filter` when its value is one the user chose for this run (the category, the
+    device, the user whose items the task handles: `cat == "tv"`), not a state of the task (`status ==
+    "exited"`, `execution_mode == "remote"`), a number or a code, nor a value read out of another output (an id,
+    an address): a select step keeps the elements then, so that the value can be an input."""
+    handled = [elements[i] for i in at]
+    shared = _evident(handled, [e for i, e in enumerate(elements) if i not in at])
+    if shared is None or not isinstance(value := shared[1], str) or not _CHOICE_RE.fullmatch(value):
+        return None
+    if len(value.split()) > _CHOICE_WORDS:
+        return None
+    condition = Condition(shared[0], "==", value)
+    return None if condition.state or is_machine_id(value) else condition
+
+
+# A name or a category: letters first, at most four words, no address, not a code with a long run of digits
+_CHOICE_RE: Final = re.compile(r"(?!.*\d{4})[A-Za-z][\w .'&+-]{0,63}")
+_CHOICE_WORDS: Final = 4  # a longer value is a text the elements share, not a name the user gave
+
+
+def _evident(handled: list[JSON], others: list[JSON]) -> tuple[str, JSON] | None:
+    """The top-level field and value every handled element shares and no other element has (the one that says
+    most, where several do)."""
     if not all(isinstance(e, dict) for e in handled):
         return None
     first = handled[0]
@@ -214,11 +248,10 @@ def evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | None
         ):
             separating.append((key, value))
     if not separating:
-        return _excluding_filter(base, handled, others)
+        return None
     # Several fields may tell them apart here (`READY 0/1` and `STATUS CrashLoopBackOff`): the one that says
     # most is a word of the domain, not a count that happens to match (`True` says little, `0/1` less).
-    key, value = max(separating, key=lambda kv: strength(kv[1]) if isinstance(kv[1], str) else 0.3)
-    return f"{base}[?(@.{key} == {json.dumps(value)})]"
+    return max(separating, key=lambda kv: strength(kv[1]) if isinstance(kv[1], str) else 0.3)
 
 
 def _excluding_filter(base: str, handled: list[JSON], others: list[JSON]) -> str | None:
@@ -482,8 +515,9 @@ def _phrases(text: str) -> dict[str, tuple[int, str]]:
 
 
 def _state_key(key: str) -> bool:
-    """A field naming a state or a category, at any depth (`status`, `state.current`, `status.phase`)."""
-    return any(_STATE_KEY_RE.search(part) for part in key.split("."))
+    """A field naming a state or a category, at any depth (`status`, `state.current`, `status.phase`), in any
+    case (`albumType`)."""
+    return any(_STATE_KEY_RE.search(part) or _STATE_KEY_RE.search(snake(part)) for part in key.split("."))
 
 
 def leaves(element: dict[str, JSON], depth: int = 3) -> list[tuple[str, JSON]]:

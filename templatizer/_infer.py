@@ -9,6 +9,7 @@ hold in every one of them, and a value that differs between them becomes an inpu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -84,6 +85,7 @@ _NAMED_NUMBER_MIN: Final = 2
 _SECRET_KEY_MATCH: Final = 0.7  # a redacted argument links to a redacted output only under a matching key name
 # A piece this weak (a word, "33") becomes a ref only beside another piece of the same output.
 _BACKED_PIECE: Final = 0.3
+_MIXED_ID_RE: Final = re.compile(r"(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9_-]{5,}")  # `1qa2ws1`, `sess_9f2`
 _ALIGNED_WORD: Final = 0.55  # a weaker string (`open`, `high`) is vocabulary, in many items by design
 _ELSEWHERE_WORD: Final = 0.8  # below: a value that may sit in another element by chance (not an id)
 _Sourced = tuple[Keys, JSON, Bucket]  # an argument's leaf, and the earlier outputs holding it whole
@@ -451,6 +453,14 @@ class StepInferrer:
         home = item_of(occ.keys)
         return self.homes.get((occ.step, home), 1) - 1 if home is not None else 0
 
+    def _holding(self, occ: Occurrence) -> int:
+        """How many arguments of this call come whole from the list item an id inside a text sits in (the session
+        whose recording link is the description: its id in the title is that session's, however short). Only an
+        id of letters and digits: a word or a number is as often the text's own (`releases`, `#104`)."""
+        home, (_, piece) = item_of(occ.keys), get_at(self.runs[0].outputs.get(occ.step), occ.keys)
+        mixed = isinstance(piece, str) and _MIXED_ID_RE.fullmatch(piece) is not None
+        return self.homes.get((occ.step, home), 0) if home is not None and mixed else 0
+
     def _coerced(self, keys: Keys, value: JSON) -> list[Cand]:
         if value is None or isinstance(value, bool) or is_trivial(value) or is_cursor_key(last_key(keys)):
             return []
@@ -478,7 +488,7 @@ class StepInferrer:
             score = piece * base + 0.15 * sim
         else:
             score = base + 0.25 * sim
-        aligned = self._aligned(occ) if kind in ("exact", "coerced") else 0
+        aligned = self._aligned(occ) if kind in ("exact", "coerced") else self._holding(occ) if places == 1 else 0
         named_id = kind in ("exact", "coerced") and places == 1 and sim >= NAMED_BY_TOOL and id_key(occ.key)
         if named_id:
             # `board_id: "42"` and the only `id` "42" is that of a board the boards' tool listed: not chance,

@@ -1,7 +1,8 @@
 """Choices, twentieth pass: a loop over the elements the user's category, device or user names (`cat == "tv"`)
 walks a select step whose value is an input, so another run handles another category; a state of the task
 (`status == "exited"`, a priority level), a number, a code or an address stays the filter's literal. The ticket
-named in a note's label (`NET-812: planned firmware upgrade`) is the user's, as the note is."""
+named in a note's label (`NET-812: planned firmware upgrade`) is the user's, as the note is. A short id inside a
+text is the field of the element the call's other arguments come from."""
 
 from __future__ import annotations
 
@@ -66,3 +67,21 @@ def test_the_ticket_in_a_note_s_label_is_an_input_beside_the_note() -> None:
     assert set(values) == {"core-sw-01", "NET-812", "planned firmware upgrade"}
     ackmsg = steps_of(result)["acknowledge_alarm_each"]["input"]["ackmsg"]
     assert ackmsg == f"{{{{@input.{values['NET-812']}}}}}: {{{{@input.{values['planned firmware upgrade']}}}}}"
+
+
+def test_a_short_id_in_a_title_is_the_field_of_the_element_the_other_arguments_come_from() -> None:
+    """`session 1qa2ws1` in the task's name, the session's recording link its description: the id is that session's
+    (a piece too short to be evidence alone), so the calls are one loop over the sessions."""
+    s = Session()
+    sessions = [
+        {"sessionId": f"1qa2ws{n}", "clickCount": 40 - n, "recordingUrl": f"https://clarity.example/player/rec{n}"}
+        for n in (1, 2)
+    ]
+    s.call("list_session_recordings", {"count": 10}, {"total": 2, "sessions": sessions})
+    for session in sessions:
+        name = f"Rage clicks on /checkout: session {session['sessionId']}"
+        s.call("create_task", {"name": name, "tasklist_id": 70312, "description": session["recordingUrl"]}, "ok")
+    steps = steps_of(saved(s))
+    assert steps["create_task_each"]["for_each"] == "@list_session_recordings_1.sessions"
+    assert steps["create_task_each"]["input"]["name"] == "Rage clicks on /checkout: session {{@item.sessionId}}"
+    assert steps["create_task_each"]["input"]["description"] == "@item.recordingUrl"

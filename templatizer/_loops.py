@@ -19,15 +19,14 @@ from typing import TYPE_CHECKING, Final
 
 from toolreel.core.errors import RefError
 from toolreel.core.model import JSON, StepRecord, StepStatus
-from toolreel.core.refs import MappingScope, resolve, step_name_base, unescape_literal
+from toolreel.core.refs import MappingScope, resolve, step_name_base
 from toolreel.core.template import InputSpec
-from toolreel.templatizer._affixes import around, built_around_item
+from toolreel.templatizer._affixes import built_around_item
 from toolreel.templatizer._cuts import CUT_CODE, ZIP_CODE, cut_values, find_column, find_cut
 from toolreel.templatizer._evidence import names_operation
 from toolreel.templatizer._joined import join_kept, positional, select_unit
-from toolreel.templatizer._mapped import MAP_CODE, Mapped, map_lists
+from toolreel.templatizer._mapped import MAP_CODE, Mapped, map_lists, marked_elements
 from toolreel.templatizer._reftext import (
-    TOKEN_RE,
     collapse,
     index_of,
     indexed_bases,
@@ -40,7 +39,7 @@ from toolreel.templatizer._reftext import (
 from toolreel.templatizer._result import Loop, Unit, Unrolled
 from toolreel.templatizer._select import Condition, Select, evident_choice, evident_filter, selected, separating
 from toolreel.templatizer._subsets import collapse_subsets
-from toolreel.templatizer._values import free_name, is_trivial, items_schema, json_path, put_at, same, snake
+from toolreel.templatizer._values import free_name, items_schema, json_path, put_at, same, snake
 
 if TYPE_CHECKING:  # the inference imports the result types, which name the loops
     from toolreel.templatizer._inputs import InputTable
@@ -275,7 +274,7 @@ def _walk_of(members: Sequence[Unit], folding: _Folding) -> _Walk | str:
     if all(same(members[0].input, other.input) for other in members[1:]):
         return "the same call repeated with the same arguments: no list to walk"
     lists = _list_inputs(folding)
-    marked = [replace(m, input=_marked(m.input, lists)) for m in members] if lists else list(members)
+    marked = [replace(m, input=marked_elements(m.input, lists)) for m in members] if lists else list(members)
     walkable = _walkable([m.input for m in marked])
     tries = [[base] for base in walkable] + ([list(walkable)] if len(walkable) >= 2 else [])
     reason = "their arguments differ by values that no list explains"
@@ -342,33 +341,6 @@ def _list_inputs(folding: _Folding) -> dict[str, list[JSON]]:
         for name, value in values.items()
         if isinstance(value, list) and len(value) >= 2 and not folding.table.specs[name].secret
     }
-
-
-def _marked(value: JSON, lists: Mapping[str, list[JSON]]) -> JSON:
-    """`value` with each literal that is one element of a list input written as a ref to it (`@input.emails[1]`)."""
-    if isinstance(value, dict):
-        return {k: _marked(v, lists) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_marked(v, lists) for v in value]
-    if is_trivial(value) or (isinstance(value, str) and TOKEN_RE.search(value)):
-        return value
-    plain = unescape_literal(value) if isinstance(value, str) else value
-    found = [(name, i) for name, items in lists.items() for i, item in enumerate(items) if same(item, plain)]
-    if len(found) == 1:
-        return f"@input.{found[0][0]}[{found[0][1]}]"
-    if found or not isinstance(value, str) or value.startswith("@"):
-        return value
-    # An element inside a text, between separators (`tenant:acme:flags` for `acme`): the text is built around it.
-    inside = [
-        (name, i, m)
-        for name, items in lists.items()
-        for i, item in enumerate(items)
-        if isinstance(item, str) and not is_trivial(item) and (m := around(value, item)) is not None
-    ]
-    if len(inside) != 1:
-        return value
-    name, i, (prefix, suffix) = inside[0]
-    return f"{prefix}{{{{@input.{name}[{i}]}}}}{suffix}"
 
 
 def _walkable(inputs: Sequence[JSON]) -> dict[str, list[int]]:

@@ -5,22 +5,25 @@ Where each object is the same shape around refs to one element, the elements tak
 argument is the output of a `code` step run `for_each` element of the list (or of the filter `choose` finds that
 keeps exactly those elements), its input the shape with `@item` in place of the element: another run's list of
 five people gives five recipients. Objects of different shapes, or refs to two elements in one object, stay as
-recorded.
+recorded. The literals of a loop's calls that are elements of a list input are marked as refs to them first
+(`marked_elements`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from toolreel.core.model import JSON
-from toolreel.templatizer._reftext import tokens
-from toolreel.templatizer._values import free_name
+from toolreel.core.refs import unescape_literal
+from toolreel.templatizer._affixes import around
+from toolreel.templatizer._reftext import TOKEN_RE, tokens
+from toolreel.templatizer._values import free_name, is_trivial, same
 
-__all__ = ["MAP_CODE", "Mapped", "map_lists"]
+__all__ = ["MAP_CODE", "Mapped", "map_lists", "marked_elements"]
 
 MAP_CODE: Final = "export default function(input) {\n  return input;\n}\n"
 # `@base[7].rest` as a token: the element's list, its index, and what is read of it
@@ -79,3 +82,30 @@ def _one_shape(objects: list[JSON]) -> tuple[str, list[int], JSON] | None:
         return None
     shape: JSON = json.loads(shapes[0])
     return bases.pop(), at, shape
+
+
+def marked_elements(value: JSON, lists: Mapping[str, list[JSON]]) -> JSON:
+    """`value` with each literal that is one element of a list input written as a ref to it (`@input.emails[1]`)."""
+    if isinstance(value, dict):
+        return {k: marked_elements(v, lists) for k, v in value.items()}
+    if isinstance(value, list):
+        return [marked_elements(v, lists) for v in value]
+    if is_trivial(value) or (isinstance(value, str) and TOKEN_RE.search(value)):
+        return value
+    plain = unescape_literal(value) if isinstance(value, str) else value
+    found = [(name, i) for name, items in lists.items() for i, item in enumerate(items) if same(item, plain)]
+    if len(found) == 1:
+        return f"@input.{found[0][0]}[{found[0][1]}]"
+    if found or not isinstance(value, str) or value.startswith("@"):
+        return value
+    # An element inside a text, between separators (`tenant:acme:flags` for `acme`): the text is built around it.
+    inside = [
+        (name, i, m)
+        for name, items in lists.items()
+        for i, item in enumerate(items)
+        if isinstance(item, str) and not is_trivial(item) and (m := around(value, item)) is not None
+    ]
+    if len(inside) != 1:
+        return value
+    name, i, (prefix, suffix) = inside[0]
+    return f"{prefix}{{{{@input.{name}[{i}]}}}}{suffix}"

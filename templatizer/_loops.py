@@ -24,6 +24,7 @@ from toolreel.core.template import InputSpec
 from toolreel.templatizer._affixes import built_around_item
 from toolreel.templatizer._cuts import CUT_CODE, ZIP_CODE, cut_values, find_column, find_cut
 from toolreel.templatizer._evidence import names_operation
+from toolreel.templatizer._evident import evident_choice, evident_filter
 from toolreel.templatizer._joined import join_kept, positional, select_unit
 from toolreel.templatizer._mapped import MAP_CODE, Mapped, map_lists, marked_elements
 from toolreel.templatizer._reftext import (
@@ -37,7 +38,7 @@ from toolreel.templatizer._reftext import (
     substitute,
 )
 from toolreel.templatizer._result import Loop, Unit, Unrolled
-from toolreel.templatizer._select import Condition, Select, evident_choice, evident_filter, selected, separating
+from toolreel.templatizer._select import Condition, Select, selected, separating
 from toolreel.templatizer._subsets import collapse_subsets
 from toolreel.templatizer._values import free_name, items_schema, json_path, put_at, same, snake
 

@@ -1,7 +1,7 @@
-"""Which elements of a list the calls of a loop handled: a JSONPath filter on one field, or a `select_*` step.
+"""Which elements of a list the calls of a loop handled: a `select_*` step keeping them.
 
-`evident_filter` gives `base[?(@.key == value)]` when the handled elements share a top-level value no other
-element has (or `!=` a category the left-out ones share).
+One top-level value the handled elements share and no other element has is `_evident`'s: a JSONPath filter, or a
+select on that one condition where the value is the user's choice.
 
 When the handled elements of a list share no single field value that sets them apart (the machines of
 one region that are started, the web services whose names start with `checkout-`), two conditions
@@ -16,7 +16,6 @@ evidence here: `evident_filter` handles the latter.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,16 +26,15 @@ from toolreel.templatizer._evidence import is_machine_id, names_scope
 from toolreel.templatizer._inputs import Names
 from toolreel.templatizer._pieces import literal
 from toolreel.templatizer._result import LikelyInput
-from toolreel.templatizer._values import json_path, same, snake, strength, walk
+from toolreel.templatizer._values import json_path, same, snake, walk
 
 __all__ = [
     "HEADING_FIELD",
+    "KEY_RE",
     "SELECT_CODE",
     "Condition",
     "Select",
     "conditions_of",
-    "evident_choice",
-    "evident_filter",
     "leaves",
     "select_inputs",
     "selected",
@@ -75,7 +73,7 @@ SELECT_CODE: Final = r"""export default function(input) {
 }
 """
 
-_KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+KEY_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HEADING_FIELD: Final = "section"  # the field of a checklist view's rows naming the heading above the item
 _SEPARATORS: Final = "-_./:"
 _STATE_WORD_RE: Final = re.compile(r"^[A-Za-z][A-Za-z_-]{1,23}$")  # `started`, `OutOfSync`
@@ -201,80 +199,6 @@ def selected(elements: JSON, where: Sequence[Condition]) -> JSON:
     return [e for e in elements if e is not None and all(c.holds(e) for c in where)]
 
 
-def evident_filter(base: str, elements: list[JSON], at: list[int]) -> str | None:
-    """`base[?(@.key == value)]` when the handled elements share a value at `key` that no other element has."""
-    handled = [elements[i] for i in at]
-    others = [e for i, e in enumerate(elements) if i not in at]
-    shared = _evident(handled, others)
-    if shared is None:
-        return _excluding_filter(base, handled, others) if all(isinstance(e, dict) for e in handled) else None
-    key, value = shared
-    return f"{base}[?(@.{key} == {json.dumps(value)})]"
-
-
-def evident_choice(elements: list[JSON], at: list[int]) -> Condition | None:
-    """The condition of `evident_filter` when its value is one the user chose for this run (the category, the
-    device, the user whose items the task handles: `cat == "tv"`), not a state of the task (`status ==
-    "exited"`, `execution_mode == "remote"`), a number or a code, nor a value read out of another output (an id,
-    an address): a select step keeps the elements then, so that the value can be an input."""
-    handled = [elements[i] for i in at]
-    shared = _evident(handled, [e for i, e in enumerate(elements) if i not in at])
-    if shared is None or not isinstance(value := shared[1], str) or not _CHOICE_RE.fullmatch(value):
-        return None
-    if len(value.split()) > _CHOICE_WORDS:
-        return None
-    condition = Condition(shared[0], "==", value)
-    return None if condition.state or is_machine_id(value) else condition
-
-
-# A name or a category: letters first, at most four words, no address, not a code with a long run of digits
-_CHOICE_RE: Final = re.compile(r"(?!.*\d{4})[A-Za-z][\w .'&+-]{0,63}")
-_CHOICE_WORDS: Final = 4  # a longer value is a text the elements share, not a name the user gave
-
-
-def _evident(handled: list[JSON], others: list[JSON]) -> tuple[str, JSON] | None:
-    """The top-level field and value every handled element shares and no other element has (the one that says
-    most, where several do)."""
-    if not all(isinstance(e, dict) for e in handled):
-        return None
-    first = handled[0]
-    assert isinstance(first, dict)
-    separating: list[tuple[str, JSON]] = []
-    for key, value in first.items():
-        if not _KEY_RE.fullmatch(key) or not isinstance(value, str | bool | int) or isinstance(value, float):
-            continue
-        if all(isinstance(e, dict) and same(e.get(key), value) for e in handled) and not any(
-            isinstance(e, dict) and same(e.get(key), value) for e in others
-        ):
-            separating.append((key, value))
-    if not separating:
-        return None
-    # Several fields may tell them apart here (`READY 0/1` and `STATUS CrashLoopBackOff`): the one that says
-    # most is a word of the domain, not a count that happens to match (`True` says little, `0/1` less).
-    return max(separating, key=lambda kv: strength(kv[1]) if isinstance(kv[1], str) else 0.3)
-
-
-def _excluding_filter(base: str, handled: list[JSON], others: list[JSON]) -> str | None:
-    """`base[?(@.key != value)]` when the elements left out share a value at `key` that no handled element has,
-    and `key` is a category (two handled elements share a value there, so it is not an id): every ticket but
-    the closed ones, whether open or pending."""
-    if len(others) < 2 or not all(isinstance(e, dict) for e in others):
-        return None
-    first = others[0]
-    assert isinstance(first, dict)
-    for key, value in first.items():
-        if not _KEY_RE.fullmatch(key) or not isinstance(value, str) or not value:
-            continue
-        kept = [e.get(key) for e in handled if isinstance(e, dict)]
-        if not all(isinstance(e, dict) and same(e.get(key), value) for e in others):
-            continue
-        if any(same(k, value) for k in kept) or not all(isinstance(k, str) for k in kept):
-            continue
-        if len(set(map(str, kept))) < len(kept):
-            return f"{base}[?(@.{key} != {json.dumps(value)})]"
-    return None
-
-
 def separating(
     elements: Sequence[JSON], at: Sequence[int], outputs: Mapping[str, JSON], own: str
 ) -> tuple[Condition, ...] | None:
@@ -288,7 +212,7 @@ def separating(
     found: list[tuple[Condition, list[JSON]]] = []  # each list holding the handled ones, and the others it holds
     dicts = others and all(isinstance(e, dict) for e in elements)
     for key, value in handled[0].items() if dicts and isinstance(handled[0], dict) else ():
-        if not _KEY_RE.fullmatch(key) or not isinstance(value, str | int) or isinstance(value, bool):
+        if not KEY_RE.fullmatch(key) or not isinstance(value, str | int) or isinstance(value, bool):
             continue
         kept = [h.get(key) for h in handled if isinstance(h, dict)]
         for ref, listed in _listed(outputs, own, key):
@@ -426,7 +350,7 @@ def _candidates(handled: Sequence[JSON]) -> list[Condition]:
     assert isinstance(first, dict)
     out: list[Condition] = []
     for key, tags in first.items():  # a list of names (`tags`, `labels`): the ones every handled element carries
-        if _KEY_RE.fullmatch(key) and isinstance(tags, list) and all(isinstance(t, str) for t in tags):
+        if KEY_RE.fullmatch(key) and isinstance(tags, list) and all(isinstance(t, str) for t in tags):
             carried = [value_at(h, key) for h in handled]
             out += [Condition(key, "has", t) for t in tags if all(isinstance(c, list) and t in c for c in carried)]
     for key, value in leaves(first):
@@ -525,7 +449,7 @@ def leaves(element: dict[str, JSON], depth: int = 3) -> list[tuple[str, JSON]]:
     alone in a list is read through it (`values.stage.0.status.title`: Attio wraps each value in a list)."""
     out: list[tuple[str, JSON]] = []
     for key, value in element.items():
-        if not _KEY_RE.fullmatch(key):
+        if not KEY_RE.fullmatch(key):
             continue
         if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict) and depth > 1:
             out += [(f"{key}.0.{inner}", v) for inner, v in leaves(value[0], depth)]  # (the wrapper is no level)
